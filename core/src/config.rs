@@ -1,0 +1,491 @@
+//! Configuration: AgentScope's `InjectionConfig` and `ContextConfig`, and
+//! their validation.
+//!
+//! Every field of the reference is here with the same name and default.
+//! [`Config::validate`] checks what the reference checks (the pydantic field
+//! constraints and `Agent._validate_configs`), plus what envaware rejects on
+//! purpose because it cannot work as documented (see the README). Loading
+//! from JSON lives in [`crate::load`].
+
+use core::fmt;
+
+use crate::time::{self, TimeFormatError};
+
+/// The reference's default template.
+pub const DEFAULT_TEMPLATE: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n{runtime_state}\n</system-reminder>";
+/// The reference's default hint for repeated tool failures.
+pub const DEFAULT_TOOL_RETRIES_HINT: &str = "The last {count} calls to '{tool_name}' with the same arguments all failed. Stop retrying the same call as-is, check the error message and try a different approach.";
+/// The reference's default source of injected hints.
+pub const DEFAULT_INJECTION_SOURCE: &str = "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}";
+/// The reference's default time format.
+pub const DEFAULT_TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
+/// The reference's default task tool names.
+pub const DEFAULT_TASK_TOOL_NAMES: &[&str] = &["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"];
+/// The placeholder the template must contain.
+pub const RUNTIME_STATE_PLACEHOLDER: &str = "{runtime_state}";
+
+/// A byte range into a text arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Span {
+    /// Start byte.
+    pub start: u32,
+    /// End byte (exclusive).
+    pub end: u32,
+}
+
+impl Span {
+    /// The spanned text, or `""` when the span does not fit `text`.
+    pub fn of<'a>(&self, text: &'a str) -> &'a str {
+        text.get(self.start as usize..self.end as usize).unwrap_or("")
+    }
+}
+
+/// A list of strings: borrowed slices, or spans into one text arena (as the
+/// JSON loader stores them).
+#[derive(Debug, Clone, Copy)]
+pub enum StrList<'a> {
+    /// Plain borrowed strings.
+    Slice(&'a [&'a str]),
+    /// Spans into `text`.
+    Spans {
+        /// The arena.
+        text: &'a str,
+        /// One span per string.
+        spans: &'a [Span],
+    },
+}
+
+impl<'a> StrList<'a> {
+    /// How many strings.
+    pub fn len(&self) -> usize {
+        match self {
+            StrList::Slice(s) => s.len(),
+            StrList::Spans { spans, .. } => spans.len(),
+        }
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// String `i`.
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        match *self {
+            StrList::Slice(s) => s.get(i).copied(),
+            StrList::Spans { text, spans } => spans.get(i).map(|s| s.of(text)),
+        }
+    }
+
+    /// The strings, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
+        (0..self.len()).filter_map(move |i| self.get(i))
+    }
+
+    /// Whether `name` is in the list.
+    pub fn contains(&self, name: &str) -> bool {
+        self.iter().any(|n| n == name)
+    }
+}
+
+/// An ordered list of `key: value` string fields.
+#[derive(Debug, Clone, Copy)]
+pub enum FieldList<'a> {
+    /// Plain borrowed pairs.
+    Slice(&'a [(&'a str, &'a str)]),
+    /// Spans into `text`.
+    Spans {
+        /// The arena.
+        text: &'a str,
+        /// One `(key, value)` span pair per field.
+        spans: &'a [(Span, Span)],
+    },
+}
+
+impl<'a> FieldList<'a> {
+    /// An empty list.
+    pub const EMPTY: FieldList<'static> = FieldList::Slice(&[]);
+
+    /// How many fields.
+    pub fn len(&self) -> usize {
+        match self {
+            FieldList::Slice(s) => s.len(),
+            FieldList::Spans { spans, .. } => spans.len(),
+        }
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Field `i` as `(key, value)`.
+    pub fn get(&self, i: usize) -> Option<(&'a str, &'a str)> {
+        match *self {
+            FieldList::Slice(s) => s.get(i).copied(),
+            FieldList::Spans { text, spans } => spans.get(i).map(|(k, v)| (k.of(text), v.of(text))),
+        }
+    }
+
+    /// The fields, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        (0..self.len()).filter_map(move |i| self.get(i))
+    }
+}
+
+/// AgentScope's `InjectionConfig`, plus envaware's `strict` flag.
+#[derive(Debug, Clone, Copy)]
+pub struct InjectionConfig<'a> {
+    /// Whether to inject at all.
+    pub inject_runtime_state: bool,
+    /// The IANA zone whose wall time is injected.
+    pub timezone: &'a str,
+    /// The strftime/strptime format of the injected time.
+    pub time_format: &'a str,
+    /// Hours after which the time is injected again.
+    pub time_interval: f64,
+    /// Deprecated: overrides the context config's buffer when set.
+    pub context_buffer_ratio: Option<f64>,
+    /// Consecutive identical failures that trigger the tool-error hint.
+    pub tool_retries_limit: u64,
+    /// The tool-error hint, with `{tool_name}` and `{count}`.
+    pub tool_retries_hint: &'a str,
+    /// The hint template, with `{runtime_state}`.
+    pub template: &'a str,
+    /// The source that marks injected hints.
+    pub injection_source: &'a str,
+    /// Tools whose calls show the agent knows its tasks.
+    pub task_tool_names: StrList<'a>,
+    /// Fields attached to every injection (never a trigger).
+    pub extra_fields: FieldList<'a>,
+    /// Whether to emit a `HintBlockEvent` with each injection.
+    pub emit_hint_event: bool,
+    /// envaware's spoof-proof mode (off by default, as the reference):
+    /// only this agent's own hints are read, and extra fields may not carry
+    /// the markers the rules look for.
+    pub strict: bool,
+}
+
+impl Default for InjectionConfig<'_> {
+    fn default() -> Self {
+        InjectionConfig {
+            inject_runtime_state: true,
+            timezone: "UTC",
+            time_format: DEFAULT_TIME_FORMAT,
+            time_interval: 0.5,
+            context_buffer_ratio: None,
+            tool_retries_limit: 3,
+            tool_retries_hint: DEFAULT_TOOL_RETRIES_HINT,
+            template: DEFAULT_TEMPLATE,
+            injection_source: DEFAULT_INJECTION_SOURCE,
+            task_tool_names: StrList::Slice(DEFAULT_TASK_TOOL_NAMES),
+            extra_fields: FieldList::EMPTY,
+            emit_hint_event: true,
+            strict: false,
+        }
+    }
+}
+
+/// The fields of AgentScope's `ContextConfig` that the rules read or validate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ContextConfig {
+    /// The fraction of the context window at which it is compressed.
+    pub trigger_ratio: f64,
+    /// The fraction kept by a compression (validated only).
+    pub reserve_ratio: f64,
+    /// How far ahead of the trigger the context length is injected.
+    pub context_buffer_ratio: f64,
+    /// Whether the agent has the `CompressContext` tool.
+    pub compression_tool_enabled: bool,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig { trigger_ratio: 0.8, reserve_ratio: 0.1, context_buffer_ratio: 0.2, compression_tool_enabled: false }
+    }
+}
+
+/// Both configurations, as one value.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Config<'a> {
+    /// The injection configuration.
+    pub injection: InjectionConfig<'a>,
+    /// The context configuration.
+    pub context: ContextConfig,
+}
+
+/// A configuration field, for error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[allow(missing_docs)]
+pub enum Field {
+    InjectRuntimeState,
+    Timezone,
+    TimeFormat,
+    TimeInterval,
+    InjectionContextBufferRatio,
+    ToolRetriesLimit,
+    ToolRetriesHint,
+    Template,
+    InjectionSource,
+    TaskToolNames,
+    ExtraFields,
+    EmitHintEvent,
+    Strict,
+    TriggerRatio,
+    ReserveRatio,
+    ContextBufferRatio,
+    CompressionToolEnabled,
+}
+
+impl Field {
+    /// The field's path as written in JSON, e.g. `injection_config.template`.
+    pub fn path(self) -> &'static str {
+        match self {
+            Field::InjectRuntimeState => "injection_config.inject_runtime_state",
+            Field::Timezone => "injection_config.timezone",
+            Field::TimeFormat => "injection_config.time_format",
+            Field::TimeInterval => "injection_config.time_interval",
+            Field::InjectionContextBufferRatio => "injection_config.context_buffer_ratio",
+            Field::ToolRetriesLimit => "injection_config.tool_retries_limit",
+            Field::ToolRetriesHint => "injection_config.tool_retries_hint",
+            Field::Template => "injection_config.template",
+            Field::InjectionSource => "injection_config.injection_source",
+            Field::TaskToolNames => "injection_config.task_tool_names",
+            Field::ExtraFields => "injection_config.extra_fields",
+            Field::EmitHintEvent => "injection_config.emit_hint_event",
+            Field::Strict => "injection_config.strict",
+            Field::TriggerRatio => "context_config.trigger_ratio",
+            Field::ReserveRatio => "context_config.reserve_ratio",
+            Field::ContextBufferRatio => "context_config.context_buffer_ratio",
+            Field::CompressionToolEnabled => "context_config.compression_tool_enabled",
+        }
+    }
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.path())
+    }
+}
+
+/// Why a configuration is invalid.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ConfigError {
+    /// The template lacks `{runtime_state}`.
+    TemplateWithoutPlaceholder,
+    /// `tool_retries_limit` is below 3.
+    ToolRetriesLimitBelow3(u64),
+    /// `time_interval` is negative or NaN.
+    NegativeTimeInterval(f64),
+    /// A ratio is outside its range.
+    RatioOutOfRange {
+        /// Which ratio.
+        field: Field,
+        /// Its value.
+        value: f64,
+        /// The allowed range, as text.
+        range: &'static str,
+    },
+    /// `reserve_ratio >= trigger_ratio`.
+    ReserveNotBelowTrigger {
+        /// The reserve ratio.
+        reserve: f64,
+        /// The trigger ratio.
+        trigger: f64,
+    },
+    /// `context_buffer_ratio >= trigger_ratio` while injection or the
+    /// compression tool is on.
+    BufferNotBelowTrigger {
+        /// The effective buffer ratio.
+        buffer: f64,
+        /// The trigger ratio.
+        trigger: f64,
+        /// Which field supplied the buffer.
+        field: Field,
+    },
+    /// The time format is unusable.
+    TimeFormat(TimeFormatError),
+    /// A directive repeats (also through `%c`, `%x`, `%X`): Python's strptime
+    /// cannot compile the format, and the reference crashes reading it back.
+    TimeFormatRepeatsDirective,
+    /// An extra field carries a marker the rules read (strict mode only).
+    ExtraFieldCarriesMarker,
+}
+
+impl ConfigError {
+    /// The field the error is about.
+    pub fn field(&self) -> Field {
+        match self {
+            ConfigError::TemplateWithoutPlaceholder => Field::Template,
+            ConfigError::ToolRetriesLimitBelow3(_) => Field::ToolRetriesLimit,
+            ConfigError::NegativeTimeInterval(_) => Field::TimeInterval,
+            ConfigError::RatioOutOfRange { field, .. } => *field,
+            ConfigError::ReserveNotBelowTrigger { .. } => Field::ReserveRatio,
+            ConfigError::BufferNotBelowTrigger { field, .. } => *field,
+            ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => Field::TimeFormat,
+            ConfigError::ExtraFieldCarriesMarker => Field::ExtraFields,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.field())?;
+        match self {
+            ConfigError::TemplateWithoutPlaceholder => f.write_str("must contain the '{runtime_state}' placeholder"),
+            ConfigError::ToolRetriesLimitBelow3(v) => write!(f, "must be at least 3, got {v}"),
+            ConfigError::NegativeTimeInterval(v) => write!(f, "must be >= 0 hours, got {v}"),
+            ConfigError::RatioOutOfRange { value, range, .. } => {
+                write!(f, "must be in {range}, got {value}")
+            }
+            ConfigError::ReserveNotBelowTrigger { reserve, trigger } => {
+                write!(f, "must be smaller than context_config.trigger_ratio, got {reserve} and {trigger}")
+            }
+            ConfigError::BufferNotBelowTrigger { buffer, trigger, .. } => {
+                write!(f, "must be smaller than context_config.trigger_ratio, got {buffer} and {trigger}")
+            }
+            ConfigError::TimeFormat(e) => write!(f, "{e}"),
+            ConfigError::TimeFormatRepeatsDirective => {
+                f.write_str("a directive repeats, so the time cannot be parsed back (AgentScope crashes on it)")
+            }
+            ConfigError::ExtraFieldCarriesMarker => {
+                f.write_str("in strict mode no extra field may contain '<current-time>', '<timezone>' or '<tasks>'")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// Something the caller should know about a configuration or a step, that
+/// does not stop it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Warning {
+    /// `injection_config.context_buffer_ratio` is deprecated; it overrode
+    /// the context config's.
+    DeprecatedContextBufferRatio,
+    /// The configured timezone is unknown: UTC is used (and the configured
+    /// name is still printed in `<timezone>`, as the reference does).
+    TimezoneFellBackToUtc,
+    /// The timezone recorded in the context is unknown: its time was read as UTC.
+    RecordedTimezoneFellBackToUtc,
+    /// The time format cannot be parsed back (Python's strptime rejects
+    /// `%e`, `%F`, `%T`; the tag regex stops at a newline), so the time is injected at every step, as the reference does.
+    TimeFormatNotParseable,
+    /// A live field was dropped because it carried a marker (strict mode).
+    LiveFieldDropped,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Warning::DeprecatedContextBufferRatio => "injection_config.context_buffer_ratio is deprecated, set context_config.context_buffer_ratio instead; it overrides the context config's",
+            Warning::TimezoneFellBackToUtc => "injection_config.timezone is not a known IANA zone; the time is computed in UTC",
+            Warning::RecordedTimezoneFellBackToUtc => "the <timezone> recorded in the context is not a known IANA zone; the recorded time was read as UTC",
+            Warning::TimeFormatNotParseable => "injection_config.time_format cannot be parsed back (Python's strptime rejects %e), so the time is injected at every step",
+            Warning::LiveFieldDropped => "a live field carrying a rule marker was dropped (strict mode)",
+        })
+    }
+}
+
+/// The markers strict mode keeps out of extra fields: they would change what
+/// later steps detect.
+pub(crate) const MARKERS: &[&str] = &["<current-time>", "<timezone>", "<tasks>"];
+
+/// A configuration that passed [`Config::validate`].
+#[derive(Debug, Clone, Copy)]
+pub struct ValidConfig<'a> {
+    pub(crate) config: Config<'a>,
+    /// The buffer in force (the deprecated field overrides).
+    pub(crate) buffer_ratio: f64,
+    pub(crate) zone: time::Zone,
+    pub(crate) format_parseable: bool,
+}
+
+impl<'a> ValidConfig<'a> {
+    /// The configuration as given.
+    pub fn config(&self) -> &Config<'a> {
+        &self.config
+    }
+
+    /// The context buffer ratio in force.
+    pub fn buffer_ratio(&self) -> f64 {
+        self.buffer_ratio
+    }
+
+    /// The warnings this configuration yields on its own.
+    pub fn warnings(&self) -> impl Iterator<Item = Warning> {
+        let deprecated = self.config.injection.context_buffer_ratio.is_some();
+        let fallback = self.zone == time::Zone::Utc;
+        let unparseable = !self.format_parseable;
+        [
+            deprecated.then_some(Warning::DeprecatedContextBufferRatio),
+            fallback.then_some(Warning::TimezoneFellBackToUtc),
+            unparseable.then_some(Warning::TimeFormatNotParseable),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+fn check_ratio(field: Field, value: f64, ok: bool, range: &'static str) -> Result<(), ConfigError> {
+    // NaN fails every comparison, as in pydantic.
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::RatioOutOfRange { field, value, range })
+    }
+}
+
+impl<'a> Config<'a> {
+    /// Checks the configuration as the reference does, and what envaware
+    /// rejects on purpose. Returns the first error, in field order.
+    pub fn validate(self) -> Result<ValidConfig<'a>, ConfigError> {
+        let inj = &self.injection;
+        let ctx = &self.context;
+        let info = time::check_format(inj.time_format).map_err(ConfigError::TimeFormat)?;
+        if info.parse_back == time::ParseBack::ReferenceCrashes {
+            return Err(ConfigError::TimeFormatRepeatsDirective);
+        }
+        if !(inj.time_interval >= 0.0) {
+            return Err(ConfigError::NegativeTimeInterval(inj.time_interval));
+        }
+        if let Some(b) = inj.context_buffer_ratio {
+            check_ratio(Field::InjectionContextBufferRatio, b, (0.0..=1.0).contains(&b), "[0, 1]")?;
+        }
+        if inj.tool_retries_limit < 3 {
+            return Err(ConfigError::ToolRetriesLimitBelow3(inj.tool_retries_limit));
+        }
+        if !inj.template.contains(RUNTIME_STATE_PLACEHOLDER) {
+            return Err(ConfigError::TemplateWithoutPlaceholder);
+        }
+        if inj.strict && inj.extra_fields.iter().any(|(_, v)| MARKERS.iter().any(|m| v.contains(m))) {
+            return Err(ConfigError::ExtraFieldCarriesMarker);
+        }
+        let t = ctx.trigger_ratio;
+        check_ratio(Field::TriggerRatio, t, t > 0.0 && t <= 0.9, "(0, 0.9]")?;
+        let r = ctx.reserve_ratio;
+        check_ratio(Field::ReserveRatio, r, r > 0.0 && r < 0.9, "(0, 0.9)")?;
+        let c = ctx.context_buffer_ratio;
+        check_ratio(Field::ContextBufferRatio, c, (0.0..=1.0).contains(&c), "[0, 1]")?;
+        if r >= t {
+            return Err(ConfigError::ReserveNotBelowTrigger { reserve: r, trigger: t });
+        }
+        let (buffer, buffer_field) = match inj.context_buffer_ratio {
+            Some(b) => (b, Field::InjectionContextBufferRatio),
+            None => (c, Field::ContextBufferRatio),
+        };
+        if (inj.inject_runtime_state || ctx.compression_tool_enabled) && buffer >= t {
+            return Err(ConfigError::BufferNotBelowTrigger { buffer, trigger: t, field: buffer_field });
+        }
+        let zone = time::resolve_zone(inj.timezone).unwrap_or(time::Zone::Utc);
+        // The tag regex cannot cross a newline: such a format never reads back.
+        let format_parseable = info.parseable() && !inj.time_format.contains('\n');
+        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable })
+    }
+}

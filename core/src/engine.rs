@@ -1,0 +1,101 @@
+//! The engine: one call per reasoning step, from context to hint.
+
+use crate::clock::Clock;
+use crate::config::{Config, ConfigError, ValidConfig, Warning};
+use crate::conversation::Conversation;
+use crate::render::{self, HintTooLong, LiveFields};
+use crate::rules::{self, Decision, Step, Warnings};
+
+/// What one step produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome<'b> {
+    /// The hint to append to the context, or `None` when no dimension fired.
+    pub hint: Option<&'b str>,
+    /// Which dimensions fired, and why the time was skipped if it was.
+    pub decision: Decision,
+    /// Whether to emit a `HintBlockEvent` (a hint was made and
+    /// `emit_hint_event` is on).
+    pub event: bool,
+    /// What the caller should know: deprecated fields, zone fallbacks.
+    pub warnings: Warnings,
+}
+
+/// Runtime-state injection for one agent, with a validated configuration.
+///
+/// ```
+/// use envaware::{Engine, Config, Step, FixedClock, Timestamp, SliceConversation};
+///
+/// let engine = Engine::new(Config::default())?;
+/// let step = Step { agent_name: "Friday", tasks: Default::default(), cur_iter: 0,
+///                   input_tokens: 1200, context_size: 128_000 };
+/// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+/// let mut buf = [0u8; 512];
+/// let outcome = engine.step(&SliceConversation(&[]), &step, &mut clock, &mut (), &mut buf)?;
+/// // The first reply records the time.
+/// assert!(outcome.hint.unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Engine<'a> {
+    config: ValidConfig<'a>,
+}
+
+impl<'a> Engine<'a> {
+    /// Validates `config` and builds the engine.
+    pub fn new(config: Config<'a>) -> Result<Self, ConfigError> {
+        Ok(Engine { config: config.validate()? })
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &ValidConfig<'a> {
+        &self.config
+    }
+
+    /// Decides which dimensions fire, without rendering. `now` is `None`
+    /// when the wall time is unknown: the time dimension is then skipped.
+    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<crate::Timestamp>) -> Decision {
+        rules::decide(&self.config, conversation, step, now)
+    }
+
+    /// Renders the hint of `decision` into `out`; `None` when nothing fired.
+    /// The live fields are read as they are: call [`LiveFields::refresh`]
+    /// first if they need it ([`Engine::step`] does).
+    pub fn render<'b, C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        decision: &Decision,
+        conversation: &C,
+        live: &L,
+        out: &'b mut [u8],
+    ) -> Result<Option<&'b str>, HintTooLong> {
+        let last = conversation.newest(0);
+        let tool_name = match (&last, decision.tool_error) {
+            (Some(last), Some(_)) => rules::failing_tool(last).unwrap_or(""),
+            _ => "",
+        };
+        render::render(&self.config, decision, tool_name, live, out)
+    }
+
+    /// One reasoning step: reads the clock, decides, refreshes the live
+    /// fields only when something fires, and renders the hint into `out`.
+    /// On [`HintTooLong`] nothing is returned to append: the context stays
+    /// as it was.
+    pub fn step<'b, C: Conversation, K: Clock + ?Sized, L: LiveFields + ?Sized>(
+        &self,
+        conversation: &C,
+        step: &Step<'_>,
+        clock: &mut K,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, HintTooLong> {
+        let decision = self.decide(conversation, step, clock.now());
+        let mut warnings = decision.warnings;
+        if decision.fires() {
+            live.refresh();
+            if render::drops_live_field(&self.config, live) {
+                warnings.insert(Warning::LiveFieldDropped);
+            }
+        }
+        let hint = self.render(&decision, conversation, live, out)?;
+        Ok(Outcome { hint, decision, event: hint.is_some() && self.config.config().injection.emit_hint_event, warnings })
+    }
+}

@@ -1,0 +1,851 @@
+//! A validating JSON reader with exactly the acceptance of Python's `json.loads`.
+//!
+//! [`parse`] accepts a text exactly when CPython 3.11's `json.loads` (C scanner,
+//! `strict=True`) accepts the same `str`, except for the nesting bound, which
+//! the caller gives instead of Python's recursion limit:
+//!
+//! - whitespace around tokens is only space, tab, line feed and carriage
+//!   return; a leading byte-order mark (U+FEFF) is an error, as is any text
+//!   after the value;
+//! - `true`, `false`, `null` and Python's extensions `NaN`, `Infinity`,
+//!   `-Infinity`;
+//! - numbers `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?`, ASCII digits
+//!   only; an integer (no fraction, no exponent) with more than 4300 digits is
+//!   an error, as Python's `int` refuses to convert it;
+//! - strings with no raw control character below U+0020, escapes `\"` `\\`
+//!   `\/` `\b` `\f` `\n` `\r` `\t` `\uXXXX`; a lone surrogate escape is valid.
+//!
+//! The parser is iterative: nesting costs one bit of a fixed stack, never a
+//! call frame, so hostile input cannot overflow the stack.
+//!
+//! A validated [`Value`] is its exact text plus its [`Kind`]; members, items
+//! and strings are read lazily from that text, without copying or allocating.
+//! [`JsonStr`] decodes escapes the way Python does: a `\uD83D\uDE00` pair is
+//! one code point, a lone surrogate stays a code point of its own.
+
+use core::cmp::Ordering;
+use core::fmt;
+
+/// The deepest nesting [`parse`] can track: a larger `max_depth` acts as this.
+///
+/// Tracking costs one bit per level (128 bytes of stack in all).
+pub const DEPTH_CAPACITY: usize = 1024;
+
+/// Python's default `sys.int_info.default_max_str_digits`: the most digits an
+/// integer literal may have.
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// What a JSON value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Kind {
+    /// `{...}`.
+    Object,
+    /// `[...]`.
+    Array,
+    /// `"..."`.
+    String,
+    /// A number (integer or float); see [`Value::number_text`].
+    Number,
+    /// `true` or `false`.
+    Bool(bool),
+    /// `null`.
+    Null,
+    /// `NaN` (a Python extension).
+    NaN,
+    /// `Infinity` (a Python extension).
+    Infinity,
+    /// `-Infinity` (a Python extension).
+    NegInfinity,
+}
+
+/// Why a text is not JSON as Python reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonErrorKind {
+    /// The text starts with a byte-order mark (U+FEFF).
+    ByteOrderMark,
+    /// A value was expected (also: the text is empty or only whitespace).
+    ExpectedValue,
+    /// An object member must start with a string key.
+    ExpectedKey,
+    /// A `:` must follow an object key.
+    ExpectedColon,
+    /// A `,` or the closing bracket must follow a value in a container.
+    ExpectedCommaOrEnd,
+    /// A string has no closing quote.
+    UnterminatedString,
+    /// A string holds a raw control character (below U+0020).
+    ControlCharacter,
+    /// A backslash escape is not one JSON knows, or `\u` lacks 4 hex digits.
+    InvalidEscape,
+    /// An integer has more than [`MAX_INT_DIGITS`] digits.
+    IntegerTooLong,
+    /// Containers nest deeper than the limit given to [`parse`].
+    TooDeep,
+    /// Something other than whitespace follows the value.
+    TrailingData,
+}
+
+impl JsonErrorKind {
+    fn describe(self) -> &'static str {
+        match self {
+            JsonErrorKind::ByteOrderMark => "unexpected byte-order mark",
+            JsonErrorKind::ExpectedValue => "expecting value",
+            JsonErrorKind::ExpectedKey => "expecting property name enclosed in double quotes",
+            JsonErrorKind::ExpectedColon => "expecting ':' delimiter",
+            JsonErrorKind::ExpectedCommaOrEnd => "expecting ',' delimiter or closing bracket",
+            JsonErrorKind::UnterminatedString => "unterminated string",
+            JsonErrorKind::ControlCharacter => "invalid control character in string",
+            JsonErrorKind::InvalidEscape => "invalid escape",
+            JsonErrorKind::IntegerTooLong => "integer exceeds 4300 digits",
+            JsonErrorKind::TooDeep => "nesting exceeds the depth limit",
+            JsonErrorKind::TrailingData => "extra data after the value",
+        }
+    }
+}
+
+impl fmt::Display for JsonErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// A rejected text: what is wrong and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct JsonError {
+    /// What is wrong.
+    pub kind: JsonErrorKind,
+    /// Byte offset in the text where it was found.
+    pub offset: usize,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {}", self.kind, self.offset)
+    }
+}
+
+impl core::error::Error for JsonError {}
+
+/// Why a [`JsonStr`] could not be written as UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StrError {
+    /// The string holds a lone surrogate escape, which UTF-8 cannot encode.
+    LoneSurrogate,
+    /// The writer failed.
+    Fmt,
+}
+
+impl fmt::Display for StrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StrError::LoneSurrogate => "string holds a lone surrogate",
+            StrError::Fmt => "writer failed",
+        })
+    }
+}
+
+impl core::error::Error for StrError {}
+
+fn error(kind: JsonErrorKind, offset: usize) -> JsonError {
+    JsonError { kind, offset }
+}
+
+/// Which containers are open, one bit per level (set = object).
+struct Nesting {
+    bits: [u64; DEPTH_CAPACITY / 64],
+    len: usize,
+}
+
+impl Nesting {
+    fn push(&mut self, object: bool) -> bool {
+        let Some(word) = self.bits.get_mut(self.len / 64) else {
+            return false;
+        };
+        let mask = 1u64 << (self.len % 64);
+        if object {
+            *word |= mask;
+        } else {
+            *word &= !mask;
+        }
+        self.len += 1;
+        true
+    }
+
+    fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    /// `Some(true)` inside an object, `Some(false)` inside an array.
+    fn top(&self) -> Option<bool> {
+        let index = self.len.checked_sub(1)?;
+        let word = self.bits.get(index / 64)?;
+        Some(word & (1u64 << (index % 64)) != 0)
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|&c| is_ws(c)) {
+        i += 1;
+    }
+    i
+}
+
+fn skip_digits(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+fn is_hex4(b: &[u8], i: usize) -> bool {
+    i.checked_add(4).and_then(|end| b.get(i..end)).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+}
+
+/// Validates the string whose opening quote is at `start`; returns the offset
+/// just past its closing quote.
+fn scan_string(b: &[u8], start: usize) -> Result<usize, JsonError> {
+    let mut i = start + 1;
+    loop {
+        match b.get(i) {
+            None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => match b.get(i + 1) {
+                None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                Some(b'u') if is_hex4(b, i + 2) => i += 6,
+                Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
+            },
+            Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
+            Some(_) => i += 1,
+        }
+    }
+}
+
+const LITERALS: [&[u8]; 6] = [b"null", b"true", b"false", b"NaN", b"Infinity", b"-Infinity"];
+
+/// Validates a literal or a number starting at `start`; returns its end.
+fn scan_scalar(b: &[u8], start: usize) -> Result<usize, JsonError> {
+    let rest = b.get(start..).unwrap_or(&[]);
+    if let Some(lit) = LITERALS.iter().find(|lit| rest.starts_with(lit)) {
+        return Ok(start + lit.len());
+    }
+    let mut i = start;
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let digits_start = i;
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = skip_digits(b, i),
+        _ => return Err(error(JsonErrorKind::ExpectedValue, start)),
+    }
+    let int_digits = i - digits_start;
+    let mut float = false;
+    // As Python: `1.` and `1e` end the number at `1`, the rest is extra.
+    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i = skip_digits(b, i + 1);
+        float = true;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if b.get(j).is_some_and(u8::is_ascii_digit) {
+            i = skip_digits(b, j);
+            float = true;
+        }
+    }
+    if !float && int_digits > MAX_INT_DIGITS {
+        return Err(error(JsonErrorKind::IntegerTooLong, start));
+    }
+    Ok(i)
+}
+
+#[derive(Clone, Copy)]
+enum Expect {
+    Value,
+    Key,
+    AfterValue,
+}
+
+/// Validates a whole document and returns its top-level value.
+///
+/// Surrounding whitespace is allowed. `max_depth` bounds container nesting:
+/// the outermost container is level 1, so `max_depth == 0` accepts only
+/// scalars; a container deeper than the bound gives
+/// [`JsonErrorKind::TooDeep`]. A bound above [`DEPTH_CAPACITY`] acts as
+/// [`DEPTH_CAPACITY`].
+pub fn parse(text: &str, max_depth: usize) -> Result<Value<'_>, JsonError> {
+    let b = text.as_bytes();
+    if text.starts_with('\u{feff}') {
+        return Err(error(JsonErrorKind::ByteOrderMark, 0));
+    }
+    let limit = max_depth.min(DEPTH_CAPACITY);
+    let mut nesting = Nesting { bits: [0; DEPTH_CAPACITY / 64], len: 0 };
+    let start = skip_ws(b, 0);
+    let mut i = start;
+    let mut expect = Expect::Value;
+    loop {
+        match expect {
+            Expect::Value => match b.get(i) {
+                Some(&open @ (b'{' | b'[')) => {
+                    let object = open == b'{';
+                    if nesting.len >= limit || !nesting.push(object) {
+                        return Err(error(JsonErrorKind::TooDeep, i));
+                    }
+                    i = skip_ws(b, i + 1);
+                    let close = if object { b'}' } else { b']' };
+                    if b.get(i) == Some(&close) {
+                        i += 1;
+                        nesting.pop();
+                        expect = Expect::AfterValue;
+                    } else if object {
+                        expect = Expect::Key;
+                    }
+                }
+                Some(b'"') => {
+                    i = scan_string(b, i)?;
+                    expect = Expect::AfterValue;
+                }
+                Some(_) => {
+                    i = scan_scalar(b, i)?;
+                    expect = Expect::AfterValue;
+                }
+                None => return Err(error(JsonErrorKind::ExpectedValue, i)),
+            },
+            Expect::Key => {
+                if b.get(i) != Some(&b'"') {
+                    return Err(error(JsonErrorKind::ExpectedKey, i));
+                }
+                i = skip_ws(b, scan_string(b, i)?);
+                if b.get(i) != Some(&b':') {
+                    return Err(error(JsonErrorKind::ExpectedColon, i));
+                }
+                i = skip_ws(b, i + 1);
+                expect = Expect::Value;
+            }
+            Expect::AfterValue => {
+                let Some(object) = nesting.top() else { break };
+                i = skip_ws(b, i);
+                match b.get(i) {
+                    Some(b',') => {
+                        i = skip_ws(b, i + 1);
+                        expect = if object { Expect::Key } else { Expect::Value };
+                    }
+                    Some(b'}') if object => {
+                        i += 1;
+                        nesting.pop();
+                    }
+                    Some(b']') if !object => {
+                        i += 1;
+                        nesting.pop();
+                    }
+                    _ => return Err(error(JsonErrorKind::ExpectedCommaOrEnd, i)),
+                }
+            }
+        }
+    }
+    let end = skip_ws(b, i);
+    if end != b.len() {
+        return Err(error(JsonErrorKind::TrailingData, end));
+    }
+    let raw = text.get(start..i).unwrap_or("");
+    Ok(Value { raw, kind: kind_of(raw.as_bytes()) })
+}
+
+fn kind_of(raw: &[u8]) -> Kind {
+    match raw.first() {
+        Some(b'{') => Kind::Object,
+        Some(b'[') => Kind::Array,
+        Some(b'"') => Kind::String,
+        Some(b't') => Kind::Bool(true),
+        Some(b'f') => Kind::Bool(false),
+        Some(b'n') => Kind::Null,
+        Some(b'N') => Kind::NaN,
+        Some(b'I') => Kind::Infinity,
+        Some(b'-') if raw.get(1) == Some(&b'I') => Kind::NegInfinity,
+        _ => Kind::Number,
+    }
+}
+
+// The navigation below reads text that `parse` validated, so it only needs to
+// find where things end. It still checks every step and stops (returns
+// `None`) rather than panic if the text were ever not what it expects.
+
+/// Offset just past the string whose opening quote is at `start`.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start.checked_add(1)?;
+    loop {
+        match b.get(i)? {
+            b'"' => return i.checked_add(1),
+            b'\\' => i = i.checked_add(2)?,
+            _ => i = i.checked_add(1)?,
+        }
+    }
+}
+
+/// Offset just past the (validated) value starting at `start`.
+fn value_end(b: &[u8], start: usize) -> Option<usize> {
+    match b.get(start)? {
+        b'"' => string_end(b, start),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            loop {
+                match b.get(i)? {
+                    b'{' | b'[' => {
+                        depth = depth.checked_add(1)?;
+                        i = i.checked_add(1)?;
+                    }
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        i = i.checked_add(1)?;
+                        if depth == 0 {
+                            return Some(i);
+                        }
+                    }
+                    b'"' => i = string_end(b, i)?,
+                    _ => i = i.checked_add(1)?,
+                }
+            }
+        }
+        _ => {
+            let mut i = start;
+            while b.get(i).is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')) {
+                i = i.checked_add(1)?;
+            }
+            (i > start).then_some(i)
+        }
+    }
+}
+
+fn value_at(text: &str, start: usize) -> Option<(Value<'_>, usize)> {
+    let end = value_end(text.as_bytes(), start)?;
+    let raw = text.get(start..end)?;
+    Some((Value { raw, kind: kind_of(raw.as_bytes()) }, end))
+}
+
+/// The key of the member of object text `obj` whose opening quote is at `key`.
+pub(crate) fn key_at(obj: &str, key: usize) -> Option<JsonStr<'_>> {
+    let end = string_end(obj.as_bytes(), key)?;
+    Some(JsonStr { raw: obj.get(key.checked_add(1)?..end.checked_sub(1)?)? })
+}
+
+/// The member of object text `obj` whose key's opening quote is at `key`:
+/// the key, the value, and the offset just past the value.
+pub(crate) fn member_at(obj: &str, key: usize) -> Option<(JsonStr<'_>, Value<'_>, usize)> {
+    let b = obj.as_bytes();
+    let name = key_at(obj, key)?;
+    let colon = skip_ws(b, key.checked_add(name.raw.len())?.checked_add(2)?);
+    if b.get(colon) != Some(&b':') {
+        return None;
+    }
+    let (value, end) = value_at(obj, skip_ws(b, colon.checked_add(1)?))?;
+    Some((name, value, end))
+}
+
+/// A validated JSON value: its exact text and its kind.
+///
+/// Only [`parse`] and the iterators over a parsed value make one, so its text
+/// is always valid JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct Value<'a> {
+    raw: &'a str,
+    kind: Kind,
+}
+
+impl<'a> Value<'a> {
+    /// What the value is.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The value's exact text, without surrounding whitespace.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The members of an object in document order (duplicates included);
+    /// empty for anything else.
+    pub fn members(&self) -> Members<'a> {
+        Members { obj: if self.kind == Kind::Object { self.raw } else { "" }, pos: 1 }
+    }
+
+    /// The items of an array in order; empty for anything else.
+    pub fn items(&self) -> Items<'a> {
+        Items { arr: if self.kind == Kind::Array { self.raw } else { "" }, pos: 1 }
+    }
+
+    /// The string's escaped content, if the value is a string.
+    pub fn as_str(&self) -> Option<JsonStr<'a>> {
+        if self.kind != Kind::String {
+            return None;
+        }
+        let end = self.raw.len().checked_sub(1)?;
+        Some(JsonStr { raw: self.raw.get(1..end)? })
+    }
+
+    /// The number's text (e.g. `-12`, `1.5e3`), if the value is a number.
+    pub fn number_text(&self) -> Option<&'a str> {
+        (self.kind == Kind::Number).then_some(self.raw)
+    }
+}
+
+/// The members of an object: `(key, value)` in document order.
+#[derive(Debug, Clone)]
+pub struct Members<'a> {
+    obj: &'a str,
+    pos: usize,
+}
+
+impl<'a> Members<'a> {
+    /// Like `next`, also giving the offset of the key's opening quote within
+    /// the object's text (for [`member_at`]).
+    pub(crate) fn next_at(&mut self) -> Option<(usize, JsonStr<'a>, Value<'a>)> {
+        let b = self.obj.as_bytes();
+        let mut i = skip_ws(b, self.pos);
+        if b.get(i) == Some(&b',') {
+            i = skip_ws(b, i + 1);
+        }
+        let found = if b.get(i) == Some(&b'"') { member_at(self.obj, i) } else { None };
+        match found {
+            Some((key, value, end)) => {
+                self.pos = end;
+                Some((i, key, value))
+            }
+            None => {
+                self.pos = self.obj.len();
+                None
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (JsonStr<'a>, Value<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_at().map(|(_, key, value)| (key, value))
+    }
+}
+
+impl core::iter::FusedIterator for Members<'_> {}
+
+/// The items of an array, in order.
+#[derive(Debug, Clone)]
+pub struct Items<'a> {
+    arr: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = Value<'a>;
+
+    fn next(&mut self) -> Option<Value<'a>> {
+        let b = self.arr.as_bytes();
+        let mut i = skip_ws(b, self.pos);
+        if b.get(i) == Some(&b',') {
+            i = skip_ws(b, i + 1);
+        }
+        let found = match b.get(i) {
+            None | Some(b']') => None,
+            Some(_) => value_at(self.arr, i),
+        };
+        match found {
+            Some((value, end)) => {
+                self.pos = end;
+                Some(value)
+            }
+            None => {
+                self.pos = self.arr.len();
+                None
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Items<'_> {}
+
+/// A JSON string's escaped content, between (not including) the quotes.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonStr<'a> {
+    raw: &'a str,
+}
+
+impl<'a> JsonStr<'a> {
+    /// The escaped content exactly as in the document.
+    pub fn raw(&self) -> &'a str {
+        self.raw
+    }
+
+    /// The decoded code points, as Python's string would hold them: an
+    /// escaped surrogate pair is one code point, a lone surrogate escape is
+    /// its own value (U+D800..U+DFFF).
+    pub fn code_points(&self) -> CodePoints<'a> {
+        CodePoints { chars: self.raw.chars() }
+    }
+
+    /// Writes the decoded string as UTF-8.
+    ///
+    /// Fails, writing nothing, if the string holds a lone surrogate.
+    pub fn write_to<W: fmt::Write>(&self, w: &mut W) -> Result<(), StrError> {
+        if !self.raw.contains('\\') {
+            return w.write_str(self.raw).map_err(|_| StrError::Fmt);
+        }
+        if self.code_points().any(|c| char::from_u32(c).is_none()) {
+            return Err(StrError::LoneSurrogate);
+        }
+        for c in self.code_points().filter_map(char::from_u32) {
+            w.write_char(c).map_err(|_| StrError::Fmt)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the decoded string equals `s`.
+    pub fn eq_str(&self, s: &str) -> bool {
+        self.code_points().eq(s.chars().map(u32::from))
+    }
+
+    /// Compares as Python compares `str`: by code points, a lone surrogate
+    /// being the code point of its value.
+    pub fn cmp_python(&self, other: &JsonStr<'_>) -> Ordering {
+        self.code_points().cmp(other.code_points())
+    }
+}
+
+/// The decoded code points of a [`JsonStr`].
+#[derive(Debug, Clone)]
+pub struct CodePoints<'a> {
+    chars: core::str::Chars<'a>,
+}
+
+fn hex4(chars: &mut core::str::Chars<'_>) -> Option<u32> {
+    let mut v = 0u32;
+    for _ in 0..4 {
+        v = (v << 4) | chars.next()?.to_digit(16)?;
+    }
+    Some(v)
+}
+
+impl Iterator for CodePoints<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        let c = self.chars.next()?;
+        if c != '\\' {
+            return Some(u32::from(c));
+        }
+        let decoded = match self.chars.next()? {
+            'b' => 0x08,
+            'f' => 0x0c,
+            'n' => 0x0a,
+            'r' => 0x0d,
+            't' => 0x09,
+            'u' => {
+                let high = hex4(&mut self.chars)?;
+                if (0xd800..0xdc00).contains(&high) {
+                    // As Python's scanner: a high surrogate escape directly
+                    // followed by a low surrogate escape makes one code point.
+                    let mut ahead = self.chars.clone();
+                    if ahead.next() == Some('\\') && ahead.next() == Some('u') {
+                        if let Some(low) = hex4(&mut ahead).filter(|l| (0xdc00..0xe000).contains(l)) {
+                            self.chars = ahead;
+                            return Some(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00));
+                        }
+                    }
+                }
+                high
+            }
+            // `\"`, `\\`, `\/` stand for themselves.
+            other => u32::from(other),
+        };
+        Some(decoded)
+    }
+}
+
+impl core::iter::FusedIterator for CodePoints<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    fn ok(s: &str) -> bool {
+        parse(s, 64).is_ok()
+    }
+
+    #[test]
+    fn accepts_what_python_accepts() {
+        for s in [
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "10",
+            "1.5",
+            "-0.0",
+            "1e5",
+            "1E+5",
+            "1e-05",
+            "0.5e0",
+            " 1 ",
+            "\t\n\r 1",
+            "true",
+            "false",
+            "null",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "\"\"",
+            "\"\\u00e9\\uD83D\\ude00\\ud800\"",
+            "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"",
+            "\"\u{7f}\u{e9}\u{1f600}\"",
+            "[]",
+            "{}",
+            "[ ]",
+            "{ }",
+            "[1, [2, {}]]",
+            "{\"a\" : 1 , \"a\":2}",
+            "{\"\":[]}",
+        ] {
+            assert!(ok(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn rejects_what_python_rejects() {
+        for s in [
+            "",
+            " ",
+            "\u{feff}1",
+            "01",
+            "-",
+            "-01",
+            "1.",
+            ".5",
+            "1e",
+            "1e+",
+            "+1",
+            "--1",
+            "-NaN",
+            "nan",
+            "inf",
+            "-infinity",
+            "tru",
+            "nul",
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            "{,}",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{1:1}",
+            "{'a':1}",
+            "\"\t\"",
+            "\"\n\"",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\\u12g4\"",
+            "\"abc",
+            "[",
+            "]",
+            "{",
+            "1 2",
+            "[]]",
+            "\u{a0}1",
+            "\x0b1",
+            "1\x0c",
+            "١",
+            "[1}",
+            "{\"a\":1]",
+            "\"\\",
+            "\"\\u",
+        ] {
+            assert!(!ok(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn integer_digit_limit() {
+        let mut s = String::from("-");
+        s.extend(core::iter::repeat_n('7', 4300));
+        assert!(ok(&s));
+        assert!(ok(&s[1..]));
+        s.push('7');
+        assert_eq!(parse(&s, 1).unwrap_err().kind, JsonErrorKind::IntegerTooLong);
+        s.push_str(".0");
+        assert!(ok(&s), "floats have no digit limit");
+    }
+
+    #[test]
+    fn depth_limit() {
+        assert!(parse("1", 0).is_ok());
+        assert_eq!(parse("[]", 0).unwrap_err().kind, JsonErrorKind::TooDeep);
+        assert!(parse("[[{}]]", 3).is_ok());
+        assert_eq!(parse("[[{}]]", 2).unwrap_err().kind, JsonErrorKind::TooDeep);
+        let deep: String = core::iter::repeat_n('[', 100_000).collect();
+        assert_eq!(parse(&deep, usize::MAX).unwrap_err().kind, JsonErrorKind::TooDeep);
+        let mut nested: String = core::iter::repeat_n('[', DEPTH_CAPACITY).collect();
+        nested.extend(core::iter::repeat_n(']', DEPTH_CAPACITY));
+        assert!(parse(&nested, usize::MAX).is_ok());
+    }
+
+    #[test]
+    fn navigation() {
+        let v = parse(" {\"b\": [1, \"x\", {\"c\": null}], \"a\\u0062\" : -Infinity, \"n\": -1.5e3} ", 8).unwrap();
+        assert_eq!(v.kind(), Kind::Object);
+        let m: Vec<_> = v.members().collect();
+        assert_eq!(m.len(), 3);
+        assert!(m[0].0.eq_str("b"));
+        assert!(m[1].0.eq_str("ab"));
+        assert_eq!(m[1].1.kind(), Kind::NegInfinity);
+        assert_eq!(m[2].1.number_text(), Some("-1.5e3"));
+        let items: Vec<_> = m[0].1.items().collect();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[0].raw(), "1");
+        assert_eq!(items[1].as_str().unwrap().raw(), "x");
+        assert_eq!(items[2].members().next().unwrap().1.kind(), Kind::Null);
+        assert_eq!(v.items().count(), 0);
+        assert_eq!(items[0].members().count(), 0);
+        assert!(items[0].as_str().is_none());
+    }
+
+    #[test]
+    fn strings_decode_like_python() {
+        let v = parse("\"a\\ud83d\\ude00\\ud800\\u0041\\ude00\\ud83d\\\"\"", 1).unwrap();
+        let s = v.as_str().unwrap();
+        let cps: Vec<u32> = s.code_points().collect();
+        assert_eq!(cps, [0x61, 0x1f600, 0xd800, 0x41, 0xde00, 0xd83d, 0x22]);
+        let mut out = String::new();
+        assert_eq!(s.write_to(&mut out), Err(StrError::LoneSurrogate));
+        assert!(out.is_empty());
+        let v = parse("\"\\u00e9\\n\\ud83d\\ude00\u{1f600}\"", 1).unwrap();
+        v.as_str().unwrap().write_to(&mut out).unwrap();
+        assert_eq!(out, "é\n😀😀");
+        assert!(v.as_str().unwrap().eq_str("é\n😀😀"));
+    }
+
+    #[test]
+    fn python_string_order() {
+        let key = |s: &'static str| JsonStr { raw: s };
+        // A lone surrogate sorts between U+D7FF and U+E000; a pair sorts as
+        // its non-BMP code point, after U+FFFF.
+        assert_eq!(key("\\ud800").cmp_python(&key("\\ue000")), Ordering::Less);
+        assert_eq!(key("\\ud7ff").cmp_python(&key("\\ud800")), Ordering::Less);
+        assert_eq!(key("\\uffff").cmp_python(&key("\\ud83d\\ude00")), Ordering::Less);
+        assert_eq!(key("\\ud83d\\ude00").cmp_python(&key("😀")), Ordering::Equal);
+        assert_eq!(key("a").cmp_python(&key("ab")), Ordering::Less);
+        assert_eq!(key("\\u0061").cmp_python(&key("a")), Ordering::Equal);
+    }
+}

@@ -1,0 +1,45 @@
+//! # envaware
+//!
+//! Runtime-state injection for on-device agents, with no heap: before each
+//! reasoning step, decide which of the agent's changing circumstances to
+//! tell it (the wall time, unfinished tasks, the context nearing
+//! compression, a tool call failing again and again), and render the
+//! `<system-reminder>` hint, byte for byte as AgentScope 2.0.11 does.
+//!
+//! The crate reads in layers:
+//! - [`config`]: `InjectionConfig`/`ContextConfig` and their validation;
+//!   [`load`] reads them from JSON with pydantic's lax coercions;
+//! - [`clock`]: the wall clock, a trait the caller plugs in;
+//! - [`time`]: Python-exact strftime/strptime and zone handling;
+//! - [`conversation`]: how the rules read a context; [`store`] is a
+//!   fixed-capacity context an agent can use directly;
+//! - [`args`] (over [`json`]): tool-argument equality as the reference
+//!   compares arguments, hashed, never materialized;
+//! - [`rules`]: the four dimensions; [`render`]: the hint text;
+//! - [`engine`]: one call per step.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod args;
+pub mod clock;
+pub mod config;
+pub mod conversation;
+pub mod engine;
+pub mod json;
+pub mod load;
+pub mod render;
+pub mod rules;
+pub mod store;
+pub mod text;
+pub mod time;
+
+pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
+pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning};
+pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
+pub use engine::{Engine, Outcome};
+pub use render::{HintTooLong, LiveFields};
+pub use rules::{Decision, Step, TaskCounts, TimeDecision, TimeSkipped, Warnings};

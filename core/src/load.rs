@@ -1,0 +1,454 @@
+//! Loading the configuration from JSON, with no heap.
+//!
+//! The JSON shapes are AgentScope's (`InjectionConfig`, `ContextConfig`).
+//! Values go through pydantic's lax mode as the reference's do: `"0.5"` or
+//! `true` for a number, `"4"` or `3.0` for an integer, `"yes"`/`"off"`/`1`
+//! for a boolean. Strings are unescaped into one text arena whose size the
+//! caller chooses. Unknown keys are ignored.
+//!
+//! Why not serde-json-core: pydantic's lax mode needs to see a value's JSON
+//! type before choosing how to read it, and serde-json-core has no
+//! `deserialize_any`. The loader reads with [`crate::json`], the same
+//! Python-exact reader the argument comparison uses.
+//!
+//! ```
+//! use envaware::load::ConfigBuf;
+//! let mut buf: ConfigBuf = ConfigBuf::new();
+//! buf.load_injection(r#"{"timezone": "Asia/Shanghai", "time_interval": "0.25",
+//!                       "template": "<r>\n{runtime_state}\n</r>", "extra_fields": {"robot": "R2"}}"#)?;
+//! let config = buf.config();
+//! assert_eq!(config.injection.time_interval, 0.25);
+//! assert_eq!(config.injection.template, "<r>\n{runtime_state}\n</r>");
+//! assert!(envaware::Engine::new(config).is_ok());
+//! # Ok::<(), envaware::load::LoadError>(())
+//! ```
+
+use core::fmt::{self, Write};
+
+use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Span, StrList};
+use crate::json::{self, JsonStr, Kind, Value};
+use crate::text::py_strip;
+
+/// Deepest nesting accepted in a configuration document.
+const MAX_DEPTH: usize = 8;
+
+/// Why a configuration document could not be loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum LoadError {
+    /// Not valid JSON.
+    Syntax {
+        /// Byte offset of the error.
+        offset: usize,
+    },
+    /// The document is not a JSON object.
+    NotAnObject,
+    /// A field has a value of the wrong type, or one lax mode cannot read.
+    WrongType {
+        /// The field.
+        field: Field,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A string does not fit the arena, or a list is longer than its capacity.
+    TooLong {
+        /// The field.
+        field: Field,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Syntax { offset } => write!(f, "invalid JSON at byte {offset}"),
+            LoadError::NotAnObject => f.write_str("the configuration must be a JSON object"),
+            LoadError::WrongType { field, expected } => write!(f, "{field}: expected {expected}"),
+            LoadError::TooLong { field } => write!(f, "{field}: too long for the configuration buffer"),
+        }
+    }
+}
+
+impl core::error::Error for LoadError {}
+
+/// Owned configuration storage: scalars, plus one text arena of `TEXT`
+/// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
+/// fields. Fields absent from the JSON keep the reference's defaults.
+#[derive(Debug, Clone)]
+pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIELDS: usize = 8> {
+    text: heapless::String<TEXT>,
+    inject_runtime_state: bool,
+    timezone: Option<Span>,
+    time_format: Option<Span>,
+    time_interval: f64,
+    context_buffer_ratio: Option<f64>,
+    tool_retries_limit: u64,
+    tool_retries_hint: Option<Span>,
+    template: Option<Span>,
+    injection_source: Option<Span>,
+    task_tool_names: Option<heapless::Vec<Span, NAMES>>,
+    extra_fields: heapless::Vec<(Span, Span), FIELDS>,
+    emit_hint_event: bool,
+    strict: bool,
+    context: ContextConfig,
+}
+
+impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> Default for ConfigBuf<TEXT, NAMES, FIELDS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT, NAMES, FIELDS> {
+    const CHECK: () = assert!(TEXT <= u32::MAX as usize, "spans are u32");
+
+    /// The reference's defaults.
+    pub fn new() -> Self {
+        let () = Self::CHECK;
+        let d = InjectionConfig::default();
+        ConfigBuf {
+            text: heapless::String::new(),
+            inject_runtime_state: d.inject_runtime_state,
+            timezone: None,
+            time_format: None,
+            time_interval: d.time_interval,
+            context_buffer_ratio: None,
+            tool_retries_limit: d.tool_retries_limit,
+            tool_retries_hint: None,
+            template: None,
+            injection_source: None,
+            task_tool_names: None,
+            extra_fields: heapless::Vec::new(),
+            emit_hint_event: d.emit_hint_event,
+            strict: d.strict,
+            context: ContextConfig::default(),
+        }
+    }
+
+    /// The configuration, borrowing this buffer's strings.
+    pub fn config(&self) -> Config<'_> {
+        let text = self.text.as_str();
+        let d = InjectionConfig::default();
+        let s = |span: Option<Span>, default: &'static str| span.map_or(default, |sp| sp.of(text));
+        Config {
+            injection: InjectionConfig {
+                inject_runtime_state: self.inject_runtime_state,
+                timezone: s(self.timezone, d.timezone),
+                time_format: s(self.time_format, d.time_format),
+                time_interval: self.time_interval,
+                context_buffer_ratio: self.context_buffer_ratio,
+                tool_retries_limit: self.tool_retries_limit,
+                tool_retries_hint: s(self.tool_retries_hint, d.tool_retries_hint),
+                template: s(self.template, d.template),
+                injection_source: s(self.injection_source, d.injection_source),
+                task_tool_names: match &self.task_tool_names {
+                    Some(spans) => StrList::Spans { text, spans },
+                    None => d.task_tool_names,
+                },
+                extra_fields: FieldList::Spans { text, spans: &self.extra_fields },
+                emit_hint_event: self.emit_hint_event,
+                strict: self.strict,
+            },
+            context: self.context,
+        }
+    }
+
+    /// Reads an `InjectionConfig` JSON object. On error this buffer is
+    /// unchanged.
+    pub fn load_injection(&mut self, json_text: &str) -> Result<(), LoadError> {
+        let mut next = self.clone();
+        for (key, value) in object(json_text)? {
+            next.injection_member(key, value)?;
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Reads a `ContextConfig` JSON object (only the fields the rules use
+    /// or validate). On error this buffer is unchanged.
+    pub fn load_context(&mut self, json_text: &str) -> Result<(), LoadError> {
+        let mut ctx = self.context;
+        for (key, value) in object(json_text)? {
+            if key.eq_str("trigger_ratio") {
+                ctx.trigger_ratio = lax_float(value, Field::TriggerRatio)?;
+            } else if key.eq_str("reserve_ratio") {
+                ctx.reserve_ratio = lax_float(value, Field::ReserveRatio)?;
+            } else if key.eq_str("context_buffer_ratio") {
+                ctx.context_buffer_ratio = lax_float(value, Field::ContextBufferRatio)?;
+            } else if key.eq_str("compression_tool_enabled") {
+                ctx.compression_tool_enabled = lax_bool(value, Field::CompressionToolEnabled)?;
+            }
+        }
+        self.context = ctx;
+        Ok(())
+    }
+
+    fn injection_member(&mut self, key: JsonStr<'_>, value: Value<'_>) -> Result<(), LoadError> {
+        macro_rules! string {
+            ($slot:ident, $field:expr) => {
+                self.$slot = Some(self.push_str(value, $field)?)
+            };
+        }
+        if key.eq_str("inject_runtime_state") {
+            self.inject_runtime_state = lax_bool(value, Field::InjectRuntimeState)?;
+        } else if key.eq_str("timezone") {
+            string!(timezone, Field::Timezone);
+        } else if key.eq_str("time_format") {
+            string!(time_format, Field::TimeFormat);
+        } else if key.eq_str("time_interval") {
+            self.time_interval = lax_float(value, Field::TimeInterval)?;
+        } else if key.eq_str("context_buffer_ratio") {
+            self.context_buffer_ratio = match value.kind() {
+                Kind::Null => None,
+                _ => Some(lax_float(value, Field::InjectionContextBufferRatio)?),
+            };
+        } else if key.eq_str("tool_retries_limit") {
+            self.tool_retries_limit = lax_uint(value, Field::ToolRetriesLimit)?;
+        } else if key.eq_str("tool_retries_hint") {
+            string!(tool_retries_hint, Field::ToolRetriesHint);
+        } else if key.eq_str("template") {
+            string!(template, Field::Template);
+        } else if key.eq_str("injection_source") {
+            string!(injection_source, Field::InjectionSource);
+        } else if key.eq_str("task_tool_names") {
+            self.load_names(value)?;
+        } else if key.eq_str("extra_fields") {
+            self.load_extra_fields(value)?;
+        } else if key.eq_str("emit_hint_event") {
+            self.emit_hint_event = lax_bool(value, Field::EmitHintEvent)?;
+        } else if key.eq_str("strict") {
+            self.strict = lax_bool(value, Field::Strict)?;
+        }
+        Ok(())
+    }
+
+    fn load_names(&mut self, value: Value<'_>) -> Result<(), LoadError> {
+        if value.kind() != Kind::Array {
+            return Err(LoadError::WrongType { field: Field::TaskToolNames, expected: "a list of strings" });
+        }
+        let mut names = heapless::Vec::new();
+        for item in value.items() {
+            let span = self.push_str(item, Field::TaskToolNames)?;
+            names.push(span).map_err(|_| LoadError::TooLong { field: Field::TaskToolNames })?;
+        }
+        self.task_tool_names = Some(names);
+        Ok(())
+    }
+
+    fn load_extra_fields(&mut self, value: Value<'_>) -> Result<(), LoadError> {
+        const FIELD: Field = Field::ExtraFields;
+        if value.kind() != Kind::Object {
+            return Err(LoadError::WrongType { field: FIELD, expected: "an object of string values" });
+        }
+        self.extra_fields.clear();
+        for (key, item) in value.members() {
+            let k = self.push_json_str(key, FIELD)?;
+            let v = self.push_str(item, FIELD)?;
+            // A duplicate key keeps its first place and takes the last value,
+            // as a Python dict built by json.loads does.
+            let text = self.text.as_str();
+            match self.extra_fields.iter_mut().find(|(old, _)| old.of(text) == k.of(text)) {
+                Some(slot) => slot.1 = v,
+                None => self.extra_fields.push((k, v)).map_err(|_| LoadError::TooLong { field: FIELD })?,
+            }
+        }
+        Ok(())
+    }
+
+    fn push_str(&mut self, value: Value<'_>, field: Field) -> Result<Span, LoadError> {
+        let s = value.as_str().ok_or(LoadError::WrongType { field, expected: "a string" })?;
+        self.push_json_str(s, field)
+    }
+
+    fn push_json_str(&mut self, s: JsonStr<'_>, field: Field) -> Result<Span, LoadError> {
+        let start = self.text.len();
+        let mut w = ArenaWriter { text: &mut self.text, overflow: false };
+        let ok = s.write_to(&mut w).is_ok();
+        let overflow = w.overflow;
+        if !ok || overflow {
+            self.text.truncate(start);
+            return Err(if overflow {
+                LoadError::TooLong { field }
+            } else {
+                LoadError::WrongType { field, expected: "a string without lone surrogates" }
+            });
+        }
+        Ok(Span { start: start as u32, end: self.text.len() as u32 })
+    }
+}
+
+struct ArenaWriter<'t, const N: usize> {
+    text: &'t mut heapless::String<N>,
+    overflow: bool,
+}
+
+impl<const N: usize> Write for ArenaWriter<'_, N> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.text.push_str(s).map_err(|_| {
+            self.overflow = true;
+            fmt::Error
+        })
+    }
+}
+
+fn object(json_text: &str) -> Result<json::Members<'_>, LoadError> {
+    let doc = json::parse(json_text, MAX_DEPTH).map_err(|e| LoadError::Syntax { offset: e.offset })?;
+    if doc.kind() != Kind::Object {
+        return Err(LoadError::NotAnObject);
+    }
+    Ok(doc.members())
+}
+
+/// A JSON string's text, decoded into a small stack buffer (numbers and
+/// booleans given as strings are short).
+fn short_str<'b>(value: Value<'_>, buf: &'b mut heapless::String<64>) -> Option<&'b str> {
+    let s = value.as_str()?;
+    let mut w = ArenaWriter { text: buf, overflow: false };
+    s.write_to(&mut w).ok()?;
+    Some(buf.as_str())
+}
+
+/// pydantic's lax `float`: numbers, booleans, numeric strings.
+fn lax_float(value: Value<'_>, field: Field) -> Result<f64, LoadError> {
+    let err = LoadError::WrongType { field, expected: "a number" };
+    let mut buf = heapless::String::new();
+    match value.kind() {
+        Kind::Number => value.number_text().and_then(|t| t.parse().ok()).ok_or(err),
+        Kind::Bool(b) => Ok(if b { 1.0 } else { 0.0 }),
+        Kind::NaN => Ok(f64::NAN),
+        Kind::Infinity => Ok(f64::INFINITY),
+        Kind::NegInfinity => Ok(f64::NEG_INFINITY),
+        Kind::String => short_str(value, &mut buf).and_then(|s| py_strip(s).parse().ok()).ok_or(err),
+        _ => Err(err),
+    }
+}
+
+/// pydantic's lax `int` (non-negative here: the only int field must be >= 3):
+/// integers, floats without a fraction, and their string forms.
+fn lax_uint(value: Value<'_>, field: Field) -> Result<u64, LoadError> {
+    let err = LoadError::WrongType { field, expected: "a whole number" };
+    let mut buf = heapless::String::new();
+    let text = match value.kind() {
+        Kind::Number => value.number_text(),
+        // pydantic reads True as 1, which fails `>= 3` anyway.
+        Kind::Bool(b) => return Ok(u64::from(b)),
+        Kind::String => short_str(value, &mut buf).map(py_strip),
+        _ => None,
+    }
+    .ok_or(err)?;
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(n);
+    }
+    if text.starts_with('-') && text.bytes().skip(1).all(|b| b.is_ascii_digit()) && text.len() > 1 {
+        return Ok(0); // negative: rejected by validation with its own message
+    }
+    match text.parse::<f64>() {
+        Ok(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
+        Ok(f) if (-9.2e18..0.0).contains(&f) && (f as i64) as f64 == f => Ok(0),
+        _ => Err(err),
+    }
+}
+
+/// pydantic's lax `bool`.
+fn lax_bool(value: Value<'_>, field: Field) -> Result<bool, LoadError> {
+    let err = LoadError::WrongType { field, expected: "a boolean" };
+    let mut buf = heapless::String::new();
+    match value.kind() {
+        Kind::Bool(b) => Ok(b),
+        Kind::Number => match value.number_text().and_then(|t| t.parse::<f64>().ok()) {
+            Some(f) if f == 0.0 => Ok(false),
+            Some(f) if f == 1.0 => Ok(true),
+            _ => Err(err),
+        },
+        Kind::String => {
+            let s = short_str(value, &mut buf).ok_or(err)?;
+            const TRUE: [&str; 6] = ["1", "on", "t", "true", "y", "yes"];
+            const FALSE: [&str; 6] = ["0", "off", "f", "false", "n", "no"];
+            if TRUE.iter().any(|t| t.eq_ignore_ascii_case(s)) {
+                Ok(true)
+            } else if FALSE.iter().any(|t| t.eq_ignore_ascii_case(s)) {
+                Ok(false)
+            } else {
+                Err(err)
+            }
+        }
+        _ => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigError;
+
+    fn load(json_text: &str) -> Result<Config<'static>, LoadError> {
+        let buf: &'static mut ConfigBuf = std::boxed::Box::leak(std::boxed::Box::new(ConfigBuf::new()));
+        buf.load_injection(json_text)?;
+        Ok(buf.config())
+    }
+
+    #[test]
+    fn lax_values_are_read_as_pydantic_reads_them() {
+        let c = load(
+            r#"{"time_interval": "0.5", "tool_retries_limit": "4", "emit_hint_event": "off",
+                         "inject_runtime_state": "YES"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.injection.time_interval, 0.5);
+        assert_eq!(c.injection.tool_retries_limit, 4);
+        assert!(!c.injection.emit_hint_event);
+        assert!(c.injection.inject_runtime_state);
+        let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#).unwrap();
+        assert_eq!(c.injection.tool_retries_limit, 3);
+        assert_eq!(c.injection.time_interval, 1.0);
+        assert!(!c.injection.emit_hint_event);
+    }
+
+    #[test]
+    fn each_bad_value_names_its_field() {
+        for (doc, field) in [
+            (r#"{"time_interval": "soon"}"#, Field::TimeInterval),
+            (r#"{"tool_retries_limit": 3.5}"#, Field::ToolRetriesLimit),
+            (r#"{"emit_hint_event": " yes"}"#, Field::EmitHintEvent),
+            (r#"{"timezone": 8}"#, Field::Timezone),
+            (r#"{"task_tool_names": "TaskList"}"#, Field::TaskToolNames),
+            (r#"{"extra_fields": {"a": 1}}"#, Field::ExtraFields),
+        ] {
+            match load(doc) {
+                Err(LoadError::WrongType { field: f, .. }) => assert_eq!(f, field, "{doc}"),
+                other => panic!("{doc}: {other:?}"),
+            }
+        }
+        assert_eq!(load("{").unwrap_err(), LoadError::Syntax { offset: 1 });
+        assert_eq!(load("[]").unwrap_err(), LoadError::NotAnObject);
+    }
+
+    #[test]
+    fn escapes_are_unescaped_and_duplicates_keep_their_place() {
+        let c = load(r#"{"template": "a\n{runtime_state}\u00e9", "extra_fields": {"x": "1", "y": "2", "x": "3"}}"#).unwrap();
+        assert_eq!(c.injection.template, "a\n{runtime_state}é");
+        let fields: std::vec::Vec<_> = c.injection.extra_fields.iter().collect();
+        assert_eq!(fields, [("x", "3"), ("y", "2")]);
+    }
+
+    #[test]
+    fn a_failed_load_leaves_the_buffer_unchanged() {
+        let mut buf: ConfigBuf<64> = ConfigBuf::new();
+        buf.load_injection(r#"{"timezone": "Asia/Tokyo"}"#).unwrap();
+        let long = r#"{"timezone": "Europe/Paris", "template": "0123456789012345678901234567890123456789012345678901234567890123456789{runtime_state}"}"#;
+        assert_eq!(buf.load_injection(long), Err(LoadError::TooLong { field: Field::Template }));
+        assert_eq!(buf.config().injection.timezone, "Asia/Tokyo");
+    }
+
+    #[test]
+    fn loaded_configuration_is_validated_with_a_named_error() {
+        let mut buf: ConfigBuf = ConfigBuf::new();
+        buf.load_injection(r#"{"template": "no placeholder"}"#).unwrap();
+        let err = buf.config().validate().unwrap_err();
+        assert_eq!(err, ConfigError::TemplateWithoutPlaceholder);
+        assert!(std::format!("{err}").starts_with("injection_config.template:"));
+        let mut buf: ConfigBuf = ConfigBuf::new();
+        buf.load_context(r#"{"trigger_ratio": 0.5, "context_buffer_ratio": "0.5"}"#).unwrap();
+        let err = buf.config().validate().unwrap_err();
+        assert_eq!(err.field(), Field::ContextBufferRatio);
+    }
+}

@@ -1,0 +1,341 @@
+//! Python string semantics the rules depend on: `str.strip()`, substring
+//! search and the two tag regexes over a hint given in parts, and a
+//! streaming `str.replace` that never materializes the replaced string.
+
+/// Python's `str.isspace()` for one char: Unicode White_Space plus the
+/// information separators U+001C..U+001F, which Rust's `is_whitespace` omits.
+pub fn py_is_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.strip()` with no argument.
+pub fn py_strip(s: &str) -> &str {
+    s.trim_matches(py_is_space)
+}
+
+/// A text given as parts, read as their concatenation (a hint's text blocks
+/// are joined with `""` by the reference).
+#[derive(Debug, Clone, Copy)]
+pub struct Joined<'a> {
+    parts: &'a [&'a str],
+    len: usize,
+}
+
+impl<'a> Joined<'a> {
+    /// The concatenation of `parts`.
+    pub fn new(parts: &'a [&'a str]) -> Self {
+        let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
+        Joined { parts, len }
+    }
+
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn byte_at(&self, mut i: usize) -> Option<u8> {
+        for p in self.parts {
+            if i < p.len() {
+                return p.as_bytes().get(i).copied();
+            }
+            i -= p.len();
+        }
+        None
+    }
+
+    fn matches_at(&self, pos: usize, needle: &[u8]) -> bool {
+        if let [part] = self.parts {
+            return part.as_bytes().get(pos..).is_some_and(|rest| rest.starts_with(needle));
+        }
+        needle.iter().enumerate().all(|(k, b)| self.byte_at(pos.saturating_add(k)) == Some(*b))
+    }
+
+    /// The first position at or after `from` where `needle` starts.
+    pub fn find(&self, needle: &str, from: usize) -> Option<usize> {
+        let n = needle.as_bytes();
+        if let [part] = self.parts {
+            let hay = part.as_bytes().get(from..)?;
+            return hay.windows(n.len().max(1)).position(|w| w == n).map(|p| p + from);
+        }
+        let last = self.len.checked_sub(n.len())?;
+        (from..=last).find(|&pos| self.matches_at(pos, n))
+    }
+
+    /// Python's `needle in text`.
+    pub fn contains(&self, needle: &str) -> bool {
+        self.find(needle, 0).is_some()
+    }
+
+    /// The first newline at or after `from`, before `to`.
+    fn newline_between(&self, from: usize, to: usize) -> bool {
+        if let [part] = self.parts {
+            return part.as_bytes().get(from..to).is_some_and(|s| s.contains(&b'\n'));
+        }
+        (from..to).any(|i| self.byte_at(i) == Some(b'\n'))
+    }
+
+    /// Python's `re.search(open + "(.*?)" + close, text)` (no DOTALL: `.`
+    /// stops at `\n`): the byte range of the first capture.
+    pub fn capture(&self, open: &str, close: &str) -> Option<(usize, usize)> {
+        let mut from = 0;
+        while let Some(start) = self.find(open, from) {
+            let inner = start + open.len();
+            if let Some(end) = self.find(close, inner) {
+                if !self.newline_between(inner, end) {
+                    return Some((inner, end));
+                }
+            }
+            // No close tag before a newline here: the regex tries the next start.
+            from = start + 1;
+        }
+        None
+    }
+
+    /// The bytes `start..end` as a `&str`: borrowed when they lie in one
+    /// part, else copied into `scratch`. `None` when they do not fit.
+    pub fn slice<'s>(&self, start: usize, end: usize, scratch: &'s mut [u8]) -> Option<&'s str>
+    where
+        'a: 's,
+    {
+        let mut offset = 0;
+        for p in self.parts {
+            if start >= offset && end <= offset + p.len() {
+                return p.get(start - offset..end - offset);
+            }
+            offset += p.len();
+        }
+        let out = scratch.get_mut(..end.checked_sub(start)?)?;
+        for (k, slot) in out.iter_mut().enumerate() {
+            *slot = self.byte_at(start + k)?;
+        }
+        // Tags are ASCII, so a capture between them is whole UTF-8.
+        core::str::from_utf8(out).ok()
+    }
+}
+
+/// A byte sink with a fixed capacity that keeps counting past it, so a
+/// capacity error can say how much was needed.
+#[derive(Debug)]
+pub struct ByteWriter<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+}
+
+impl<'b> ByteWriter<'b> {
+    /// Writes into `buf`.
+    pub fn new(buf: &'b mut [u8]) -> Self {
+        ByteWriter { buf, len: 0 }
+    }
+
+    /// Appends bytes (counted even past the capacity).
+    pub fn push(&mut self, bytes: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(self.len..self.len.saturating_add(bytes.len())) {
+            dst.copy_from_slice(bytes);
+        }
+        self.len = self.len.saturating_add(bytes.len());
+    }
+
+    /// Bytes written so far (may exceed the capacity).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The capacity.
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The written text, or `Err(needed)` when it did not fit.
+    pub fn finish(self) -> Result<&'b str, usize> {
+        let len = self.len;
+        match self.buf.get(..len) {
+            Some(bytes) => core::str::from_utf8(bytes).map_err(|_| len),
+            None => Err(len),
+        }
+    }
+}
+
+impl core::fmt::Write for ByteWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// The longest pattern [`Replace`] matches (the placeholders are short).
+pub const MAX_PATTERN: usize = 16;
+
+/// Python's `text.replace(pattern, replacement)`, streamed: bytes written
+/// through it reach `out` with every leftmost non-overlapping occurrence of
+/// `pattern` replaced, even when an occurrence spans several writes.
+#[derive(Debug)]
+pub struct Replace<'p, W> {
+    out: W,
+    pattern: &'p [u8],
+    replacement: &'p [u8],
+    /// A prefix of `pattern` seen but not yet decided; shorter than it.
+    pending: [u8; MAX_PATTERN],
+    pending_len: usize,
+}
+
+/// Where [`Replace`] sends its output.
+pub trait Bytes {
+    /// Appends bytes.
+    fn push(&mut self, bytes: &[u8]);
+}
+
+impl Bytes for ByteWriter<'_> {
+    fn push(&mut self, bytes: &[u8]) {
+        ByteWriter::push(self, bytes)
+    }
+}
+
+impl<T: Bytes + ?Sized> Bytes for &mut T {
+    fn push(&mut self, bytes: &[u8]) {
+        (**self).push(bytes)
+    }
+}
+
+impl<'p, W: Bytes> Replace<'p, W> {
+    /// Replaces `pattern` by `replacement` on the way to `out`.
+    /// A pattern longer than [`MAX_PATTERN`] or empty is never matched.
+    pub fn new(out: W, pattern: &'p str, replacement: &'p str) -> Self {
+        let pattern = if pattern.is_empty() || pattern.len() > MAX_PATTERN { &[][..] } else { pattern.as_bytes() };
+        Replace { out, pattern, replacement: replacement.as_bytes(), pending: [0; MAX_PATTERN], pending_len: 0 }
+    }
+
+    fn pending(&self) -> &[u8] {
+        self.pending.get(..self.pending_len).unwrap_or(&[])
+    }
+
+    fn push_byte(&mut self, b: u8) {
+        if self.pattern.is_empty() {
+            self.out.push(&[b]);
+            return;
+        }
+        if let Some(slot) = self.pending.get_mut(self.pending_len) {
+            *slot = b;
+            self.pending_len += 1;
+        }
+        // Drop leading bytes until what is pending could still start a match:
+        // exactly the leftmost scan of `str.replace`.
+        while self.pending_len > 0 && !self.pattern.starts_with(self.pending()) {
+            let first = self.pending[0];
+            self.out.push(&[first]);
+            self.pending.copy_within(1..self.pending_len, 0);
+            self.pending_len -= 1;
+        }
+        if self.pending_len == self.pattern.len() {
+            self.out.push(self.replacement);
+            self.pending_len = 0;
+        }
+    }
+
+    /// Sends everything still pending, unreplaced, and returns the sink.
+    pub fn finish(mut self) -> W {
+        let pending_len = self.pending_len;
+        let pending = self.pending;
+        self.out.push(pending.get(..pending_len).unwrap_or(&[]));
+        self.out
+    }
+}
+
+impl<W: Bytes> Bytes for Replace<'_, W> {
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.push_byte(b);
+        }
+    }
+}
+
+impl<W: Bytes> core::fmt::Write for Replace<'_, W> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.push(s.as_bytes());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_removes_python_whitespace_including_separators() {
+        assert_eq!(py_strip("\u{1c}\u{a0} x \u{1f}\u{3000}"), "x");
+        assert_eq!(py_strip("\u{200b}x"), "\u{200b}x"); // zero-width space is not whitespace
+    }
+
+    #[test]
+    fn capture_finds_first_close_and_stops_at_newlines() {
+        let parts = ["a<t>1</t><t>2</t>"];
+        let j = Joined::new(&parts);
+        assert_eq!(j.capture("<t>", "</t>"), Some((4, 5)));
+        let parts = ["<t>x\n</t> <t>y</t>"];
+        let j = Joined::new(&parts);
+        assert_eq!(j.capture("<t>", "</t>"), Some((13, 14)));
+        let parts = ["<t>x\n</t>"];
+        assert_eq!(Joined::new(&parts).capture("<t>", "</t>"), None);
+    }
+
+    #[test]
+    fn joined_parts_match_across_boundaries() {
+        let parts = ["ab<cur", "rent>", "9</current>"];
+        let j = Joined::new(&parts);
+        assert!(j.contains("<current>"));
+        let (s, e) = j.capture("<current>", "</current>").unwrap();
+        let mut scratch = [0u8; 8];
+        assert_eq!(j.slice(s, e, &mut scratch), Some("9"));
+        let parts = ["<a>12", "34</a>"];
+        let j = Joined::new(&parts);
+        let (s, e) = j.capture("<a>", "</a>").unwrap();
+        assert_eq!(j.slice(s, e, &mut scratch), Some("1234"));
+        let mut tiny = [0u8; 2];
+        assert_eq!(j.slice(s, e, &mut tiny), None);
+    }
+
+    fn replace_all(chunks: &[&str], pat: &str, rep: &str) -> std::string::String {
+        let mut buf = [0u8; 256];
+        let mut w = ByteWriter::new(&mut buf);
+        let mut r = Replace::new(&mut w, pat, rep);
+        for c in chunks {
+            r.push(c.as_bytes());
+        }
+        r.finish();
+        std::string::String::from(w.finish().unwrap())
+    }
+
+    #[test]
+    fn streaming_replace_matches_str_replace() {
+        for (text, pat, rep) in [
+            ("{count}{count}x{cou", "{count}", "3"),
+            ("aaa", "aa", "b"),
+            ("{{count}}", "{count}", "7"),
+            ("ababab", "abab", "X"),
+            ("no match", "{count}", "1"),
+        ] {
+            // Split at every position: the result must not depend on chunking.
+            for cut in 0..=text.len() {
+                let got = replace_all(&[&text[..cut], &text[cut..]], pat, rep);
+                assert_eq!(got, text.replace(pat, rep), "{text:?} cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn byte_writer_reports_needed_length() {
+        let mut buf = [0u8; 4];
+        let mut w = ByteWriter::new(&mut buf);
+        w.push(b"hello");
+        assert_eq!(w.finish(), Err(5));
+    }
+}

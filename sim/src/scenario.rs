@@ -1,0 +1,278 @@
+//! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
+//! everything the rules read at one reasoning step, evaluated by the core.
+
+use envaware::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use envaware::load::ConfigBuf;
+use envaware::{Engine, FixedClock, Step, TaskCounts, Timestamp};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The configuration buffer the sim uses: generous, since it runs on a host.
+pub type SimConfigBuf = ConfigBuf<65536, 64, 64>;
+
+#[derive(Deserialize)]
+struct RawScenario<'a> {
+    #[serde(default)]
+    agent_name: Option<String>,
+    now: String,
+    #[serde(borrow, default)]
+    injection_config: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    context_config: Option<&'a RawValue>,
+    #[serde(default)]
+    context_size: Option<i64>,
+    #[serde(default)]
+    input_tokens: Option<i64>,
+    #[serde(default)]
+    cur_iter: Option<u64>,
+    #[serde(default)]
+    tasks: Vec<Value>,
+    #[serde(default)]
+    context: Vec<Value>,
+}
+
+/// A block the sim owns; hint text parts are joined, as the rules read them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedBlock {
+    /// A hint block.
+    Hint { source: Option<String>, text: String },
+    /// A tool call block.
+    ToolCall { id: String, name: String, input: String },
+    /// A tool result block.
+    ToolResult { id: String, name: String, state: ToolResultState },
+    /// Anything else.
+    Other,
+}
+
+/// A message the sim owns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OwnedMessage {
+    /// Sender role.
+    pub role: Role,
+    /// Sender name.
+    pub name: String,
+    /// Content blocks.
+    pub blocks: Vec<OwnedBlock>,
+}
+
+impl Message for OwnedMessage {
+    fn role(&self) -> Role {
+        self.role
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+    fn block(&self, index: usize) -> Option<Block<'_>> {
+        Some(match self.blocks.get(index)? {
+            OwnedBlock::Hint { source, text } => Block::Hint { source: source.as_deref(), text: HintText::Single(text) },
+            OwnedBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
+            OwnedBlock::ToolResult { id, name, state } => Block::ToolResult { id, name, state: *state },
+            OwnedBlock::Other => Block::Other,
+        })
+    }
+}
+
+/// A context held in a `Vec`, oldest first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VecConversation(pub Vec<OwnedMessage>);
+
+impl Conversation for VecConversation {
+    type Message<'m> = &'m OwnedMessage;
+    fn message_count(&self) -> usize {
+        self.0.len()
+    }
+    fn newest(&self, index: usize) -> Option<&OwnedMessage> {
+        self.0.len().checked_sub(index + 1).and_then(|i| self.0.get(i))
+    }
+}
+
+/// The result of one scenario, as printed on its line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evaluation {
+    /// The hint (or none), the event flag, and warnings.
+    Hint { hint: Option<String>, event: bool, warnings: Vec<String> },
+    /// The scenario or its configuration is invalid.
+    Error(String),
+}
+
+impl Evaluation {
+    /// The result line, as JSON.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Evaluation::Hint { hint, event, warnings } => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("hint".into(), hint.clone().map_or(Value::Null, Value::String));
+                obj.insert("event".into(), Value::Bool(*event));
+                if !warnings.is_empty() {
+                    obj.insert("warnings".into(), warnings.iter().cloned().map(Value::String).collect());
+                }
+                Value::Object(obj)
+            }
+            Evaluation::Error(e) => serde_json::json!({ "error": e }),
+        }
+    }
+}
+
+fn str_field<'v>(obj: &'v Value, key: &str, at: &str) -> Result<&'v str, String> {
+    obj.get(key).and_then(Value::as_str).ok_or_else(|| format!("{at}.{key}: expected a string"))
+}
+
+fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
+    let kind = str_field(block, "type", at)?;
+    Ok(match kind {
+        "hint" => {
+            let text = match block.get("hint") {
+                Some(Value::String(s)) => s.clone(),
+                // A list hint: its text blocks joined with "", data blocks skipped.
+                Some(Value::Array(items)) => {
+                    let mut joined = String::new();
+                    for (i, item) in items.iter().enumerate() {
+                        if item.get("type").and_then(Value::as_str) == Some("text") {
+                            joined.push_str(str_field(item, "text", &format!("{at}.hint[{i}]"))?);
+                        }
+                    }
+                    joined
+                }
+                _ => return Err(format!("{at}.hint: expected a string or a list of blocks")),
+            };
+            let source = match block.get("source") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => return Err(format!("{at}.source: expected a string or null")),
+            };
+            OwnedBlock::Hint { source, text }
+        }
+        "tool_call" => OwnedBlock::ToolCall {
+            id: str_field(block, "id", at)?.into(),
+            name: str_field(block, "name", at)?.into(),
+            input: str_field(block, "input", at)?.into(),
+        },
+        "tool_result" => {
+            let state = match block.get("state") {
+                None => ToolResultState::Running,
+                Some(s) => s
+                    .as_str()
+                    .and_then(ToolResultState::from_name)
+                    .ok_or_else(|| format!("{at}.state: expected success, error, interrupted, denied or running"))?,
+            };
+            OwnedBlock::ToolResult { id: str_field(block, "id", at)?.into(), name: str_field(block, "name", at)?.into(), state }
+        }
+        _ => OwnedBlock::Other,
+    })
+}
+
+/// Converts AgentScope `Msg` JSON into messages, with the reference's
+/// role checks (a user message holds only text and data blocks, a system
+/// message only text).
+pub fn parse_context(context: &[Value]) -> Result<VecConversation, String> {
+    let mut messages = Vec::with_capacity(context.len());
+    for (i, msg) in context.iter().enumerate() {
+        let at = format!("context[{i}]");
+        let role_name = str_field(msg, "role", &at)?;
+        let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
+        let name = str_field(msg, "name", &at)?.to_string();
+        let blocks = match msg.get("content") {
+            Some(Value::String(_)) => vec![OwnedBlock::Other],
+            Some(Value::Array(items)) => {
+                let mut blocks = Vec::with_capacity(items.len());
+                for (j, b) in items.iter().enumerate() {
+                    let at = format!("{at}.content[{j}]");
+                    let kind = str_field(b, "type", &at)?;
+                    let allowed: &[&str] = match role {
+                        Role::User => &["text", "data"],
+                        Role::System => &["text"],
+                        Role::Assistant => &[],
+                    };
+                    if !allowed.is_empty() && !allowed.contains(&kind) {
+                        return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
+                    }
+                    blocks.push(parse_block(b, &at)?);
+                }
+                blocks
+            }
+            _ => return Err(format!("{at}.content: expected a list of blocks")),
+        };
+        messages.push(OwnedMessage { role, name, blocks });
+    }
+    Ok(VecConversation(messages))
+}
+
+/// Counts the plan's tasks; a task without a state is pending.
+pub fn count_tasks(tasks: &[Value]) -> Result<TaskCounts, String> {
+    let mut counts = TaskCounts::default();
+    for (i, t) in tasks.iter().enumerate() {
+        match t.get("state").map(|s| s.as_str()) {
+            None | Some(Some("pending")) => counts.pending += 1,
+            Some(Some("in_progress")) => counts.in_progress += 1,
+            Some(Some("completed")) => {}
+            _ => return Err(format!("tasks[{i}].state: expected pending, in_progress or completed")),
+        }
+    }
+    Ok(counts)
+}
+
+/// Parses an RFC 3339 instant to Unix microseconds (finer digits truncated).
+pub fn parse_now(now: &str) -> Result<Timestamp, String> {
+    chrono::DateTime::parse_from_rfc3339(now)
+        .map(|t| Timestamp::from_unix_micros(t.timestamp_micros()))
+        .map_err(|e| format!("now: expected an RFC 3339 time with offset ({e})"))
+}
+
+/// Loads both configurations from their JSON texts.
+pub fn load_config(buf: &mut SimConfigBuf, injection: Option<&str>, context: Option<&str>) -> Result<(), String> {
+    if let Some(text) = injection {
+        buf.load_injection(text).map_err(|e| format!("injection_config: {e}"))?;
+    }
+    if let Some(text) = context {
+        buf.load_context(text).map_err(|e| format!("context_config: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Evaluates one scenario line.
+pub fn evaluate(line: &str) -> Evaluation {
+    match evaluate_inner(line) {
+        Ok(e) => e,
+        Err(e) => Evaluation::Error(e),
+    }
+}
+
+fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
+    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
+    let mut buf = SimConfigBuf::new();
+    load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
+    let engine = Engine::new(buf.config()).map_err(|e| e.to_string())?;
+    let conversation = parse_context(&raw.context)?;
+    let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
+    let step = Step {
+        agent_name,
+        tasks: count_tasks(&raw.tasks)?,
+        cur_iter: raw.cur_iter.unwrap_or(0),
+        input_tokens: raw.input_tokens.unwrap_or(0),
+        context_size: raw.context_size.unwrap_or(128_000),
+    };
+    let mut clock = FixedClock::at(parse_now(&raw.now)?);
+    Ok(run_step(&engine, &conversation, &step, &mut clock))
+}
+
+/// Runs one step of the engine with a growing buffer (the host has room).
+pub fn run_step(engine: &Engine<'_>, conversation: &VecConversation, step: &Step<'_>, clock: &mut FixedClock) -> Evaluation {
+    let mut size = 4096;
+    loop {
+        let mut out = vec![0u8; size];
+        match engine.step(conversation, step, clock, &mut (), &mut out) {
+            Ok(outcome) => {
+                return Evaluation::Hint {
+                    hint: outcome.hint.map(str::to_string),
+                    event: outcome.event,
+                    warnings: outcome.warnings.iter().map(|w| w.to_string()).collect(),
+                }
+            }
+            Err(e) => size = e.needed,
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! A bare-metal program that runs one engine step, so the whole core is
+//! linked. It is only built, never run.
+#![no_std]
+#![no_main]
+
+use envaware::conversation::Block;
+use envaware::store::ContextStore;
+use envaware::{Config, Engine, FixedClock, Role, Step, Timestamp};
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[no_mangle]
+pub extern "C" fn _start() -> ! {
+    let mut store: ContextStore<8, 32, 1024> = ContextStore::new();
+    let _ = store.push_message(Role::Assistant, "bot", &[Block::ToolCall { id: "1", name: "Move", input: "{\"x\": 1}" }]);
+    if let Ok(engine) = Engine::new(Config::default()) {
+        let step = Step { agent_name: "bot", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 1000 };
+        let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+        let mut buf = [0u8; 512];
+        if let Ok(outcome) = engine.step(&store, &step, &mut clock, &mut (), &mut buf) {
+            // Keep the result observable so nothing is optimized away.
+            core::hint::black_box(outcome.hint.map(str::len));
+        }
+    }
+    loop {}
+}

@@ -1,0 +1,122 @@
+//! `cargo xtask`: the project's own tasks, in Rust rather than shell.
+//!
+//! - `cargo xtask test`: installs what the tests need (rustup targets, a
+//!   Python virtual environment with AgentScope 2.0.11), then runs clippy,
+//!   the cross-target no_std checks, and every test.
+//! - `cargo xtask demo`: runs the main demo.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+/// Targets the core must build for with no allocator.
+const THUMB_TARGETS: &[&str] = &["thumbv7m-none-eabi", "thumbv7em-none-eabihf"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn cargo() -> Command {
+    Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Runs a command, echoing it; fails with its name on a non-zero exit.
+fn run(what: &str, cmd: &mut Command) -> Result<(), String> {
+    eprintln!("==> {what}");
+    let started = Instant::now();
+    let status = cmd.current_dir(root()).status().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    eprintln!("    ({what}: {:.1}s)", started.elapsed().as_secs_f64());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn ensure_targets() -> Result<(), String> {
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    let missing: Vec<&str> = THUMB_TARGETS.iter().copied().filter(|t| !installed.lines().any(|l| l.trim() == *t)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    run("rustup target add", Command::new("rustup").arg("target").arg("add").args(&missing))
+}
+
+/// The reference's virtual environment, created on first use. A stamp
+/// holding the requirements text skips the install when nothing changed.
+fn ensure_reference_venv() -> Result<PathBuf, String> {
+    let root = root();
+    let venv = root.join(".venv");
+    let python = venv.join("bin/python");
+    let requirements = root.join("tests/reference/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    let stamp = venv.join("envaware-requirements.txt");
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    let system_python = ["python3", "python"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .ok_or("no python3 found: install Python 3.11 or newer (apt-get install python3 python3-venv)")?;
+    run("create the reference venv", Command::new(system_python).args(["-m", "venv"]).arg(&venv))?;
+    run(
+        "install AgentScope 2.0.11 into .venv",
+        Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements),
+    )?;
+    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(python)
+}
+
+fn test() -> Result<(), String> {
+    ensure_targets()?;
+    let python = ensure_reference_venv()?;
+    run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
+    run("cargo clippy", cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run("cargo clippy (core, defmt)", cargo().args(["clippy", "-p", "envaware", "--features", "defmt", "--", "-D", "warnings"]))?;
+    for target in THUMB_TARGETS {
+        run(&format!("build the core for {target}"), cargo().args(["build", "-p", "envaware", "--target", target]))?;
+    }
+    run(
+        "link the core into a thumbv7m binary with no allocator",
+        cargo()
+            .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
+            .arg(root().join("tests/nostd-check/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
+    )?;
+    run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
+    run(
+        "cargo test",
+        cargo()
+            .args(["test", "--workspace"])
+            .env("ENVAWARE_REF_PYTHON", &python)
+            .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim")),
+    )
+}
+
+fn demo() -> Result<(), String> {
+    run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    let scenarios = root().join("examples/demo.jsonl");
+    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("test") => test(),
+        Some("demo") => demo(),
+        _ => Err("usage: cargo xtask <test|demo>".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
