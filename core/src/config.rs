@@ -452,7 +452,7 @@ impl<'a> Config<'a> {
         if info.parse_back == time::ParseBack::ReferenceCrashes {
             return Err(ConfigError::TimeFormatRepeatsDirective);
         }
-        if !(inj.time_interval >= 0.0) {
+        if inj.time_interval.is_nan() || inj.time_interval < 0.0 {
             return Err(ConfigError::NegativeTimeInterval(inj.time_interval));
         }
         if let Some(b) = inj.context_buffer_ratio {

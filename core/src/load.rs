@@ -355,8 +355,8 @@ fn lax_bool(value: Value<'_>, field: Field) -> Result<bool, LoadError> {
     match value.kind() {
         Kind::Bool(b) => Ok(b),
         Kind::Number => match value.number_text().and_then(|t| t.parse::<f64>().ok()) {
-            Some(f) if f == 0.0 => Ok(false),
-            Some(f) if f == 1.0 => Ok(true),
+            Some(0.0) => Ok(false),
+            Some(1.0) => Ok(true),
             _ => Err(err),
         },
         Kind::String => {

@@ -90,13 +90,44 @@ fn test() -> Result<(), String> {
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
-    run(
-        "cargo test",
+    run_tests(
         cargo()
             .args(["test", "--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim")),
     )
+}
+
+/// Runs `cargo test`, passing its output through, and closes with one
+/// total over all its test binaries (cargo's own last line is often a
+/// doc-test run of a crate with no doc tests).
+fn run_tests(cmd: &mut Command) -> Result<(), String> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("==> cargo test");
+    let mut child =
+        cmd.current_dir(root()).stdout(std::process::Stdio::piped()).spawn().map_err(|e| format!("cargo test: cannot start: {e}"))?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                passed += count_before(rest, " passed");
+                failed += count_before(rest, " failed");
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
+    println!("tests: {passed} passed, {failed} failed");
+    if status.success() && passed > 0 {
+        Ok(())
+    } else {
+        Err(format!("cargo test failed ({status}, {passed} passed)"))
+    }
+}
+
+/// The number just before `label` in a `test result:` line.
+fn count_before(line: &str, label: &str) -> u64 {
+    line.find(label).and_then(|end| line[..end].rsplit([' ', ';']).next()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 fn demo() -> Result<(), String> {
