@@ -451,4 +451,86 @@ mod tests {
         let err = buf.config().validate().unwrap_err();
         assert_eq!(err.field(), Field::ContextBufferRatio);
     }
+
+    mod never_panics {
+        use super::*;
+        use crate::{Engine, FixedClock, SliceConversation, Step, Timestamp};
+        use proptest::prelude::*;
+
+        const KEYS: &[&str] = &[
+            "inject_runtime_state",
+            "timezone",
+            "time_format",
+            "time_interval",
+            "context_buffer_ratio",
+            "tool_retries_limit",
+            "tool_retries_hint",
+            "template",
+            "injection_source",
+            "task_tool_names",
+            "extra_fields",
+            "emit_hint_event",
+            "strict",
+            "trigger_ratio",
+            "reserve_ratio",
+            "compression_tool_enabled",
+            "unknown",
+        ];
+
+        fn json_value() -> impl Strategy<Value = std::string::String> {
+            let leaf = prop_oneof![
+                Just("null".into()),
+                Just("true".into()),
+                Just("NaN".into()),
+                Just("-Infinity".into()),
+                any::<f64>().prop_map(|f| std::format!("{f:?}")),
+                any::<i64>().prop_map(|i| std::format!("{i}")),
+                "[ -~]{0,12}".prop_map(|s| std::format!("{:?}", s)),
+                "%[a-zA-Z%]( ?%[a-zA-Z])*".prop_map(|s| std::format!("{s:?}")),
+                Just(r#""{runtime_state}\n\u00e9\ud83d\ude00""#.into()),
+                Just(r#""\ud800""#.into()),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| std::format!("[{}]", v.join(","))),
+                    proptest::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|v| {
+                        let members: std::vec::Vec<_> = v.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
+                        std::format!("{{{}}}", members.join(", "))
+                    }),
+                ]
+            })
+        }
+
+        fn config_doc() -> impl Strategy<Value = std::string::String> {
+            proptest::collection::vec((proptest::sample::select(KEYS), json_value()), 0..6).prop_map(|members| {
+                let members: std::vec::Vec<_> = members.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
+                std::format!("{{{}}}", members.join(", "))
+            })
+        }
+
+        fn exercise(doc: &str) {
+            let mut buf: ConfigBuf<128, 2, 2> = ConfigBuf::new();
+            let _ = buf.load_injection(doc);
+            let _ = buf.load_context(doc);
+            if let Ok(engine) = Engine::new(buf.config()) {
+                let step = Step { agent_name: "a", tasks: Default::default(), cur_iter: 0, input_tokens: i64::MAX, context_size: i64::MIN };
+                let mut out = [0u8; 256];
+                let _ = engine.step(&SliceConversation(&[]), &step, &mut FixedClock::at(Timestamp(i64::MAX)), &mut (), &mut out);
+                let _ = engine.step(&SliceConversation(&[]), &step, &mut FixedClock::at(Timestamp(i64::MIN)), &mut (), &mut out);
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2000))]
+            #[test]
+            fn on_arbitrary_text(doc in "\\PC{0,64}") {
+                exercise(&doc);
+            }
+
+            #[test]
+            fn on_config_shaped_json(doc in config_doc()) {
+                exercise(&doc);
+            }
+        }
+    }
 }

@@ -1,0 +1,53 @@
+//! `envaware-sim eval` as other tools drive it: one result line per
+//! scenario, errors on their own line, the run going on.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn sim() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let bin = std::env::var_os("ENVAWARE_SIM").map_or_else(|| root.join("target/debug/envaware-sim"), |p| root.join(p));
+    assert!(bin.exists(), "{} is missing: run `cargo build -p envaware-sim` (cargo xtask test does)", bin.display());
+    bin
+}
+
+fn eval(input: &str) -> (Vec<serde_json::Value>, i32) {
+    let mut child = Command::new(sim()).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    (lines, out.status.code().unwrap())
+}
+
+#[test]
+fn a_malformed_line_gives_an_error_line_and_the_run_goes_on() {
+    let good = r#"{"now": "2026-07-22T02:30:00Z"}"#;
+    let input = [
+        good,
+        r#"{"now": "2026-07-22T02:30:00Z", "injection_config": {"tool_retries_limit": 2}}"#,
+        "{not json",
+        r#"{"now": "2026-07-22T02:30:00Z", "context": [{"name": "u", "role": "user", "content": [{"type": "hint", "hint": "x"}]}]}"#,
+        good,
+    ]
+    .join("\n");
+    let (lines, code) = eval(&input);
+    assert_eq!(lines.len(), 5);
+    assert_eq!(code, 1);
+    assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
+    assert_eq!(lines[0]["event"], true);
+    assert_eq!(lines[1]["error"], "injection_config.tool_retries_limit: must be at least 3, got 2");
+    assert!(lines[2]["error"].as_str().unwrap().starts_with("invalid scenario"));
+    assert!(lines[3]["error"].as_str().unwrap().contains("context[0].content[0]"));
+    assert_eq!(lines[4], lines[0]);
+}
+
+#[test]
+fn valid_lines_exit_zero_and_warnings_are_listed() {
+    let input = r#"{"now": "2026-07-22T02:30:00Z", "injection_config": {"timezone": "Mars/Base", "emit_hint_event": "no"}}"#;
+    let (lines, code) = eval(input);
+    assert_eq!(code, 0);
+    assert_eq!(lines[0]["event"], false);
+    assert!(lines[0]["hint"].as_str().unwrap().contains("<timezone>Mars/Base</timezone>"));
+    assert!(lines[0]["warnings"][0].as_str().unwrap().contains("timezone"));
+}
