@@ -83,6 +83,11 @@ fn test() -> Result<(), String> {
         run(&format!("build the core for {target}"), cargo().args(["build", "-p", "envaware", "--target", target]))?;
     }
     run(
+        "build the core with defmt for thumbv7m-none-eabi",
+        cargo().args(["build", "-p", "envaware", "--features", "defmt", "--target", THUMB_TARGETS[0]]),
+    )?;
+    run("cargo doc (core, warnings denied)", cargo().args(["doc", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(
         "link the core into a thumbv7m binary with no allocator",
         cargo()
             .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
