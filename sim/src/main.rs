@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod replay;
 mod scenario;
 
 #[derive(Parser)]
@@ -24,6 +25,10 @@ enum Command {
         /// The scenario file; standard input when absent or `-`.
         file: Option<PathBuf>,
     },
+    /// Replay a session trace (JSON Lines of events) or an AgentScope
+    /// context dump with a simulated clock, printing the hints as they
+    /// would be injected.
+    Replay(replay::ReplayArgs),
 }
 
 fn eval(input: Box<dyn BufRead>) -> io::Result<bool> {
@@ -48,6 +53,7 @@ fn eval(input: Box<dyn BufRead>) -> io::Result<bool> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Replay(args) => replay::main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {
