@@ -4,6 +4,8 @@
 //!   Python virtual environment with AgentScope 2.0.11), then runs clippy,
 //!   the cross-target no_std checks, and every test.
 //! - `cargo xtask demo`: runs the main demo.
+//! - `cargo xtask fuzz`: runs the cargo-fuzz targets for a bounded time,
+//!   then the sim's property tests with many cases (see [`fuzz`]).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -141,12 +143,77 @@ fn demo() -> Result<(), String> {
     run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))
 }
 
+/// The cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`).
+const FUZZ_TARGETS: &[&str] = &["args", "config", "engine"];
+
+/// Whether a command runs and exits 0 (its output is discarded).
+fn succeeds(cmd: &mut Command) -> bool {
+    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// `cargo +nightly ...` through rustup's proxy (not `$CARGO`, which is
+/// the toolchain xtask itself runs on).
+fn nightly_cargo() -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.arg("+nightly");
+    cmd
+}
+
+/// Installs the nightly toolchain and cargo-fuzz when missing.
+fn ensure_cargo_fuzz() -> Result<(), String> {
+    let toolchains = output(Command::new("rustup").args(["toolchain", "list"])).unwrap_or_default();
+    if !toolchains.lines().any(|l| l.starts_with("nightly")) {
+        run("rustup toolchain install nightly", Command::new("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
+    }
+    if !succeeds(nightly_cargo().args(["fuzz", "--version"])) {
+        run("cargo install --locked cargo-fuzz", Command::new("cargo").args(["install", "--locked", "cargo-fuzz"]))?;
+    }
+    Ok(())
+}
+
+/// `cargo xtask fuzz [--time SECONDS] [--cases N] [TARGET...]`: runs each
+/// cargo-fuzz target (libFuzzer, nightly) for a bounded time from its
+/// committed seed corpus, then the property tests of `envaware-sim fuzz`
+/// with many cases.
+fn fuzz(args: &[String]) -> Result<(), String> {
+    let (mut seconds, mut cases, mut targets) = (60u64, 20_000u64, Vec::new());
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut number = |what: &str| it.next().and_then(|v| v.parse().ok()).ok_or(format!("{what} needs a number"));
+        match arg.as_str() {
+            "--time" => seconds = number("--time")?,
+            "--cases" => cases = number("--cases")?,
+            t if FUZZ_TARGETS.contains(&t) => targets.push(t),
+            other => return Err(format!("unknown fuzz argument {other:?} (targets: {})", FUZZ_TARGETS.join(", "))),
+        }
+    }
+    if targets.is_empty() {
+        targets = FUZZ_TARGETS.to_vec();
+    }
+    ensure_cargo_fuzz()?;
+    for target in &targets {
+        run(
+            &format!("cargo fuzz run {target} ({seconds} s)"),
+            nightly_cargo().args(["fuzz", "run", target, "--", &format!("-max_total_time={seconds}"), "-timeout=10", "-rss_limit_mb=2048"]),
+        )?;
+    }
+    run("build envaware-sim", cargo().args(["build", "--release", "-p", "envaware-sim"]))?;
+    let sim = root().join("target/release/envaware-sim");
+    if succeeds(Command::new(&sim).args(["fuzz", "--help"])) {
+        run(&format!("envaware-sim fuzz --cases {cases}"), Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]))?;
+    } else {
+        eprintln!("==> envaware-sim has no `fuzz` subcommand yet: skipped");
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("demo") => demo(),
-        _ => Err("usage: cargo xtask <test|demo>".into()),
+        Some("fuzz") => fuzz(&args[1..]),
+        _ => Err("usage: cargo xtask <test|demo|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
