@@ -863,6 +863,22 @@ mod tests {
     }
 
     #[test]
+    fn a_msg_list_dump_is_one_step() {
+        let dump = json!([
+            {"name": "user", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"name": "Kiosk", "role": "assistant", "content": [{"type": "tool_call", "id": "a", "name": "TaskList", "input": "{}"}]}
+        ]);
+        let mut out = Vec::new();
+        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        assert_eq!(replay(&dump.to_string(), &opts, &mut out, None).unwrap().steps, 1);
+        let hint = serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
+        assert!(hint.contains("<current-time>2026-07-22T02:00:00</current-time>"), "{hint}");
+        // A trace is not mistaken for a dump.
+        let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
+        assert_eq!(replay(trace, &Options::default(), &mut Vec::new(), None).unwrap().steps, 1);
+    }
+
+    #[test]
     fn agentstate_dump_is_one_step() {
         let dump = json!({
             "session_id": "s", "summary": "",
