@@ -451,18 +451,111 @@ fn write_number<S: Sink>(text: &str, out: &mut S) {
         out.write(if text == "-0" { b"0" } else { text.as_bytes() });
         return;
     }
+    #[cfg(feature = "python-floats")]
     match text.parse::<f64>() {
         Ok(f) => write_float(f, out),
         Err(_) => out.write(text.as_bytes()),
     }
+    #[cfg(not(feature = "python-floats"))]
+    write_decimal(text, out);
 }
 
+/// Without `python-floats`: writes a (validated) JSON float as Python's
+/// `repr(float(text))` *assuming the decimal is exact*: its significant
+/// digits (no leading or trailing zeros) placed as `float.__repr__` places
+/// them. This is Python's output exactly when the number has at most 15
+/// significant digits and lies within 1e-307..1e308 (every such decimal is
+/// the shortest round-trip form of its double); longer or extreme numbers
+/// are kept as their exact decimal value rather than rounded to a double.
+/// It needs neither float parsing nor float formatting (about 34 KB of
+/// flash on a Cortex-M3).
+#[cfg_attr(feature = "python-floats", allow(dead_code))]
+fn write_decimal<S: Sink>(text: &str, out: &mut S) {
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let e_at = body.find(['e', 'E']).unwrap_or(body.len());
+    let (mantissa, exponent) = body.split_at(e_at);
+    // The exponent, saturated: anything this large is out of range anyway.
+    let mut exp: i64 = 0;
+    let exponent = exponent.get(1..).unwrap_or("");
+    let (exp_negative, exp_digits) = match exponent.as_bytes().first() {
+        Some(b'-') => (true, exponent.get(1..).unwrap_or("")),
+        Some(b'+') => (false, exponent.get(1..).unwrap_or("")),
+        _ => (false, exponent),
+    };
+    for c in exp_digits.bytes() {
+        exp = (exp * 10 + i64::from(c.wrapping_sub(b'0'))).min(1_000_000);
+    }
+    if exp_negative {
+        exp = -exp;
+    }
+    let int_len = mantissa.find('.').unwrap_or(mantissa.len());
+    // Digits of the mantissa without the point, by index.
+    let digits = || mantissa.bytes().filter(|&c| c != b'.');
+    let first = digits().position(|c| c != b'0');
+    if negative {
+        out.write(b"-");
+    }
+    let Some(first) = first else {
+        return out.write(b"0.0");
+    };
+    let last = digits().enumerate().filter(|&(_, c)| c != b'0').map(|(i, _)| i).last().unwrap_or(first);
+    let count = last - first + 1;
+    // Exponent of the first significant digit, as in scientific notation.
+    let exp10 = exp + int_len as i64 - 1 - first as i64;
+    if exp10 > 308 {
+        return out.write(b"Infinity");
+    }
+    if exp10 < -324 {
+        return out.write(b"0.0");
+    }
+    let write_digits = |from: usize, to: usize, out: &mut S| {
+        for c in digits().skip(first + from).take(to.saturating_sub(from)) {
+            out.write(&[c]);
+        }
+    };
+    if (-4..16).contains(&exp10) {
+        if exp10 >= 0 {
+            let int_digits = exp10 as usize + 1;
+            if count <= int_digits {
+                write_digits(0, count, out);
+                write_zeros(int_digits - count, out);
+                out.write(b".0");
+            } else {
+                write_digits(0, int_digits, out);
+                out.write(b".");
+                write_digits(int_digits, count, out);
+            }
+        } else {
+            out.write(b"0.");
+            write_zeros(exp10.unsigned_abs() as usize - 1, out);
+            write_digits(0, count, out);
+        }
+    } else {
+        write_digits(0, 1, out);
+        if count > 1 {
+            out.write(b".");
+            write_digits(1, count, out);
+        }
+        out.write(if exp10 < 0 { b"e-" } else { b"e+" });
+        let m = exp10.unsigned_abs();
+        if m >= 100 {
+            out.write(&[b'0' + (m / 100) as u8]);
+        }
+        out.write(&[b'0' + (m / 10 % 10) as u8, b'0' + (m % 10) as u8]);
+    }
+}
+
+#[cfg(feature = "python-floats")]
 /// A `core::fmt::Write` into a fixed buffer (fails when full).
 struct StackBuf {
     buf: [u8; 40],
     len: usize,
 }
 
+#[cfg(feature = "python-floats")]
 impl core::fmt::Write for StackBuf {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
@@ -482,6 +575,7 @@ fn write_zeros<S: Sink>(mut n: usize, out: &mut S) {
     }
 }
 
+#[cfg(feature = "python-floats")]
 /// Writes `f` as Python's `float.__repr__` (and `json`'s names for the
 /// non-finite values).
 fn write_float<S: Sink>(f: f64, out: &mut S) {
@@ -551,6 +645,7 @@ fn write_float<S: Sink>(f: f64, out: &mut S) {
     }
 }
 
+#[cfg(feature = "python-floats")]
 /// Python's shortest round-trip digits of a positive finite `x`, as
 /// `(digits, exp)` with `x ≈ digits × 10^exp` and no trailing zero in
 /// `digits` (zero is `(0, 0)`).
@@ -594,6 +689,7 @@ fn shortest_digits(x: f64) -> Option<(u64, i32)> {
     Some((digits, if digits == 0 { 0 } else { exp }))
 }
 
+#[cfg(feature = "python-floats")]
 /// Whether `x` (positive, finite) is exactly `m × 10^e`.
 fn exactly(x: f64, m: u64, e: i32) -> bool {
     let bits = x.to_bits();
@@ -621,6 +717,7 @@ fn exactly(x: f64, m: u64, e: i32) -> bool {
     }
 }
 
+#[cfg(feature = "python-floats")]
 /// Whether `digits × 10^exp` reads back as `x`.
 fn round_trips(x: f64, digits: u64, exp: i32) -> bool {
     use core::fmt::Write as _;
@@ -1114,6 +1211,91 @@ mod tests {
             let b = std::format!("{spaces}{{{}}}", shuffled.join(&std::format!(",{spaces}")));
             prop_assert_eq!(canonical(&a).1, Canonical::Json);
             prop_assert_eq!(argument_key(&a), argument_key(&b));
+        }
+    }
+}
+
+/// The exact-decimal path agrees with Python's `repr(float(text))` (here:
+/// the `python-floats` path, differentially tested against Python) for up
+/// to 15 significant digits within 1e-307..1e308.
+#[cfg(all(test, feature = "python-floats"))]
+mod decimal_tests {
+    extern crate std;
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::string::String;
+
+    struct Text(String);
+
+    impl Sink for Text {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.push_str(core::str::from_utf8(bytes).unwrap_or("\u{fffd}"));
+        }
+    }
+
+    fn both(text: &str) -> (String, String) {
+        let mut python = Text(String::new());
+        write_float(text.parse().unwrap_or(f64::NAN), &mut python);
+        let mut decimal = Text(String::new());
+        write_decimal(text, &mut decimal);
+        (python.0, decimal.0)
+    }
+
+    #[test]
+    fn zeros_and_edges() {
+        for text in [
+            "0.0",
+            "-0.0",
+            "0e5",
+            "-0.000e-3",
+            "1.0",
+            "1.50",
+            "100e-2",
+            "1e16",
+            "1e15",
+            "0.0001",
+            "0.00001",
+            "123456789012345e-20",
+            "1e308",
+            "1e-307",
+        ] {
+            let (python, decimal) = both(text);
+            assert_eq!(python, decimal, "{text}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn decimal_matches_python_repr_up_to_15_digits(
+            negative: bool,
+            digits in 1u64..1_000_000_000_000_000,
+            point in 0usize..20,
+            exp in -280i32..280,
+            form in 0u8..4,
+        ) {
+            let d = std::format!("{digits}");
+            let mut text = String::from(if negative { "-" } else { "" });
+            if point == 0 {
+                text.push_str(&d);
+                text.push_str(".0");
+            } else if point < d.len() {
+                text.push_str(&d[..d.len() - point]);
+                text.push('.');
+                text.push_str(&d[d.len() - point..]);
+            } else {
+                text.push_str("0.");
+                text.push_str(&"0".repeat(point - d.len()));
+                text.push_str(&d);
+            }
+            match form {
+                0 => {}
+                1 => text.push_str(&std::format!("e{exp}")),
+                2 => text.push_str(&std::format!("E+{}", exp.unsigned_abs())),
+                _ => text.push_str(&std::format!("e-{}", exp.unsigned_abs())),
+            }
+            let (python, decimal) = both(&text);
+            prop_assert_eq!(python, decimal, "{}", text);
         }
     }
 }

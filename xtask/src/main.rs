@@ -3,7 +3,11 @@
 //! - `cargo xtask test`: installs what the tests need (rustup targets, a
 //!   Python virtual environment with AgentScope 2.0.11), then runs clippy,
 //!   the cross-target no_std checks, and every test.
-//! - `cargo xtask demo`: runs the main demo.
+//! - `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
+//!   and runs it in QEMU with an emulated TMP105 whose temperature changes
+//!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
+//! - `cargo xtask size`: the firmware's flash and RAM (peak stack measured)
+//!   against its budget.
 //! - `cargo xtask fuzz`: runs the cargo-fuzz targets for a bounded time,
 //!   then the sim's property tests with many cases (see [`fuzz`]).
 
@@ -11,6 +15,9 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
+
+mod firmware;
+mod qemu;
 
 /// Targets the core must build for with no allocator.
 const THUMB_TARGETS: &[&str] = &["thumbv7m-none-eabi", "thumbv7em-none-eabihf"];
@@ -97,11 +104,13 @@ fn test() -> Result<(), String> {
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
+    let firmware_env = firmware::prepare_tests()?;
     run_tests(
         cargo()
             .args(["test", "--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
-            .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim")),
+            .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
+            .envs(firmware_env),
     )
 }
 
@@ -137,7 +146,7 @@ fn count_before(line: &str, label: &str) -> u64 {
     line.find(label).and_then(|end| line[..end].rsplit([' ', ';']).next()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
-fn demo() -> Result<(), String> {
+fn host_demo() -> Result<(), String> {
     run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
     let scenarios = root().join("examples/demo.jsonl");
     run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))
@@ -211,9 +220,11 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
-        Some("demo") => demo(),
+        Some("demo") if args.iter().any(|a| a == "--host") => host_demo(),
+        Some("demo") => firmware::demo(&args[1..]),
+        Some("size") => firmware::size(),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo|fuzz>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

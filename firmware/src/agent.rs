@@ -1,0 +1,367 @@
+//! The on-device agent: a scripted session of Sprout, a greenhouse robot,
+//! run through the envaware core. Generic over the sensor's bus
+//! ([`embedded_hal::i2c::I2c`]), the wall clock ([`envaware::Clock`]) and
+//! the [`Pacer`]; nothing here knows the board.
+//!
+//! The script ([`SCRIPT`]) makes each dimension due at a known step:
+//!
+//! | step | what happens                                   | hint fields                         |
+//! |------|------------------------------------------------|-------------------------------------|
+//! | 0    | first reply                                    | current-time, timezone              |
+//! | 1    | the operator schedules 3 tasks                 | tasks                               |
+//! | 2    | the agent lists and starts a task              | (none: the sensor is not read)      |
+//! | 3, 4 | `OpenVent` fails, arguments in another order   | (none)                              |
+//! | 5    | `OpenVent` fails a third time                  | tool-error                          |
+//! | 6    | 40 s later (beyond the 36 s interval)          | current-time, timezone              |
+//! | 7    | a long log fills the context                   | context-length                      |
+//! | 8    | the agent compresses: the store keeps 1 message| current-time, timezone, tasks       |
+//! | 9    | tasks done, the robot docks                    | (none)                              |
+//!
+//! Every hint also carries the live fields `temperature` (read from the
+//! TMP105 only when an injection fires) and `uptime`. When the sensor
+//! cannot be read, `temperature` says `unavailable` and the run goes on.
+
+use core::fmt::Write as _;
+
+use embedded_hal::i2c::I2c;
+use envaware::conversation::{Block, Conversation as _, HintText, Message as _};
+use envaware::store::ContextStore;
+use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Role, Step, TaskCounts, ToolResultState};
+
+use crate::tmp105::{self, Tmp105};
+
+/// The agent's name.
+pub const AGENT: &str = "Sprout";
+/// The zone the hints are written in (the only one compiled in besides UTC).
+pub const TIMEZONE: &str = "Europe/Berlin";
+/// Hours after which the time is injected again: 36 seconds, so that the
+/// script shows it without a long run.
+pub const TIME_INTERVAL_HOURS: f64 = 0.01;
+/// The model's context window, in tokens.
+pub const CONTEXT_SIZE: i64 = 4096;
+/// What the temperature field says when the sensor cannot be read.
+pub const UNAVAILABLE: &str = "unavailable";
+
+/// The context: 16 messages, 48 blocks, 3 KiB of strings.
+pub type Store = ContextStore<16, 48, 3072>;
+
+/// What the agent's surroundings do between steps; the board provides it.
+pub trait Pacer {
+    /// Called before each step (a host handshake under QEMU).
+    fn before_step(&mut self, index: usize);
+    /// Lets `ms` milliseconds of the board's time pass.
+    fn pass_time(&mut self, ms: u32);
+    /// Called once after the last step.
+    fn finished(&mut self);
+}
+
+/// Something that happens in the context before a step.
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    /// A user (operator) message.
+    User,
+    /// The agent's own blocks: appended to its last message when that is the
+    /// newest, else a new message (as AgentScope's `append_context`).
+    Agent(&'static [Block<'static>]),
+    /// The agent compresses its context, keeping the newest messages.
+    Compress {
+        /// Messages kept.
+        keep: usize,
+    },
+}
+
+/// One scripted reasoning step.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptStep {
+    /// What happens, for the log.
+    pub note: &'static str,
+    /// Board time that passes before the step, in milliseconds.
+    pub wait_ms: u32,
+    /// What enters the context before the step.
+    pub events: &'static [Event],
+    /// The plan's task counts at this step.
+    pub tasks: TaskCounts,
+    /// The iteration within the current reply.
+    pub cur_iter: u64,
+    /// The model's token count for this step's input.
+    pub input_tokens: i64,
+}
+
+const fn tasks(pending: u64, in_progress: u64) -> TaskCounts {
+    TaskCounts { pending, in_progress }
+}
+
+const fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'static> {
+    Block::ToolCall { id, name, input }
+}
+
+const fn result(id: &'static str, name: &'static str, state: ToolResultState) -> Block<'static> {
+    Block::ToolResult { id, name, state }
+}
+
+use ToolResultState::{Error as Failed, Success as Done};
+
+/// The session.
+pub const SCRIPT: &[ScriptStep] = &[
+    ScriptStep {
+        note: "morning round: the operator asks for a greenhouse check",
+        wait_ms: 0,
+        events: &[Event::User],
+        tasks: tasks(0, 0),
+        cur_iter: 0,
+        input_tokens: 900,
+    },
+    ScriptStep {
+        note: "the operator schedules 3 tasks",
+        wait_ms: 1_000,
+        events: &[Event::Agent(&[Block::Other]), Event::User],
+        tasks: tasks(3, 0),
+        cur_iter: 0,
+        input_tokens: 1_100,
+    },
+    ScriptStep {
+        note: "the agent lists its tasks and starts watering bed A",
+        wait_ms: 2_000,
+        events: &[Event::Agent(&[
+            call("c1", "TaskList", "{}"),
+            result("c1", "TaskList", Done),
+            call("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#),
+            result("c2", "TaskUpdate", Done),
+        ])],
+        tasks: tasks(2, 1),
+        cur_iter: 1,
+        input_tokens: 1_300,
+    },
+    ScriptStep {
+        note: "OpenVent fails",
+        wait_ms: 1_500,
+        events: &[Event::Agent(&[call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#), result("c3", "OpenVent", Failed)])],
+        tasks: tasks(2, 1),
+        cur_iter: 2,
+        input_tokens: 1_400,
+    },
+    ScriptStep {
+        note: "OpenVent fails again, same arguments in another key order",
+        wait_ms: 1_500,
+        events: &[Event::Agent(&[call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#), result("c4", "OpenVent", Failed)])],
+        tasks: tasks(2, 1),
+        cur_iter: 3,
+        input_tokens: 1_500,
+    },
+    ScriptStep {
+        note: "OpenVent fails a third time",
+        wait_ms: 1_500,
+        events: &[Event::Agent(&[call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#), result("c5", "OpenVent", Failed)])],
+        tasks: tasks(2, 1),
+        cur_iter: 4,
+        input_tokens: 1_600,
+    },
+    ScriptStep {
+        note: "40 s later: bed A watered, the operator asks for a status",
+        wait_ms: 40_000,
+        events: &[Event::Agent(&[call("c6", "Water", r#"{"bed": "A", "litres": 2}"#), result("c6", "Water", Done)]), Event::User],
+        tasks: tasks(1, 1),
+        cur_iter: 0,
+        input_tokens: 2_000,
+    },
+    ScriptStep {
+        note: "a day of humidity logs fills the context",
+        wait_ms: 3_000,
+        events: &[
+            Event::Agent(&[call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#), result("c7", "ReadLog", Done)]),
+            Event::User,
+        ],
+        tasks: tasks(1, 1),
+        cur_iter: 0,
+        input_tokens: 2_600,
+    },
+    ScriptStep {
+        note: "the agent compresses its context",
+        wait_ms: 2_000,
+        events: &[Event::Agent(&[call("c8", "CompressContext", "{}"), result("c8", "CompressContext", Done)]), Event::Compress { keep: 1 }],
+        tasks: tasks(1, 1),
+        cur_iter: 1,
+        input_tokens: 700,
+    },
+    ScriptStep {
+        note: "all tasks done: the robot docks",
+        wait_ms: 5_000,
+        events: &[Event::Agent(&[
+            call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
+            result("c9", "TaskUpdate", Done),
+            call("c10", "Dock", "{}"),
+            result("c10", "Dock", Done),
+        ])],
+        tasks: tasks(0, 0),
+        cur_iter: 2,
+        input_tokens: 800,
+    },
+];
+
+/// The engine's configuration for the session.
+pub fn config() -> Config<'static> {
+    Config {
+        injection: InjectionConfig { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, ..InjectionConfig::default() },
+        context: ContextConfig { compression_tool_enabled: true, ..ContextConfig::default() },
+    }
+}
+
+/// The live fields: the TMP105's temperature and the board's uptime, read
+/// when an injection fires.
+#[derive(Debug)]
+pub struct SensorFields<I, U> {
+    sensor: Tmp105<I>,
+    uptime_ms: U,
+    temperature: heapless::String<24>,
+    uptime: heapless::String<24>,
+    /// Successful sensor reads.
+    pub reads: u32,
+    /// Failed sensor reads.
+    pub failures: u32,
+}
+
+impl<I: I2c, U: Fn() -> u32> SensorFields<I, U> {
+    /// Fields over `sensor`, with `uptime_ms` reading the board's uptime.
+    pub fn new(sensor: Tmp105<I>, uptime_ms: U) -> Self {
+        SensorFields { sensor, uptime_ms, temperature: heapless::String::new(), uptime: heapless::String::new(), reads: 0, failures: 0 }
+    }
+}
+
+impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
+    fn refresh(&mut self) {
+        self.temperature.clear();
+        // Both strings have room for their longest value: the writes cannot fail.
+        match self.sensor.read() {
+            Ok(t) => {
+                self.reads += 1;
+                let _ = write!(self.temperature, "{t}");
+                defmt::info!("TMP105 read: {=str}", self.temperature);
+            }
+            Err(e) => {
+                self.failures += 1;
+                match e {
+                    tmp105::Error::Configure(_) => defmt::warn!("TMP105 unavailable (configure): {}", defmt::Debug2Format(&e.kind())),
+                    tmp105::Error::Read(_) => defmt::warn!("TMP105 unavailable (read): {}", defmt::Debug2Format(&e.kind())),
+                }
+                let _ = self.temperature.push_str(UNAVAILABLE);
+            }
+        }
+        let ms = (self.uptime_ms)();
+        self.uptime.clear();
+        let _ = write!(self.uptime, "{}.{:03} s", ms / 1000, ms % 1000);
+    }
+
+    fn len(&self) -> usize {
+        2
+    }
+
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        match i {
+            0 => Some(("temperature", &self.temperature)),
+            1 => Some(("uptime", &self.uptime)),
+            _ => None,
+        }
+    }
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, defmt::Format)]
+pub struct Summary {
+    /// Steps run.
+    pub steps: usize,
+    /// Hints injected.
+    pub hints: usize,
+    /// Successful sensor reads.
+    pub reads: u32,
+    /// Failed sensor reads.
+    pub failures: u32,
+    /// Messages the store evicted.
+    pub evicted: u32,
+}
+
+/// Adds the agent's blocks as AgentScope's `append_context` does: to its
+/// own last message when that is the newest, else as a new message.
+fn agent_says(store: &mut Store, blocks: &[Block<'_>]) {
+    let own_last = store.newest(0).is_some_and(|m| m.role() == Role::Assistant && m.name() == AGENT);
+    let appended = if own_last { store.append_blocks_to_last(blocks) } else { store.push_message(Role::Assistant, AGENT, blocks) };
+    match appended {
+        Ok(a) if a.evicted > 0 => defmt::info!("context full: the store evicted {=usize} messages", a.evicted),
+        Ok(_) => {}
+        Err(e) => defmt::error!("context store refused the message: {}", e),
+    }
+}
+
+/// Runs the scripted session, reading the TMP105 on `i2c` and the board's
+/// uptime from `uptime_ms`. Prints each step's hint in full.
+pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, uptime_ms: impl Fn() -> u32) -> Summary {
+    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0 };
+    let engine = match Engine::new(config()) {
+        Ok(e) => e,
+        Err(e) => {
+            defmt::error!("invalid configuration: {}", e);
+            return summary;
+        }
+    };
+    for w in engine.config().warnings() {
+        defmt::warn!("configuration: {}", w);
+    }
+    let mut store = Store::new();
+    let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
+    let mut hint_buf = [0u8; 1024];
+    for (index, s) in SCRIPT.iter().enumerate() {
+        pacer.pass_time(s.wait_ms);
+        pacer.before_step(index);
+        #[cfg(feature = "force-panic")]
+        if index == 2 {
+            panic!("forced panic (feature force-panic)");
+        }
+        defmt::println!("=== step {=usize}: {=str}", index, s.note);
+        for event in s.events {
+            match *event {
+                Event::User => {
+                    if let Err(e) = store.push_message(Role::User, "operator", &[Block::Other]) {
+                        defmt::error!("context store refused the message: {}", e);
+                    }
+                }
+                Event::Agent(blocks) => agent_says(&mut store, blocks),
+                Event::Compress { keep } => {
+                    let evicted = store.compact(keep);
+                    defmt::info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, store.len());
+                }
+            }
+        }
+        let step =
+            Step { agent_name: AGENT, tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
+        let reads_before = live.reads + live.failures;
+        match engine.step(&store, &step, clock, &mut live, &mut hint_buf) {
+            Ok(outcome) => {
+                for w in outcome.warnings.iter() {
+                    defmt::warn!("{}", w);
+                }
+                match outcome.hint {
+                    Some(hint) => {
+                        summary.hints += 1;
+                        defmt::println!("{=str}", hint);
+                        if outcome.event {
+                            defmt::info!("HintBlockEvent emitted");
+                        }
+                        let block =
+                            Block::Hint { source: Some(engine.config().config().injection.injection_source), text: HintText::Single(hint) };
+                        agent_says(&mut store, &[block]);
+                    }
+                    None => {
+                        let read = live.reads + live.failures != reads_before;
+                        defmt::println!("(no injection; sensor read: {=bool})", read);
+                    }
+                }
+            }
+            Err(e) => defmt::error!("hint dropped: {}", e),
+        }
+        summary.steps += 1;
+    }
+    pacer.finished();
+    summary.reads = live.reads;
+    summary.failures = live.failures;
+    summary.evicted = store.evicted_total();
+    summary
+}

@@ -1,0 +1,51 @@
+//! envaware on a Cortex-M3: Sprout, a greenhouse robot, runs a scripted
+//! agent session through the envaware core and injects live TMP105
+//! readings into its hints. Built for the TI Stellaris LM3S6965 as QEMU's
+//! `lm3s6965evb` emulates it; `cargo xtask demo` runs it.
+//!
+//! - [`board`]: everything board-specific (I2C0, SysTick clock, UART0
+//!   handshake, semihosting exit);
+//! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
+//! - [`agent`]: the session, generic over the bus, the clock and the pacer.
+//!
+//! Output is defmt over semihosting, decoded on the host by `defmt-print`.
+//! The run exits QEMU with 0 at the end of the script, 101 on a panic and
+//! 2 on a hard fault.
+#![no_std]
+#![no_main]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications)]
+
+use defmt_semihosting as _;
+use lm3s6965 as _;
+
+mod agent;
+mod board;
+mod tmp105;
+
+#[cortex_m_rt::entry]
+fn main() -> ! {
+    let board::Board { i2c, mut pacer } = board::Board::take();
+    let mut clock = board::wall_clock();
+    defmt::info!("envaware firmware: {=str} in {=str}", agent::AGENT, agent::TIMEZONE);
+    let summary = agent::run(i2c, &mut clock, &mut pacer, board::uptime_ms);
+    defmt::info!(
+        "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted",
+        summary.steps,
+        summary.hints,
+        summary.reads,
+        summary.failures,
+        summary.evicted
+    );
+    defmt::info!("stack high-water mark: {=u32} bytes", board::stack_high_water());
+    board::exit(0)
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    let message = info.message().as_str().unwrap_or("(formatted message)");
+    match info.location() {
+        Some(l) => defmt::error!("panic at {=str}:{=u32}: {=str}", l.file(), l.line(), message),
+        None => defmt::error!("panic: {=str}", message),
+    }
+    board::exit(101)
+}

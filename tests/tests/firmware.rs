@@ -1,0 +1,235 @@
+//! The firmware in QEMU: end to end with the TMP105 and without it, a
+//! forced panic, and the size budget.
+//!
+//! `cargo xtask test` builds the firmware (`firmware/`, release, and a
+//! `force-panic` variant), installs QEMU and defmt-print when missing, and
+//! passes them here: `ENVAWARE_QEMU`, `ENVAWARE_DEFMT_PRINT`,
+//! `ENVAWARE_FIRMWARE_ELF`, `ENVAWARE_FIRMWARE_PANIC_ELF`. Without them the
+//! defaults are `qemu-system-arm` and `defmt-print` on the PATH (or in
+//! `~/.cargo/bin`) and the images under `firmware/target/`; a missing tool
+//! or image fails the test, it is never skipped.
+//!
+//! Each run is driven by a handshake (see `xtask/src/qemu.rs`): the
+//! temperature of step `i` is set over QMP before the firmware is let into
+//! step `i`, and QEMU runs with `-icount`, so nothing here depends on
+//! timing. Every run is bounded by a timeout.
+
+#[path = "../../xtask/src/qemu.rs"]
+mod qemu;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use qemu::{RunOptions, RunResult};
+
+const FLASH_BUDGET: u64 = 96 * 1024;
+const RAM_BUDGET: u64 = 16 * 1024;
+
+/// One temperature per step, in milli-°C: all exact in 1/16 °C.
+const TEMPERATURES: [i32; 10] = [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
+
+/// The built-in fields the script makes due at each step (see
+/// `firmware/src/agent.rs`); `None`: no injection.
+const DUE: [Option<&[&str]>; 10] = [
+    Some(&["current-time", "timezone"]),
+    Some(&["tasks"]),
+    None,
+    None,
+    None,
+    Some(&["tool-error"]),
+    Some(&["current-time", "timezone"]),
+    Some(&["context-length"]),
+    Some(&["current-time", "timezone", "tasks"]),
+    None,
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf()
+}
+
+fn tool(var: &str, name: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var) {
+        return PathBuf::from(p);
+    }
+    let in_cargo_home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin").join(name));
+    [Some(PathBuf::from(name)), in_cargo_home]
+        .into_iter()
+        .flatten()
+        .find(|p| std::process::Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .unwrap_or_else(|| panic!("{name} not found: run `cargo xtask test`, which installs it (or set {var})"))
+}
+
+fn image(var: &str, default: &str) -> PathBuf {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| root().join(default));
+    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which builds it (or set {var})", path.display());
+    path
+}
+
+fn elf() -> PathBuf {
+    image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")
+}
+
+fn run(elf: PathBuf, sensor: bool) -> RunResult {
+    let opts = RunOptions {
+        qemu: tool("ENVAWARE_QEMU", "qemu-system-arm"),
+        defmt_print: tool("ENVAWARE_DEFMT_PRINT", "defmt-print"),
+        elf,
+        sensor,
+        temperatures_milli: TEMPERATURES.to_vec(),
+        timeout: Duration::from_secs(90),
+        echo: false,
+    };
+    qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
+}
+
+/// The run with the sensor, shared by the tests that read it.
+fn sensor_run() -> &'static RunResult {
+    static RUN: OnceLock<RunResult> = OnceLock::new();
+    RUN.get_or_init(|| run(elf(), true))
+}
+
+/// One step of the decoded log.
+#[derive(Debug)]
+struct StepLog {
+    /// The hint's `(key, value)` fields, in order; `None` when none was injected.
+    fields: Option<Vec<(String, String)>>,
+    /// The step's whole text.
+    text: String,
+}
+
+fn steps(log: &str) -> Vec<StepLog> {
+    let mut steps: Vec<StepLog> = Vec::new();
+    for line in log.lines() {
+        if line.starts_with("=== step ") {
+            steps.push(StepLog { fields: None, text: String::new() });
+            continue;
+        }
+        let Some(step) = steps.last_mut() else { continue };
+        step.text.push_str(line);
+        step.text.push('\n');
+        if line.starts_with("<system-reminder>") {
+            step.fields = Some(Vec::new());
+        } else if let (Some(fields), Some(rest)) = (step.fields.as_mut(), line.strip_prefix('<')) {
+            if let Some((key, rest)) = rest.split_once('>') {
+                if let Some(value) = rest.strip_suffix(&format!("</{key}>")) {
+                    fields.push((key.to_string(), value.to_string()));
+                }
+            }
+        }
+    }
+    steps
+}
+
+fn field<'a>(fields: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+/// Seconds since the epoch of a `%Y-%m-%dT%H:%M:%S` wall time (its zone
+/// does not matter for differences within a day).
+fn seconds(time: &str) -> i64 {
+    let n = |r: std::ops::Range<usize>| time.get(r).and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| panic!("bad time {time:?}"));
+    assert_eq!(time.len(), 19, "bad time {time:?}");
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    // Days from civil (Howard Hinnant).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19)
+}
+
+/// Checks the fields of every step against the script; `temperature`
+/// gives the expected reading of step `i`.
+fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String) {
+    let steps = steps(&result.log);
+    assert_eq!(steps.len(), DUE.len(), "steps in the log:\n{}", result.log);
+    for (i, (step, due)) in steps.iter().zip(DUE).enumerate() {
+        match (due, &step.fields) {
+            (None, None) => {
+                assert!(step.text.contains("(no injection; sensor read: false)"), "step {i}: the sensor must not be read:\n{}", step.text)
+            }
+            (Some(due), Some(fields)) => {
+                let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+                let mut expected = due.to_vec();
+                expected.extend(["temperature", "uptime"]);
+                assert_eq!(keys, expected, "step {i}:\n{}", step.text);
+                assert_eq!(field(fields, "temperature"), Some(temperature(i).as_str()), "step {i}:\n{}", step.text);
+                let uptime = field(fields, "uptime").unwrap_or("");
+                assert!(uptime.ends_with(" s") && uptime.contains('.'), "step {i}: uptime {uptime:?}");
+            }
+            (due, fields) => panic!("step {i}: expected {due:?}, got {fields:?}:\n{}", step.text),
+        }
+    }
+    let fields = |i: usize| steps[i].fields.as_deref().unwrap_or(&[]);
+    assert_eq!(field(fields(0), "timezone"), Some("Europe/Berlin"));
+    // The time is injected again once more than 36 s (0.01 h) have passed:
+    // the script lets 40 s pass before step 6.
+    let (t0, t6) = (field(fields(0), "current-time").unwrap_or(""), field(fields(6), "current-time").unwrap_or(""));
+    let elapsed = seconds(t6) - seconds(t0);
+    assert!((40..=60).contains(&elapsed), "{t0} -> {t6}: {elapsed} s");
+    assert_eq!(
+        field(fields(1), "tasks"),
+        Some("You have 0 in-progress tasks and 3 pending tasks. Use `TaskList` to view them if you don't know.")
+    );
+    assert_eq!(
+        field(fields(5), "tool-error"),
+        Some("The last 3 calls to 'OpenVent' with the same arguments all failed. Stop retrying the same call as-is, check the error message and try a different approach.")
+    );
+    assert_eq!(
+        field(fields(7), "context-length"),
+        Some("Your current context contains 2600 tokens. When reaching 3276 tokens, your context will be compressed.")
+    );
+    assert!(steps[8].text.contains("context compressed: 7 messages evicted, 1 kept"), "{}", steps[8].text);
+    assert_eq!(
+        field(fields(8), "tasks"),
+        Some("You have 1 in-progress tasks and 1 pending tasks. Use `TaskList` to view them if you don't know.")
+    );
+}
+
+#[test]
+fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
+    let result = sensor_run();
+    assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
+    assert!(result.finished && result.steps == DUE.len(), "{result:?}");
+    assert_eq!(result.set_per_step, TEMPERATURES.to_vec());
+    check_schedule(result, |i| qemu::expected_reading(TEMPERATURES[i]));
+    // The readings as the firmware prints them.
+    assert_eq!(qemu::expected_reading(-4_250), "-4.25 °C");
+    assert_eq!(qemu::expected_reading(12_063), "12.0625 °C");
+    assert_eq!(qemu::expected_reading(30_000), "30.0 °C");
+    assert!(result.log.contains("session done: 10 steps, 6 hints, 6 sensor reads, 0 failed"), "{}", result.log);
+}
+
+#[test]
+fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
+    let result = run(elf(), false);
+    assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
+    assert!(result.finished, "{result:?}");
+    check_schedule(&result, |_| "unavailable".to_string());
+    assert!(result.log.contains("TMP105 unavailable (configure): ArbitrationLoss"), "{}", result.log);
+    assert!(result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 6 failed"), "{}", result.log);
+}
+
+#[test]
+fn a_panic_exits_qemu_with_a_non_zero_status() {
+    let result = run(image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf"), true);
+    assert_eq!(result.status, Some(101), "{}\n{}", result.log, result.stderr);
+    assert!(!result.finished);
+    assert!(result.log.contains("forced panic (feature force-panic)"), "{}", result.log);
+}
+
+#[test]
+fn the_release_image_fits_the_budget() {
+    let sections = qemu::elf_sections(&elf()).unwrap_or_else(|e| panic!("{e}"));
+    let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
+    let flash = size(&[".vector_table", ".text", ".rodata", ".data"]);
+    let result = sensor_run();
+    let stack = qemu::stack_high_water(&result.log).unwrap_or_else(|| panic!("no stack high-water mark in\n{}", result.log));
+    let ram = size(&[".data", ".bss", ".uninit"]) + stack;
+    eprintln!("flash {flash} B, RAM {ram} B (peak stack {stack} B)");
+    assert!(stack > 1024, "the stack measurement is implausible: {stack} B");
+    assert!(flash <= FLASH_BUDGET, "flash {flash} B is over the {FLASH_BUDGET} B budget");
+    assert!(ram <= RAM_BUDGET, "RAM {ram} B (stack {stack} B) is over the {RAM_BUDGET} B budget");
+}

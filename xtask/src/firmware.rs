@@ -1,0 +1,248 @@
+//! The firmware's tasks: install the tools, build, `demo` in QEMU, `size`,
+//! and what `cargo xtask test` needs to run the firmware tests.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::qemu::{self, RunOptions};
+
+/// The firmware's target.
+pub const TARGET: &str = "thumbv7m-none-eabi";
+/// Flash budget for the release image (text + rodata + data's initial values).
+pub const FLASH_BUDGET: u64 = 96 * 1024;
+/// RAM budget: data + bss + the measured peak stack.
+pub const RAM_BUDGET: u64 = 16 * 1024;
+/// Temperatures the demo sets when none are given, in °C (one per step).
+pub const DEMO_TEMPERATURES: &str = "21.5,22.25,23,24.5,26,27.75,29.5,27,25.25,23.5";
+
+fn firmware_dir() -> PathBuf {
+    crate::root().join("firmware")
+}
+
+/// The release ELF.
+pub fn elf() -> PathBuf {
+    firmware_dir().join("target").join(TARGET).join("release/envaware-firmware")
+}
+
+/// The release ELF built with `force-panic`.
+pub fn panic_elf() -> PathBuf {
+    firmware_dir().join("target/envaware-firmware-force-panic.elf")
+}
+
+fn works(program: &Path, arg: &str) -> bool {
+    Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `qemu-system-arm`, installed from the distribution's packages when
+/// missing (as root), else the command to run is printed.
+pub fn ensure_qemu() -> Result<PathBuf, String> {
+    let qemu = PathBuf::from(env::var("ENVAWARE_QEMU").unwrap_or_else(|_| "qemu-system-arm".into()));
+    if works(&qemu, "--version") {
+        return Ok(qemu);
+    }
+    let fix = "apt-get update && apt-get install -y qemu-system-arm";
+    if !is_root() || !works(Path::new("apt-get"), "--version") {
+        return Err(format!("qemu-system-arm is missing: run `sudo {fix}` (or your distribution's equivalent)"));
+    }
+    crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
+    crate::run("apt-get install qemu-system-arm", Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))?;
+    if works(&qemu, "--version") {
+        Ok(qemu)
+    } else {
+        Err(format!("qemu-system-arm still does not run after `{fix}`"))
+    }
+}
+
+/// `defmt-print`, installed with `cargo install --locked` when missing.
+pub fn ensure_defmt_print() -> Result<PathBuf, String> {
+    if let Ok(p) = env::var("ENVAWARE_DEFMT_PRINT") {
+        return Ok(PathBuf::from(p));
+    }
+    let cargo_bin = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .map(|h| h.join("bin/defmt-print"));
+    let candidates = [Some(PathBuf::from("defmt-print")), cargo_bin.clone()];
+    if let Some(found) = candidates.iter().flatten().find(|p| works(p, "--version")) {
+        return Ok(found.clone());
+    }
+    crate::run(
+        "cargo install --locked defmt-print (once; a few minutes)",
+        crate::cargo().args(["install", "--locked", "defmt-print"]).env("CARGO_BUILD_JOBS", "1"),
+    )?;
+    candidates
+        .iter()
+        .flatten()
+        .find(|p| works(p, "--version"))
+        .cloned()
+        .ok_or_else(|| "defmt-print is missing: run `cargo install --locked defmt-print`".to_string())
+}
+
+fn ensure_target() -> Result<(), String> {
+    let installed = crate::output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    if installed.lines().any(|l| l.trim() == TARGET) {
+        return Ok(());
+    }
+    crate::run(&format!("rustup target add {TARGET}"), Command::new("rustup").args(["target", "add", TARGET]))
+}
+
+fn cargo_in_firmware(what: &str, args: &[&str]) -> Result<(), String> {
+    // Run from firmware/ so that its .cargo/config.toml (target, linker
+    // scripts, timezone filter) applies; it is a workspace of its own.
+    let mut cmd = crate::cargo();
+    cmd.args(args).current_dir(firmware_dir()).env("CARGO_TARGET_DIR", firmware_dir().join("target"));
+    eprintln!("==> {what}");
+    let status = cmd.status().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+/// Builds the release firmware; with `panic_variant`, also the
+/// `force-panic` build (copied to [`panic_elf`]).
+pub fn build(panic_variant: bool) -> Result<(), String> {
+    ensure_target()?;
+    if panic_variant {
+        cargo_in_firmware("build the firmware (force-panic)", &["build", "--release", "--features", "force-panic"])?;
+        std::fs::copy(elf(), panic_elf()).map_err(|e| format!("{}: {e}", panic_elf().display()))?;
+    }
+    cargo_in_firmware("build the firmware", &["build", "--release"])
+}
+
+/// Installs the tools and builds both firmware images; returns the
+/// environment the firmware tests read.
+pub fn prepare_tests() -> Result<Vec<(&'static str, PathBuf)>, String> {
+    let qemu = ensure_qemu()?;
+    let defmt_print = ensure_defmt_print()?;
+    build(true)?;
+    cargo_in_firmware("clippy (firmware)", &["clippy", "--release", "--", "-D", "warnings"])?;
+    Ok(vec![
+        ("ENVAWARE_QEMU", qemu),
+        ("ENVAWARE_DEFMT_PRINT", defmt_print),
+        ("ENVAWARE_FIRMWARE_ELF", elf()),
+        ("ENVAWARE_FIRMWARE_PANIC_ELF", panic_elf()),
+    ])
+}
+
+fn run_options(temperatures: Vec<i32>, echo: bool) -> Result<RunOptions, String> {
+    Ok(RunOptions {
+        qemu: ensure_qemu()?,
+        defmt_print: ensure_defmt_print()?,
+        elf: elf(),
+        sensor: true,
+        temperatures_milli: temperatures,
+        timeout: Duration::from_secs(120),
+        echo,
+    })
+}
+
+/// `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
+/// and runs it in QEMU with the TMP105, setting one temperature per step.
+pub fn demo(args: &[String]) -> Result<(), String> {
+    let mut temperatures = DEMO_TEMPERATURES.to_string();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--temperatures" => temperatures = it.next().ok_or("--temperatures needs a list, e.g. 21.5,30,-4.25")?.clone(),
+            other => match other.strip_prefix("--temperatures=") {
+                Some(list) => temperatures = list.to_string(),
+                None => return Err(format!("unknown argument {other:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] [--host]")),
+            },
+        }
+    }
+    let temperatures = qemu::parse_temperatures(&temperatures)?;
+    let opts = run_options(temperatures, true)?;
+    build(false)?;
+    eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
+    let result = qemu::run(&opts)?;
+    let shown: Vec<String> = result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
+    eprintln!("==> {} steps; temperature per step: {}", result.steps, shown.join(", "));
+    match result.status {
+        Some(0) if result.finished => Ok(()),
+        status => Err(format!("the firmware did not finish cleanly (exit status {status:?})")),
+    }
+}
+
+/// The release image's sizes, and the peak stack measured in one run.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    /// `.vector_table` + `.text`.
+    pub text: u64,
+    /// `.rodata`.
+    pub rodata: u64,
+    /// `.data`.
+    pub data: u64,
+    /// `.bss` + `.uninit`.
+    pub bss: u64,
+    /// The stack's high-water mark.
+    pub stack: u64,
+}
+
+impl Sizes {
+    /// Flash: code, read-only data and the initial values of `.data`.
+    pub fn flash(&self) -> u64 {
+        self.text + self.rodata + self.data
+    }
+
+    /// RAM: static data plus the peak stack.
+    pub fn ram(&self) -> u64 {
+        self.data + self.bss + self.stack
+    }
+}
+
+/// Measures the release image: sections from the ELF, stack from a run.
+pub fn measure() -> Result<Sizes, String> {
+    let opts = run_options(qemu::parse_temperatures(DEMO_TEMPERATURES)?, false)?;
+    build(false)?;
+    let sections = qemu::elf_sections(&elf())?;
+    let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
+    let result = qemu::run(&opts)?;
+    if result.status != Some(0) {
+        return Err(format!("the measuring run failed (exit status {:?})\n{}", result.status, result.log));
+    }
+    let stack = qemu::stack_high_water(&result.log).ok_or("the run printed no stack high-water mark")?;
+    Ok(Sizes {
+        text: size(&[".vector_table", ".text"]),
+        rodata: size(&[".rodata"]),
+        data: size(&[".data"]),
+        bss: size(&[".bss", ".uninit"]),
+        stack,
+    })
+}
+
+/// `cargo xtask size`: prints the sizes against the budget; fails over it.
+pub fn size() -> Result<(), String> {
+    let s = measure()?;
+    let kib = |b: u64| b as f64 / 1024.0;
+    println!("release image (firmware/target/{TARGET}/release/envaware-firmware)");
+    println!(
+        "  flash: {:>6} B ({:5.1} KiB) = text {} + rodata {} + data {}   budget {} KiB",
+        s.flash(),
+        kib(s.flash()),
+        s.text,
+        s.rodata,
+        s.data,
+        FLASH_BUDGET / 1024
+    );
+    println!(
+        "  RAM:   {:>6} B ({:5.1} KiB) = data {} + bss {} + peak stack {}   budget {} KiB",
+        s.ram(),
+        kib(s.ram()),
+        s.data,
+        s.bss,
+        s.stack,
+        RAM_BUDGET / 1024
+    );
+    if s.flash() > FLASH_BUDGET || s.ram() > RAM_BUDGET {
+        return Err("over budget".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,364 @@
+//! Runs the firmware in QEMU (`lm3s6965evb`) and drives it: the step
+//! handshake on UART0, the TMP105's temperature over QMP, the defmt output
+//! decoded by `defmt-print`.
+//!
+//! Shared, as source, by `cargo xtask demo`/`size` and by the firmware tests
+//! (`tests/tests/firmware.rs` includes this file with `#[path]`): std only.
+//!
+//! # The handshake
+//!
+//! QEMU starts paused (`-S`) and connects to two unix sockets this side
+//! listens on: QMP and UART0. Before each scripted step the firmware sends
+//! `?` on UART0 and waits; this side sets the step's temperature with
+//! `qom-set` (and waits for QMP's answer), then sends one byte. After the
+//! last step the firmware sends `.` and exits through semihosting. Nothing
+//! here sleeps to let the firmware catch up: every wait is for a message,
+//! bounded by the run's deadline. With `-icount shift=7,sleep=off` the
+//! firmware's own time is deterministic too (its SysTick is stopped while it
+//! waits for the host).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The QEMU machine.
+pub const MACHINE: &str = "lm3s6965evb";
+/// The TMP105 as QEMU attaches it to the board's I2C0 bus.
+pub const SENSOR_DEVICE: &str = "tmp105,bus=i2c,address=0x48,id=tmp0";
+/// The largest |temperature| QEMU's TMP105 accepts, exclusive, in milli-°C.
+pub const TEMPERATURE_LIMIT_MILLI: i32 = 128_000;
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `qemu-system-arm`.
+    pub qemu: PathBuf,
+    /// `defmt-print`.
+    pub defmt_print: PathBuf,
+    /// The firmware ELF.
+    pub elf: PathBuf,
+    /// Whether to attach the TMP105.
+    pub sensor: bool,
+    /// Temperatures in milli-°C, one per step, the last repeating; none
+    /// leaves the sensor as it is.
+    pub temperatures_milli: Vec<i32>,
+    /// The whole run's bound.
+    pub timeout: Duration,
+    /// Print the decoded log as it comes.
+    pub echo: bool,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// QEMU's exit code (`None`: killed by a signal).
+    pub status: Option<i32>,
+    /// The decoded defmt log.
+    pub log: String,
+    /// QEMU's standard error.
+    pub stderr: String,
+    /// The temperature set before each step, in milli-°C (empty without a sensor).
+    pub set_per_step: Vec<i32>,
+    /// Handshakes completed (steps started).
+    pub steps: usize,
+    /// Whether the firmware signalled the end of its script (`.`) before exiting.
+    pub finished: bool,
+}
+
+/// Parses `21.5,30,-4.25` into milli-°C.
+pub fn parse_temperatures(text: &str) -> Result<Vec<i32>, String> {
+    text.split(',')
+        .map(|t| {
+            let t = t.trim();
+            let value: f64 = t.parse().map_err(|_| format!("not a temperature: {t:?}"))?;
+            let milli = (value * 1000.0).round();
+            if milli.is_nan() || milli.abs() >= f64::from(TEMPERATURE_LIMIT_MILLI) {
+                return Err(format!("{t} °C is out of the TMP105's range (-128 °C, 128 °C)"));
+            }
+            Ok(milli as i32)
+        })
+        .collect()
+}
+
+/// The TMP105's 12-bit reading of a temperature QEMU was given in milli-°C,
+/// formatted as the firmware formats it (`21.5 °C`): QEMU stores
+/// `milli * 256 / 1000` (truncating), the sensor keeps 12 bits (1/16 °C).
+pub fn expected_reading(milli: i32) -> String {
+    let stored = (i64::from(milli) * 256 / 1000) as i16;
+    let sixteenths = (stored as u16 & 0xFFF0) as i16 >> 4;
+    let magnitude = sixteenths.unsigned_abs();
+    let sign = if sixteenths < 0 { "-" } else { "" };
+    let mut fraction = u32::from(magnitude % 16) * 625;
+    let mut digits = 4;
+    while digits > 1 && fraction % 10 == 0 {
+        fraction /= 10;
+        digits -= 1;
+    }
+    format!("{sign}{}.{fraction:0digits$} °C", magnitude / 16)
+}
+
+struct Cleanup {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            if child.try_wait().ok().flatten().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn remaining(deadline: Instant) -> Result<Duration, String> {
+    deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or_else(|| "timed out".to_string())
+}
+
+/// Accepts QEMU's connection on `listener`, failing if QEMU exits first or
+/// the deadline passes.
+fn accept(listener: &UnixListener, child: &mut Child, deadline: Instant, what: &str) -> Result<UnixStream, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return Ok(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("QEMU exited ({status}) before connecting to {what}"));
+                }
+                remaining(deadline).map_err(|_| format!("QEMU did not connect to {what} in time"))?;
+                // Waiting for QEMU to connect, not for anything to happen in the guest.
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(format!("{what}: {e}")),
+        }
+    }
+}
+
+/// A QMP connection, one JSON message per line.
+struct Qmp {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Qmp {
+    fn new(stream: UnixStream, deadline: Instant) -> Result<Qmp, String> {
+        stream.set_read_timeout(Some(remaining(deadline)?)).map_err(|e| e.to_string())?;
+        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let mut qmp = Qmp { reader: BufReader::new(stream), writer };
+        let greeting = qmp.line()?;
+        if !greeting.contains("\"QMP\"") {
+            return Err(format!("not a QMP greeting: {greeting}"));
+        }
+        qmp.execute(r#"{"execute": "qmp_capabilities"}"#)?;
+        Ok(qmp)
+    }
+
+    fn line(&mut self) -> Result<String, String> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => Err("QMP closed".into()),
+            Ok(_) => Ok(line),
+            Err(e) => Err(format!("QMP: {e}")),
+        }
+    }
+
+    /// Sends a command and waits for its answer (events in between are skipped).
+    fn execute(&mut self, command: &str) -> Result<(), String> {
+        self.writer.write_all(command.as_bytes()).and_then(|()| self.writer.write_all(b"\n")).map_err(|e| format!("QMP: {e}"))?;
+        loop {
+            let line = self.line()?;
+            if line.contains("\"return\"") {
+                return Ok(());
+            }
+            if line.contains("\"error\"") {
+                return Err(format!("QMP {command}: {}", line.trim()));
+            }
+        }
+    }
+
+    fn set_temperature(&mut self, milli: i32) -> Result<(), String> {
+        self.execute(&format!(r#"{{"execute": "qom-set", "arguments": {{"path": "tmp0", "property": "temperature", "value": {milli}}}}}"#))
+    }
+}
+
+static RUNS: AtomicU32 = AtomicU32::new(0);
+
+/// The QEMU command line (without the sockets' paths filled in by [`run`]).
+pub fn qemu_args(elf: &Path, sensor: bool, qmp: &Path, uart: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-machine",
+        MACHINE,
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-nodefaults",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-icount",
+        "shift=7,sleep=off",
+        "-S",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(["-chardev".into(), format!("socket,id=uart0,path={}", uart.display()), "-serial".into(), "chardev:uart0".into()]);
+    args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
+    if sensor {
+        args.extend(["-device".into(), SENSOR_DEVICE.into()]);
+    }
+    args.extend(["-kernel".into(), elf.display().to_string()]);
+    args
+}
+
+/// Runs the firmware once, to its end or to the deadline.
+pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
+    let deadline = Instant::now() + opts.timeout;
+    let dir = std::env::temp_dir().join(format!("envaware-qemu-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut cleanup = Cleanup { dir: dir.clone(), child: None };
+    let (qmp_path, uart_path) = (dir.join("qmp.sock"), dir.join("uart0.sock"));
+    let qmp_listener = UnixListener::bind(&qmp_path).map_err(|e| format!("{}: {e}", qmp_path.display()))?;
+    let uart_listener = UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
+
+    let mut qemu = Command::new(&opts.qemu)
+        .args(qemu_args(&opts.elf, opts.sensor, &qmp_path, &uart_path))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", opts.qemu.display()))?;
+    let qemu_out = qemu.stdout.take().ok_or("no QEMU stdout")?;
+    let mut qemu_err = qemu.stderr.take().ok_or("no QEMU stderr")?;
+    let stderr_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = qemu_err.read_to_string(&mut s);
+        s
+    });
+    let mut decoder = Command::new(&opts.defmt_print)
+        .arg("-e")
+        .arg(&opts.elf)
+        .args(["--log-format", "{L} {s}"])
+        .stdin(Stdio::from(qemu_out))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", opts.defmt_print.display()))?;
+    let decoded = decoder.stdout.take().ok_or("no defmt-print stdout")?;
+    let echo = opts.echo;
+    let log_thread = std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in BufReader::new(decoded).lines().map_while(Result::ok) {
+            if echo {
+                println!("{line}");
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    cleanup.child = Some(qemu);
+    let qemu = cleanup.child.as_mut().ok_or("no QEMU")?;
+
+    let mut set_per_step = Vec::new();
+    let mut steps = 0;
+    let driven = (|| -> Result<bool, String> {
+        let mut qmp = Qmp::new(accept(&qmp_listener, qemu, deadline, "the QMP socket")?, deadline)?;
+        let mut uart = accept(&uart_listener, qemu, deadline, "the UART0 socket")?;
+        qmp.execute(r#"{"execute": "cont"}"#)?;
+        loop {
+            uart.set_read_timeout(Some(remaining(deadline)?)).map_err(|e| e.to_string())?;
+            let mut byte = [0u8; 1];
+            match uart.read(&mut byte) {
+                // QEMU exited (a panic, a fault) before the end of the script.
+                Ok(0) => return Ok(false),
+                Ok(_) if byte[0] == b'?' => {
+                    if opts.sensor {
+                        if let Some(&last) = opts.temperatures_milli.last() {
+                            let milli = opts.temperatures_milli.get(steps).copied().unwrap_or(last);
+                            qmp.set_temperature(milli)?;
+                            set_per_step.push(milli);
+                        }
+                    }
+                    uart.write_all(b"g").map_err(|e| format!("UART0: {e}"))?;
+                    steps += 1;
+                }
+                Ok(_) if byte[0] == b'.' => return Ok(true),
+                Ok(_) => {} // not part of the handshake
+                Err(e) => return Err(format!("waiting for the firmware on UART0: {e}")),
+            }
+        }
+    })();
+
+    // The firmware exits through semihosting; a failed handshake leaves it
+    // waiting, so stop it then.
+    let status = loop {
+        if let Ok(Some(status)) = qemu.try_wait() {
+            break Some(status);
+        }
+        if driven.is_err() || remaining(deadline).is_err() {
+            let _ = qemu.kill();
+            let _ = qemu.wait();
+            break None;
+        }
+        // Waiting for QEMU to exit, bounded by the deadline.
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let _ = decoder.wait();
+    let log = log_thread.join().unwrap_or_default();
+    let stderr = stderr_thread.join().unwrap_or_default();
+    let finished = match driven {
+        Ok(finished) => finished,
+        Err(e) => return Err(format!("{e}\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}")),
+    };
+    let status = status.ok_or_else(|| format!("QEMU did not exit in time\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"))?;
+    Ok(RunResult { status: status.code(), log, stderr, set_per_step, steps, finished })
+}
+
+/// The allocated sections of a 32-bit little-endian ELF, as `(name, size)`.
+pub fn elf_sections(path: &Path) -> Result<Vec<(String, u64)>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = || format!("{}: not a 32-bit little-endian ELF", path.display());
+    if bytes.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 1, 1][..]) {
+        return Err(bad());
+    }
+    let u16_at = |at: usize| bytes.get(at..at + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
+    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    let shoff = u32_at(0x20).ok_or_else(bad)? as usize;
+    let shentsize = u16_at(0x2E).ok_or_else(bad)? as usize;
+    let shnum = u16_at(0x30).ok_or_else(bad)? as usize;
+    let shstrndx = u16_at(0x32).ok_or_else(bad)? as usize;
+    let header = |i: usize| shoff + i * shentsize;
+    let names_at = u32_at(header(shstrndx) + 0x10).ok_or_else(bad)? as usize;
+    let mut sections = Vec::new();
+    for i in 0..shnum {
+        let h = header(i);
+        let flags = u32_at(h + 0x08).ok_or_else(bad)?;
+        const SHF_ALLOC: u64 = 0x2;
+        if flags & SHF_ALLOC == 0 {
+            continue;
+        }
+        let name_start = names_at + u32_at(h).ok_or_else(bad)? as usize;
+        let name_len = bytes.get(name_start..).and_then(|b| b.iter().position(|&c| c == 0)).ok_or_else(bad)?;
+        let name = String::from_utf8_lossy(&bytes[name_start..name_start + name_len]).into_owned();
+        sections.push((name, u32_at(h + 0x14).ok_or_else(bad)?));
+    }
+    Ok(sections)
+}
+
+/// The stack high-water mark the firmware prints at the end of a run.
+pub fn stack_high_water(log: &str) -> Option<u64> {
+    log.lines().find_map(|l| l.split("stack high-water mark: ").nth(1)?.strip_suffix(" bytes")?.trim().parse().ok())
+}
