@@ -315,6 +315,10 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
         if index == 2 {
             panic!("forced panic (feature force-panic)");
         }
+        #[cfg(feature = "force-hardfault")]
+        if index == 2 {
+            cortex_m::asm::udf();
+        }
         defmt::println!("=== step {=usize}: {=str}", index, s.note);
         for event in s.events {
             match *event {

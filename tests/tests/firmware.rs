@@ -1,10 +1,11 @@
 //! The firmware in QEMU: end to end with the TMP105 and without it, a
 //! forced panic, and the size budget.
 //!
-//! `cargo xtask test` builds the firmware (`firmware/`, release, and a
-//! `force-panic` variant), installs QEMU and defmt-print when missing, and
-//! passes them here: `ENVAWARE_QEMU`, `ENVAWARE_DEFMT_PRINT`,
-//! `ENVAWARE_FIRMWARE_ELF`, `ENVAWARE_FIRMWARE_PANIC_ELF`. Without them the
+//! `cargo xtask test` builds the firmware (`firmware/`, release, and its
+//! `force-panic` and `force-hardfault` variants), installs QEMU and
+//! defmt-print when missing, and passes them here: `ENVAWARE_QEMU`, `ENVAWARE_DEFMT_PRINT`,
+//! `ENVAWARE_FIRMWARE_ELF`, `ENVAWARE_FIRMWARE_PANIC_ELF`,
+//! `ENVAWARE_FIRMWARE_HARDFAULT_ELF`. Without them the
 //! defaults are `qemu-system-arm` and `defmt-print` on the PATH (or in
 //! `~/.cargo/bin`) and the images under `firmware/target/`; a missing tool
 //! or image fails the test, it is never skipped.
@@ -221,6 +222,14 @@ fn a_panic_exits_qemu_with_a_non_zero_status() {
 }
 
 #[test]
+fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
+    let result = run(image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf"), true);
+    assert_eq!(result.status, Some(2), "{}\n{}", result.log, result.stderr);
+    assert!(!result.finished);
+    assert!(result.log.contains("hard fault at pc"), "{}", result.log);
+}
+
+#[test]
 fn the_release_image_fits_the_budget() {
     let sections = qemu::elf_sections(&elf()).unwrap_or_else(|e| panic!("{e}"));
     let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
@@ -232,4 +241,16 @@ fn the_release_image_fits_the_budget() {
     assert!(stack > 1024, "the stack measurement is implausible: {stack} B");
     assert!(flash <= FLASH_BUDGET, "flash {flash} B is over the {FLASH_BUDGET} B budget");
     assert!(ram <= RAM_BUDGET, "RAM {ram} B (stack {stack} B) is over the {RAM_BUDGET} B budget");
+}
+
+#[test]
+fn runs_are_deterministic_under_icount() {
+    // The same image and temperatures give the same board times, to the
+    // millisecond: the handshake leaves no room for a race.
+    let uptimes = |r: &RunResult| -> Vec<String> {
+        steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
+    };
+    let first = uptimes(sensor_run());
+    assert_eq!(first.len(), 6);
+    assert_eq!(uptimes(&run(elf(), true)), first);
 }

@@ -26,10 +26,13 @@ pub fn elf() -> PathBuf {
     firmware_dir().join("target").join(TARGET).join("release/envaware-firmware")
 }
 
-/// The release ELF built with `force-panic`.
-pub fn panic_elf() -> PathBuf {
-    firmware_dir().join("target/envaware-firmware-force-panic.elf")
+/// The release ELF built with `feature` (`force-panic`, `force-hardfault`).
+pub fn variant_elf(feature: &str) -> PathBuf {
+    firmware_dir().join(format!("target/envaware-firmware-{feature}.elf"))
 }
+
+/// The variants the tests run: each must exit QEMU non-zero.
+pub const FAILING_VARIANTS: &[&str] = &["force-panic", "force-hardfault"];
 
 fn works(program: &Path, arg: &str) -> bool {
     Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
@@ -106,13 +109,15 @@ fn cargo_in_firmware(what: &str, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Builds the release firmware; with `panic_variant`, also the
-/// `force-panic` build (copied to [`panic_elf`]).
-pub fn build(panic_variant: bool) -> Result<(), String> {
+/// Builds the release firmware; with `variants`, first also the
+/// [`FAILING_VARIANTS`] (each copied to its [`variant_elf`]).
+pub fn build(variants: bool) -> Result<(), String> {
     ensure_target()?;
-    if panic_variant {
-        cargo_in_firmware("build the firmware (force-panic)", &["build", "--release", "--features", "force-panic"])?;
-        std::fs::copy(elf(), panic_elf()).map_err(|e| format!("{}: {e}", panic_elf().display()))?;
+    if variants {
+        for feature in FAILING_VARIANTS {
+            cargo_in_firmware(&format!("build the firmware ({feature})"), &["build", "--release", "--features", feature])?;
+            std::fs::copy(elf(), variant_elf(feature)).map_err(|e| format!("{}: {e}", variant_elf(feature).display()))?;
+        }
     }
     cargo_in_firmware("build the firmware", &["build", "--release"])
 }
@@ -128,7 +133,8 @@ pub fn prepare_tests() -> Result<Vec<(&'static str, PathBuf)>, String> {
         ("ENVAWARE_QEMU", qemu),
         ("ENVAWARE_DEFMT_PRINT", defmt_print),
         ("ENVAWARE_FIRMWARE_ELF", elf()),
-        ("ENVAWARE_FIRMWARE_PANIC_ELF", panic_elf()),
+        ("ENVAWARE_FIRMWARE_PANIC_ELF", variant_elf("force-panic")),
+        ("ENVAWARE_FIRMWARE_HARDFAULT_ELF", variant_elf("force-hardfault")),
     ])
 }
 
