@@ -20,7 +20,10 @@
 //! - integers as their digits (`-0` is `0`); floats as Python's `repr`
 //!   (shortest round-trip digits, fixed notation for exponents -4..=15 with
 //!   `.0` when integral, else `1e+16`, `1.5e-05`); `Infinity`, `-Infinity`,
-//!   `NaN` (so `1e400` is `Infinity`); `true`, `false`, `null`;
+//!   `NaN` (so `1e400` is `Infinity`); `true`, `false`, `null`. Without the
+//!   default feature `python-floats` (for small flash), a float is written as
+//!   its exact decimal in the same layout, which is `repr` exactly for up to
+//!   15 significant digits within 1e-307..1e308;
 //! - the fallback `raw.strip()` removes Python's whitespace: Rust's
 //!   [`char::is_whitespace`] plus U+001C..U+001F. So an invalid text can equal
 //!   a valid one: `"\u{a0}{\"a\": 1}"` strips to the dump of `{"a":1}`.
