@@ -88,6 +88,18 @@ impl<'a> Engine<'a> {
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
         let decision = self.decide(conversation, step, clock.now());
+        self.finish_step(decision, conversation, live, out)
+    }
+
+    /// The rest of a step once `decision` is made: refreshes the live fields
+    /// when something fires, and renders.
+    pub(crate) fn finish_step<'b, C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        decision: Decision,
+        conversation: &C,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, HintTooLong> {
         let mut warnings = decision.warnings;
         if decision.fires() {
             live.refresh();

@@ -16,7 +16,8 @@
 //! - [`args`] (over [`json`]): tool-argument equality as the reference
 //!   compares arguments, hashed, never materialized;
 //! - [`rules`]: the four dimensions; [`render`]: the hint text;
-//! - [`engine`]: one call per step.
+//! - [`engine`]: one call per step; [`tracker`] makes its context reading
+//!   incremental, in constant time per step.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
@@ -36,6 +37,7 @@ pub mod rules;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod tracker;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning};

@@ -160,11 +160,38 @@ impl Decision {
 /// cannot be a time in any supported format, nor a zone name (<= 255 bytes).
 const CAPTURE_SCRATCH: usize = 256;
 
+/// What one block tells the scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    /// A hint of ours that records a time.
+    pub(crate) time: bool,
+    /// A task tool call, or a hint of ours that reminded of the tasks.
+    pub(crate) tasks: bool,
+}
+
+/// Whether the scan reads `msg` at all: only assistant messages, and in
+/// strict mode only this agent's own.
+pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &str) -> bool {
+    msg.role() == Role::Assistant && !(cfg.config.injection.strict && msg.name() != agent_name)
+}
+
+/// What `block` of a scanned message tells the scan.
+pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
+    let inj = &cfg.config.injection;
+    match block {
+        Block::Hint { source: Some(source), text } if *source == inj.injection_source => {
+            let parts = Joined::new(text.parts());
+            Marks { time: parts.contains("<current-time>"), tasks: parts.contains("<tasks>") }
+        }
+        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: false, tasks: true },
+        _ => Marks::default(),
+    }
+}
+
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut impl FnMut(HintText<'_>)) -> bool {
-    let inj = &cfg.config.injection;
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(HintText<'_>)) -> bool {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
     let mut index = 0;
@@ -173,24 +200,19 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
         if time_settled && aware {
             break;
         }
-        if msg.role() != Role::Assistant || (inj.strict && msg.name() != step.agent_name) {
+        if !scanned(cfg, &msg, step.agent_name) {
             continue;
         }
         for b in (0..msg.block_count()).rev() {
-            match msg.block(b) {
-                Some(Block::Hint { source: Some(source), text }) if source == inj.injection_source => {
-                    let parts = Joined::new(text.parts());
-                    if !time_settled && parts.contains("<current-time>") {
-                        on_time_hint(text);
-                        time_settled = true;
-                    }
-                    if !aware && parts.contains("<tasks>") {
-                        aware = true;
-                    }
+            let Some(block) = msg.block(b) else { continue };
+            let m = marks(cfg, &block);
+            if !time_settled && m.time {
+                if let Block::Hint { text, .. } = block {
+                    on_time_hint(text);
                 }
-                Some(Block::ToolCall { name, .. }) if inj.task_tool_names.contains(name) => aware = true,
-                _ => {}
+                time_settled = true;
             }
+            aware |= m.tasks;
         }
     }
     aware
@@ -348,6 +370,21 @@ pub(crate) fn failing_tool<M: Message>(last: &M) -> Option<&str> {
 
 /// Decides every dimension for one step.
 pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+    decide_with(cfg, conv, step, now, |on_time_hint| scan(cfg, conv, step, on_time_hint))
+}
+
+/// Decides every dimension for one step, with the context's awareness read
+/// by `awareness`: it calls its argument with the newest hint of ours that
+/// records a time, if any, and returns whether the agent is aware of its
+/// tasks. [`scan`] reads it from the whole context; a
+/// [`Tracker`](crate::tracker::Tracker) from what it observed.
+pub(crate) fn decide_with<C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    step: &Step<'_>,
+    now: Option<Timestamp>,
+    awareness: impl FnOnce(&mut dyn FnMut(HintText<'_>)) -> bool,
+) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
         warnings.insert(w);
@@ -360,13 +397,13 @@ pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &St
         None => TimeDecision::Skipped(TimeSkipped::ClockUnset),
         Some(now) => TimeDecision::Inject(now),
     };
-    let aware = scan(cfg, conv, step, &mut |text| {
+    let aware = awareness(&mut |text| {
         if let Some(now) = now {
             if !time_due(cfg, now, text, &mut warnings) {
                 time = TimeDecision::NotDue;
             }
         }
-    });
+    }) || !step.tasks.has_uncompleted();
     let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
     Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }

@@ -1,0 +1,355 @@
+//! Incremental awareness: decisions in constant time, whatever the
+//! context's length.
+//!
+//! The reference rescans the context at every step, newest first, for two
+//! things: the newest hint of ours that records a time, and whether the
+//! agent is aware of its tasks (a task tool call or a tasks hint anywhere).
+//! A [`Tracker`] learns both as the context grows, from the same per-block
+//! rule the scan uses, so that [`Tracker::decide`] reads one hint instead of
+//! the whole context.
+//!
+//! Two observations make this exact:
+//! - context is only ever added at the newest end (a new message, or blocks
+//!   appended to the newest message), so the newest time hint is the last
+//!   one observed, and a task marker once observed stays until evicted;
+//! - a compression evicts the *oldest* whole messages, so a marker survives
+//!   exactly when the newest message holding one survives.
+//!
+//! The tracker therefore keeps two message positions and a block index: no
+//! memory that grows with the context. Observing costs time linear in the
+//! blocks observed (each block once); evicting and deciding are `O(1)`,
+//! plus the reading of the newest message the tool-error rule always does,
+//! and of the one hint whose time is read back.
+//!
+//! The tracker must see every change of the context, in order. If the
+//! conversation it is asked to decide on does not hold as many messages as
+//! it observed, or the step is for another agent, it falls back to the full
+//! scan: never a wrong answer, only a slower one.
+//!
+//! ```
+//! use envaware::conversation::{Block, Conversation, HintText, Role};
+//! use envaware::store::ContextStore;
+//! use envaware::tracker::Tracker;
+//! use envaware::{Config, Engine, FixedClock, Step, Timestamp};
+//!
+//! let engine = Engine::new(Config::default())?;
+//! let mut store: ContextStore<4, 16, 2048> = ContextStore::new();
+//! let mut tracker = Tracker::new(&engine, "friday");
+//! let step = Step { agent_name: "friday", tasks: Default::default(), cur_iter: 1,
+//!                   input_tokens: 0, context_size: 128_000 };
+//! let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+//! let mut buf = [0u8; 512];
+//!
+//! store.push_message(Role::User, "user", &[Block::Other])?;
+//! tracker.push_message(&store.newest(0).unwrap());
+//! let hint = tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.unwrap();
+//! // Append the hint as the agent's own message, and tell the tracker.
+//! let source = engine.config().config().injection.injection_source;
+//! let hint_block = Block::Hint { source: Some(source), text: HintText::Single(hint) };
+//! let appended = store.push_message(Role::Assistant, "friday", &[hint_block])?;
+//! tracker.evict_oldest(appended.evicted);
+//! tracker.push_message(&store.newest(0).unwrap());
+//! // The time was just recorded: nothing to inject now.
+//! assert!(tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.is_none());
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+
+use crate::clock::{Clock, Timestamp};
+use crate::conversation::{Block, Conversation, Message};
+use crate::engine::{Engine, Outcome};
+use crate::render::{HintTooLong, LiveFields};
+use crate::rules::{self, Decision, Step};
+
+/// Where the newest time hint is: a message position (counted from the
+/// first message ever observed) and a block index in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    message: u64,
+    block: usize,
+}
+
+/// Tracks what the rules' context scan would find, as the context changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Tracker<'a> {
+    engine: Engine<'a>,
+    agent_name: &'a str,
+    /// Messages ever observed; the newest is at position `pushed - 1`.
+    pushed: u64,
+    /// Messages evicted: the oldest present is at position `evicted`.
+    evicted: u64,
+    /// The newest hint of ours that records a time.
+    time_hint: Option<At>,
+    /// The newest message holding a task marker.
+    tasks_seen: Option<u64>,
+}
+
+impl<'a> Tracker<'a> {
+    /// A tracker for `agent_name`'s steps with `engine`, over an empty
+    /// context.
+    pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
+        Tracker { engine: *engine, agent_name, pushed: 0, evicted: 0, time_hint: None, tasks_seen: None }
+    }
+
+    /// A tracker that has observed all of `conversation`, oldest first: in
+    /// time linear in its length, once (e.g. after loading a context, or a
+    /// configuration change).
+    pub fn from_conversation<C: Conversation>(engine: &Engine<'a>, agent_name: &'a str, conversation: &C) -> Self {
+        let mut tracker = Tracker::new(engine, agent_name);
+        for index in (0..conversation.message_count()).rev() {
+            match conversation.newest(index) {
+                Some(msg) => tracker.push_message(&msg),
+                // A conversation that cannot show a message it counts: leave
+                // the count off so that `decide` falls back to the scan.
+                None => tracker.pushed += 1,
+            }
+        }
+        tracker
+    }
+
+    /// The engine the tracker decides with.
+    pub fn engine(&self) -> &Engine<'a> {
+        &self.engine
+    }
+
+    /// How many messages the tracker believes the context holds.
+    pub fn message_count(&self) -> u64 {
+        self.pushed - self.evicted
+    }
+
+    /// Observes a new newest message.
+    pub fn push_message<M: Message>(&mut self, msg: &M) {
+        self.pushed += 1;
+        self.observe(msg, 0);
+    }
+
+    /// Observes the blocks appended to the newest message: those from index
+    /// `first` on (`first` is the block count before the append).
+    pub fn append_blocks<M: Message>(&mut self, newest: &M, first: usize) {
+        if self.pushed > self.evicted {
+            self.observe(newest, first);
+        }
+    }
+
+    /// Observes a compression that removed the `count` oldest messages.
+    pub fn evict_oldest(&mut self, count: usize) {
+        self.evicted = self.evicted.saturating_add(count as u64).min(self.pushed);
+        if self.time_hint.is_some_and(|at| at.message < self.evicted) {
+            self.time_hint = None;
+        }
+        if self.tasks_seen.is_some_and(|m| m < self.evicted) {
+            self.tasks_seen = None;
+        }
+    }
+
+    fn observe<M: Message>(&mut self, msg: &M, first: usize) {
+        let cfg = self.engine.config();
+        if !rules::scanned(cfg, msg, self.agent_name) {
+            return;
+        }
+        let message = self.pushed - 1;
+        for block in first..msg.block_count() {
+            let Some(b) = msg.block(block) else { continue };
+            let marks = rules::marks(cfg, &b);
+            if marks.time {
+                self.time_hint = Some(At { message, block });
+            }
+            if marks.tasks {
+                self.tasks_seen = Some(message);
+            }
+        }
+    }
+
+    /// Decides as [`Engine::decide`] does, from what was observed.
+    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        let cfg = self.engine.config();
+        if conversation.message_count() as u64 != self.message_count() || step.agent_name != self.agent_name {
+            return self.engine.decide(conversation, step, now);
+        }
+        rules::decide_with(cfg, conversation, step, now, |on_time_hint| {
+            if let Some(at) = self.time_hint {
+                let index = (self.pushed - 1 - at.message) as usize;
+                if let Some(msg) = conversation.newest(index) {
+                    if let Some(Block::Hint { text, .. }) = msg.block(at.block) {
+                        on_time_hint(text);
+                    }
+                }
+            }
+            self.tasks_seen.is_some()
+        })
+    }
+
+    /// One reasoning step, as [`Engine::step`], deciding from what was
+    /// observed. The caller appends the hint to the context and tells the
+    /// tracker, as for any other append.
+    pub fn step<'b, C: Conversation, K: Clock + ?Sized, L: LiveFields + ?Sized>(
+        &self,
+        conversation: &C,
+        step: &Step<'_>,
+        clock: &mut K,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, HintTooLong> {
+        let decision = self.decide(conversation, step, clock.now());
+        self.engine.finish_step(decision, conversation, live, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, StrList};
+    use crate::conversation::{HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::rules::TaskCounts;
+    use crate::store::ContextStore;
+    use crate::FixedClock;
+    use proptest::prelude::*;
+    use std::string::String;
+    use std::vec::Vec;
+
+    const SOURCE: &str = crate::config::DEFAULT_INJECTION_SOURCE;
+    const AGENT: &str = "friday";
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        User,
+        Push { name: bool, blocks: Vec<u8> },
+        Append { blocks: Vec<u8> },
+        Compact(usize),
+        Step { pending: u64, advance_min: i64 },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let blocks = proptest::collection::vec(0u8..8, 0..4);
+        prop_oneof![
+            Just(Op::User),
+            (any::<bool>(), blocks.clone()).prop_map(|(name, blocks)| Op::Push { name, blocks }),
+            blocks.prop_map(|blocks| Op::Append { blocks }),
+            (0usize..4).prop_map(Op::Compact),
+            (0u64..2, -40i64..90).prop_map(|(pending, advance_min)| Op::Step { pending, advance_min }),
+        ]
+    }
+
+    fn hint_text(kind: u8, now: Timestamp) -> String {
+        let mut t = String::new();
+        crate::time::format_time(&mut t, "%Y-%m-%dT%H:%M:%S", now, crate::time::Zone::Utc).unwrap();
+        match kind {
+            0 => std::format!("<current-time>{t}</current-time>"),
+            1 => String::from("<tasks>x</tasks>"),
+            _ => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
+        }
+    }
+
+    fn block_of<'a>(code: u8, texts: &'a [String; 3]) -> Block<'a> {
+        match code {
+            0..=2 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) },
+            3 => Block::Hint { source: Some("other"), text: HintText::Single(&texts[0]) },
+            4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
+            5 => Block::ToolCall { id: "c", name: "Bash", input: "{}" },
+            6 => Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Error },
+            _ => Block::Other,
+        }
+    }
+
+    fn run(strict: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+        let config = Config { injection: crate::config::InjectionConfig { strict, ..Default::default() }, ..Default::default() };
+        let engine = Engine::new(config).unwrap();
+        let mut store: ContextStore<6, 12, 1024> = ContextStore::new();
+        let mut tracker = Tracker::new(&engine, AGENT);
+        let mut now = Timestamp::from_unix_seconds(1_784_687_400);
+        for op in ops {
+            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now)];
+            let result = match op {
+                Op::User => store.push_message(Role::User, "user", &[Block::Other]).map(|a| (a, true, 0)),
+                Op::Push { name, blocks } => {
+                    let blocks: Vec<Block<'_>> = blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                    store.push_message(Role::Assistant, if *name { AGENT } else { "other" }, &blocks).map(|a| (a, true, 0))
+                }
+                Op::Append { blocks } => {
+                    let first = store.newest(0).map_or(0, |m| m.block_count());
+                    let blocks: Vec<Block<'_>> = blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                    store.append_blocks_to_last(&blocks).map(|a| (a, false, first))
+                }
+                Op::Compact(keep) => {
+                    let gone = store.compact(*keep);
+                    tracker.evict_oldest(gone);
+                    continue;
+                }
+                Op::Step { pending, advance_min } => {
+                    now = Timestamp(now.unix_micros() + advance_min * 60_000_000);
+                    let step = Step {
+                        agent_name: AGENT,
+                        tasks: TaskCounts { pending: *pending, in_progress: 0 },
+                        cur_iter: 1,
+                        input_tokens: 0,
+                        context_size: 1000,
+                    };
+                    let full = engine.decide(&store, &step, Some(now));
+                    prop_assert_eq!(tracker.decide(&store, &step, Some(now)), full);
+                    let mut buf = [0u8; 1024];
+                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
+                    prop_assert_eq!(outcome.decision, full);
+                    continue;
+                }
+            };
+            if let Ok((appended, pushed, first)) = result {
+                tracker.evict_oldest(appended.evicted);
+                let newest = store.newest(0).unwrap();
+                if pushed {
+                    tracker.push_message(&newest);
+                } else {
+                    tracker.append_blocks(&newest, first);
+                }
+            }
+            prop_assert_eq!(tracker.message_count(), store.len() as u64);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// With evictions forced by a tiny store, the tracker decides as the
+        /// full scan at every step.
+        #[test]
+        fn tracker_matches_full_scan(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
+            run(strict, &ops)?;
+        }
+    }
+
+    #[test]
+    fn falls_back_to_the_scan_when_it_missed_a_change() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let tracker = Tracker::new(&engine, AGENT);
+        let blocks = [Block::ToolCall { id: "c", name: "TaskList", input: "{}" }];
+        let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
+        let conv = SliceConversation(&msgs);
+        let step =
+            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        // The tracker never saw the task call, but the count tells it so.
+        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step, None));
+        assert!(tracker.decide(&conv, &step, None).tasks.is_none());
+        let rebuilt = Tracker::from_conversation(&engine, AGENT, &conv);
+        assert_eq!(rebuilt.message_count(), 1);
+        assert!(rebuilt.decide(&conv, &step, None).tasks.is_none());
+    }
+
+    #[test]
+    fn custom_task_tools_count() {
+        let names = ["plan"];
+        let config = Config {
+            injection: crate::config::InjectionConfig { task_tool_names: StrList::Slice(&names), ..Default::default() },
+            ..Default::default()
+        };
+        let engine = Engine::new(config).unwrap();
+        let blocks = [Block::ToolCall { id: "c", name: "plan", input: "{}" }];
+        let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
+        let conv = SliceConversation(&msgs);
+        let mut tracker = Tracker::new(&engine, AGENT);
+        tracker.push_message(&msgs[0]);
+        let step =
+            Step { agent_name: AGENT, tasks: TaskCounts { pending: 2, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        assert!(tracker.decide(&conv, &step, None).tasks.is_none());
+        tracker.evict_oldest(1);
+        let empty = SliceConversation(&[]);
+        assert!(tracker.decide(&empty, &step, None).tasks.is_some());
+    }
+}
