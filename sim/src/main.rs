@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod replay;
-mod scenario;
+
+use envaware_sim::{fuzz, scenario};
 
 #[derive(Parser)]
 #[command(name = "envaware-sim", version, about = "Evaluate envaware's injection rules on the host")]
@@ -29,6 +30,71 @@ enum Command {
     /// context dump with a simulated clock, printing the hints as they
     /// would be injected.
     Replay(replay::ReplayArgs),
+    /// Fuzz the injection rules: random agent sessions through the core,
+    /// step by step, against an independent reference model (and the
+    /// incremental tracker against the full scan). Shrinks a mismatch and
+    /// writes it as scenario JSON Lines for `eval`.
+    Fuzz(FuzzArgs),
+}
+
+#[derive(clap::Args)]
+struct FuzzArgs {
+    /// Sessions to generate.
+    #[arg(long, default_value_t = 256)]
+    cases: u32,
+    /// The generator's seed (the same seed, the same sessions).
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Most events per session.
+    #[arg(long, default_value_t = 40)]
+    steps: usize,
+    /// Where to write a mismatching session as scenario JSON Lines.
+    #[arg(long, default_value = "fuzz-mismatch.jsonl")]
+    out: PathBuf,
+    /// Fuzz against a deliberately broken model (to see a failure):
+    /// `time-boundary` (`<` for `<=`) or `tool-arguments`.
+    #[arg(long, hide = true)]
+    broken: Option<String>,
+}
+
+fn fuzz_main(args: FuzzArgs) -> ExitCode {
+    let broken = match args.broken.as_deref() {
+        None => None,
+        Some("time-boundary") => Some(envaware_sim::model::Breakage::TimeBoundaryStrict),
+        Some("tool-arguments") => Some(envaware_sim::model::Breakage::ToolErrorIgnoresArguments),
+        Some(other) => {
+            eprintln!("envaware-sim: unknown --broken {other:?}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = fuzz::FuzzOptions {
+        cases: args.cases,
+        seed: args.seed,
+        steps: args.steps,
+        model: envaware_sim::model::Model { broken },
+        progress: true,
+    };
+    let report = fuzz::fuzz(&options);
+    print!("{}", fuzz::summary(&report.stats));
+    if let Some((case, mismatch)) = report.failure {
+        print!("{}", fuzz::describe(&case, &mismatch));
+        let text: String = mismatch.scenarios.iter().map(|l| format!("{l}\n")).collect();
+        match std::fs::write(&args.out, text) {
+            Ok(()) => println!(
+                "wrote the session's {} steps to {} (the last one mismatches); replay: envaware-sim eval {}",
+                mismatch.scenarios.len(),
+                args.out.display(),
+                args.out.display()
+            ),
+            Err(e) => eprintln!("envaware-sim: cannot write {}: {e}", args.out.display()),
+        }
+        return ExitCode::FAILURE;
+    }
+    let silent = report.stats.silent_dimensions();
+    if !silent.is_empty() {
+        println!("never fired: {}", silent.join(", "));
+    }
+    ExitCode::SUCCESS
 }
 
 fn eval(input: Box<dyn BufRead>) -> io::Result<bool> {
@@ -54,6 +120,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Replay(args) => replay::main(args),
+        Command::Fuzz(args) => fuzz_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {

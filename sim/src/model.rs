@@ -1,0 +1,564 @@
+//! An independent reference model of the injection rules, for `fuzz`.
+//!
+//! Plain `std` Rust written directly from AgentScope 2.0.11's
+//! `Agent._inject_runtime_state` and `_get_repeated_tool_error` (and the
+//! README for envaware's `strict` mode). It shares no code with the core:
+//! its own context types, its own scan, its own time handling (chrono's
+//! `strftime`/parser and chrono-tz, where the core has its own
+//! Python-exact implementation), its own `json.dumps(sort_keys=True)` over
+//! serde_json, its own rendering. It covers what the fuzzer generates, not
+//! everything the core does: the time formats in [`FORMATS`], arguments
+//! made of integers, a few floats, strings, booleans, null, arrays and
+//! objects.
+//!
+//! [`Model::broken`] variants break one rule on purpose, to show the fuzzer
+//! catches it.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use serde_json::Value;
+
+/// The time formats the fuzzer generates, all readable back by Python's
+/// `strptime` and by chrono's parser alike.
+pub const FORMATS: &[&str] =
+    &["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S%z", "%d/%m/%Y %I:%M:%S %p", "%a %b %d %H:%M:%S %Y", "%Y-%m-%d %H:%M:%S.%f"];
+
+/// The zones the fuzzer generates: DST in both hemispheres, a half-hour
+/// DST (Lord Howe), fixed offsets, and names that are no zone at all.
+pub const ZONES: &[&str] =
+    &["UTC", "Asia/Shanghai", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "Mars/Olympus_Mons", "Nowhere"];
+
+/// A content block, as the model reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MBlock {
+    /// A text block (never read).
+    Text(String),
+    /// A hint block.
+    Hint {
+        /// Its source.
+        source: Option<String>,
+        /// Its text.
+        text: String,
+    },
+    /// A tool call.
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Raw arguments.
+        input: String,
+    },
+    /// A tool result.
+    ToolResult {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// `success`, `error`, `interrupted`, `denied` or `running`.
+        state: &'static str,
+    },
+}
+
+/// A message, as the model reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MMsg {
+    /// `user`, `assistant` or `system`.
+    pub role: &'static str,
+    /// Sender name.
+    pub name: String,
+    /// Content blocks, oldest first.
+    pub blocks: Vec<MBlock>,
+}
+
+/// The configuration, as the model reads it (AgentScope field names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MConfig {
+    pub inject_runtime_state: bool,
+    pub timezone: String,
+    pub time_format: String,
+    pub time_interval: f64,
+    /// The deprecated `injection_config.context_buffer_ratio`.
+    pub injection_buffer_ratio: Option<f64>,
+    pub tool_retries_limit: u64,
+    pub tool_retries_hint: String,
+    pub template: String,
+    pub injection_source: String,
+    pub task_tool_names: Vec<String>,
+    pub extra_fields: Vec<(String, String)>,
+    pub emit_hint_event: bool,
+    pub strict: bool,
+    pub trigger_ratio: f64,
+    pub reserve_ratio: f64,
+    pub context_buffer_ratio: f64,
+    pub compression_tool_enabled: bool,
+}
+
+/// What the step knows besides the context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MStep {
+    pub agent_name: String,
+    pub pending: u64,
+    pub in_progress: u64,
+    pub cur_iter: u64,
+    pub input_tokens: i64,
+    pub context_size: i64,
+    /// The wall clock, Unix microseconds.
+    pub now_micros: i64,
+}
+
+/// Which dimensions fired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dims {
+    pub time: bool,
+    pub tasks: bool,
+    pub context: bool,
+    pub tool_error: bool,
+}
+
+/// Warnings the model predicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MWarning {
+    /// The deprecated buffer field is set.
+    DeprecatedBuffer,
+    /// The configured zone is unknown.
+    ZoneFallback,
+    /// A recorded zone is unknown.
+    RecordedZoneFallback,
+}
+
+/// The model's outcome for one step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MOutcome {
+    pub hint: Option<String>,
+    pub event: bool,
+    pub dims: Dims,
+    pub warnings: BTreeSet<MWarning>,
+    /// Situations this step met, for the fuzzer's coverage summary.
+    pub notes: Vec<&'static str>,
+}
+
+/// A rule broken on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breakage {
+    /// `elapsed < time_interval` where the reference has `<=`.
+    TimeBoundaryStrict,
+    /// The tool-error streak ignores the arguments.
+    ToolErrorIgnoresArguments,
+}
+
+/// The reference model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Model {
+    /// A deliberately broken rule, or `None` for the faithful model.
+    pub broken: Option<Breakage>,
+}
+
+/// The tzinfo a name resolves to, as Python sees it: a `ZoneInfo` cached per
+/// key, or the one `timezone.utc` every unknown name falls back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TzInfo<'a> {
+    Zone(&'a str, Tz),
+    FallbackUtc,
+}
+
+fn resolve(name: &str) -> TzInfo<'_> {
+    match name.parse::<Tz>() {
+        Ok(tz) if ZONES.contains(&name) => TzInfo::Zone(name, tz),
+        _ => TzInfo::FallbackUtc,
+    }
+}
+
+/// Python's `%f` is six digits; chrono's is nine.
+fn chrono_format(py: &str) -> String {
+    py.replace("%f", "%6f")
+}
+
+fn strftime(now_micros: i64, zone: TzInfo<'_>, fmt: &str) -> String {
+    let utc = Utc.timestamp_micros(now_micros).single().expect("instant in range");
+    let fmt = chrono_format(fmt);
+    match zone {
+        TzInfo::Zone(_, tz) => utc.with_timezone(&tz).format(&fmt).to_string(),
+        TzInfo::FallbackUtc => utc.format(&fmt).to_string(),
+    }
+}
+
+/// Python's `datetime.now(_resolve_timezone(zone)).strftime(fmt)` at
+/// `micros`, for the formats in [`FORMATS`].
+pub fn format_time(micros: i64, zone: &str, fmt: &str) -> String {
+    strftime(micros, resolve(zone), fmt)
+}
+
+/// The wall clock of `zone` at `now_micros`.
+fn local_naive(now_micros: i64, zone: TzInfo<'_>) -> NaiveDateTime {
+    let utc = Utc.timestamp_micros(now_micros).single().expect("instant in range");
+    match zone {
+        TzInfo::Zone(_, tz) => utc.with_timezone(&tz).naive_local(),
+        TzInfo::FallbackUtc => utc.naive_utc(),
+    }
+}
+
+/// `naive.replace(tzinfo=zone)` as an instant: `fold=0` takes the earlier
+/// reading of a repeated wall time, and the offset before a gap.
+fn fold0_micros(naive: NaiveDateTime, zone: TzInfo<'_>, notes: &mut Vec<&'static str>) -> i64 {
+    match zone {
+        TzInfo::FallbackUtc => naive.and_utc().timestamp_micros(),
+        TzInfo::Zone(_, tz) => match tz.from_local_datetime(&naive) {
+            chrono::LocalResult::Single(t) => t.timestamp_micros(),
+            chrono::LocalResult::Ambiguous(earlier, _) => {
+                notes.push("recorded wall time repeated (DST)");
+                earlier.timestamp_micros()
+            }
+            chrono::LocalResult::None => {
+                notes.push("recorded wall time skipped (DST)");
+                let before = tz.offset_from_utc_datetime(&(naive - chrono::Duration::days(1)));
+                let offset = chrono::Offset::fix(&before).local_minus_utc();
+                naive.and_utc().timestamp_micros() - i64::from(offset) * 1_000_000
+            }
+        },
+    }
+}
+
+enum Parsed {
+    Naive(NaiveDateTime),
+    Aware(DateTime<FixedOffset>),
+}
+
+fn strptime(text: &str, fmt: &str) -> Option<Parsed> {
+    let fmt = chrono_format(fmt);
+    if fmt.contains("%z") {
+        DateTime::parse_from_str(text, &fmt).ok().map(Parsed::Aware)
+    } else {
+        NaiveDateTime::parse_from_str(text, &fmt).ok().map(Parsed::Naive)
+    }
+}
+
+/// Python's `str.strip()`.
+fn py_strip(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c))
+}
+
+/// `re.search(open + "(.*?)" + close, text).group(1)`: `.` stops at `\n`.
+fn regex_capture<'t>(text: &'t str, open: &str, close: &str) -> Option<&'t str> {
+    let mut from = 0;
+    while let Some(p) = text[from..].find(open) {
+        let start = from + p + open.len();
+        if let Some(q) = text[start..].find(close) {
+            let inner = &text[start..start + q];
+            if !inner.contains('\n') {
+                return Some(inner);
+            }
+        } else {
+            return None;
+        }
+        // Retry from the next character after this opening.
+        from = from + p + text[from + p..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+/// Python's `json.dumps(json.loads(raw), sort_keys=True)`, or
+/// `raw.strip()` when `raw` is not JSON.
+pub fn canonical_arguments(raw: &str) -> String {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => {
+            let mut out = String::new();
+            dumps(&v, &mut out);
+            out
+        }
+        Err(_) => py_strip(raw).to_string(),
+    }
+}
+
+fn dumps(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => dumps_str(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                dumps(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                dumps_str(k, out);
+                out.push_str(": ");
+                dumps(&map[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `ensure_ascii=True`: everything outside printable ASCII as `\uXXXX`.
+fn dumps_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{:04x}", u));
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+impl Model {
+    /// The faithful model.
+    pub const FAITHFUL: Model = Model { broken: None };
+
+    /// One reasoning step on `context`.
+    pub fn step(&self, cfg: &MConfig, context: &[MMsg], step: &MStep) -> MOutcome {
+        let mut warnings = BTreeSet::new();
+        if cfg.injection_buffer_ratio.is_some() {
+            warnings.insert(MWarning::DeprecatedBuffer);
+        }
+        let zone = resolve(&cfg.timezone);
+        if zone == TzInfo::FallbackUtc {
+            warnings.insert(MWarning::ZoneFallback);
+        }
+        let none = MOutcome { hint: None, event: false, dims: Dims::default(), warnings: warnings.clone(), notes: Vec::new() };
+        let mut notes = Vec::new();
+        if !cfg.inject_runtime_state {
+            return none;
+        }
+        let mut injections: Vec<(String, String)> = Vec::new();
+        let mut dims = Dims::default();
+
+        // Step 1: the newest time hint, and whether the agent knows its tasks.
+        let has_uncompleted = step.pending > 0 || step.in_progress > 0;
+        let mut last_time_text: Option<&str> = None;
+        let mut aware = !has_uncompleted;
+        for msg in context.iter().rev() {
+            if last_time_text.is_some() && aware {
+                break;
+            }
+            if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
+                continue;
+            }
+            for block in msg.blocks.iter().rev() {
+                match block {
+                    MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
+                        if last_time_text.is_none() && text.contains("<current-time>") {
+                            last_time_text = Some(text);
+                        }
+                        if text.contains("<tasks>") {
+                            aware = true;
+                        }
+                    }
+                    MBlock::ToolCall { name, .. } if cfg.task_tool_names.contains(name) => aware = true,
+                    _ => {}
+                }
+            }
+        }
+
+        // Step 2: time.
+        let mut inject_time = true;
+        if let Some(text) = last_time_text {
+            let parsed = regex_capture(text, "<current-time>", "</current-time>").and_then(|t| strptime(py_strip(t), &cfg.time_format));
+            if parsed.is_none() {
+                notes.push("recorded time unreadable");
+            }
+            if let Some(parsed) = parsed {
+                let elapsed_micros = match parsed {
+                    Parsed::Aware(t) => {
+                        notes.push("recorded time with offset");
+                        step.now_micros - t.timestamp_micros()
+                    }
+                    Parsed::Naive(naive) => {
+                        let name = regex_capture(text, "<timezone>", "</timezone>").map(py_strip).unwrap_or(&cfg.timezone);
+                        let recorded = resolve(name);
+                        if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
+                            warnings.insert(MWarning::RecordedZoneFallback);
+                        }
+                        if recorded == zone {
+                            // One tzinfo object: Python subtracts wall times.
+                            let now_local = local_naive(step.now_micros, zone);
+                            let wall = (now_local - naive).num_microseconds().expect("in range");
+                            if wall != step.now_micros - fold0_micros(naive, recorded, &mut Vec::new()) {
+                                notes.push("wall-clock elapsed differs from real (DST)");
+                            }
+                            wall
+                        } else {
+                            notes.push("recorded in another zone");
+                            step.now_micros - fold0_micros(naive, recorded, &mut notes)
+                        }
+                    }
+                };
+                let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
+                if hours == cfg.time_interval {
+                    notes.push("elapsed exactly the interval");
+                } else if hours < 0.0 {
+                    notes.push("recorded time in the future");
+                }
+                let within = if self.broken == Some(Breakage::TimeBoundaryStrict) {
+                    0.0 <= hours && hours < cfg.time_interval
+                } else {
+                    0.0 <= hours && hours <= cfg.time_interval
+                };
+                inject_time = !within;
+            }
+        }
+        if inject_time {
+            dims.time = true;
+            injections.push(("current-time".into(), strftime(step.now_micros, zone, &cfg.time_format)));
+            injections.push(("timezone".into(), cfg.timezone.clone()));
+        }
+
+        // Step 3: tasks.
+        if has_uncompleted && !aware {
+            dims.tasks = true;
+            injections.push((
+                "tasks".into(),
+                format!(
+                    "You have {} in-progress tasks and {} pending tasks. Use `TaskList` to view them if you don't know.",
+                    step.in_progress, step.pending
+                ),
+            ));
+        }
+
+        // Step 4: context length.
+        if step.cur_iter == 0 {
+            let buffer = cfg.injection_buffer_ratio.unwrap_or(cfg.context_buffer_ratio);
+            let size = step.context_size as f64;
+            let trigger_tokens = (cfg.trigger_ratio * size).trunc() as i64;
+            if (step.input_tokens as f64) > (cfg.trigger_ratio - buffer) * size {
+                dims.context = true;
+                let mut hint = format!(
+                    "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
+                    step.input_tokens, trigger_tokens
+                );
+                if cfg.compression_tool_enabled && step.in_progress == 0 {
+                    hint.push_str(" No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.");
+                }
+                injections.push(("context-length".into(), hint));
+            }
+        }
+
+        // Step 5: repeated tool errors.
+        if let Some((tool, count)) = self.repeated_tool_error(cfg, context, step) {
+            dims.tool_error = true;
+            injections
+                .push(("tool-error".into(), cfg.tool_retries_hint.replace("{tool_name}", &tool).replace("{count}", &count.to_string())));
+        }
+
+        if injections.is_empty() {
+            return MOutcome { warnings, notes, ..none };
+        }
+        for (k, v) in &cfg.extra_fields {
+            match injections.iter_mut().find(|(key, _)| key == k) {
+                Some(entry) => entry.1 = v.clone(),
+                None => injections.push((k.clone(), v.clone())),
+            }
+        }
+        let state = injections.iter().map(|(k, v)| format!("<{k}>{v}</{k}>")).collect::<Vec<_>>().join("\n");
+        let hint = cfg.template.replace("{runtime_state}", &state);
+        MOutcome { hint: Some(hint), event: cfg.emit_hint_event, dims, warnings, notes }
+    }
+
+    fn repeated_tool_error(&self, cfg: &MConfig, context: &[MMsg], step: &MStep) -> Option<(String, u64)> {
+        let last = context.last()?;
+        if last.role != "assistant" || last.name != step.agent_name {
+            return None;
+        }
+        let results: Vec<(&str, &str, &str)> = last
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                MBlock::ToolResult { id, name, state } => Some((id.as_str(), name.as_str(), *state)),
+                _ => None,
+            })
+            .collect();
+        let &(_, tool, state) = results.last()?;
+        if state != "error" {
+            return None;
+        }
+        let streak: Vec<&str> = results.iter().rev().take_while(|(_, n, s)| *s == "error" && *n == tool).map(|(id, _, _)| *id).collect();
+        let limit = cfg.tool_retries_limit;
+        if (streak.len() as u64) < limit {
+            return None;
+        }
+        let mut inputs: Vec<(&str, &str)> = Vec::new();
+        for b in &last.blocks {
+            if let MBlock::ToolCall { id, input, .. } = b {
+                match inputs.iter_mut().find(|(k, _)| k == id) {
+                    Some(e) => e.1 = input,
+                    None => inputs.push((id, input)),
+                }
+            }
+        }
+        let arguments: Vec<String> = streak
+            .iter()
+            .map(|id| {
+                let raw = inputs.iter().find(|(k, _)| k == id).map_or("", |(_, v)| v);
+                canonical_arguments(raw)
+            })
+            .collect();
+        let count = if self.broken == Some(Breakage::ToolErrorIgnoresArguments) {
+            arguments.len() as u64
+        } else {
+            arguments.iter().take_while(|a| **a == arguments[0]).count() as u64
+        };
+        (count >= limit).then(|| (tool.to_string(), count))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_arguments_follow_python() {
+        assert_eq!(
+            canonical_arguments(r#" {"b": [1,2.5, {"z":null,"a":true}], "a":"é\n"} "#),
+            r#"{"a": "\u00e9\n", "b": [1, 2.5, {"a": true, "z": null}]}"#
+        );
+        assert_eq!(canonical_arguments("  {\"a\": 1  "), "{\"a\": 1");
+        assert_eq!(canonical_arguments(r#"{"a":1,"a":2}"#), r#"{"a": 2}"#);
+        assert_eq!(canonical_arguments("\"\u{1F600}\""), "\"\\ud83d\\ude00\"");
+        assert_eq!(canonical_arguments(""), "");
+    }
+
+    #[test]
+    fn regex_capture_stops_at_newlines() {
+        assert_eq!(regex_capture("<a>x\n</a><a>y</a>", "<a>", "</a>"), Some("y"));
+        assert_eq!(regex_capture("<a>x</a>", "<a>", "</b>"), None);
+    }
+
+    #[test]
+    fn fold0_reads_repeated_and_missing_wall_times_as_python() {
+        let ny = resolve("America/New_York");
+        let at = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
+        // The examples of the core's `local_to_timestamp` docs, from zoneinfo.
+        let notes = &mut Vec::new();
+        assert_eq!(fold0_micros(at("2026-03-08 02:30"), ny, notes), at("2026-03-08 07:30").and_utc().timestamp_micros());
+        assert_eq!(fold0_micros(at("2026-11-01 01:30"), ny, notes), at("2026-11-01 05:30").and_utc().timestamp_micros());
+        assert_eq!(notes, &["recorded wall time skipped (DST)", "recorded wall time repeated (DST)"]);
+    }
+}

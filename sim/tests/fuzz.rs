@@ -1,0 +1,91 @@
+//! The fuzzer finds nothing wrong with the core, fires every dimension, and
+//! catches a rule broken on purpose, shrinking it to a replayable session.
+
+use std::process::Command;
+
+use envaware_sim::fuzz::{self, FuzzOptions};
+use envaware_sim::model::{Breakage, Model};
+use envaware_sim::scenario::{self, Evaluation};
+use serde_json::Value;
+
+fn options(cases: u32, broken: Option<Breakage>) -> FuzzOptions {
+    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, progress: false }
+}
+
+#[test]
+fn core_and_tracker_agree_with_the_model_and_every_dimension_fires() {
+    let report = fuzz::fuzz(&options(400, None));
+    if let Some((case, mismatch)) = &report.failure {
+        panic!("{}", fuzz::describe(case, mismatch));
+    }
+    let stats = &report.stats;
+    assert_eq!(stats.cases, 400);
+    assert!(stats.steps > 2000, "{}", fuzz::summary(stats));
+    assert!(stats.silent_dimensions().is_empty(), "{}", fuzz::summary(stats));
+    // The situations the rules are subtle about were met too.
+    for situation in ["elapsed exactly the interval", "recorded time in the future", "recorded in another zone", "compressions"] {
+        assert!(stats.fired.get(situation).copied().unwrap_or(0) > 0, "{situation} never met:\n{}", fuzz::summary(stats));
+    }
+}
+
+/// The hint and event a scenario line's `eval` gives, and the model's.
+fn eval_and_expected(line: &str) -> (Value, Value) {
+    let Evaluation::Hint { hint, event, .. } = scenario::evaluate(line) else { panic!("eval rejects the written scenario: {line}") };
+    let written: Value = serde_json::from_str(line).unwrap();
+    (serde_json::json!({"hint": hint, "event": event}), written["expected"].clone())
+}
+
+fn assert_caught(broken: Breakage) {
+    let report = fuzz::fuzz(&options(500, Some(broken)));
+    let (case, mismatch) = report.failure.unwrap_or_else(|| panic!("{broken:?} went unnoticed"));
+    let described = fuzz::describe(&case, &mismatch);
+    // Shrunk: a handful of events, not the tens generated.
+    assert!(case.events().len() <= 4, "not shrunk:\n{described}");
+    assert!(mismatch.message.contains("hint differs"), "{described}");
+    // The written session replays through `eval`: every step agrees with the
+    // model but the last, where the broken rule shows.
+    let (last, earlier) = mismatch.scenarios.split_last().expect("at least the mismatching step");
+    for line in earlier {
+        let (got, expected) = eval_and_expected(line);
+        assert_eq!(got, expected, "{described}");
+    }
+    let (got, expected) = eval_and_expected(last);
+    assert_ne!(got, expected, "{described}");
+}
+
+#[test]
+fn a_strict_time_boundary_is_caught_with_a_shrunk_session() {
+    assert_caught(Breakage::TimeBoundaryStrict);
+}
+
+#[test]
+fn a_tool_error_rule_ignoring_arguments_is_caught() {
+    assert_caught(Breakage::ToolErrorIgnoresArguments);
+}
+
+#[test]
+fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
+    let bin = env!("CARGO_BIN_EXE_envaware-sim");
+    let dir = std::env::temp_dir().join(format!("envaware-fuzz-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("mismatch.jsonl");
+
+    let ok = Command::new(bin).args(["fuzz", "--cases", "60", "--seed", "3", "--out"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{stdout}{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(stdout.starts_with("fuzz: 60 cases, "), "{stdout}");
+    for dimension in fuzz::DIMENSIONS {
+        assert!(stdout.contains(dimension), "{stdout}");
+    }
+    assert!(!out.exists());
+
+    let failed = Command::new(bin).args(["fuzz", "--cases", "200", "--broken", "time-boundary", "--out"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("minimal session"), "{stdout}");
+    let replay = Command::new(bin).arg("eval").arg(&out).output().unwrap();
+    assert!(replay.status.success());
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(String::from_utf8_lossy(&replay.stdout).lines().count(), written.lines().count());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
