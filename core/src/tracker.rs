@@ -315,6 +315,55 @@ mod tests {
         }
     }
 
+    /// A conversation that counts the messages read.
+    struct Counting<'a> {
+        inner: SliceConversation<'a>,
+        reads: core::cell::Cell<usize>,
+    }
+
+    impl<'a> Conversation for Counting<'a> {
+        type Message<'m>
+            = SliceMessage<'a>
+        where
+            Self: 'm;
+        fn message_count(&self) -> usize {
+            self.inner.message_count()
+        }
+        fn newest(&self, index: usize) -> Option<SliceMessage<'a>> {
+            self.reads.set(self.reads.get() + 1);
+            self.inner.newest(index)
+        }
+    }
+
+    /// The full scan reads every message; the tracker reads two (the newest,
+    /// for the tool-error rule, and the one holding the recorded time),
+    /// whatever the context's length.
+    #[test]
+    fn decisions_read_a_constant_number_of_messages() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let now = Timestamp::from_unix_seconds(1_784_687_400);
+        let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
+        let other = [Block::Other, Block::ToolCall { id: "c", name: "Bash", input: "{}" }];
+        // Unfinished tasks the agent is not aware of: the scan cannot stop early.
+        let step =
+            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        for len in [10usize, 10_000] {
+            let mut msgs = std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
+            msgs.resize(len, SliceMessage { role: Role::Assistant, name: AGENT, blocks: &other });
+            let conv = Counting { inner: SliceConversation(&msgs), reads: 0.into() };
+            let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
+            conv.reads.set(0);
+            let full = engine.decide(&conv, &step, Some(now));
+            assert!(conv.reads.get() >= len);
+            conv.reads.set(0);
+            let tracked = tracker.decide(&conv, &step, Some(now));
+            assert_eq!(conv.reads.get(), 2);
+            assert_eq!(tracked, full);
+            assert_eq!(tracked.time, crate::TimeDecision::NotDue);
+            assert!(tracked.tasks.is_some());
+        }
+    }
+
     #[test]
     fn falls_back_to_the_scan_when_it_missed_a_change() {
         let engine = Engine::new(Config::default()).unwrap();

@@ -20,7 +20,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 
 use envaware::conversation::{Conversation, Role, ToolResultState};
 use envaware::load::ConfigBuf;
@@ -752,7 +752,8 @@ fn model_warning(w: Warning) -> Option<MWarning> {
 
 /// Runs one session; `Err` at the first step where the core, the model or
 /// the tracker disagree.
-pub fn run_case(case: &Case, model: Model) -> Result<Stats, Mismatch> {
+/// On success, the counts and the session's steps as scenario lines.
+pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Mismatch> {
     let mut stats = Stats { cases: 1, ..Stats::default() };
     let mut world = World {
         cfg: model_config(&case.config),
@@ -877,7 +878,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<Stats, Mismatch> {
             }
         }
         if !reconfigured {
-            return Ok(stats);
+            return Ok((stats, scenarios));
         }
     }
 }
@@ -989,11 +990,15 @@ pub struct FuzzOptions {
     pub model: Model,
     /// Show progress on standard error.
     pub progress: bool,
+    /// Write every step of the passing sessions here, as scenario lines
+    /// with the model's `expected` result (to check the model against
+    /// AgentScope itself).
+    pub emit: Option<std::path::PathBuf>,
 }
 
 impl Default for FuzzOptions {
     fn default() -> Self {
-        FuzzOptions { cases: 256, seed: 0x5EED, steps: 40, model: Model::FAITHFUL, progress: false }
+        FuzzOptions { cases: 256, seed: 0x5EED, steps: 40, model: Model::FAITHFUL, progress: false, emit: None }
     }
 }
 
@@ -1015,7 +1020,16 @@ fn seed_rng(seed: u64) -> TestRng {
 }
 
 /// Runs the fuzzer: generates, compares, and shrinks a failure.
-pub fn fuzz(options: &FuzzOptions) -> Report {
+///
+/// # Errors
+///
+/// When `options.emit` cannot be written.
+pub fn fuzz(options: &FuzzOptions) -> std::io::Result<Report> {
+    let emit = match &options.emit {
+        Some(path) => Some(RefCell::new(std::io::BufWriter::new(std::fs::File::create(path)?))),
+        None => None,
+    };
+    let emit_error = RefCell::new(None);
     let config =
         PtConfig { cases: options.cases, failure_persistence: None, max_shrink_iters: 4096, max_global_rejects: 0, ..PtConfig::default() };
     let mut runner = TestRunner::new_with_rng(config, seed_rng(options.seed));
@@ -1024,10 +1038,17 @@ pub fn fuzz(options: &FuzzOptions) -> Report {
     let shrinking = std::cell::Cell::new(false);
     let started = std::time::Instant::now();
     let result = runner.run(&case_strategy(options.steps), |case| match run_case(&case, options.model) {
-        Ok(s) => {
+        Ok((s, scenarios)) => {
             if !shrinking.get() {
                 stats.borrow_mut().add(&s);
                 bar.tick(stats.borrow().cases);
+                if let Some(w) = &emit {
+                    for line in scenarios {
+                        if let Err(e) = writeln!(w.borrow_mut(), "{line}") {
+                            emit_error.replace(Some(e));
+                        }
+                    }
+                }
             }
             Ok(())
         }
@@ -1040,6 +1061,12 @@ pub fn fuzz(options: &FuzzOptions) -> Report {
         }
     });
     bar.finish(stats.borrow().cases, started.elapsed());
+    if let Some(w) = emit {
+        w.into_inner().flush()?;
+    }
+    if let Some(e) = emit_error.into_inner() {
+        return Err(e);
+    }
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, case)) => {
@@ -1053,7 +1080,7 @@ pub fn fuzz(options: &FuzzOptions) -> Report {
             Mismatch { message: format!("aborted: {reason}"), scenarios: vec![] },
         )),
     };
-    Report { stats: stats.into_inner(), failure }
+    Ok(Report { stats: stats.into_inner(), failure })
 }
 
 fn config_default() -> CaseConfig {

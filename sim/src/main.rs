@@ -51,6 +51,11 @@ struct FuzzArgs {
     /// Where to write a mismatching session as scenario JSON Lines.
     #[arg(long, default_value = "fuzz-mismatch.jsonl")]
     out: PathBuf,
+    /// Also write every step of the passing sessions to FILE, as scenario
+    /// lines with the model's result under `expected` (to check the model
+    /// against AgentScope itself).
+    #[arg(long, value_name = "FILE")]
+    emit: Option<PathBuf>,
     /// Fuzz against a deliberately broken model (to see a failure):
     /// `time-boundary` (`<` for `<=`) or `tool-arguments`.
     #[arg(long, hide = true)]
@@ -73,8 +78,15 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
         steps: args.steps,
         model: envaware_sim::model::Model { broken },
         progress: true,
+        emit: args.emit,
     };
-    let report = fuzz::fuzz(&options);
+    let report = match fuzz::fuzz(&options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("envaware-sim: cannot write the emitted scenarios: {e}");
+            return ExitCode::from(2);
+        }
+    };
     print!("{}", fuzz::summary(&report.stats));
     if let Some((case, mismatch)) = report.failure {
         print!("{}", fuzz::describe(&case, &mismatch));

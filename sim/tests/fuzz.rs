@@ -9,12 +9,12 @@ use envaware_sim::scenario::{self, Evaluation};
 use serde_json::Value;
 
 fn options(cases: u32, broken: Option<Breakage>) -> FuzzOptions {
-    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, progress: false }
+    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, progress: false, emit: None }
 }
 
 #[test]
 fn core_and_tracker_agree_with_the_model_and_every_dimension_fires() {
-    let report = fuzz::fuzz(&options(400, None));
+    let report = fuzz::fuzz(&options(400, None)).unwrap();
     if let Some((case, mismatch)) = &report.failure {
         panic!("{}", fuzz::describe(case, mismatch));
     }
@@ -36,7 +36,7 @@ fn eval_and_expected(line: &str) -> (Value, Value) {
 }
 
 fn assert_caught(broken: Breakage) {
-    let report = fuzz::fuzz(&options(500, Some(broken)));
+    let report = fuzz::fuzz(&options(500, Some(broken))).unwrap();
     let (case, mismatch) = report.failure.unwrap_or_else(|| panic!("{broken:?} went unnoticed"));
     let described = fuzz::describe(&case, &mismatch);
     // Shrunk: a handful of events, not the tens generated.
@@ -87,5 +87,53 @@ fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
     assert!(replay.status.success());
     let written = std::fs::read_to_string(&out).unwrap();
     assert_eq!(String::from_utf8_lossy(&replay.stdout).lines().count(), written.lines().count());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The Python of the reference venv, as the differential test finds it.
+fn reference_python() -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    match std::env::var_os("ENVAWARE_REF_PYTHON") {
+        Some(p) => Some(root.join(p)),
+        None => Some(root.join(".venv/bin/python")).filter(|p| p.exists()),
+    }
+}
+
+/// The model is checked against AgentScope 2.0.11 itself: every step of the
+/// generated sessions (bar strict mode, envaware's own) gets the hint the
+/// real `_inject_runtime_state` produces.
+#[test]
+fn the_model_agrees_with_agentscope() {
+    let Some(python) = reference_python() else {
+        eprintln!("skipped: no reference venv (cargo xtask test creates it, or set ENVAWARE_REF_PYTHON)");
+        return;
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("envaware-fuzz-ref-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let emitted = dir.join("steps.jsonl");
+    let report = fuzz::fuzz(&FuzzOptions { emit: Some(emitted.clone()), ..options(120, None) }).unwrap();
+    assert!(report.failure.is_none());
+    let out = Command::new(python).arg(root.join("tests/reference/reference.py")).arg(&emitted).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let scenarios = std::fs::read_to_string(&emitted).unwrap();
+    let results = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(scenarios.lines().count(), results.lines().count());
+    let mut compared = 0;
+    for (scenario, result) in scenarios.lines().zip(results.lines()) {
+        let scenario: Value = serde_json::from_str(scenario).unwrap();
+        if scenario.pointer("/injection_config/strict") == Some(&Value::Bool(true)) {
+            continue;
+        }
+        let result: Value = serde_json::from_str(result).unwrap();
+        let expected = &scenario["expected"];
+        assert_eq!(
+            (&result["hint"], &result["event"]),
+            (&expected["hint"], &expected["event"]),
+            "AgentScope and the model differ on\n{scenario}"
+        );
+        compared += 1;
+    }
+    assert!(compared > 300, "only {compared} steps compared");
     std::fs::remove_dir_all(&dir).unwrap();
 }
