@@ -22,8 +22,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 
-use envaware::conversation::{Conversation, Role, ToolResultState};
+use envaware::conversation::{Block, Conversation, HintText, Role, ToolResultState};
 use envaware::load::ConfigBuf;
+use envaware::store::ContextStore;
 use envaware::tracker::Tracker;
 use envaware::{Engine, FixedClock, Step, TaskCounts, TimeDecision, Timestamp, Warning};
 use proptest::prelude::*;
@@ -37,6 +38,9 @@ use crate::scenario::{OwnedBlock, OwnedMessage, VecConversation};
 pub const AGENT: &str = "Friday";
 const OTHER_AGENT: &str = "Scout";
 type FuzzConfigBuf = ConfigBuf<8192, 16, 16>;
+/// The fixed-capacity store the core also runs on, mirroring the context
+/// until it would have to evict on its own (then it is left out).
+type FuzzStore = ContextStore<128, 1024, 65536>;
 
 // ---------------------------------------------------------------------------
 // Cases
@@ -540,6 +544,9 @@ struct World {
     replies: Vec<u64>,
     reply: u64,
     conv: VecConversation,
+    /// The same context in the core's own store, while it holds all of it.
+    store: Box<FuzzStore>,
+    store_mirrors: bool,
     now: i64,
     pending: u64,
     in_progress: u64,
@@ -622,6 +629,23 @@ fn block_json(b: &MBlock) -> Value {
     }
 }
 
+fn core_block(b: &MBlock) -> Block<'_> {
+    match b {
+        MBlock::Text(_) => Block::Other,
+        MBlock::Hint { source, text } => Block::Hint { source: source.as_deref(), text: HintText::Single(text) },
+        MBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
+        MBlock::ToolResult { id, name, state } => {
+            Block::ToolResult { id, name, state: ToolResultState::from_name(state).unwrap_or(ToolResultState::Running) }
+        }
+    }
+}
+
+/// The trackers of both contexts: the `Vec` one and the store.
+struct Trackers<'a> {
+    vec: Tracker<'a>,
+    store: Tracker<'a>,
+}
+
 fn role_of(role: &str) -> Role {
     Role::from_name(role).unwrap_or(Role::User)
 }
@@ -638,34 +662,51 @@ impl World {
         (self.cfg.trigger_ratio - buffer) * self.context_size as f64
     }
 
-    fn push(&mut self, role: &'static str, name: &str, blocks: Vec<MBlock>, tracker: &mut Tracker<'_>) {
+    fn push(&mut self, role: &'static str, name: &str, blocks: Vec<MBlock>, t: &mut Trackers<'_>) {
         let owned = OwnedMessage { role: role_of(role), name: name.into(), blocks: blocks.iter().map(owned_block).collect() };
+        if self.store_mirrors {
+            let core_blocks: Vec<Block<'_>> = blocks.iter().map(core_block).collect();
+            match self.store.push_message(role_of(role), name, &core_blocks) {
+                Ok(a) if a.evicted == 0 => t.store.push_message(&self.store.newest(0).expect("just pushed")),
+                _ => self.store_mirrors = false,
+            }
+        }
         self.context.push(MMsg { role, name: name.into(), blocks });
         self.replies.push(self.reply);
-        tracker.push_message(&owned);
+        t.vec.push_message(&owned);
         self.conv.0.push(owned);
     }
 
     /// `AgentState.append_context`: to the agent's own message of this
     /// reply when it is the newest, else as a new assistant message.
-    fn append_own(&mut self, blocks: Vec<MBlock>, tracker: &mut Tracker<'_>) {
+    fn append_own(&mut self, blocks: Vec<MBlock>, t: &mut Trackers<'_>) {
         let own = matches!((self.context.last(), self.replies.last()), (Some(m), Some(r)) if m.role == "assistant" && m.name == AGENT && *r == self.reply);
         if !own {
-            return self.push("assistant", AGENT, blocks, tracker);
+            return self.push("assistant", AGENT, blocks, t);
         }
         let (Some(last), Some(owned)) = (self.context.last_mut(), self.conv.0.last_mut()) else { return };
         let first = owned.blocks.len();
+        if self.store_mirrors {
+            let core_blocks: Vec<Block<'_>> = blocks.iter().map(core_block).collect();
+            match self.store.append_blocks_to_last(&core_blocks) {
+                Ok(a) if a.evicted == 0 => t.store.append_blocks(&self.store.newest(0).expect("appended to"), first),
+                _ => self.store_mirrors = false,
+            }
+        }
         owned.blocks.extend(blocks.iter().map(owned_block));
         last.blocks.extend(blocks);
-        tracker.append_blocks(&*owned, first);
+        t.vec.append_blocks(&*owned, first);
     }
 
-    fn compress(&mut self, keep: usize, tracker: &mut Tracker<'_>) {
+    fn compress(&mut self, keep: usize, t: &mut Trackers<'_>) {
         let gone = self.context.len().saturating_sub(keep);
         self.context.drain(..gone);
         self.replies.drain(..gone);
         self.conv.0.drain(..gone);
-        tracker.evict_oldest(gone);
+        t.vec.evict_oldest(gone);
+        if self.store_mirrors {
+            t.store.evict_oldest(self.store.compact(keep));
+        }
     }
 
     fn fresh_id(&mut self) -> String {
@@ -761,6 +802,8 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
         replies: Vec::new(),
         reply: 0,
         conv: VecConversation::default(),
+        store: Box::new(FuzzStore::new()),
+        store_mirrors: true,
         now: case.start_micros,
         pending: 0,
         in_progress: 0,
@@ -781,7 +824,10 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
             message: format!("the core rejects a configuration the fuzzer believes valid: {e}\n{injection}\n{context}"),
             scenarios: scenarios.clone(),
         })?;
-        let mut tracker = Tracker::from_conversation(&engine, AGENT, &world.conv);
+        let mut tracker = Trackers {
+            vec: Tracker::from_conversation(&engine, AGENT, &world.conv),
+            store: Tracker::from_conversation(&engine, AGENT, &*world.store),
+        };
         let mut reconfigured = false;
         for event in events.by_ref() {
             match event {
@@ -886,7 +932,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
 fn step(
     world: &mut World,
     engine: &Engine<'_>,
-    tracker: &mut Tracker<'_>,
+    tracker: &mut Trackers<'_>,
     cur_iter: u64,
     model: Model,
     stats: &mut Stats,
@@ -932,15 +978,30 @@ fn step(
     if core_warnings != expected.warnings {
         problems.push(format!("warnings differ: core {:?} model {:?}", core_warnings, expected.warnings));
     }
-    let tracked = tracker.decide(&world.conv, &core_step, Some(now));
+    let tracked = tracker.vec.decide(&world.conv, &core_step, Some(now));
     if tracked != outcome.decision {
         problems.push(format!(
             "the tracker decides differently from the full scan:\n  tracker: {tracked:?}\n  scan:    {:?}",
             outcome.decision
         ));
     }
-    if tracker.message_count() != world.conv.message_count() as u64 {
+    if tracker.vec.message_count() != world.conv.message_count() as u64 {
         problems.push("the tracker lost count of the messages".into());
+    }
+    if world.store_mirrors {
+        // The same step on the core's fixed-capacity store, by the full
+        // scan and by the store's tracker.
+        stats.bump("steps on the store too");
+        let mut out = vec![0u8; 1 << 16];
+        let on_store = engine.step(&*world.store, &core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        if on_store != Ok(outcome) {
+            problems.push(format!("the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"));
+        }
+        let mut out = vec![0u8; 1 << 16];
+        let tracked = tracker.store.step(&*world.store, &core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        if tracked != Ok(outcome) {
+            problems.push(format!("the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"));
+        }
     }
     if !problems.is_empty() {
         return Err(Mismatch { message: problems.join("\n"), scenarios: scenarios.clone() });
