@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod bench;
 mod firmware;
 mod qemu;
 
@@ -223,8 +224,9 @@ fn main() -> ExitCode {
         Some("demo") if args.iter().any(|a| a == "--host") => host_demo(),
         Some("demo") => firmware::demo(&args[1..]),
         Some("size") => firmware::size(),
+        Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|fuzz>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
