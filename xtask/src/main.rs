@@ -104,6 +104,15 @@ fn test() -> Result<(), String> {
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
+    // The fuzz targets run only under `cargo xtask fuzz` (nightly); checking
+    // that they compile keeps a core API change from breaking them unseen.
+    run(
+        "check the cargo-fuzz targets compile",
+        cargo()
+            .args(["check", "--bins", "--manifest-path"])
+            .arg(root().join("fuzz/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
+    )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
