@@ -2,8 +2,8 @@
 //! board (Cortex-M3) as QEMU's `lm3s6965evb` machine emulates it.
 //!
 //! - [`I2c0`]: the I2C0 master, implementing [`embedded_hal::i2c::I2c`];
-//! - [`Clock`]: wall time from semihosting `SYS_TIME` at boot plus a SysTick
-//!   millisecond counter ([`uptime_ms`]);
+//! - [`Clock`]: wall time at boot (an `epoch=` argument from the host, else
+//!   semihosting `SYS_TIME`) plus a SysTick millisecond counter ([`uptime_ms`]);
 //! - [`Uart0Pacer`]: the step handshake with the host over UART0;
 //! - [`exit`], [`stack_high_water`]: semihosting exit and the painted-stack
 //!   measurement.
@@ -13,6 +13,7 @@
 //! [`agent::Pacer`](crate::agent::Pacer), then call
 //! [`agent::run`](crate::agent::run) with them (see the README).
 
+use core::mem::MaybeUninit;
 use core::ptr::{read_volatile, write_volatile};
 use core::sync::atomic::{AtomicU32, Ordering};
 
@@ -50,15 +51,38 @@ fn ticks() -> u64 {
 /// semihosting, then advanced by the SysTick counter.
 pub type Clock = EpochTickClock<fn() -> u64>;
 
-/// Reads the wall time over semihosting (`SYS_TIME`, whole Unix seconds)
-/// and returns a clock running from it. Unset when the host does not answer.
+/// Reads the wall time at boot and returns a clock running from it: the
+/// `epoch=SECONDS` argument on the semihosting command line when the host
+/// gives one (QEMU's `-semihosting-config …,arg=epoch=…`, see
+/// `xtask/src/qemu.rs`), else the host's time over semihosting (`SYS_TIME`,
+/// whole Unix seconds). Unset when the host does not answer.
+///
+/// A fixed start time is what makes two runs identical: rendering and
+/// parsing a different date takes a different number of instructions, and
+/// under `-icount` instructions are the board's time, so a run started at
+/// another second can end a step a few microseconds earlier or later and
+/// move a later uptime by a millisecond.
 pub fn wall_clock() -> Clock {
     let mut clock: Clock = EpochTickClock::new(1000, ticks as fn() -> u64);
+    if let Some(secs) = epoch_argument() {
+        defmt::info!("wall clock: epoch {=i64} from the command line", secs);
+        clock.set(Timestamp::from_unix_seconds(secs));
+        return clock;
+    }
     match semihosting::sys::arm_compat::sys_time() {
         Ok(secs) => clock.set(Timestamp::from_unix_seconds(secs as i64)),
         Err(_) => defmt::warn!("SYS_TIME failed: the wall time stays unknown"),
     }
     clock
+}
+
+/// The `epoch=SECONDS` argument of the semihosting command line, if any
+/// (arguments are separated by spaces).
+fn epoch_argument() -> Option<i64> {
+    let mut buf = [MaybeUninit::<u8>::uninit(); 128];
+    // Fails when there is no command line or it does not fit: no epoch then.
+    let line = semihosting::sys::arm_compat::sys_get_cmdline_uninit(&mut buf).ok()?;
+    line.split(|&b| b == b' ').find_map(|arg| core::str::from_utf8(arg.strip_prefix(b"epoch=")?).ok()?.parse().ok())
 }
 
 fn systick_start(syst: &mut SYST) {
@@ -238,8 +262,9 @@ const FR_TXFF: u32 = 1 << 5;
 /// The step handshake over UART0: before each step the firmware sends `?`
 /// and waits for one byte from the host, which meanwhile sets the sensor's
 /// temperature. SysTick is stopped while it waits, so the script's times
-/// do not depend on how fast the host answers (with `-icount` the whole
-/// run is deterministic). At the end it sends `.`.
+/// do not depend on how fast the host answers (with `-icount` and the same
+/// start time, see [`wall_clock`], two runs give the same uptimes). At the
+/// end it sends `.`.
 pub struct Uart0Pacer {
     syst: SYST,
 }

@@ -13,7 +13,8 @@
 //! Each run is driven by a handshake (see `xtask/src/qemu.rs`): the
 //! temperature of step `i` is set over QMP before the firmware is let into
 //! step `i`, and QEMU runs with `-icount`, so nothing here depends on
-//! timing. Every run is bounded by a timeout.
+//! timing. Every run starts the board's wall clock at [`EPOCH`], so two runs
+//! are identical. Every run is bounded by a timeout.
 
 #[path = "../../xtask/src/qemu.rs"]
 mod qemu;
@@ -25,6 +26,12 @@ use std::time::Duration;
 use qemu::{RunOptions, RunResult};
 
 const FLASH_BUDGET: u64 = 96 * 1024;
+
+/// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin.
+/// Fixed, because the date is input too: formatting and parsing another
+/// date takes another number of instructions, which under `-icount` are the
+/// board's time (it can move an uptime by a millisecond).
+const EPOCH: i64 = 1_767_225_600;
 const RAM_BUDGET: u64 = 16 * 1024;
 
 /// One temperature per step, in milli-°C: all exact in 1/16 °C.
@@ -72,6 +79,12 @@ fn elf() -> PathBuf {
 }
 
 fn run(elf: PathBuf, sensor: bool) -> RunResult {
+    run_at(elf, sensor, Some(EPOCH))
+}
+
+/// A run starting the board's wall clock at `epoch`; `None`: the host's time
+/// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
+fn run_at(elf: PathBuf, sensor: bool, epoch: Option<i64>) -> RunResult {
     let opts = RunOptions {
         qemu: tool("ENVAWARE_QEMU", "qemu-system-arm"),
         defmt_print: tool("ENVAWARE_DEFMT_PRINT", "defmt-print"),
@@ -80,6 +93,7 @@ fn run(elf: PathBuf, sensor: bool) -> RunResult {
         temperatures_milli: TEMPERATURES.to_vec(),
         timeout: Duration::from_secs(90),
         echo: false,
+        epoch,
     };
     qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
 }
@@ -201,11 +215,18 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
     assert_eq!(qemu::expected_reading(12_063), "12.0625 °C");
     assert_eq!(qemu::expected_reading(30_000), "30.0 °C");
     assert!(result.log.contains("session done: 10 steps, 6 hints, 6 sensor reads, 0 failed"), "{}", result.log);
+    // The wall clock starts at EPOCH (01:00:00 in Berlin) and advances with SysTick.
+    let steps = steps(&result.log);
+    let time = |i: usize| steps[i].fields.as_deref().and_then(|f| field(f, "current-time")).map(str::to_string);
+    assert_eq!(time(0).as_deref(), Some("2026-01-01T01:00:00"));
+    assert_eq!(time(6).as_deref(), Some("2026-01-01T01:00:47"));
+    assert_eq!(time(8).as_deref(), Some("2026-01-01T01:00:52"));
 }
 
 #[test]
 fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
-    let result = run(elf(), false);
+    // On the host's clock, as the demo runs: the schedule does not depend on the date.
+    let result = run_at(elf(), false, None);
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished, "{result:?}");
     check_schedule(&result, |_| "unavailable".to_string());
@@ -245,12 +266,14 @@ fn the_release_image_fits_the_budget() {
 
 #[test]
 fn runs_are_deterministic_under_icount() {
-    // The same image and temperatures give the same board times, to the
-    // millisecond: the handshake leaves no room for a race.
+    // The same image, start time and temperatures give the same log, board
+    // times included, to the millisecond: the handshake leaves no room for a
+    // race, and under -icount the board's time is its instruction count.
     let uptimes = |r: &RunResult| -> Vec<String> {
         steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
     };
-    let first = uptimes(sensor_run());
-    assert_eq!(first.len(), 6);
-    assert_eq!(uptimes(&run(elf(), true)), first);
+    let (first, second) = (sensor_run(), run(elf(), true));
+    assert_eq!(uptimes(first).len(), 6);
+    assert_eq!(uptimes(&second), uptimes(first));
+    assert_eq!(second.log, first.log);
 }

@@ -147,6 +147,8 @@ fn run_options(temperatures: Vec<i32>, echo: bool) -> Result<RunOptions, String>
         temperatures_milli: temperatures,
         timeout: Duration::from_secs(120),
         echo,
+        // The host's time: the demo shows the real date.
+        epoch: None,
     })
 }
 

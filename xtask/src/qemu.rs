@@ -14,8 +14,13 @@
 //! last step the firmware sends `.` and exits through semihosting. Nothing
 //! here sleeps to let the firmware catch up: every wait is for a message,
 //! bounded by the run's deadline. With `-icount shift=7,sleep=off` the
-//! firmware's own time is deterministic too (its SysTick is stopped while it
-//! waits for the host).
+//! firmware's own time does not depend on the host either (its SysTick is
+//! stopped while it waits for the host), but it does depend on the wall time
+//! the run starts at: formatting and parsing another date takes a different
+//! number of instructions, which are the board's time under `-icount`. Give
+//! [`RunOptions::epoch`] to start the board's wall clock at a fixed time (the
+//! firmware reads `epoch=` from the semihosting command line): two such runs
+//! give the same log, uptimes included, to the millisecond.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -50,6 +55,9 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Print the decoded log as it comes.
     pub echo: bool,
+    /// Start the board's wall clock at this Unix time (seconds) instead of
+    /// the host's time: makes runs repeatable.
+    pub epoch: Option<i64>,
 }
 
 /// What a run produced.
@@ -195,24 +203,16 @@ impl Qmp {
 static RUNS: AtomicU32 = AtomicU32::new(0);
 
 /// The QEMU command line (without the sockets' paths filled in by [`run`]).
-pub fn qemu_args(elf: &Path, sensor: bool, qmp: &Path, uart: &Path) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "-machine",
-        MACHINE,
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-        "-nodefaults",
-        "-semihosting-config",
-        "enable=on,target=native",
-        "-icount",
-        "shift=7,sleep=off",
-        "-S",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+pub fn qemu_args(elf: &Path, sensor: bool, epoch: Option<i64>, qmp: &Path, uart: &Path) -> Vec<String> {
+    let mut args: Vec<String> =
+        ["-machine", MACHINE, "-display", "none", "-monitor", "none", "-nodefaults", "-icount", "shift=7,sleep=off", "-S"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    // The program's name, so that QEMU does not fall back to the kernel's
+    // path as the semihosting command line; then the optional start time.
+    let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
+    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}")]);
     args.extend(["-chardev".into(), format!("socket,id=uart0,path={}", uart.display()), "-serial".into(), "chardev:uart0".into()]);
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
     if sensor {
@@ -234,7 +234,7 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let uart_listener = UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
 
     let mut qemu = Command::new(&opts.qemu)
-        .args(qemu_args(&opts.elf, opts.sensor, &qmp_path, &uart_path))
+        .args(qemu_args(&opts.elf, opts.sensor, opts.epoch, &qmp_path, &uart_path))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
