@@ -54,7 +54,10 @@ pub fn ensure_qemu() -> Result<PathBuf, String> {
         return Err(format!("qemu-system-arm is missing: run `sudo {fix}` (or your distribution's equivalent)"));
     }
     crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
-    crate::run("apt-get install qemu-system-arm", Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]))?;
+    crate::run(
+        "apt-get install qemu-system-arm",
+        Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]).env("DEBIAN_FRONTEND", "noninteractive"),
+    )?;
     if works(&qemu, "--version") {
         Ok(qemu)
     } else {
