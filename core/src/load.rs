@@ -323,29 +323,39 @@ fn lax_float(value: Value<'_>, field: Field) -> Result<f64, LoadError> {
 }
 
 /// pydantic's lax `int` (non-negative here: the only int field must be >= 3):
-/// integers, floats without a fraction, and their string forms.
+/// integers, floats without a fraction, and integer strings.
 fn lax_uint(value: Value<'_>, field: Field) -> Result<u64, LoadError> {
-    let err = LoadError::WrongType { field, expected: "a whole number" };
+    let err = LoadError::WrongType { field, expected: "a whole number >= 0" };
     let mut buf = heapless::String::new();
-    let text = match value.kind() {
-        Kind::Number => value.number_text(),
+    match value.kind() {
         // pydantic reads True as 1, which fails `>= 3` anyway.
-        Kind::Bool(b) => return Ok(u64::from(b)),
-        Kind::String => short_str(value, &mut buf).map(py_strip),
-        _ => None,
-    }
-    .ok_or(err)?;
-    if let Ok(n) = text.parse::<u64>() {
-        return Ok(n);
-    }
-    if text.starts_with('-') && text.bytes().skip(1).all(|b| b.is_ascii_digit()) && text.len() > 1 {
-        return Ok(0); // negative: rejected by validation with its own message
-    }
-    match text.parse::<f64>() {
-        Ok(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
-        Ok(f) if (-9.2e18..0.0).contains(&f) && (f as i64) as f64 == f => Ok(0),
+        Kind::Bool(b) => Ok(u64::from(b)),
+        Kind::Number => {
+            let text = value.number_text().ok_or(err)?;
+            if let Ok(n) = text.parse::<u64>() {
+                return Ok(n);
+            }
+            // A JSON float is accepted when it has no fraction (3.0, 3e0).
+            match text.parse::<f64>() {
+                Ok(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
+                _ => Err(err),
+            }
+        }
+        Kind::String => short_str(value, &mut buf).and_then(|s| integer_string(py_strip(s))).ok_or(err),
         _ => Err(err),
     }
+}
+
+/// An integer string as pydantic reads one: `[+]?digits(.0+)?` (`"04"`,
+/// `"+3.0"`, `"3.00"`), and nothing else (`"3."`, `"1e1"`, `"0x3"` fail).
+fn integer_string(text: &str) -> Option<u64> {
+    let text = text.strip_prefix('+').unwrap_or(text);
+    let (digits, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// pydantic's lax `bool`.
@@ -397,6 +407,16 @@ mod tests {
         assert_eq!(c.injection.tool_retries_limit, 4);
         assert!(!c.injection.emit_hint_event);
         assert!(c.injection.inject_runtime_state);
+        for (text, limit) in [("\"04\"", Some(4)), ("\" +3.0 \"", Some(3)), ("\"3.00\"", Some(3)), ("3e0", Some(3))].into_iter().chain([
+            ("\"3.\"", None),
+            ("\"1e1\"", None),
+            ("\"0x3\"", None),
+            ("\"-3\"", None),
+            ("3.5", None),
+        ]) {
+            let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}")).ok().map(|c| c.injection.tool_retries_limit);
+            assert_eq!(got, limit, "{text}");
+        }
         let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#).unwrap();
         assert_eq!(c.injection.tool_retries_limit, 3);
         assert_eq!(c.injection.time_interval, 1.0);
