@@ -56,6 +56,10 @@ pub struct Step<'a> {
 pub enum TimeSkipped {
     /// The clock does not know the wall time yet (an RTC never set).
     ClockUnset,
+    /// The clock reads a time outside years 1..=9999 (UTC or local), which
+    /// Python's `datetime` cannot hold (the reference crashes): a clock
+    /// that is wrong, not a time to tell the agent.
+    OutOfRange,
 }
 
 /// The time dimension's verdict.
@@ -262,6 +266,14 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
     !(0.0 <= hours && hours <= cfg.config.injection.time_interval)
 }
 
+/// Whether Python's `datetime.now(zone)` can hold `now`: years 1..=9999,
+/// both in UTC and in the zone.
+fn python_can_represent(now: Timestamp, zone: Zone) -> bool {
+    use chrono::Datelike;
+    let in_range = |naive: chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
+    in_range(time::local_naive(now, Zone::Utc)) && in_range(time::local_naive(now, zone))
+}
+
 /// Microseconds of a wall time read as UTC: the arithmetic Python does on
 /// two datetimes that share a tzinfo.
 fn naive_micros(naive: chrono::NaiveDateTime) -> i128 {
@@ -395,7 +407,12 @@ pub(crate) fn decide_with<C: Conversation>(
     // No recorded time (first reply, or after a compression): inject.
     let mut time = match now {
         None => TimeDecision::Skipped(TimeSkipped::ClockUnset),
+        Some(now) if !python_can_represent(now, cfg.zone) => TimeDecision::Skipped(TimeSkipped::OutOfRange),
         Some(now) => TimeDecision::Inject(now),
+    };
+    let now = match time {
+        TimeDecision::Inject(now) => Some(now),
+        _ => None,
     };
     let aware = awareness(&mut |text| {
         if let Some(now) = now {
@@ -403,7 +420,7 @@ pub(crate) fn decide_with<C: Conversation>(
                 time = TimeDecision::NotDue;
             }
         }
-    }) || !step.tasks.has_uncompleted();
+    });
     let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
     Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }

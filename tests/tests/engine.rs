@@ -37,6 +37,23 @@ fn an_unset_clock_skips_the_time_but_not_the_other_dimensions() {
 }
 
 #[test]
+fn a_clock_beyond_pythons_datetime_range_is_skipped_not_rendered_blank() {
+    // 9999-12-31T20:00:00Z is already year 10000 in Shanghai: AgentScope
+    // crashes with OverflowError; envaware skips the time and says why.
+    let injection = InjectionConfig { timezone: "Asia/Shanghai", ..Default::default() };
+    let engine = Engine::new(Config { injection, ..Default::default() }).unwrap();
+    let mut clock = FixedClock::at(Timestamp::from_unix_seconds(253_402_286_400));
+    let mut buf = [0u8; 1024];
+    let outcome = engine.step(&SliceConversation(&[]), &step(1), &mut clock, &mut (), &mut buf).unwrap();
+    assert_eq!(outcome.decision.time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+    assert!(!outcome.hint.unwrap().contains("current-time"));
+    // Seventeen hours earlier it is 9999-12-31T11:00 in Shanghai, and fine.
+    let mut clock = FixedClock::at(Timestamp::from_unix_seconds(253_402_286_400 - 17 * 3600));
+    let outcome = engine.step(&SliceConversation(&[]), &step(0), &mut clock, &mut (), &mut buf).unwrap();
+    assert!(outcome.hint.unwrap().contains("<current-time>9999-12-31T11:00:00</current-time>"));
+}
+
+#[test]
 fn a_hint_that_does_not_fit_is_a_capacity_error_with_the_size_needed() {
     let engine = Engine::new(Config::default()).unwrap();
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(NOW));
