@@ -18,13 +18,16 @@
 //! The tracker therefore keeps two message positions and a block index: no
 //! memory that grows with the context. Observing costs time linear in the
 //! blocks observed (each block once); evicting and deciding are `O(1)`,
-//! plus the reading of the newest message the tool-error rule always does,
-//! and of the one hint whose time is read back.
+//! plus the reading of the newest message (to check the tracker is in sync,
+//! and for the tool-error rule) and of the one hint whose time is read back.
 //!
 //! The tracker must see every change of the context, in order. If the
 //! conversation it is asked to decide on does not hold as many messages as
-//! it observed, or the step is for another agent, it falls back to the full
-//! scan: never a wrong answer, only a slower one.
+//! it observed, or its newest message not as many blocks, or the step is for
+//! another agent, it falls back to the full scan. A change it was not told
+//! of that keeps both counts (a message rewritten in place, a push and an
+//! eviction of one message together) is not detected: tell it of every
+//! change.
 //!
 //! ```
 //! use envaware::conversation::{Block, Conversation, HintText, Role};
@@ -81,13 +84,15 @@ pub struct Tracker<'a> {
     time_hint: Option<At>,
     /// The newest message holding a task marker.
     tasks_seen: Option<u64>,
+    /// The newest message's block count when last observed.
+    newest_blocks: usize,
 }
 
 impl<'a> Tracker<'a> {
     /// A tracker for `agent_name`'s steps with `engine`, over an empty
     /// context.
     pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
-        Tracker { engine: *engine, agent_name, pushed: 0, evicted: 0, time_hint: None, tasks_seen: None }
+        Tracker { engine: *engine, agent_name, pushed: 0, evicted: 0, time_hint: None, tasks_seen: None, newest_blocks: 0 }
     }
 
     /// A tracker that has observed all of `conversation`, oldest first: in
@@ -119,6 +124,7 @@ impl<'a> Tracker<'a> {
     /// Observes a new newest message.
     pub fn push_message<M: Message>(&mut self, msg: &M) {
         self.pushed += 1;
+        self.newest_blocks = msg.block_count();
         self.observe(msg, 0);
     }
 
@@ -126,6 +132,7 @@ impl<'a> Tracker<'a> {
     /// `first` on (`first` is the block count before the append).
     pub fn append_blocks<M: Message>(&mut self, newest: &M, first: usize) {
         if self.pushed > self.evicted {
+            self.newest_blocks = newest.block_count();
             self.observe(newest, first);
         }
     }
@@ -162,7 +169,10 @@ impl<'a> Tracker<'a> {
     /// Decides as [`Engine::decide`] does, from what was observed.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
         let cfg = self.engine.config();
-        if conversation.message_count() as u64 != self.message_count() || step.agent_name != self.agent_name {
+        let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
+        let in_sync = conversation.message_count() as u64 == self.message_count()
+            && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
+        if !in_sync || step.agent_name != self.agent_name {
             return self.engine.decide(conversation, step, now);
         }
         rules::decide_with(cfg, conversation, step, now, |on_time_hint| {
@@ -335,9 +345,9 @@ mod tests {
         }
     }
 
-    /// The full scan reads every message; the tracker reads two (the newest,
-    /// for the tool-error rule, and the one holding the recorded time),
-    /// whatever the context's length.
+    /// The full scan reads every message; the tracker reads three (the
+    /// newest, to check it is in sync and for the tool-error rule, and the
+    /// one holding the recorded time), whatever the context's length.
     #[test]
     fn decisions_read_a_constant_number_of_messages() {
         let engine = Engine::new(Config::default()).unwrap();
@@ -357,7 +367,7 @@ mod tests {
             assert!(conv.reads.get() >= len);
             conv.reads.set(0);
             let tracked = tracker.decide(&conv, &step, Some(now));
-            assert_eq!(conv.reads.get(), 2);
+            assert_eq!(conv.reads.get(), 3);
             assert_eq!(tracked, full);
             assert_eq!(tracked.time, crate::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());
@@ -379,6 +389,23 @@ mod tests {
         let rebuilt = Tracker::from_conversation(&engine, AGENT, &conv);
         assert_eq!(rebuilt.message_count(), 1);
         assert!(rebuilt.decide(&conv, &step, None).tasks.is_none());
+    }
+
+    #[test]
+    fn falls_back_to_the_scan_when_blocks_were_appended_unseen() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let first = [Block::Other];
+        let grown = [Block::Other, Block::ToolCall { id: "c", name: "TaskList", input: "{}" }];
+        let mut tracker = Tracker::new(&engine, AGENT);
+        tracker.push_message(&SliceMessage { role: Role::Assistant, name: AGENT, blocks: &first });
+        // The task call was appended to the newest message without telling
+        // the tracker: the message count is the same, the block count is not.
+        let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &grown }];
+        let conv = SliceConversation(&msgs);
+        let step =
+            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        assert!(engine.decide(&conv, &step, None).tasks.is_none());
+        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step, None));
     }
 
     #[test]
