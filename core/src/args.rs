@@ -47,6 +47,7 @@ use core::hash::Hasher as _;
 use siphasher::sip128::{Hasher128 as _, SipHasher13};
 
 use crate::json::{self, key_at, JsonStr, Kind, Value};
+use crate::text::py_strip;
 
 /// Deepest container nesting that is canonicalized (the outermost container
 /// is level 1); deeper valid JSON takes the [`Canonical::Fallback`] path.
@@ -182,11 +183,6 @@ pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(r
     };
     sink.write(py_strip(raw).as_bytes());
     path
-}
-
-/// Python's `str.strip()` with no argument.
-fn py_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
 struct NullSink;

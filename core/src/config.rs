@@ -365,6 +365,7 @@ impl core::error::Error for ConfigError {}
 /// does not stop it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)] // Warnings keeps one bit per variant, in declaration order
 pub enum Warning {
     /// `injection_config.context_buffer_ratio` is deprecated; it overrode
     /// the context config's.
@@ -395,7 +396,12 @@ impl fmt::Display for Warning {
 
 /// The markers strict mode keeps out of extra fields: they would change what
 /// later steps detect.
-pub(crate) const MARKERS: &[&str] = &["<current-time>", "<timezone>", "<tasks>"];
+const MARKERS: &[&str] = &["<current-time>", "<timezone>", "<tasks>"];
+
+/// Whether `value` carries a marker the rules read.
+pub(crate) fn carries_marker(value: &str) -> bool {
+    MARKERS.iter().any(|m| value.contains(m))
+}
 
 /// A configuration that passed [`Config::validate`].
 #[derive(Debug, Clone, Copy)]
@@ -464,7 +470,7 @@ impl<'a> Config<'a> {
         if !inj.template.contains(RUNTIME_STATE_PLACEHOLDER) {
             return Err(ConfigError::TemplateWithoutPlaceholder);
         }
-        if inj.strict && inj.extra_fields.iter().any(|(_, v)| MARKERS.iter().any(|m| v.contains(m))) {
+        if inj.strict && inj.extra_fields.iter().any(|(_, v)| carries_marker(v)) {
             return Err(ConfigError::ExtraFieldCarriesMarker);
         }
         let t = ctx.trigger_ratio;

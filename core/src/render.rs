@@ -10,7 +10,7 @@
 use core::fmt::{self, Write};
 
 use crate::clock::Timestamp;
-use crate::config::{FieldList, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
+use crate::config::{carries_marker, FieldList, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
 use crate::rules::{ContextLength, Decision, TaskCounts, TimeDecision};
 use crate::text::{ByteWriter, Bytes, Replace};
 use crate::time;
@@ -103,7 +103,7 @@ impl<'a, L: LiveFields + ?Sized> Entries<'a, L> {
             return Some((k, Value::Text(v)));
         }
         let (k, v) = self.live.field(i - self.extra.len())?;
-        if self.strict && crate::config::MARKERS.iter().any(|m| v.contains(m)) {
+        if self.strict && carries_marker(v) {
             return None;
         }
         Some((k, Value::Text(v)))
@@ -226,6 +226,5 @@ pub(crate) fn render<'b, L: LiveFields + ?Sized>(
 
 /// Whether a live field would be dropped in strict mode.
 pub(crate) fn drops_live_field<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, live: &L) -> bool {
-    cfg.config.injection.strict
-        && (0..live.len()).any(|i| live.field(i).is_some_and(|(_, v)| crate::config::MARKERS.iter().any(|m| v.contains(m))))
+    cfg.config.injection.strict && (0..live.len()).any(|i| live.field(i).is_some_and(|(_, v)| carries_marker(v)))
 }

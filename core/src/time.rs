@@ -27,6 +27,7 @@ use chrono::{DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, NaiveTim
 use chrono_tz::{GapInfo, OffsetName, Tz};
 
 use crate::clock::Timestamp;
+use crate::text::py_is_space;
 
 // ===========================================================================
 // Zones
@@ -646,12 +647,7 @@ impl Recorded {
 
 // --- Python's regex semantics ---------------------------------------------
 
-/// `re`'s `\s` for `str` patterns.
-fn is_py_space(c: char) -> bool {
-    matches!(c, '\t'..='\r' | '\x1c'..='\x20' | '\u{85}' | '\u{a0}' | '\u{1680}'
-        | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}'
-        | '\u{3000}')
-}
+// `re`'s `\s` for `str` patterns is `str.isspace()`: `text::py_is_space`.
 
 /// First code points of the runs of ten decimal digits (Unicode 14, `Nd`),
 /// which `re`'s `\d` and `int()` accept.
@@ -799,8 +795,8 @@ fn read_node(s: &str, pos: usize) -> Option<(Node, usize)> {
         let len = 1 + d.len_utf8();
         return Some((if d == '%' { Node::Lit('%') } else { Node::Field(d) }, len));
     }
-    if is_py_space(c) {
-        let end = rest.char_indices().find(|(_, c)| !is_py_space(*c)).map_or(rest.len(), |(i, _)| i);
+    if py_is_space(c) {
+        let end = rest.char_indices().find(|(_, c)| !py_is_space(*c)).map_or(rest.len(), |(i, _)| i);
         return Some((Node::Space, end));
     }
     Some((Node::Lit(c), c.len_utf8()))
@@ -1039,7 +1035,7 @@ fn nth_end(node: Node, text: &str, pos: usize, k: usize) -> Option<usize> {
     }
     // `\s+`, greedy: the whole run first, then one character less each time.
     let rest = text.get(pos..)?;
-    let run = rest.char_indices().find(|(_, c)| !is_py_space(*c)).map_or(rest.len(), |(i, _)| i);
+    let run = rest.char_indices().find(|(_, c)| !py_is_space(*c)).map_or(rest.len(), |(i, _)| i);
     let mut end = run;
     for _ in 0..k {
         let back = rest.get(..end)?.chars().next_back()?;
