@@ -110,8 +110,7 @@ const ALL_WARNINGS: [Warning; 5] = [
 
 impl Warnings {
     fn bit(w: Warning) -> u8 {
-        let i = ALL_WARNINGS.iter().position(|x| *x == w).unwrap_or(0);
-        1 << i
+        1 << (w as u8)
     }
 
     /// Adds a warning.
@@ -334,15 +333,14 @@ fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<ContextLengt
 /// The raw input of the call `id` in `msg`; the later of duplicate ids wins,
 /// and a missing call reads as `""`, as in the reference's dict lookup.
 fn call_input<'m, M: Message>(msg: &'m M, id: &str) -> &'m str {
-    let mut found = "";
-    for b in 0..msg.block_count() {
-        if let Some(Block::ToolCall { id: call, input, .. }) = msg.block(b) {
-            if call == id {
-                found = input;
-            }
-        }
-    }
-    found
+    // Searching from the end, the first hit is the later duplicate.
+    (0..msg.block_count())
+        .rev()
+        .find_map(|b| match msg.block(b) {
+            Some(Block::ToolCall { id: call, input, .. }) if call == id => Some(input),
+            _ => None,
+        })
+        .unwrap_or("")
 }
 
 /// The tool results of `msg`, newest first, as `(id, name, state)`.
