@@ -73,6 +73,10 @@ impl core::error::Error for LoadError {}
 /// Owned configuration storage: scalars, plus one text arena of `TEXT`
 /// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
 /// fields. Fields absent from the JSON keep the reference's defaults.
+///
+/// Each load appends its strings to the arena and a field loaded again
+/// leaves its old text behind: to load a whole new configuration, start
+/// from [`ConfigBuf::new`] rather than loading into a used buffer.
 #[derive(Debug, Clone)]
 pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIELDS: usize = 8> {
     text: heapless::String<TEXT>,

@@ -272,7 +272,7 @@ pub fn run_step(engine: &Engine<'_>, conversation: &VecConversation, step: &Step
                     warnings: outcome.warnings.iter().map(|w| w.to_string()).collect(),
                 }
             }
-            Err(e) => size = e.needed,
+            Err(e) => size = e.needed.max(size * 2),
         }
     }
 }
