@@ -38,6 +38,7 @@ pub mod store;
 pub mod text;
 pub mod time;
 pub mod tracker;
+mod zone_rules;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning};

@@ -16,9 +16,9 @@
 //! - `recorded.replace(tzinfo=zone)` then `now - recorded`: [`local_naive`],
 //!   [`local_to_timestamp`] and [`Recorded::to_timestamp`].
 //!
-//! Zone data is chrono-tz's (IANA 2025b, the same as `tzdata` 2025.2) and ends
-//! in 2099: after that chrono-tz keeps the last offset it knows, while Python
-//! extends the zone's rule, so times past 2099 can differ.
+//! Zone data is chrono-tz's (IANA 2025b, the same as `tzdata` 2025.2) up to
+//! 2099, where its tables end; from 2100 on, zones with daylight saving follow
+//! their final recurring rule as Python's `zoneinfo` does (`zone_rules`).
 
 use core::fmt::{self, Write};
 use core::str::FromStr;
@@ -28,6 +28,7 @@ use chrono_tz::{GapInfo, OffsetName, Tz};
 
 use crate::clock::Timestamp;
 use crate::text::py_is_space;
+use crate::zone_rules;
 
 // ===========================================================================
 // Zones
@@ -69,7 +70,10 @@ impl Zone {
     fn offset_at_utc(self, utc: &NaiveDateTime) -> i32 {
         match self {
             Zone::Utc | Zone::Factory => 0,
-            Zone::Named(tz) => tz.offset_from_utc_datetime(utc).fix().local_minus_utc(),
+            Zone::Named(tz) => match zone_rules::at_utc(tz, utc) {
+                Some((offset, _)) => offset,
+                None => tz.offset_from_utc_datetime(utc).fix().local_minus_utc(),
+            },
         }
     }
 }
@@ -238,6 +242,9 @@ pub fn local_naive(at: Timestamp, zone: Zone) -> NaiveDateTime {
 /// before the gap.
 fn local_offset(naive: &NaiveDateTime, zone: Zone) -> i32 {
     let Zone::Named(tz) = zone else { return 0 };
+    if let Some(offset) = zone_rules::offset_for_local(tz, naive) {
+        return offset;
+    }
     match tz.offset_from_local_datetime(naive) {
         LocalResult::Single(o) | LocalResult::Ambiguous(o, _) => o.fix().local_minus_utc(),
         LocalResult::None => match GapInfo::new(naive, &tz).and_then(|g| g.begin) {
@@ -598,15 +605,20 @@ fn write_format<W: Write>(w: &mut W, fmt: &str, t: &Fields) -> fmt::Result {
 /// does, or if the local year is outside Python's 1..=9999.
 pub fn format_time<W: Write>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
     let utc = utc_naive(at).ok_or(fmt::Error)?;
-    let tz_offset = match zone {
-        Zone::Named(tz) => Some(tz.offset_from_utc_datetime(&utc)),
+    let past_2099 = match zone {
+        Zone::Named(tz) => zone_rules::at_utc(tz, &utc),
         Zone::Utc | Zone::Factory => None,
     };
-    let offset = tz_offset.as_ref().map_or(0, |o| o.fix().local_minus_utc());
-    let abbr = match (zone, &tz_offset) {
-        (Zone::Factory, _) => Abbr::Text("-00"),
-        (_, Some(o)) => o.abbreviation().map_or(Abbr::Numeric(offset), Abbr::Text),
-        (_, None) => Abbr::Text("UTC"),
+    let tz_offset = match zone {
+        Zone::Named(tz) if past_2099.is_none() => Some(tz.offset_from_utc_datetime(&utc)),
+        _ => None,
+    };
+    let offset = past_2099.map_or_else(|| tz_offset.as_ref().map_or(0, |o| o.fix().local_minus_utc()), |(o, _)| o);
+    let abbr = match (zone, past_2099, &tz_offset) {
+        (Zone::Factory, ..) => Abbr::Text("-00"),
+        (_, Some((_, abbr)), _) => Abbr::Text(abbr),
+        (_, None, Some(o)) => o.abbreviation().map_or(Abbr::Numeric(offset), Abbr::Text),
+        (_, None, None) => Abbr::Text("UTC"),
     };
     let local = utc.checked_add_signed(TimeDelta::seconds(i64::from(offset))).ok_or(fmt::Error)?;
     if !(1..=9999).contains(&local.year()) {
