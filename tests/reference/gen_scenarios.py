@@ -12,7 +12,8 @@ Every scenario has a focus (a rule at its edges) on top of a realistic
 multi-message conversation; the focus is recorded under the key ``"_focus"``
 (unknown keys are ignored by both sides) so that failures can be grouped.
 Bounds kept for envaware: argument JSON nested below depth 20, objects and
-arrays below 30 members, dates before 2099 (chrono-tz's data ends there).
+arrays below 30 members. Clocks after 2099 (each zone's final rule, up to
+year 9999) come from the ``far_future`` focus.
 """
 import argparse
 import json
@@ -103,6 +104,8 @@ class Gen:
         self.r = random.Random(seed)
         self.call_no = 0
         self._transitions = {}
+        # Set while a focus runs with its clock past 2099 (f_far_future).
+        self._far = False
 
     # ------------------------------------------------------------------
     # small helpers
@@ -118,6 +121,8 @@ class Gen:
         return f"{prefix}{self.call_no}"
 
     def rand_now(self):
+        if self._far:
+            return self.far_now()
         year = self.r.choice([2024, 2025, 2026, 2026, 2027, 2030, 2035,
                               2001, 2068, 2069, 2098])
         base = datetime(year, 1, 1, tzinfo=UTC)
@@ -369,7 +374,8 @@ class Gen:
             z = ZoneInfo(zone_name)
             out = []
             t = datetime(year, 1, 1, tzinfo=UTC)
-            end = datetime(year + 1, 1, 1, tzinfo=UTC)
+            end = datetime(year + 1, 1, 1, tzinfo=UTC) if year < 9999 \
+                else datetime(9999, 12, 31, tzinfo=UTC)
             prev = t.astimezone(z).utcoffset()
             while t < end:
                 n = t + timedelta(hours=1)
@@ -393,7 +399,6 @@ class Gen:
 
     def f_dst(self):
         sc, agent, _ = self.base("dst")
-        inj = sc["injection_config"]
         zone = self.pick(list(DST_ZONES))
         year = self.pick([2024, 2025, 2026, 2027, 2030]
                          if zone != "America/Sao_Paulo"
@@ -405,10 +410,17 @@ class Gen:
             t = datetime(year, self.r.randint(1, 12), 5, tzinfo=UTC)
         now = t + timedelta(minutes=self.r.randint(-150, 150),
                             seconds=self.pick([0, 0, 0, 30]))
+        return self.dst_case(sc, agent, t, now, [zone] + DST_ZONES[zone])
+
+    def dst_case(self, sc, agent, t, now, names,
+                 formats=("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M")):
+        """A recorded time around a DST change `t` in zone `names[0]`, read
+        back at `now` under one of its names."""
+        inj = sc["injection_config"]
         sc["now"] = self.iso(now)
         interval = self.pick([0.5, 1, 0.25, 2, 1.5, 0.75, 0])
         inj["time_interval"] = interval
-        names = [zone] + DST_ZONES[zone]
+        zone = names[0]
         cfg = self.pick(names) if self.chance(0.3) else zone
         inj["timezone"] = cfg
         rec_zone = self.r.choice([cfg, cfg, self.pick(names),
@@ -423,7 +435,7 @@ class Gen:
         recorded = now - timedelta(seconds=delta)
         fmt = DEFAULT_FORMAT
         if self.chance(0.2):
-            fmt = self.pick(["%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M"])
+            fmt = self.pick(formats)
             inj["time_format"] = fmt
         fields = self.time_fields(recorded, rec_zone, fmt,
                                   tz_tag=self.chance(0.9))
@@ -443,6 +455,61 @@ class Gen:
         else:
             sc["cur_iter"] = 1
         return sc
+
+    # ------------------------------------------------------------------
+    # focus: clocks past 2099, where zoneinfo applies each zone's final rule
+    # ------------------------------------------------------------------
+    FAR_ZONES = {
+        # zone: other names for the same rules; negative DST (Dublin), a
+        # two-hour change (Troll), changes at 24:00 or later (Santiago,
+        # Jerusalem, Cairo), half-hour DST (Lord Howe), none (Sao Paulo)
+        "Europe/Dublin": ["Eire"],
+        "Antarctica/Troll": [],
+        "America/Santiago": ["Chile/Continental"],
+        "Asia/Jerusalem": ["Israel", "Asia/Tel_Aviv"],
+        "Africa/Cairo": ["Egypt"],
+        "America/New_York": ["US/Eastern", "EST5EDT"],
+        "America/Sao_Paulo": ["Brazil/East"],
+        "Australia/Lord_Howe": ["Australia/LHI"],
+        "America/Nuuk": ["America/Godthab"],
+        "Pacific/Chatham": ["NZ-CHAT"],
+    }
+
+    def far_year(self):
+        return self.pick([2100, 2100, 2101, 2399, 2400, 9999, 9999,
+                          self.r.randint(2100, 9998)])
+
+    def far_now(self, year=None):
+        year = year or self.far_year()
+        base = datetime(year, 1, 1, tzinfo=UTC)
+        # Python's datetime ends at 9999-12-31: keep a day for the offsets.
+        secs = self.r.randrange((364 if year == 9999 else 365) * 86400)
+        micro = 0 if self.chance(0.6) else self.r.randrange(1_000_000)
+        return base + timedelta(seconds=secs, microseconds=micro)
+
+    def f_far_future(self):
+        kind = self.r.randrange(6)
+        if kind >= 3:
+            # Other foci with their clock in 2100..9999.
+            self._far = True
+            try:
+                sc = self.pick([self.f_time_interval, self.f_time_interval,
+                                self.f_formats, self.f_zones])()
+            finally:
+                self._far = False
+            sc["_focus"] = "far_future/" + sc["_focus"]
+            return sc
+        sc, agent, _ = self.base("far_future")
+        zone = self.pick(list(self.FAR_ZONES))
+        year = self.far_year()
+        trans = [t for t in self.transitions(zone, year)
+                 if t < datetime(9999, 12, 30, tzinfo=UTC)]
+        t = self.pick(trans) if trans else self.far_now(year)
+        now = t + timedelta(minutes=self.r.randint(-150, 150),
+                            seconds=self.pick([0, 0, 0, 30]))
+        return self.dst_case(sc, agent, t, now, [zone] + self.FAR_ZONES[zone],
+                             ("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M",
+                              "%Y-%m-%d %H:%M:%S %Z"))
 
     def f_zones(self):
         sc, agent, now = self.base("zones")
@@ -1198,7 +1265,7 @@ class Gen:
         ("f_extra", 5), ("f_tasks", 8), ("f_context", 10),
         ("f_tool_errors", 18), ("f_template", 4), ("f_switches", 3),
         ("f_lax", 3), ("f_invalid", 4), ("f_mixed", 8), ("f_crash", 0.4),
-        ("invalid_line", 0.3),
+        ("invalid_line", 0.3), ("f_far_future", 5),
     ]
 
     def line(self):
