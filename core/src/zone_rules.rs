@@ -43,12 +43,13 @@ struct Rule {
 
 include!(concat!(env!("OUT_DIR"), "/zone_rules.rs"));
 
-/// Days from 1970-01-01 to the given date of the proleptic Gregorian calendar.
-fn days_from_civil(year: i64, month: u8, day: i64) -> i64 {
+/// Days from 1970-01-01 to the given date of the proleptic Gregorian
+/// calendar, for years 1..=262,143 (chrono's range; 32-bit arithmetic keeps
+/// it small on a Cortex-M).
+fn days_from_civil(year: i32, month: u8, day: i32) -> i32 {
     let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (i64::from(month) + 9) % 12;
+    let (era, yoe) = (y / 400, y % 400);
+    let mp = (i32::from(month) + 9) % 12;
     let doy = (153 * mp + 2) / 5 + day - 1;
     era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
 }
@@ -56,22 +57,22 @@ fn days_from_civil(year: i64, month: u8, day: i64) -> i64 {
 impl Change {
     /// The change in `year`, as seconds of local wall time since 1970-01-01
     /// (`_CalendarOffset.year_to_epoch`).
-    fn local_seconds(self, year: i64) -> i64 {
+    fn local_seconds(self, year: i32) -> i64 {
         let first = days_from_civil(year, self.month, 1);
         let next = if self.month == 12 { days_from_civil(year + 1, 1, 1) } else { days_from_civil(year, self.month + 1, 1) };
         // 1970-01-01 was a Thursday.
-        let mut day = (i64::from(self.weekday) - (first + 4)).rem_euclid(7) + 7 * (i64::from(self.week) - 1);
+        let mut day = (i32::from(self.weekday) - (first + 4)).rem_euclid(7) + 7 * (i32::from(self.week) - 1);
         if day >= next - first {
             day -= 7;
         }
-        (first + day) * 86_400 + i64::from(self.time)
+        i64::from(first + day) * 86_400 + i64::from(self.time)
     }
 }
 
 impl Rule {
     /// Whether the UTC second `ts` of UTC year `year` falls in daylight
     /// saving (`_TZStr._get_trans_info_fromutc`).
-    fn daylight_at_utc(&self, ts: i64, year: i64) -> bool {
+    fn daylight_at_utc(&self, ts: i64, year: i32) -> bool {
         let start = self.start.local_seconds(year) - i64::from(self.std_offset);
         let end = self.end.local_seconds(year) - i64::from(self.dst_offset);
         within(ts, start, end)
@@ -81,7 +82,7 @@ impl Rule {
     /// saving with `fold=0` (`_TZStr._get_trans_info`): a repeated wall time
     /// takes the offset before the change (the earlier instant), a skipped
     /// one the offset before the gap.
-    fn daylight_at_local(&self, ts: i64, year: i64) -> bool {
+    fn daylight_at_local(&self, ts: i64, year: i32) -> bool {
         let (mut start, mut end) = (self.start.local_seconds(year), self.end.local_seconds(year));
         let diff = i64::from(self.dst_offset) - i64::from(self.std_offset);
         if diff < 0 {
@@ -117,7 +118,7 @@ pub(crate) fn at_utc(tz: Tz, utc: &NaiveDateTime) -> Option<(i32, &'static str)>
         return None;
     }
     let rule = rule_of(tz)?;
-    Some(if rule.daylight_at_utc(utc.and_utc().timestamp(), i64::from(utc.year())) {
+    Some(if rule.daylight_at_utc(utc.and_utc().timestamp(), utc.year()) {
         (rule.dst_offset, rule.dst_abbr)
     } else {
         (rule.std_offset, rule.std_abbr)
@@ -132,7 +133,7 @@ pub(crate) fn offset_for_local(tz: Tz, local: &NaiveDateTime) -> Option<i32> {
         return None;
     }
     let rule = rule_of(tz)?;
-    Some(if rule.daylight_at_local(local.and_utc().timestamp(), i64::from(local.year())) { rule.dst_offset } else { rule.std_offset })
+    Some(if rule.daylight_at_local(local.and_utc().timestamp(), local.year()) { rule.dst_offset } else { rule.std_offset })
 }
 
 #[cfg(test)]
@@ -285,7 +286,7 @@ sys.stdout.write("\n".join(out) + "\n")
                     _ if kind < 4 => rng.range(seam_lo, seam_hi),
                     Some(rule) if kind < 54 => {
                         let change = if rng.below(2) == 0 { rule.start } else { rule.end };
-                        let local = change.local_seconds(rng.range(2100, 9999)) + rng.range(-3 * 3600, 3 * 3600);
+                        let local = change.local_seconds(rng.range(2100, 9999) as i32) + rng.range(-3 * 3600, 3 * 3600);
                         // As a UTC instant: through the offset before the change.
                         let before = if change.month == rule.start.month { rule.std_offset } else { rule.dst_offset };
                         if wall {
