@@ -5,6 +5,11 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
+// Shared with tests/tests/tz_final_rules.rs, which checks it against
+// chrono-tz-build's own filter.
+#[path = "build/zone_filter.rs"]
+mod zone_filter;
+
 fn main() {
     zone_rules();
 }
@@ -61,57 +66,18 @@ fn zone_rules() {
     std::fs::write(dest, out).expect("write zone_rules.rs");
 }
 
-/// The names chrono-tz-build 0.5's `filter_timezone_table` keeps: names the
-/// regex matches, closed over links, plus the zones under a kept name's
-/// two-part prefix (`America/Indiana`). Only names with daylight saving are
-/// listed here, and links join names with the same rule, so the closure
-/// over them is the closure over the whole table restricted to them.
+/// The names the build keeps: all of them, or those chrono-tz's filter keeps
+/// when `CHRONO_TZ_TIMEZONE_FILTER` is set (and not blank, as chrono-tz-build
+/// reads it).
 fn kept_names<'a>(entries: &[(&'a str, &str, Option<&'a str>)]) -> BTreeSet<&'a str> {
-    let all = || entries.iter().map(|e| e.0).collect();
-    let Ok(filter) = std::env::var(FILTER_VAR) else { return all() };
-    let filter = filter.trim();
-    if filter.is_empty() {
-        return all();
+    let names: Vec<(&str, Option<&str>)> = entries.iter().map(|e| (e.0, e.2)).collect();
+    match std::env::var(FILTER_VAR).as_deref().map(str::trim) {
+        Ok(filter) if !filter.is_empty() => {
+            let regex = regex::Regex::new(filter).unwrap_or_else(|e| panic!("{FILTER_VAR}={filter:?} is not a valid regex: {e}"));
+            zone_filter::kept_names(&names, &regex)
+        }
+        _ => names.iter().map(|n| n.0).collect(),
     }
-    let regex = regex::Regex::new(filter).unwrap_or_else(|e| panic!("{FILTER_VAR}={filter:?} is not a valid regex: {e}"));
-    let links: Vec<(&str, &str)> = entries.iter().filter_map(|e| e.2.map(|target| (e.0, target))).collect();
-    let mut keep: BTreeSet<String> = BTreeSet::new();
-    let insert = |keep: &mut BTreeSet<String>, name: &str| {
-        let parts: Vec<&str> = name.split('/').collect();
-        if parts.len() == 3 {
-            keep.insert(format!("{}/{}", parts[0], parts[1]));
-        }
-        keep.insert(name.to_string());
-    };
-    for (link, target) in &links {
-        for name in [link, target] {
-            if regex.is_match(name) {
-                insert(&mut keep, name);
-            }
-        }
-    }
-    loop {
-        let before = keep.len();
-        for (link, target) in &links {
-            if keep.contains(*link) && !keep.contains(*target) {
-                insert(&mut keep, target);
-            }
-            if keep.contains(*target) && !keep.contains(*link) {
-                insert(&mut keep, link);
-            }
-        }
-        if keep.len() == before {
-            break;
-        }
-    }
-    entries
-        .iter()
-        .filter(|(name, _, target)| match target {
-            Some(target) => keep.contains(*name) || keep.contains(*target),
-            None => regex.is_match(name) || keep.iter().any(|k| name.starts_with(k.as_str())),
-        })
-        .map(|e| e.0)
-        .collect()
 }
 
 /// A POSIX TZ string (`std offset dst [offset],start[/time],end[/time]`,

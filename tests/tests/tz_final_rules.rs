@@ -11,6 +11,9 @@
 //! last offset, as `zoneinfo` does (checked against Python by the core's
 //! `zone_rules` tests).
 //!
+//! The build compiles in only the names chrono-tz's zone filter keeps:
+//! checked here against chrono-tz-build itself.
+//!
 //! After a chrono-tz update, `ENVAWARE_BLESS=1 cargo test -p envaware-tests
 //! --test tz_final_rules` rewrites the file.
 
@@ -18,6 +21,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "../../core/build/zone_filter.rs"]
+mod zone_filter;
 
 use parse_zoneinfo::line::{DaySpec, Line, TimeType, Weekday, Year};
 use parse_zoneinfo::table::{Format, RuleInfo, Saving, Table, TableBuilder};
@@ -219,4 +225,50 @@ fn the_committed_final_rules_are_derived_from_chrono_tzs_source() {
     ] {
         assert!(committed.lines().any(|l| l == line), "missing: {line}");
     }
+}
+
+/// The names chrono-tz-build keeps for `filter`, read from the code it writes.
+fn chrono_tz_kept(filter: &str, tz_crate: &Path, out: &Path) -> Vec<String> {
+    std::fs::create_dir_all(out).unwrap();
+    // chrono-tz-build reads the tz source under CARGO_MANIFEST_DIR and the
+    // filter from the environment, as chrono-tz's build script runs it.
+    std::env::set_var("CARGO_MANIFEST_DIR", tz_crate);
+    std::env::set_var("CHRONO_TZ_TIMEZONE_FILTER", filter);
+    chrono_tz_build::main(out, true, false);
+    let code = std::fs::read_to_string(out.join("timezones.rs")).unwrap();
+    let entry = regex::Regex::new(r#"^ *\("([^"]+)", Tz::"#).unwrap();
+    code.lines().filter_map(|l| Some(entry.captures(l)?[1].to_string())).collect()
+}
+
+#[test]
+fn the_build_keeps_the_names_chrono_tzs_filter_keeps() {
+    let committed = std::fs::read_to_string(workspace().join("core/tz-final-rules.txt")).unwrap();
+    let names: Vec<(&str, Option<&str>)> = committed
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols[0], cols.get(2).copied())
+        })
+        .collect();
+    let tz_crate = chrono_tz_source().parent().unwrap().to_path_buf();
+    let out = std::env::temp_dir().join(format!("envaware-zone-filter-{}", std::process::id()));
+    for filter in [
+        "^Europe/Berlin$",
+        "^America/Indiana/Knox$",
+        "^(US/Eastern|Asia/Tokyo)$",
+        "^America/Panama$",
+        "Europe/",
+        "^Australia/(Sydney|LHI)$",
+        "^(GB|Eire|Israel|Chile/Continental)$",
+        "Troll|Cairo|Santiago|Godthab",
+    ] {
+        let regex = regex::Regex::new(filter).unwrap();
+        let ours: Vec<&str> = zone_filter::kept_names(&names, &regex).into_iter().collect();
+        let mut theirs: Vec<String> =
+            chrono_tz_kept(filter, &tz_crate, &out).into_iter().filter(|n| names.iter().any(|(m, _)| m == n)).collect();
+        theirs.sort();
+        assert_eq!(ours, theirs, "names with daylight saving kept for {filter:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
