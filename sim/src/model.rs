@@ -403,7 +403,9 @@ impl Model {
         let mut inject_time = true;
         if let Some(text) = last_time_text {
             let time_text = match strict_state(cfg, text) {
-                Some(state) => regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}"))),
+                Some(state) => {
+                    regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
+                }
                 None => regex_capture(text, "<current-time>", "</current-time>"),
             };
             let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));

@@ -150,7 +150,10 @@ fn strict_mode_reads_only_our_own_hints_escapes_live_values_and_drops_builtin_ke
         ConfigError::AngleBracketInStrictMode(Field::ExtraFields)
     );
     let zone = InjectionConfig { strict: true, timezone: "<UTC>", ..Default::default() };
-    assert_eq!(Engine::new(Config { injection: zone, ..Default::default() }).unwrap_err(), ConfigError::AngleBracketInStrictMode(Field::Timezone));
+    assert_eq!(
+        Engine::new(Config { injection: zone, ..Default::default() }).unwrap_err(),
+        ConfigError::AngleBracketInStrictMode(Field::Timezone)
+    );
     let builtin = InjectionConfig { strict: true, extra_fields: FieldList::Slice(&[("timezone", "UTC")]), ..Default::default() };
     let err = Engine::new(Config { injection: builtin, ..Default::default() }).unwrap_err();
     assert_eq!(err, ConfigError::BuiltinKeyInStrictMode);
