@@ -184,16 +184,17 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
 }
 
 fn u64_str(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    // u64::MAX has 20 digits: the loop ends with n == 0 before the start.
     let mut i = buf.len();
-    loop {
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    buf.get(i..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("0")
 }
 
 /// Renders the hint for `decision` into `out`. `tool_name` is the failing

@@ -188,9 +188,10 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
                 // Only where envaware writes a field: the time first, right
                 // after the template's opening text; tasks first or on a line
                 // of their own (values cannot hold '<' in strict mode).
-                let at = state_start(cfg);
-                let tasks = parts.starts_with_at(at, "<tasks>") || parts.contains("\n<tasks>");
-                return Marks { time: parts.starts_with_at(at, "<current-time>"), tasks };
+                let at = state_start(cfg, &parts);
+                let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
+                let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
+                return Marks { time: first_is("<current-time>"), tasks };
             }
             Marks { time: parts.contains("<current-time>"), tasks: parts.contains("<tasks>") }
         }
@@ -230,9 +231,12 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
 }
 
 /// Where the first field starts in a hint envaware rendered: after the
-/// template's text before its first `{runtime_state}`.
-fn state_start(cfg: &ValidConfig<'_>) -> usize {
-    cfg.config.injection.template.find(RUNTIME_STATE_PLACEHOLDER).unwrap_or(0)
+/// template's text before its first `{runtime_state}`. `None` when the hint
+/// does not start with that text.
+fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
+    let template = cfg.config.injection.template;
+    let prefix = template.split(RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+    hint.starts_with_at(0, prefix).then_some(prefix.len())
 }
 
 /// Decides the time dimension from the newest recorded time.
@@ -241,7 +245,7 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
     let strict = cfg.config.injection.strict;
     let mut scratch = [0u8; CAPTURE_SCRATCH];
     let time_tag = match strict {
-        true => joined.capture_at(state_start(cfg), "<current-time>", "</current-time>"),
+        true => state_start(cfg, &joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
         false => joined.capture("<current-time>", "</current-time>"),
     };
     let Some((start, end)) = time_tag else { return true };

@@ -18,6 +18,7 @@ use std::time::Instant;
 
 mod bench;
 mod firmware;
+mod nopanic;
 mod qemu;
 
 /// Targets the core must build for with no allocator.
@@ -104,6 +105,7 @@ fn test() -> Result<(), String> {
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
+    nopanic::nopanic(&[])?;
     // The fuzz targets run only under `cargo xtask fuzz` (nightly); checking
     // that they compile keeps a core API change from breaking them unseen.
     run(
@@ -235,7 +237,8 @@ fn main() -> ExitCode {
         Some("size") => firmware::size(),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz>".into()),
+        Some("nopanic") => nopanic::nopanic(&args[1..]),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz|nopanic [--link] [--demo-panic]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
