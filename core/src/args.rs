@@ -226,7 +226,7 @@ impl<S: Sink> Sink for Buffered<'_, S> {
         let start = self.len;
         match self.buf.get_mut(start..start.saturating_add(bytes.len())) {
             Some(room) => {
-                room.copy_from_slice(bytes);
+                crate::text::copy_bytes(room, bytes);
                 self.len = start.saturating_add(bytes.len());
             }
             None => {
@@ -559,7 +559,7 @@ impl core::fmt::Write for StackBuf {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
         let room = self.buf.get_mut(self.len..end).ok_or(core::fmt::Error)?;
-        room.copy_from_slice(s.as_bytes());
+        crate::text::copy_bytes(room, s.as_bytes());
         self.len = end;
         Ok(())
     }

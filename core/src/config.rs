@@ -312,8 +312,13 @@ pub enum ConfigError {
     /// A directive repeats (also through `%c`, `%x`, `%X`): Python's strptime
     /// cannot compile the format, and the reference crashes reading it back.
     TimeFormatRepeatsDirective,
-    /// An extra field carries a marker the rules read (strict mode only).
-    ExtraFieldCarriesMarker,
+    /// In strict mode, configured text that is injected as a value (the
+    /// timezone, an extra field's key or value) contains `<` or `>`: it could
+    /// open or close a tag the rules read.
+    AngleBracketInStrictMode(Field),
+    /// In strict mode, an extra field's key is a built-in one
+    /// (`current-time`, `timezone`, ...): it would replace the built-in value.
+    BuiltinKeyInStrictMode,
 }
 
 impl ConfigError {
@@ -327,7 +332,8 @@ impl ConfigError {
             ConfigError::ReserveNotBelowTrigger { .. } => Field::ReserveRatio,
             ConfigError::BufferNotBelowTrigger { field, .. } => *field,
             ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => Field::TimeFormat,
-            ConfigError::ExtraFieldCarriesMarker => Field::ExtraFields,
+            ConfigError::AngleBracketInStrictMode(field) => *field,
+            ConfigError::BuiltinKeyInStrictMode => Field::ExtraFields,
         }
     }
 }
@@ -352,8 +358,9 @@ impl fmt::Display for ConfigError {
             ConfigError::TimeFormatRepeatsDirective => {
                 f.write_str("a directive repeats, so the time cannot be parsed back (AgentScope crashes on it)")
             }
-            ConfigError::ExtraFieldCarriesMarker => {
-                f.write_str("in strict mode no extra field may contain '<current-time>', '<timezone>' or '<tasks>'")
+            ConfigError::AngleBracketInStrictMode(_) => f.write_str("in strict mode it may not contain '<' or '>'"),
+            ConfigError::BuiltinKeyInStrictMode => {
+                f.write_str("in strict mode no key may be a built-in one (current-time, timezone, tasks, context-length, tool-error)")
             }
         }
     }
@@ -378,7 +385,8 @@ pub enum Warning {
     /// The time format cannot be parsed back (Python's strptime rejects
     /// `%e`, `%F`, `%T`; the tag regex stops at a newline), so the time is injected at every step, as the reference does.
     TimeFormatNotParseable,
-    /// A live field was dropped because it carried a marker (strict mode).
+    /// A live field was dropped because its key is a built-in one (strict
+    /// mode): it would have replaced the built-in value.
     LiveFieldDropped,
 }
 
@@ -389,18 +397,21 @@ impl fmt::Display for Warning {
             Warning::TimezoneFellBackToUtc => "injection_config.timezone is not a known IANA zone; the time is computed in UTC",
             Warning::RecordedTimezoneFellBackToUtc => "the <timezone> recorded in the context is not a known IANA zone; the recorded time was read as UTC",
             Warning::TimeFormatNotParseable => "injection_config.time_format cannot be parsed back (Python's strptime rejects %e), so the time is injected at every step",
-            Warning::LiveFieldDropped => "a live field carrying a rule marker was dropped (strict mode)",
+            Warning::LiveFieldDropped => "a live field with a built-in key was dropped (strict mode)",
         })
     }
 }
 
-/// The markers strict mode keeps out of extra fields: they would change what
-/// later steps detect.
-const MARKERS: &[&str] = &["<current-time>", "<timezone>", "<tasks>"];
+/// The built-in keys, in the reference's dict order.
+pub(crate) const BUILTIN_KEYS: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
 
-/// Whether `value` carries a marker the rules read.
-pub(crate) fn carries_marker(value: &str) -> bool {
-    MARKERS.iter().any(|m| value.contains(m))
+/// Whether `key` names a built-in field.
+pub(crate) fn is_builtin_key(key: &str) -> bool {
+    BUILTIN_KEYS.contains(&key)
+}
+
+fn has_angle_bracket(text: &str) -> bool {
+    text.bytes().any(|b| b == b'<' || b == b'>')
 }
 
 /// A configuration that passed [`Config::validate`].
@@ -470,8 +481,18 @@ impl<'a> Config<'a> {
         if !inj.template.contains(RUNTIME_STATE_PLACEHOLDER) {
             return Err(ConfigError::TemplateWithoutPlaceholder);
         }
-        if inj.strict && inj.extra_fields.iter().any(|(_, v)| carries_marker(v)) {
-            return Err(ConfigError::ExtraFieldCarriesMarker);
+        if inj.strict {
+            // The operator's own text (template, tool-retries hint) may hold
+            // tags; what is injected as a value may not.
+            if has_angle_bracket(inj.timezone) {
+                return Err(ConfigError::AngleBracketInStrictMode(Field::Timezone));
+            }
+            if inj.extra_fields.iter().any(|(k, v)| has_angle_bracket(k) || has_angle_bracket(v)) {
+                return Err(ConfigError::AngleBracketInStrictMode(Field::ExtraFields));
+            }
+            if inj.extra_fields.iter().any(|(k, _)| is_builtin_key(k)) {
+                return Err(ConfigError::BuiltinKeyInStrictMode);
+            }
         }
         let t = ctx.trigger_ratio;
         check_ratio(Field::TriggerRatio, t, t > 0.0 && t <= 0.9, "(0, 0.9]")?;

@@ -269,7 +269,9 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
         let ok = s.write_to(&mut w).is_ok();
         let overflow = w.overflow;
         if !ok || overflow {
-            self.text.truncate(start);
+            if self.text.is_char_boundary(start) {
+                self.text.truncate(start);
+            }
             return Err(if overflow {
                 LoadError::TooLong { field }
             } else {

@@ -10,9 +10,9 @@
 use core::fmt::{self, Write};
 
 use crate::clock::Timestamp;
-use crate::config::{carries_marker, FieldList, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
+use crate::config::{is_builtin_key, FieldList, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
 use crate::rules::{ContextLength, Decision, TaskCounts, TimeDecision};
-use crate::text::{ByteWriter, Bytes, Replace};
+use crate::text::{push_escaped, ByteWriter, Bytes, Escaped, Replace};
 use crate::time;
 
 /// The reference's name for its compression tool, quoted in `<context-length>`.
@@ -103,7 +103,7 @@ impl<'a, L: LiveFields + ?Sized> Entries<'a, L> {
             return Some((k, Value::Text(v)));
         }
         let (k, v) = self.live.field(i - self.extra.len())?;
-        if self.strict && carries_marker(v) {
+        if self.strict && is_builtin_key(k) {
             return None;
         }
         Some((k, Value::Text(v)))
@@ -124,9 +124,19 @@ impl<'a, L: LiveFields + ?Sized> Entries<'a, L> {
                 w.push(b"\n");
             }
             first = false;
-            let _ = write!(w, "<{key}>");
+            // Strict mode: a live key or value cannot open or close a tag
+            // (configured ones hold no '<' or '>', so escaping leaves them).
+            let write_key = |w: &mut ByteWriter<'_>| match self.strict {
+                true => push_escaped(w, key.as_bytes()),
+                false => w.push(key.as_bytes()),
+            };
+            w.push(b"<");
+            write_key(w);
+            w.push(b">");
             write_value(cfg, value, w);
-            let _ = write!(w, "</{key}>");
+            w.push(b"</");
+            write_key(w);
+            w.push(b">");
         }
     }
 }
@@ -136,6 +146,7 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
     // ByteWriter never fails; overflow is reported by `finish`.
     let _ = match value {
         Value::Time(now) => time::format_time(w, inj.time_format, now, cfg.zone),
+        Value::Text(s) if inj.strict => Escaped(&mut *w).write_str(s),
         Value::Text(s) => w.write_str(s),
         Value::Tasks(t) => write!(
             w,
@@ -161,6 +172,10 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
             let count = u64_str(count, &mut digits);
             let by_count = Replace::new(&mut *w, "{count}", count);
             let mut by_name = Replace::new(by_count, "{tool_name}", name);
+            if inj.strict {
+                // The tool name is the model's text, not the operator's.
+                by_name = by_name.escaping_replacement();
+            }
             by_name.push(inj.tool_retries_hint.as_bytes());
             by_name.finish().finish();
             Ok(())
@@ -169,16 +184,17 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
 }
 
 fn u64_str(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    // u64::MAX has 20 digits: the loop ends with n == 0 before the start.
     let mut i = buf.len();
-    loop {
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
             break;
         }
     }
-    core::str::from_utf8(&buf[i..]).unwrap_or("0")
+    buf.get(i..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("0")
 }
 
 /// Renders the hint for `decision` into `out`. `tool_name` is the failing
@@ -224,7 +240,7 @@ pub(crate) fn render<'b, L: LiveFields + ?Sized>(
     w.finish().map(Some).map_err(|needed| HintTooLong { needed, capacity })
 }
 
-/// Whether a live field would be dropped in strict mode.
+/// Whether a live field would be dropped in strict mode (a built-in key).
 pub(crate) fn drops_live_field<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, live: &L) -> bool {
-    cfg.config.injection.strict && (0..live.len()).any(|i| live.field(i).is_some_and(|(_, v)| carries_marker(v)))
+    cfg.config.injection.strict && (0..live.len()).any(|i| live.field(i).is_some_and(|(k, _)| is_builtin_key(k)))
 }

@@ -13,7 +13,7 @@
 
 use crate::args::argument_key;
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning};
+use crate::config::{ValidConfig, Warning, RUNTIME_STATE_PLACEHOLDER};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
@@ -184,6 +184,15 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
     match block {
         Block::Hint { source: Some(source), text } if *source == inj.injection_source => {
             let parts = Joined::new(text.parts());
+            if inj.strict {
+                // Only where envaware writes a field: the time first, right
+                // after the template's opening text; tasks first or on a line
+                // of their own (values cannot hold '<' in strict mode).
+                let at = state_start(cfg, &parts);
+                let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
+                let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
+                return Marks { time: first_is("<current-time>"), tasks };
+            }
             Marks { time: parts.contains("<current-time>"), tasks: parts.contains("<tasks>") }
         }
         Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: false, tasks: true },
@@ -221,11 +230,25 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
     aware
 }
 
+/// Where the first field starts in a hint envaware rendered: after the
+/// template's text before its first `{runtime_state}`. `None` when the hint
+/// does not start with that text.
+fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
+    let template = cfg.config.injection.template;
+    let prefix = template.split(RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+    hint.starts_with_at(0, prefix).then_some(prefix.len())
+}
+
 /// Decides the time dimension from the newest recorded time.
 fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings: &mut Warnings) -> bool {
     let joined = Joined::new(text.parts());
+    let strict = cfg.config.injection.strict;
     let mut scratch = [0u8; CAPTURE_SCRATCH];
-    let Some((start, end)) = joined.capture("<current-time>", "</current-time>") else { return true };
+    let time_tag = match strict {
+        true => state_start(cfg, &joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
+        false => joined.capture("<current-time>", "</current-time>"),
+    };
+    let Some((start, end)) = time_tag else { return true };
     let Some(captured) = joined.slice(start, end, &mut scratch) else { return true };
     let Some(parsed) = time::parse_time(py_strip(captured), cfg.config.injection.time_format) else {
         return true;
@@ -235,7 +258,7 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
     // The recorded zone matters only for a naive recorded time (no %z).
     let (name, zone) = match parsed.utc_offset_micros {
         Some(_) => (None, Zone::Utc),
-        None => match joined.capture("<timezone>", "</timezone>") {
+        None => match zone_tag(&joined, strict, end) {
             Some((s, e)) => match joined.slice(s, e, &mut zone_scratch).map(py_strip) {
                 Some(name) => (Some(name), resolve(name)),
                 // A zone tag too long to hold cannot name a zone.
@@ -250,7 +273,9 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
     // Python subtracts two datetimes sharing one tzinfo object as wall-clock
     // times: ZoneInfo objects are cached per key, and every unknown name maps
     // to the one `timezone.utc`. Otherwise it subtracts UTC instants.
-    let same_tzinfo = parsed.utc_offset_micros.is_none()
+    // Strict mode always subtracts instants: real time across a DST change.
+    let same_tzinfo = !strict
+        && parsed.utc_offset_micros.is_none()
         && match (zone, cfg.zone) {
             (Zone::Utc, Zone::Utc) => true,
             (Zone::Utc, _) | (_, Zone::Utc) => false,
@@ -263,6 +288,16 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
     };
     let hours = python_total_seconds(elapsed_micros) / 3600.0;
     !(0.0 <= hours && hours <= cfg.config.injection.time_interval)
+}
+
+/// The recorded `<timezone>`: anywhere, as the reference reads it, or in
+/// strict mode only on the line after the recorded time (`time_end` is where
+/// its `</current-time>` starts), where envaware writes it.
+fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize, usize)> {
+    match strict {
+        true => joined.capture_at(time_end.saturating_add("</current-time>\n".len()), "<timezone>", "</timezone>"),
+        false => joined.capture("<timezone>", "</timezone>"),
+    }
 }
 
 /// Whether Python's `datetime.now(zone)` can hold `now`: years 1..=9999,

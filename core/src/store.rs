@@ -359,10 +359,17 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore
             return;
         }
         let (freed_blocks, freed_text) = self.prefix(count);
+        // Bounded and checked here, so that heapless's own asserts are
+        // never reached (`cargo xtask nopanic`).
+        let freed_blocks = freed_blocks.min(self.blocks.len());
         drop(self.messages.drain(..count));
         drop(self.blocks.drain(..freed_blocks));
         // A message's text starts on a char boundary: it begins with a whole
         // `&str`, so draining up to it keeps the arena valid UTF-8.
+        let freed_text = match self.text.is_char_boundary(freed_text) {
+            true => freed_text,
+            false => self.text.len(),
+        };
         drop(self.text.drain(..freed_text));
         let (freed_blocks, freed_text) = (to_u32(freed_blocks), to_u32(freed_text));
         for slot in self.messages.iter_mut() {
@@ -380,7 +387,9 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore
         self.messages.truncate(messages);
         self.blocks.truncate(blocks);
         // `text` was the arena's length before the write: a char boundary.
-        self.text.truncate(text);
+        if self.text.is_char_boundary(text) {
+            self.text.truncate(text);
+        }
     }
 
     /// Stores `blocks` after everything else; `None` when a pool is full.

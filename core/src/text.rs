@@ -96,6 +96,22 @@ impl<'a> Joined<'a> {
         None
     }
 
+    /// Like [`capture`](Self::capture), but only for an `open` tag that
+    /// starts exactly at `pos` (strict mode reads only where envaware writes).
+    pub fn capture_at(&self, pos: usize, open: &str, close: &str) -> Option<(usize, usize)> {
+        if !self.matches_at(pos, open.as_bytes()) {
+            return None;
+        }
+        let inner = pos.checked_add(open.len())?;
+        let end = self.find(close, inner)?;
+        (!self.newline_between(inner, end)).then_some((inner, end))
+    }
+
+    /// Whether `needle` starts exactly at `pos`.
+    pub fn starts_with_at(&self, pos: usize, needle: &str) -> bool {
+        self.matches_at(pos, needle.as_bytes())
+    }
+
     /// The bytes `start..end` as a `&str`: borrowed when they lie in one
     /// part, else copied into `scratch`. `None` when they do not fit.
     pub fn slice<'s>(&self, start: usize, end: usize, scratch: &'s mut [u8]) -> Option<&'s str>
@@ -135,7 +151,7 @@ impl<'b> ByteWriter<'b> {
     /// Appends bytes (counted even past the capacity).
     pub fn push(&mut self, bytes: &[u8]) {
         if let Some(dst) = self.buf.get_mut(self.len..self.len.saturating_add(bytes.len())) {
-            dst.copy_from_slice(bytes);
+            copy_bytes(dst, bytes);
         }
         self.len = self.len.saturating_add(bytes.len());
     }
@@ -186,6 +202,8 @@ pub struct Replace<'p, W> {
     /// A prefix of `pattern` seen but not yet decided; shorter than it.
     pending: [u8; MAX_PATTERN],
     pending_len: usize,
+    /// Whether the replacement is written through [`push_escaped`].
+    escape: bool,
 }
 
 /// Where [`Replace`] sends its output.
@@ -211,7 +229,14 @@ impl<'p, W: Bytes> Replace<'p, W> {
     /// A pattern longer than [`MAX_PATTERN`] or empty is never matched.
     pub fn new(out: W, pattern: &'p str, replacement: &'p str) -> Self {
         let pattern = if pattern.is_empty() || pattern.len() > MAX_PATTERN { &[][..] } else { pattern.as_bytes() };
-        Replace { out, pattern, replacement: replacement.as_bytes(), pending: [0; MAX_PATTERN], pending_len: 0 }
+        Replace { out, pattern, replacement: replacement.as_bytes(), pending: [0; MAX_PATTERN], pending_len: 0, escape: false }
+    }
+
+    /// Writes the replacement with `<` and `>` escaped (strict mode: the
+    /// replacement is untrusted text, such as a tool name).
+    pub fn escaping_replacement(mut self) -> Self {
+        self.escape = true;
+        self
     }
 
     fn pending(&self) -> &[u8] {
@@ -232,11 +257,16 @@ impl<'p, W: Bytes> Replace<'p, W> {
         while self.pending_len > 0 && !self.pattern.starts_with(self.pending()) {
             let first = self.pending[0];
             self.out.push(&[first]);
-            self.pending.copy_within(1..self.pending_len, 0);
+            // The whole array, by a constant: no range for a panic to check.
+            self.pending.rotate_left(1);
             self.pending_len -= 1;
         }
         if self.pending_len == self.pattern.len() {
-            self.out.push(self.replacement);
+            if self.escape {
+                push_escaped(&mut self.out, self.replacement);
+            } else {
+                self.out.push(self.replacement);
+            }
             self.pending_len = 0;
         }
     }
@@ -337,5 +367,36 @@ mod tests {
         let mut w = ByteWriter::new(&mut buf);
         w.push(b"hello");
         assert_eq!(w.finish(), Err(5));
+    }
+}
+
+/// Copies `src` into the start of `dst`, as far as both go. Unlike
+/// `copy_from_slice`, it has no panic path for lengths the compiler cannot
+/// prove equal (`cargo xtask nopanic` checks it).
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+    }
+}
+
+/// Writes `bytes` to `out` with `<` as `&lt;` and `>` as `&gt;`, so that
+/// untrusted text cannot open or close a tag (strict mode).
+pub fn push_escaped<W: Bytes + ?Sized>(out: &mut W, mut bytes: &[u8]) {
+    while let Some(at) = bytes.iter().position(|&b| b == b'<' || b == b'>') {
+        out.push(bytes.get(..at).unwrap_or(&[]));
+        out.push(if bytes.get(at) == Some(&b'<') { b"&lt;" } else { b"&gt;" });
+        bytes = bytes.get(at + 1..).unwrap_or(&[]);
+    }
+    out.push(bytes);
+}
+
+/// A [`core::fmt::Write`] that escapes `<` and `>` on the way to `out`.
+#[derive(Debug)]
+pub struct Escaped<W>(pub W);
+
+impl<W: Bytes> core::fmt::Write for Escaped<W> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        push_escaped(&mut self.0, s.as_bytes());
+        Ok(())
     }
 }

@@ -174,7 +174,7 @@ fn lookup(name: &str) -> Lookup {
         let Some(dst) = buf.get_mut(len..len + part.len()) else {
             return Lookup::NotFound;
         };
-        dst.copy_from_slice(part.as_bytes());
+        crate::text::copy_bytes(dst, part.as_bytes());
         len += part.len();
     }
     let Some(key) = buf.get(..len).and_then(|b| core::str::from_utf8(b).ok()) else {
@@ -1270,7 +1270,7 @@ fn parse_z(z: &str) -> Option<(i64, i64)> {
         n += 1;
     }
     let remove = |cs: &mut [char; 16], n: &mut usize, i: usize| {
-        if let Some(s) = cs.get_mut(i..*n) {
+        if let Some(s) = cs.get_mut(i..*n).filter(|s| !s.is_empty()) {
             s.rotate_left(1);
             *n -= 1;
         }

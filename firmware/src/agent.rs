@@ -242,6 +242,7 @@ impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
                 match e {
                     tmp105::Error::Configure(_) => defmt::warn!("TMP105 unavailable (configure): {}", defmt::Debug2Format(&e.kind())),
                     tmp105::Error::Read(_) => defmt::warn!("TMP105 unavailable (read): {}", defmt::Debug2Format(&e.kind())),
+                    tmp105::Error::Implausible([hi, lo]) => defmt::warn!("TMP105 unavailable (implausible reading {=u8:02X} {=u8:02X})", hi, lo),
                 }
                 let _ = self.temperature.push_str(UNAVAILABLE);
             }

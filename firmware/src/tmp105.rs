@@ -25,11 +25,22 @@ pub struct Temperature {
     sixteenths: i16,
 }
 
+/// The TMP105's specified range, -55 °C to +125 °C, in 1/16 °C.
+const PLAUSIBLE: core::ops::RangeInclusive<i16> = -55 * 16..=125 * 16;
+
 impl Temperature {
     /// From the two bytes of the temperature register (12 bits, left-justified).
     pub const fn from_register(bytes: [u8; 2]) -> Self {
         // Arithmetic shift keeps the sign.
         Temperature { sixteenths: i16::from_be_bytes(bytes) >> 4 }
+    }
+
+    /// The register's value if a TMP105 can have sent it: its four low
+    /// bits read as zero, and within the sensor's range. A bus whose data
+    /// line is stuck high reads `FF FF`; a glitch can read anything.
+    pub fn plausible(bytes: [u8; 2]) -> Option<Self> {
+        let t = Temperature::from_register(bytes);
+        (bytes[1] & 0x0F == 0 && PLAUSIBLE.contains(&t.sixteenths)).then_some(t)
     }
 }
 
@@ -55,8 +66,13 @@ impl fmt::Display for Temperature {
 pub enum Error<E> {
     /// Setting 12-bit mode failed.
     Configure(E),
-    /// Selecting or reading the temperature register failed.
+    /// Selecting or reading the temperature register failed. A hung bus
+    /// ends here too: the bus implementation bounds its wait (the board's
+    /// I2C gives up after `BUSY_POLLS` polls with a timeout error).
     Read(E),
+    /// The register read back a value no TMP105 sends (the raw bytes):
+    /// outside -55..=125 °C, or with its unused low bits set.
+    Implausible([u8; 2]),
 }
 
 impl<E: embedded_hal::i2c::Error> Error<E> {
@@ -64,6 +80,7 @@ impl<E: embedded_hal::i2c::Error> Error<E> {
     pub fn kind(&self) -> embedded_hal::i2c::ErrorKind {
         match self {
             Error::Configure(e) | Error::Read(e) => e.kind(),
+            Error::Implausible(_) => embedded_hal::i2c::ErrorKind::Other,
         }
     }
 }
@@ -73,6 +90,7 @@ impl<E: embedded_hal::i2c::Error> fmt::Display for Error<E> {
         let what = match self {
             Error::Configure(_) => "configuring the TMP105",
             Error::Read(_) => "reading the TMP105",
+            Error::Implausible([hi, lo]) => return write!(f, "implausible TMP105 reading: {hi:02X} {lo:02X}"),
         };
         write!(f, "{what}: {}", self.kind())
     }
@@ -110,6 +128,10 @@ impl<I: I2c> Tmp105<I> {
         let mut bytes = [0u8; 2];
         self.i2c.write(self.address, &[POINTER_TEMPERATURE]).map_err(Error::Read)?;
         self.i2c.read(self.address, &mut bytes).map_err(Error::Read)?;
-        Ok(Temperature::from_register(bytes))
+        Temperature::plausible(bytes).ok_or_else(|| {
+            // The sensor may have been reset (9-bit mode) or swapped: set it up again.
+            self.configured = false;
+            Error::Implausible(bytes)
+        })
     }
 }

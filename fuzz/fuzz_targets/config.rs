@@ -1,7 +1,9 @@
 //! The configuration loader over arbitrary bytes: `injection JSON \0
 //! context JSON`. Never panics; a failed load leaves the buffer as it was;
 //! a configuration that validates runs a step and renders a hint that fits
-//! the size the engine asked for.
+//! the size the engine asked for. Strict mode accepts exactly the valid
+//! configurations whose timezone and extra fields hold no '<' or '>' and
+//! whose extra keys are not built-in ones.
 #![no_main]
 
 use envaware::load::ConfigBuf;
@@ -24,6 +26,16 @@ fuzz_target!(|data: &[u8]| {
         if buf.load_context(text).is_err() {
             assert_eq!(format!("{:?}", buf.config()), before, "a failed load changed the buffer");
         }
+    }
+    let mut strict = buf.config();
+    strict.injection.strict = !strict.injection.strict;
+    let (compatible, strict) = if strict.injection.strict { (buf.config(), strict) } else { (strict, buf.config()) };
+    if compatible.validate().is_ok() {
+        let inj = &strict.injection;
+        let bracket = |t: &str| t.contains(['<', '>']);
+        let builtin = |k: &str| ["current-time", "timezone", "tasks", "context-length", "tool-error"].contains(&k);
+        let clean = !bracket(inj.timezone) && !inj.extra_fields.iter().any(|(k, v)| bracket(k) || bracket(v) || builtin(k));
+        assert_eq!(strict.validate().is_ok(), clean, "strict mode accepts exactly the clean configurations");
     }
     let Ok(engine) = Engine::new(buf.config()) else { return };
     let step = Step {

@@ -109,19 +109,29 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn eval(input: Box<dyn BufRead>) -> io::Result<bool> {
+fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut all_valid = true;
-    for line in input.lines() {
-        let line = line?;
-        // A blank line is not a scenario: skip it rather than fail the run.
-        if line.trim().is_empty() {
-            continue;
-        }
-        let result = scenario::evaluate(&line);
-        all_valid &= !matches!(result, scenario::Evaluation::Error(_));
-        serde_json::to_writer(&mut out, &result.to_json())?;
+    let mut bytes = Vec::new();
+    let mut number = 0usize;
+    // Lines are read as bytes: one that is not UTF-8 is answered with an
+    // error naming it, and the run goes on.
+    while {
+        bytes.clear();
+        input.read_until(b'\n', &mut bytes)? > 0
+    } {
+        number += 1;
+        let raw = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let result = match std::str::from_utf8(raw) {
+            // A blank line is not a scenario: skip it rather than fail the run.
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => scenario::evaluate(line).to_json(),
+            Err(_) => serde_json::json!({ "error": format!("line {number}: not valid UTF-8") }),
+        };
+        all_valid &= result.get("error").is_none();
+        serde_json::to_writer(&mut out, &result)?;
         out.write_all(b"\n")?;
     }
     out.flush()?;

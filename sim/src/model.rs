@@ -191,6 +191,17 @@ pub fn format_time(micros: i64, zone: &str, fmt: &str) -> String {
     strftime(micros, resolve(zone), fmt)
 }
 
+/// In strict mode, the hint's text from where envaware writes its first
+/// field (after the template's text before `{runtime_state}`); `None` in
+/// compatible mode or when the hint does not start with that text.
+fn strict_state<'t>(cfg: &MConfig, text: &'t str) -> Option<&'t str> {
+    if !cfg.strict {
+        return None;
+    }
+    let prefix = cfg.template.split("{runtime_state}").next().unwrap_or("");
+    text.strip_prefix(prefix)
+}
+
 /// The wall clock of `zone` at `now_micros`.
 fn local_naive(now_micros: i64, zone: TzInfo<'_>) -> NaiveDateTime {
     let utc = Utc.timestamp_micros(now_micros).single().expect("instant in range");
@@ -365,10 +376,20 @@ impl Model {
             for block in msg.blocks.iter().rev() {
                 match block {
                     MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
-                        if last_time_text.is_none() && text.contains("<current-time>") {
+                        // Strict mode reads a field only where envaware writes it.
+                        let state = strict_state(cfg, text);
+                        let records_time = match state {
+                            Some(state) => state.starts_with("<current-time>"),
+                            None => !cfg.strict && text.contains("<current-time>"),
+                        };
+                        if last_time_text.is_none() && records_time {
                             last_time_text = Some(text);
                         }
-                        if text.contains("<tasks>") {
+                        let tasks = match cfg.strict {
+                            true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
+                            false => text.contains("<tasks>"),
+                        };
+                        if tasks {
                             aware = true;
                         }
                     }
@@ -381,7 +402,13 @@ impl Model {
         // Step 2: time.
         let mut inject_time = true;
         if let Some(text) = last_time_text {
-            let parsed = regex_capture(text, "<current-time>", "</current-time>").and_then(|t| strptime(py_strip(t), &cfg.time_format));
+            let time_text = match strict_state(cfg, text) {
+                Some(state) => {
+                    regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
+                }
+                None => regex_capture(text, "<current-time>", "</current-time>"),
+            };
+            let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
             if parsed.is_none() {
                 notes.push("recorded time unreadable");
             }
@@ -392,12 +419,19 @@ impl Model {
                         step.now_micros - t.timestamp_micros()
                     }
                     Parsed::Naive(naive) => {
-                        let name = regex_capture(text, "<timezone>", "</timezone>").map(py_strip).unwrap_or(&cfg.timezone);
+                        let zone_text = match (strict_state(cfg, text), time_text) {
+                            (Some(state), Some(t)) => {
+                                let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
+                                regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
+                            }
+                            _ => regex_capture(text, "<timezone>", "</timezone>"),
+                        };
+                        let name = zone_text.map(py_strip).unwrap_or(&cfg.timezone);
                         let recorded = resolve(name);
                         if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
                             warnings.insert(MWarning::RecordedZoneFallback);
                         }
-                        if recorded == zone {
+                        if recorded == zone && !cfg.strict {
                             // One tzinfo object: Python subtracts wall times.
                             let now_local = local_naive(step.now_micros, zone);
                             let wall = (now_local - naive).num_microseconds().expect("in range");
@@ -464,6 +498,8 @@ impl Model {
         // Step 5: repeated tool errors.
         if let Some((tool, count)) = self.repeated_tool_error(cfg, context, step) {
             dims.tool_error = true;
+            // Strict mode escapes the tool name, the model's own text.
+            let tool = if cfg.strict { tool.replace('<', "&lt;").replace('>', "&gt;") } else { tool };
             injections
                 .push(("tool-error".into(), cfg.tool_retries_hint.replace("{tool_name}", &tool).replace("{count}", &count.to_string())));
         }

@@ -714,6 +714,20 @@ pub struct ReplayArgs {
     pub tokens: Option<i64>,
 }
 
+/// The whole lines of `bytes` before the first that is not valid UTF-8,
+/// and that line's number (from 1), if any.
+pub fn utf8_prefix(bytes: &[u8]) -> (&str, Option<usize>) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+            (std::str::from_utf8(&bytes[..line_start]).unwrap_or(""), Some(line))
+        }
+    }
+}
+
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
 /// invalid event (the steps before it are printed), 2 on an I/O error.
 pub fn main(args: ReplayArgs) -> std::process::ExitCode {
@@ -723,14 +737,17 @@ pub fn main(args: ReplayArgs) -> std::process::ExitCode {
         eprintln!("envaware-sim replay: {what}");
         ExitCode::from(code)
     };
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     let read = match &args.file {
-        Some(path) if path.as_os_str() != "-" => std::fs::read_to_string(path).map(|t| text = t),
-        _ => io::stdin().read_to_string(&mut text).map(drop),
+        Some(path) if path.as_os_str() != "-" => std::fs::read(path).map(|b| bytes = b),
+        _ => io::stdin().read_to_end(&mut bytes).map(drop),
     };
     if let Err(e) = read {
         return fail(format!("cannot read the trace: {e}"), 2);
     }
+    // Bytes that are not UTF-8 end the trace at their line, as an invalid
+    // event does: the lines before it are replayed.
+    let (text, bad_line) = utf8_prefix(&bytes);
     let config = match &args.config {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(t) => Some(t),
@@ -748,11 +765,12 @@ pub fn main(args: ReplayArgs) -> std::process::ExitCode {
     let opts = Options { json: args.json, now: args.now, agent: args.agent, config, tokens: args.tokens };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let result = replay(&text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
+    let result = replay(text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
     let flushed = out.flush().and_then(|()| emit_file.as_mut().map_or(Ok(()), Write::flush));
     match (result, flushed) {
         (Err(ReplayError::Io(e)), _) | (Ok(_), Err(e)) => fail(e.to_string(), 2),
         (Err(e), _) => fail(e.to_string(), 1),
+        (Ok(_), Ok(())) if bad_line.is_some() => fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1),
         (Ok(summary), Ok(())) => {
             if !opts.json {
                 eprintln!("{} steps, {} hints", summary.steps, summary.hints);

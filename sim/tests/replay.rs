@@ -147,3 +147,15 @@ fn replayed_hints_match_agentscope_on_the_emitted_scenarios() {
         }
     }
 }
+
+#[test]
+fn a_trace_line_that_is_not_utf8_stops_the_replay_at_its_line_after_the_steps_before_it() {
+    let trace = tmp("not-utf8.trace.jsonl");
+    let mut bytes = b"{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"step\": {}}\n".to_vec();
+    bytes.extend_from_slice(b"{\"user\": \"caf\xe9\"}\n{\"step\": {}}\n");
+    std::fs::write(&trace, bytes).unwrap();
+    let out = Command::new(SIM).args(["replay", "--json", trace.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_lines(&String::from_utf8(out.stdout).unwrap()).len(), 1, "the step before the bad line ran");
+    assert_eq!(String::from_utf8(out.stderr).unwrap().trim(), "envaware-sim replay: line 3: not valid UTF-8");
+}

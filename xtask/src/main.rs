@@ -8,8 +8,11 @@
 //!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
 //! - `cargo xtask size`: the firmware's flash and RAM (peak stack measured)
 //!   against its budget.
-//! - `cargo xtask fuzz`: runs the cargo-fuzz targets for a bounded time,
-//!   then the sim's property tests with many cases (see [`fuzz`]).
+//! - `cargo xtask fuzz [--minutes N]`: runs the cargo-fuzz targets for a
+//!   chosen time, keeping the corpus they grow, then the sim's property
+//!   tests with many cases (see [`fuzz`]).
+//! - `cargo xtask nopanic [--link] [--demo-panic]`: proves no panic is
+//!   reachable in the core (see `nopanic.rs`); part of `test`.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,7 @@ use std::time::Instant;
 
 mod bench;
 mod firmware;
+mod nopanic;
 mod qemu;
 
 /// Targets the core must build for with no allocator.
@@ -104,6 +108,7 @@ fn test() -> Result<(), String> {
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
+    nopanic::nopanic(&[])?;
     // The fuzz targets run only under `cargo xtask fuzz` (nightly); checking
     // that they compile keeps a core API change from breaking them unseen.
     run(
@@ -190,10 +195,12 @@ fn ensure_cargo_fuzz() -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask fuzz [--time SECONDS] [--cases N] [TARGET...]`: runs each
-/// cargo-fuzz target (libFuzzer, nightly) for a bounded time from its
-/// committed seed corpus, then the property tests of `envaware-sim fuzz`
-/// with many cases.
+/// `cargo xtask fuzz [--minutes N | --time SECONDS] [--cases N] [TARGET...]`:
+/// runs each cargo-fuzz target (libFuzzer, nightly) for the chosen time,
+/// growing its corpus in `fuzz/corpus/<target>/` (git-ignored except the
+/// committed `seed-*` files) and going on past a crash (fork mode), then
+/// the property tests of `envaware-sim fuzz` with many cases. Fails at the
+/// end if any target saved a new crash under `fuzz/artifacts/<target>/`.
 fn fuzz(args: &[String]) -> Result<(), String> {
     let (mut seconds, mut cases, mut targets) = (60u64, 20_000u64, Vec::new());
     let mut it = args.iter();
@@ -201,6 +208,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         let mut number = |what: &str| it.next().and_then(|v| v.parse().ok()).ok_or(format!("{what} needs a number"));
         match arg.as_str() {
             "--time" => seconds = number("--time")?,
+            "--minutes" => seconds = number("--minutes")? * 60,
             "--cases" => cases = number("--cases")?,
             t if FUZZ_TARGETS.contains(&t) => targets.push(t),
             other => return Err(format!("unknown fuzz argument {other:?} (targets: {})", FUZZ_TARGETS.join(", "))),
@@ -210,20 +218,42 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         targets = FUZZ_TARGETS.to_vec();
     }
     ensure_cargo_fuzz()?;
+    let artifacts = |target: &str| -> Vec<PathBuf> {
+        let dir = root().join("fuzz/artifacts").join(target);
+        let mut found: Vec<PathBuf> =
+            std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+        found.sort();
+        found
+    };
+    let mut crashes = Vec::new();
     for target in &targets {
-        run(
-            &format!("cargo fuzz run {target} ({seconds} s)"),
-            nightly_cargo().args(["fuzz", "run", target, "--", &format!("-max_total_time={seconds}"), "-timeout=10", "-rss_limit_mb=2048"]),
-        )?;
+        let before = artifacts(target);
+        let corpus = root().join("fuzz/corpus").join(target);
+        let corpus_before = std::fs::read_dir(&corpus).map(Iterator::count).unwrap_or(0);
+        // Fork mode with crashes ignored: a crash is saved and the run goes on.
+        let status = nightly_cargo()
+            .args(["fuzz", "run", target, "--", &format!("-max_total_time={seconds}"), "-timeout=10", "-rss_limit_mb=2048"])
+            .args(["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1", "-print_final_stats=1"])
+            .current_dir(root())
+            .status()
+            .map_err(|e| format!("cargo fuzz run {target}: {e}"))?;
+        let corpus_after = std::fs::read_dir(&corpus).map(Iterator::count).unwrap_or(0);
+        eprintln!("==> {target}: {seconds} s, corpus {corpus_before} -> {corpus_after} files (kept in {})", corpus.display());
+        let new: Vec<PathBuf> = artifacts(target).into_iter().filter(|a| !before.contains(a)).collect();
+        if !status.success() && new.is_empty() {
+            return Err(format!("cargo fuzz run {target} failed ({status})"));
+        }
+        crashes.extend(new);
     }
     run("build envaware-sim", cargo().args(["build", "--release", "-p", "envaware-sim"]))?;
     let sim = root().join("target/release/envaware-sim");
-    if succeeds(Command::new(&sim).args(["fuzz", "--help"])) {
-        run(&format!("envaware-sim fuzz --cases {cases}"), Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]))?;
+    run(&format!("envaware-sim fuzz --cases {cases}"), Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]))?;
+    if crashes.is_empty() {
+        Ok(())
     } else {
-        eprintln!("==> envaware-sim has no `fuzz` subcommand yet: skipped");
+        let list: Vec<String> = crashes.iter().map(|c| c.display().to_string()).collect();
+        Err(format!("new crashes (replay with `cargo +nightly fuzz run <target> <file>`):\n  {}", list.join("\n  ")))
     }
-    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -235,7 +265,8 @@ fn main() -> ExitCode {
         Some("size") => firmware::size(),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz>".into()),
+        Some("nopanic") => nopanic::nopanic(&args[1..]),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz|nopanic [--link] [--demo-panic]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

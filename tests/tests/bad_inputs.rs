@@ -1,0 +1,59 @@
+//! The README's "Bad inputs" catalogue, where no other test shows it:
+//! configuration JSON that is malformed, deep, unknown or oversized, and
+//! clocks that go back or jump.
+
+use envaware::config::{Field, DEFAULT_INJECTION_SOURCE};
+use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::load::{ConfigBuf, LoadError};
+use envaware::{Engine, FixedClock, Role, Step, TaskCounts, TimeDecision, Timestamp};
+
+fn load(injection: &str) -> Result<String, LoadError> {
+    let mut buf: ConfigBuf<512, 4, 4> = ConfigBuf::new();
+    let before = format!("{:?}", buf.config());
+    let result = buf.load_injection(injection);
+    if result.is_err() {
+        assert_eq!(format!("{:?}", buf.config()), before, "a failed load left the buffer changed");
+    }
+    result.map(|()| format!("{:?}", buf.config()))
+}
+
+#[test]
+fn malformed_deep_unknown_and_oversized_configuration_json() {
+    // Cut, not an object, wrong type: typed errors naming the place or field.
+    assert_eq!(load(r#"{"timezone": "UTC""#), Err(LoadError::Syntax { offset: 18 }));
+    assert_eq!(load("[]"), Err(LoadError::NotAnObject));
+    let wrong = load(r#"{"time_interval": "soon"}"#).unwrap_err();
+    assert_eq!(wrong.to_string(), "injection_config.time_interval: expected a number");
+    // Unknown fields are ignored, as pydantic ignores them.
+    assert_eq!(load(r#"{"colour": "green", "timezone": "UTC"}"#), load(r#"{"timezone": "UTC"}"#));
+    // Deep JSON, in a known or an unknown field, is refused, not recursed into.
+    let deep = format!(r#"{{"x": {}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
+    assert!(matches!(load(&deep), Err(LoadError::Syntax { .. })), "{:?}", load(&deep));
+    // Oversized text and lists: TooLong naming the field, buffer unchanged.
+    let long = format!(r#"{{"template": "{}{{runtime_state}}"}}"#, "x".repeat(600));
+    assert_eq!(load(&long), Err(LoadError::TooLong { field: Field::Template }));
+    let many = r#"{"task_tool_names": ["a", "b", "c", "d", "e"]}"#;
+    assert_eq!(load(many), Err(LoadError::TooLong { field: Field::TaskToolNames }));
+}
+
+#[test]
+fn a_clock_that_goes_back_or_jumps_tells_the_time_again() {
+    let engine = Engine::new(envaware::Config::default()).unwrap();
+    let told = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>\n</system-reminder>";
+    let blocks = [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(told) }];
+    let context = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &blocks }];
+    let step = Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 8192 };
+    let at = |seconds: i64| engine.decide(&SliceConversation(&context), &step, Some(Timestamp::from_unix_seconds(seconds))).time;
+    const TOLD: i64 = 1_784_687_400;
+    assert_eq!(at(TOLD + 60), TimeDecision::NotDue, "a minute later: not due");
+    // Backwards by a second: the recorded time is in the future, told again.
+    assert_eq!(at(TOLD - 1), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD - 1)));
+    // A jump forward past the interval (0.5 h by default), and a wild one.
+    assert_eq!(at(TOLD + 1801), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD + 1801)));
+    assert_eq!(at(TOLD + 100 * 365 * 86_400), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD + 100 * 365 * 86_400)));
+    // Unset: skipped, never 1970 (see engine.rs for the other dimensions).
+    let mut unset = FixedClock::unset();
+    let mut buf = [0u8; 512];
+    let outcome = engine.step(&SliceConversation(&context), &step, &mut unset, &mut (), &mut buf).unwrap();
+    assert_eq!(outcome.hint, None);
+}
