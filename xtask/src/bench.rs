@@ -1,10 +1,15 @@
-//! `cargo xtask bench`: the core's criterion benchmarks, then the ratios
-//! from this one run (shared machines are noisy: compare within a run,
-//! never against a fixed number of microseconds).
+//! `cargo xtask bench`: the core's criterion benchmarks and AgentScope
+//! 2.0.11's own `_inject_runtime_state` on the same contexts, in one run,
+//! and one table of times and ratios (shared machines are noisy: compare
+//! within a run, never against a fixed number of microseconds).
+//!
+//! `cargo xtask bench --target`: instructions per decision on the Cortex-M3
+//! under QEMU (see [`target`]).
 
 use std::path::Path;
+use std::process::Command;
 
-use crate::{cargo, root, run};
+use crate::{cargo, ensure_reference_venv, root, run};
 
 /// Context lengths the `decide` benchmark measures.
 const LENGTHS: &[u32] = &[10, 100, 1_000, 10_000];
@@ -19,23 +24,94 @@ fn median_ns(id: &str) -> Option<f64> {
     value[..value.find([',', '}'])?].parse().ok()
 }
 
+/// The number after `"key": ` in one JSON line of `bench_reference.py`.
+fn json_number(line: &str, key: &str) -> Option<f64> {
+    let pat = format!("\"{key}\": ");
+    let rest = &line[line.find(&pat)? + pat.len()..];
+    rest[..rest.find([',', '}'])?].trim().parse().ok()
+}
+
+/// Formats nanoseconds as microseconds with a sensible precision.
+fn us(ns: f64) -> String {
+    let us = ns / 1e3;
+    if us >= 100.0 {
+        format!("{us:.0} µs")
+    } else if us >= 1.0 {
+        format!("{us:.2} µs")
+    } else {
+        format!("{us:.3} µs")
+    }
+}
+
 pub fn bench(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--target") {
+        return target::bench();
+    }
+    let python = ensure_reference_venv()?;
+    let contexts = root().join("target/bench-contexts");
     let mut cmd = cargo();
-    cmd.args(["bench", "-p", "envaware", "--bench", "decide", "--"]);
+    cmd.args(["bench", "-p", "envaware", "--bench", "decide", "--"]).env("ENVAWARE_BENCH_CONTEXTS", &contexts);
     if !args.iter().any(|a| a == "--long") {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
     run("cargo bench (core)", &mut cmd)?;
-    println!("\ndecide, by context length (median of this run):");
-    println!("{:>8}  {:>12}  {:>12}  {:>8}", "messages", "full scan", "tracker", "ratio");
+
+    // AgentScope on the contexts the benchmark wrote, right after it.
+    let files: Vec<_> = LENGTHS.iter().map(|len| contexts.join(format!("context-{len}.json"))).collect();
+    eprintln!("==> AgentScope 2.0.11 `_inject_runtime_state` on the same contexts");
+    let out = Command::new(&python)
+        .arg(root().join("tests/reference/bench_reference.py"))
+        .args(&files)
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("bench_reference.py: cannot start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("bench_reference.py failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    let reference: Vec<(f64, f64)> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| Some((json_number(l, "messages")?, json_number(l, "ns")?))).collect();
+
+    println!("\nOne decision (nothing to inject), by context length; medians of this run:");
+    println!(
+        "{:>8}  {:>12}  {:>12}  {:>12}  {:>14}  {:>14}  {:>12}",
+        "messages", "AgentScope", "full scan", "tracked", "AS/full scan", "AS/tracked", "tracked/@10"
+    );
+    let mut at_1000 = None;
+    let mut tracked_10 = None;
     for len in LENGTHS {
         let full = median_ns(&format!("decide/full_scan/{len}")).ok_or("missing full_scan estimates")?;
         let tracked = median_ns(&format!("decide/tracker/{len}")).ok_or("missing tracker estimates")?;
-        println!("{len:>8}  {:>9.2} µs  {:>9.2} µs  {:>7.1}x", full / 1e3, tracked / 1e3, full / tracked);
+        let agentscope = reference
+            .iter()
+            .find(|(m, _)| *m == f64::from(*len))
+            .map(|(_, ns)| *ns)
+            .ok_or(format!("AgentScope gave no time for {len} messages"))?;
+        let base = *tracked_10.get_or_insert(tracked);
+        println!(
+            "{len:>8}  {:>12}  {:>12}  {:>12}  {:>13.0}x  {:>13.0}x  {:>11.2}x",
+            us(agentscope),
+            us(full),
+            us(tracked),
+            agentscope / full,
+            agentscope / tracked,
+            tracked / base
+        );
+        if *len == 1_000 {
+            at_1000 = Some(agentscope / tracked);
+        }
     }
     // Criterion names a plain benchmark's folder with `/` replaced by `_`.
-    if let Some(key) = median_ns("argument_key_100_bytes") {
-        println!("argument_key, 100-byte JSON: {:.2} µs", key / 1e3);
+    if let Some(key) = median_ns("argument_key/100_bytes").or_else(|| median_ns("argument_key_100_bytes")) {
+        println!("argument_key, one 118-byte argument: {}", us(key));
     }
+    let ratio = at_1000.ok_or("no measurement at 1,000 messages")?;
+    println!("speedup-vs-agentscope@1000: {ratio:.0}x");
     Ok(())
+}
+
+mod target {
+    //! Instructions per decision on the Cortex-M3, filled in below.
+    pub fn bench() -> Result<(), String> {
+        Err("--target: not built yet".into())
+    }
 }
