@@ -194,7 +194,7 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(HintText<'_>)) -> bool {
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
     let mut index = 0;
@@ -211,7 +211,7 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
             let m = marks(cfg, &block);
             if !time_settled && m.time {
                 if let Block::Hint { text, .. } = block {
-                    on_time_hint(text);
+                    on_time_hint(TimeHint::Text(text));
                 }
                 time_settled = true;
             }
@@ -221,14 +221,47 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
     aware
 }
 
-/// Decides the time dimension from the newest recorded time.
-fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings: &mut Warnings) -> bool {
+/// What a hint of ours that records a time says, read once: everything
+/// the time rule needs from it that does not depend on the clock. The full
+/// scan reads the newest such hint at every decision; a
+/// [`Tracker`](crate::tracker::Tracker) reads it once, when it is appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimeReading {
+    /// No time can be read back (no tag, a format mismatch): inject.
+    Unreadable,
+    /// The recorded time, as microseconds on the scale `now` is compared on.
+    Recorded {
+        /// Microseconds since the epoch: of the recorded wall clock read as
+        /// UTC when `wall_clock`, else of the recorded instant.
+        micros: i128,
+        /// Whether Python subtracts wall clocks (both datetimes share one
+        /// tzinfo) rather than instants.
+        wall_clock: bool,
+        /// Whether the recorded zone fell back to UTC (a warning).
+        zone_fell_back: bool,
+    },
+}
+
+/// Where the newest hint of ours that records a time is, as the scan hands
+/// it to the time rule: its text, or what it was read to earlier.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TimeHint<'t> {
+    /// The hint's text, to be read now.
+    Text(HintText<'t>),
+    /// The hint, already read.
+    Read(TimeReading),
+}
+
+/// Reads a hint of ours that records a time, as the reference does before
+/// comparing: the `<current-time>` capture through `strptime`, and the
+/// recorded `<timezone>` for a naive time.
+pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeReading {
     let joined = Joined::new(text.parts());
     let mut scratch = [0u8; CAPTURE_SCRATCH];
-    let Some((start, end)) = joined.capture("<current-time>", "</current-time>") else { return true };
-    let Some(captured) = joined.slice(start, end, &mut scratch) else { return true };
+    let Some((start, end)) = joined.capture("<current-time>", "</current-time>") else { return TimeReading::Unreadable };
+    let Some(captured) = joined.slice(start, end, &mut scratch) else { return TimeReading::Unreadable };
     let Some(parsed) = time::parse_time(py_strip(captured), cfg.config.injection.time_format) else {
-        return true;
+        return TimeReading::Unreadable;
     };
     let configured = cfg.config.injection.timezone;
     let mut zone_scratch = [0u8; CAPTURE_SCRATCH];
@@ -244,33 +277,39 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
             None => (Some(configured), cfg.zone),
         },
     };
-    if parsed.utc_offset_micros.is_none() && name != Some(configured) && zone == Zone::Utc {
-        warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
-    }
+    let zone_fell_back = parsed.utc_offset_micros.is_none() && name != Some(configured) && zone == Zone::Utc;
     // Python subtracts two datetimes sharing one tzinfo object as wall-clock
     // times: ZoneInfo objects are cached per key, and every unknown name maps
     // to the one `timezone.utc`. Otherwise it subtracts UTC instants.
-    let same_tzinfo = parsed.utc_offset_micros.is_none()
+    let wall_clock = parsed.utc_offset_micros.is_none()
         && match (zone, cfg.zone) {
             (Zone::Utc, Zone::Utc) => true,
             (Zone::Utc, _) | (_, Zone::Utc) => false,
             _ => name == Some(configured),
         };
-    let elapsed_micros = if same_tzinfo {
-        naive_micros(time::local_naive(now, cfg.zone)) - naive_micros(parsed.naive)
-    } else {
-        i128::from(now.0) - i128::from(parsed.to_timestamp(zone).0)
-    };
-    let hours = python_total_seconds(elapsed_micros) / 3600.0;
-    !(0.0 <= hours && hours <= cfg.config.injection.time_interval)
+    let micros = if wall_clock { naive_micros(parsed.naive) } else { i128::from(parsed.to_timestamp(zone).0) };
+    TimeReading::Recorded { micros, wall_clock, zone_fell_back }
 }
 
-/// Whether Python's `datetime.now(zone)` can hold `now`: years 1..=9999,
-/// both in UTC and in the zone.
-fn python_can_represent(now: Timestamp, zone: Zone) -> bool {
+/// Decides the time dimension from the newest recorded time: whether it is
+/// due at `now` (`local` is `now` on the configured zone's wall clock).
+fn time_due(now: Timestamp, local: chrono::NaiveDateTime, interval: f64, reading: TimeReading, warnings: &mut Warnings) -> bool {
+    let TimeReading::Recorded { micros, wall_clock, zone_fell_back } = reading else { return true };
+    if zone_fell_back {
+        warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
+    }
+    let now_micros = if wall_clock { naive_micros(local) } else { i128::from(now.0) };
+    let hours = python_total_seconds(now_micros - micros) / 3600.0;
+    !(0.0 <= hours && hours <= interval)
+}
+
+/// `now` on `zone`'s wall clock, when Python's `datetime.now(zone)` can
+/// hold it: years 1..=9999, both in UTC and in the zone.
+fn python_local(now: Timestamp, zone: Zone) -> Option<chrono::NaiveDateTime> {
     use chrono::Datelike;
-    let in_range = |naive: chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
-    in_range(time::local_naive(now, Zone::Utc)) && in_range(time::local_naive(now, zone))
+    let in_range = |naive: &chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
+    let local = time::local_naive(now, zone);
+    (in_range(&local) && (zone == Zone::Utc || in_range(&time::local_naive(now, Zone::Utc)))).then_some(local)
 }
 
 /// Microseconds of a wall time read as UTC: the arithmetic Python does on
@@ -385,7 +424,7 @@ pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &St
 
 /// Decides every dimension for one step, with the context's awareness read
 /// by `awareness`: it calls its argument with the newest hint of ours that
-/// records a time, if any, and returns whether the agent is aware of its
+/// records a time (its text, or what it reads to), if any, and returns whether the agent is aware of its
 /// tasks. [`scan`] reads it from the whole context; a
 /// [`Tracker`](crate::tracker::Tracker) from what it observed.
 pub(crate) fn decide_with<C: Conversation>(
@@ -393,7 +432,7 @@ pub(crate) fn decide_with<C: Conversation>(
     conv: &C,
     step: &Step<'_>,
     now: Option<Timestamp>,
-    awareness: impl FnOnce(&mut dyn FnMut(HintText<'_>)) -> bool,
+    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
 ) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
@@ -403,18 +442,21 @@ pub(crate) fn decide_with<C: Conversation>(
         return Decision { warnings, ..Decision::NONE };
     }
     // No recorded time (first reply, or after a compression): inject.
-    let mut time = match now {
-        None => TimeDecision::Skipped(TimeSkipped::ClockUnset),
-        Some(now) if !python_can_represent(now, cfg.zone) => TimeDecision::Skipped(TimeSkipped::OutOfRange),
-        Some(now) => TimeDecision::Inject(now),
+    let (mut time, now) = match now {
+        None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
+        Some(now) => match python_local(now, cfg.zone) {
+            None => (TimeDecision::Skipped(TimeSkipped::OutOfRange), None),
+            Some(local) => (TimeDecision::Inject(now), Some((now, local))),
+        },
     };
-    let now = match time {
-        TimeDecision::Inject(now) => Some(now),
-        _ => None,
-    };
-    let aware = awareness(&mut |text| {
-        if let Some(now) = now {
-            if !time_due(cfg, now, text, &mut warnings) {
+    let interval = cfg.config.injection.time_interval;
+    let aware = awareness(&mut |hint| {
+        if let Some((now, local)) = now {
+            let reading = match hint {
+                TimeHint::Text(text) => read_time_hint(cfg, text),
+                TimeHint::Read(reading) => reading,
+            };
+            if !time_due(now, local, interval, reading, &mut warnings) {
                 time = TimeDecision::NotDue;
             }
         }
