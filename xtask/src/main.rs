@@ -235,7 +235,7 @@ fn main() -> ExitCode {
         Some("size") => firmware::size(),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|fuzz>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
