@@ -164,10 +164,10 @@ impl Decision {
 const CAPTURE_SCRATCH: usize = 256;
 
 /// What one block tells the scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Marks {
-    /// A hint of ours that records a time.
-    pub(crate) time: bool,
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Marks<'t> {
+    /// The text of a hint of ours that records a time.
+    pub(crate) time: Option<HintText<'t>>,
     /// A task tool call, or a hint of ours that reminded of the tasks.
     pub(crate) tasks: bool,
 }
@@ -178,15 +178,20 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
     msg.role() == Role::Assistant && !(cfg.config.injection.strict && msg.name() != agent_name)
 }
 
-/// What `block` of a scanned message tells the scan.
-pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
+/// What `block` of a scanned message tells the scan. The block is taken by
+/// value and inlined into the scan's loop: kept whole behind a reference,
+/// every block was copied to the stack in pieces and read back whole, a
+/// store-forwarding stall per block.
+#[inline(always)]
+pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     let inj = &cfg.config.injection;
     match block {
-        Block::Hint { source: Some(source), text } if *source == inj.injection_source => {
+        Block::Hint { source: Some(source), text } if source == inj.injection_source => {
             let parts = Joined::new(text.parts());
-            Marks { time: parts.contains("<current-time>"), tasks: parts.contains("<tasks>") }
+            let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+            Marks { time: time.then_some(text), tasks }
         }
-        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: false, tasks: true },
+        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: None, tasks: true },
         _ => Marks::default(),
     }
 }
@@ -208,12 +213,12 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
         }
         for b in (0..msg.block_count()).rev() {
             let Some(block) = msg.block(b) else { continue };
-            let m = marks(cfg, &block);
-            if !time_settled && m.time {
-                if let Block::Hint { text, .. } = block {
+            let m = marks(cfg, block);
+            if !time_settled {
+                if let Some(text) = m.time {
                     on_time_hint(TimeHint::Text(text));
+                    time_settled = true;
                 }
-                time_settled = true;
             }
             aware |= m.tasks;
         }

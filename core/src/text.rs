@@ -109,6 +109,25 @@ impl<'a> Joined<'a> {
         self.find(needle, 0).is_some()
     }
 
+    /// `(a in text, b in text)` for two needles that start with `<`, in one
+    /// pass over the text's `<` when it is in one part.
+    pub fn contains_tags(&self, a: &str, b: &str) -> (bool, bool) {
+        let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
+            return (self.contains(a), self.contains(b));
+        };
+        let (mut has_a, mut has_b) = (false, false);
+        let mut rest = part.as_bytes();
+        while let Some(at) = find_byte(b'<', rest) {
+            rest = rest.get(at + 1..).unwrap_or(&[]);
+            has_a |= rest.starts_with(a_rest.as_bytes());
+            has_b |= rest.starts_with(b_rest.as_bytes());
+            if has_a && has_b {
+                break;
+            }
+        }
+        (has_a, has_b)
+    }
+
     /// The first newline at or after `from`, before `to`.
     fn newline_between(&self, from: usize, to: usize) -> bool {
         if let [part] = self.parts {
@@ -387,6 +406,18 @@ mod tests {
                 bytes[at] = 0xff;
                 assert_eq!(find_byte(b'<', &bytes), None);
                 bytes[at] = b'.';
+            }
+        }
+    }
+
+    #[test]
+    fn contains_tags_agrees_with_contains() {
+        let texts: [&[&str]; 5] =
+            [&["x<current-time>1<tasks>"], &["<tasks><current-time"], &["<<current-time>"], &["<cur", "rent-time><tasks>"], &[""]];
+        for parts in texts {
+            let j = Joined::new(parts);
+            for (a, b) in [("<current-time>", "<tasks>"), ("<tasks>", "<current-time>"), ("<", "x")] {
+                assert_eq!(j.contains_tags(a, b), (j.contains(a), j.contains(b)), "{parts:?} {a} {b}");
             }
         }
     }

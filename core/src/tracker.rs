@@ -59,7 +59,7 @@
 //! ```
 
 use crate::clock::{Clock, Timestamp};
-use crate::conversation::{Block, Conversation, Message};
+use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
 use crate::rules::{self, Decision, Step, TimeHint, TimeReading};
@@ -157,13 +157,11 @@ impl<'a> Tracker<'a> {
         let message = self.pushed - 1;
         for block in first..msg.block_count() {
             let Some(b) = msg.block(block) else { continue };
-            let marks = rules::marks(cfg, &b);
-            if marks.time {
-                // Read once here, not at every decision: the hint does not
-                // change, and what it records does not depend on the clock.
-                if let Block::Hint { text, .. } = b {
-                    self.time_hint = Some(At { message, reading: rules::read_time_hint(cfg, text) });
-                }
+            let marks = rules::marks(cfg, b);
+            // Read once here, not at every decision: the hint does not
+            // change, and what it records does not depend on the clock.
+            if let Some(text) = marks.time {
+                self.time_hint = Some(At { message, reading: rules::read_time_hint(cfg, text) });
             }
             if marks.tasks {
                 self.tasks_seen = Some(message);
@@ -208,7 +206,7 @@ impl<'a> Tracker<'a> {
 mod tests {
     use super::*;
     use crate::config::{Config, StrList};
-    use crate::conversation::{HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
     use crate::FixedClock;
