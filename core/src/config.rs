@@ -85,7 +85,13 @@ impl<'a> StrList<'a> {
 
     /// Whether `name` is in the list.
     pub fn contains(&self, name: &str) -> bool {
-        self.iter().any(|n| n == name)
+        // Length and first byte reject most names without a compare call;
+        // the scan asks this for every tool call.
+        let hit = |n: &str| n.len() == name.len() && n.as_bytes().first() == name.as_bytes().first() && n == name;
+        match *self {
+            StrList::Slice(names) => names.iter().any(|n| hit(n)),
+            StrList::Spans { text, spans } => spans.iter().any(|s| hit(s.of(text))),
+        }
     }
 }
 

@@ -164,10 +164,10 @@ impl Decision {
 const CAPTURE_SCRATCH: usize = 256;
 
 /// What one block tells the scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Marks {
-    /// A hint of ours that records a time.
-    pub(crate) time: bool,
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Marks<'t> {
+    /// The text of a hint of ours that records a time.
+    pub(crate) time: Option<HintText<'t>>,
     /// A task tool call, or a hint of ours that reminded of the tasks.
     pub(crate) tasks: bool,
 }
@@ -178,11 +178,15 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
     msg.role() == Role::Assistant && !(cfg.config.injection.strict && msg.name() != agent_name)
 }
 
-/// What `block` of a scanned message tells the scan.
-pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
+/// What `block` of a scanned message tells the scan. The block is taken by
+/// value and inlined into the scan's loop: kept whole behind a reference,
+/// every block was copied to the stack in pieces and read back whole, a
+/// store-forwarding stall per block.
+#[inline(always)]
+pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     let inj = &cfg.config.injection;
     match block {
-        Block::Hint { source: Some(source), text } if *source == inj.injection_source => {
+        Block::Hint { source: Some(source), text } if source == inj.injection_source => {
             let parts = Joined::new(text.parts());
             if inj.strict {
                 // Only where envaware writes a field: the time first, right
@@ -191,11 +195,12 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
                 let at = state_start(cfg, &parts);
                 let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
                 let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
-                return Marks { time: first_is("<current-time>"), tasks };
+                return Marks { time: first_is("<current-time>").then_some(text), tasks };
             }
-            Marks { time: parts.contains("<current-time>"), tasks: parts.contains("<tasks>") }
+            let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+            Marks { time: time.then_some(text), tasks }
         }
-        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: false, tasks: true },
+        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: None, tasks: true },
         _ => Marks::default(),
     }
 }
@@ -203,7 +208,7 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: &Block<'_>) -> Marks {
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(HintText<'_>)) -> bool {
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
     let mut index = 0;
@@ -217,12 +222,12 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
         }
         for b in (0..msg.block_count()).rev() {
             let Some(block) = msg.block(b) else { continue };
-            let m = marks(cfg, &block);
-            if !time_settled && m.time {
-                if let Block::Hint { text, .. } = block {
-                    on_time_hint(text);
+            let m = marks(cfg, block);
+            if !time_settled {
+                if let Some(text) = m.time {
+                    on_time_hint(TimeHint::Text(text));
+                    time_settled = true;
                 }
-                time_settled = true;
             }
             aware |= m.tasks;
         }
@@ -239,8 +244,41 @@ fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
     hint.starts_with_at(0, prefix).then_some(prefix.len())
 }
 
-/// Decides the time dimension from the newest recorded time.
-fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings: &mut Warnings) -> bool {
+/// What a hint of ours that records a time says, read once: everything
+/// the time rule needs from it that does not depend on the clock. The full
+/// scan reads the newest such hint at every decision; a
+/// [`Tracker`](crate::tracker::Tracker) reads it once, when it is appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimeReading {
+    /// No time can be read back (no tag, a format mismatch): inject.
+    Unreadable,
+    /// The recorded time, as microseconds on the scale `now` is compared on.
+    Recorded {
+        /// Microseconds since the epoch: of the recorded wall clock read as
+        /// UTC when `wall_clock`, else of the recorded instant.
+        micros: i128,
+        /// Whether Python subtracts wall clocks (both datetimes share one
+        /// tzinfo) rather than instants.
+        wall_clock: bool,
+        /// Whether the recorded zone fell back to UTC (a warning).
+        zone_fell_back: bool,
+    },
+}
+
+/// Where the newest hint of ours that records a time is, as the scan hands
+/// it to the time rule: its text, or what it was read to earlier.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TimeHint<'t> {
+    /// The hint's text, to be read now.
+    Text(HintText<'t>),
+    /// The hint, already read.
+    Read(TimeReading),
+}
+
+/// Reads a hint of ours that records a time, as the reference does before
+/// comparing: the `<current-time>` capture through `strptime`, and the
+/// recorded `<timezone>` for a naive time.
+pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeReading {
     let joined = Joined::new(text.parts());
     let strict = cfg.config.injection.strict;
     let mut scratch = [0u8; CAPTURE_SCRATCH];
@@ -248,10 +286,10 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
         true => state_start(cfg, &joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
         false => joined.capture("<current-time>", "</current-time>"),
     };
-    let Some((start, end)) = time_tag else { return true };
-    let Some(captured) = joined.slice(start, end, &mut scratch) else { return true };
+    let Some((start, end)) = time_tag else { return TimeReading::Unreadable };
+    let Some(captured) = joined.slice(start, end, &mut scratch) else { return TimeReading::Unreadable };
     let Some(parsed) = time::parse_time(py_strip(captured), cfg.config.injection.time_format) else {
-        return true;
+        return TimeReading::Unreadable;
     };
     let configured = cfg.config.injection.timezone;
     let mut zone_scratch = [0u8; CAPTURE_SCRATCH];
@@ -267,27 +305,20 @@ fn time_due(cfg: &ValidConfig<'_>, now: Timestamp, text: HintText<'_>, warnings:
             None => (Some(configured), cfg.zone),
         },
     };
-    if parsed.utc_offset_micros.is_none() && name != Some(configured) && zone == Zone::Utc {
-        warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
-    }
+    let zone_fell_back = parsed.utc_offset_micros.is_none() && name != Some(configured) && zone == Zone::Utc;
     // Python subtracts two datetimes sharing one tzinfo object as wall-clock
     // times: ZoneInfo objects are cached per key, and every unknown name maps
     // to the one `timezone.utc`. Otherwise it subtracts UTC instants.
     // Strict mode always subtracts instants: real time across a DST change.
-    let same_tzinfo = !strict
+    let wall_clock = !strict
         && parsed.utc_offset_micros.is_none()
         && match (zone, cfg.zone) {
             (Zone::Utc, Zone::Utc) => true,
             (Zone::Utc, _) | (_, Zone::Utc) => false,
             _ => name == Some(configured),
         };
-    let elapsed_micros = if same_tzinfo {
-        naive_micros(time::local_naive(now, cfg.zone)) - naive_micros(parsed.naive)
-    } else {
-        i128::from(now.0) - i128::from(parsed.to_timestamp(zone).0)
-    };
-    let hours = python_total_seconds(elapsed_micros) / 3600.0;
-    !(0.0 <= hours && hours <= cfg.config.injection.time_interval)
+    let micros = if wall_clock { naive_micros(parsed.naive) } else { i128::from(parsed.to_timestamp(zone).0) };
+    TimeReading::Recorded { micros, wall_clock, zone_fell_back }
 }
 
 /// The recorded `<timezone>`: anywhere, as the reference reads it, or in
@@ -300,12 +331,25 @@ fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize
     }
 }
 
-/// Whether Python's `datetime.now(zone)` can hold `now`: years 1..=9999,
-/// both in UTC and in the zone.
-fn python_can_represent(now: Timestamp, zone: Zone) -> bool {
+/// Decides the time dimension from the newest recorded time: whether it is
+/// due at `now` (`local` is `now` on the configured zone's wall clock).
+fn time_due(now: Timestamp, local: chrono::NaiveDateTime, interval: f64, reading: TimeReading, warnings: &mut Warnings) -> bool {
+    let TimeReading::Recorded { micros, wall_clock, zone_fell_back } = reading else { return true };
+    if zone_fell_back {
+        warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
+    }
+    let now_micros = if wall_clock { naive_micros(local) } else { i128::from(now.0) };
+    let hours = python_total_seconds(now_micros - micros) / 3600.0;
+    !(0.0 <= hours && hours <= interval)
+}
+
+/// `now` on `zone`'s wall clock, when Python's `datetime.now(zone)` can
+/// hold it: years 1..=9999, both in UTC and in the zone.
+fn python_local(now: Timestamp, zone: Zone) -> Option<chrono::NaiveDateTime> {
     use chrono::Datelike;
-    let in_range = |naive: chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
-    in_range(time::local_naive(now, Zone::Utc)) && in_range(time::local_naive(now, zone))
+    let in_range = |naive: &chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
+    let local = time::local_naive(now, zone);
+    (in_range(&local) && (zone == Zone::Utc || in_range(&time::local_naive(now, Zone::Utc)))).then_some(local)
 }
 
 /// Microseconds of a wall time read as UTC: the arithmetic Python does on
@@ -420,7 +464,7 @@ pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &St
 
 /// Decides every dimension for one step, with the context's awareness read
 /// by `awareness`: it calls its argument with the newest hint of ours that
-/// records a time, if any, and returns whether the agent is aware of its
+/// records a time (its text, or what it reads to), if any, and returns whether the agent is aware of its
 /// tasks. [`scan`] reads it from the whole context; a
 /// [`Tracker`](crate::tracker::Tracker) from what it observed.
 pub(crate) fn decide_with<C: Conversation>(
@@ -428,7 +472,7 @@ pub(crate) fn decide_with<C: Conversation>(
     conv: &C,
     step: &Step<'_>,
     now: Option<Timestamp>,
-    awareness: impl FnOnce(&mut dyn FnMut(HintText<'_>)) -> bool,
+    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
 ) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
@@ -438,18 +482,21 @@ pub(crate) fn decide_with<C: Conversation>(
         return Decision { warnings, ..Decision::NONE };
     }
     // No recorded time (first reply, or after a compression): inject.
-    let mut time = match now {
-        None => TimeDecision::Skipped(TimeSkipped::ClockUnset),
-        Some(now) if !python_can_represent(now, cfg.zone) => TimeDecision::Skipped(TimeSkipped::OutOfRange),
-        Some(now) => TimeDecision::Inject(now),
+    let (mut time, now) = match now {
+        None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
+        Some(now) => match python_local(now, cfg.zone) {
+            None => (TimeDecision::Skipped(TimeSkipped::OutOfRange), None),
+            Some(local) => (TimeDecision::Inject(now), Some((now, local))),
+        },
     };
-    let now = match time {
-        TimeDecision::Inject(now) => Some(now),
-        _ => None,
-    };
-    let aware = awareness(&mut |text| {
-        if let Some(now) = now {
-            if !time_due(cfg, now, text, &mut warnings) {
+    let interval = cfg.config.injection.time_interval;
+    let aware = awareness(&mut |hint| {
+        if let Some((now, local)) = now {
+            let reading = match hint {
+                TimeHint::Text(text) => read_time_hint(cfg, text),
+                TimeHint::Read(reading) => reading,
+            };
+            if !time_due(now, local, interval, reading, &mut warnings) {
                 time = TimeDecision::NotDue;
             }
         }

@@ -13,6 +13,45 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_is_space)
 }
 
+/// The first position of `needle` in `hay`: a word-at-a-time search for
+/// its first byte, then one compare per candidate (the tags the rules look
+/// for start with `<`, which a hint holds only a few of).
+pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, rest)) = needle.split_first() else { return Some(0) };
+    let mut from = 0;
+    while let Some(i) = find_byte(first, hay.get(from..)?) {
+        let at = from + i;
+        if hay.get(at + 1..)?.starts_with(rest) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// The first position of `byte` in `hay`, eight bytes at a time (a portable
+/// `memchr`: the core has no dependency that provides one, and no `unsafe`).
+pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let pattern = ONES * u64::from(byte);
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        if let Ok(word) = <[u8; 8]>::try_from(chunk) {
+            let x = u64::from_le_bytes(word) ^ pattern;
+            // The lowest byte flagged here is exactly the first zero byte of
+            // `x` (higher flags may be false positives, never lower ones).
+            let zero = x.wrapping_sub(ONES) & !x & HIGHS;
+            if zero != 0 {
+                return Some(base + (zero.trailing_zeros() / 8) as usize);
+            }
+        }
+        base += 8;
+    }
+    chunks.remainder().iter().position(|&b| b == byte).map(|p| base + p)
+}
+
 /// A text given as parts, read as their concatenation (a hint's text blocks
 /// are joined with `""` by the reference).
 #[derive(Debug, Clone, Copy)]
@@ -59,8 +98,7 @@ impl<'a> Joined<'a> {
     pub fn find(&self, needle: &str, from: usize) -> Option<usize> {
         let n = needle.as_bytes();
         if let [part] = self.parts {
-            let hay = part.as_bytes().get(from..)?;
-            return hay.windows(n.len().max(1)).position(|w| w == n).map(|p| p + from);
+            return find_bytes(part.as_bytes().get(from..)?, n).map(|p| p + from);
         }
         let last = self.len.checked_sub(n.len())?;
         (from..=last).find(|&pos| self.matches_at(pos, n))
@@ -69,6 +107,25 @@ impl<'a> Joined<'a> {
     /// Python's `needle in text`.
     pub fn contains(&self, needle: &str) -> bool {
         self.find(needle, 0).is_some()
+    }
+
+    /// `(a in text, b in text)` for two needles that start with `<`, in one
+    /// pass over the text's `<` when it is in one part.
+    pub fn contains_tags(&self, a: &str, b: &str) -> (bool, bool) {
+        let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
+            return (self.contains(a), self.contains(b));
+        };
+        let (mut has_a, mut has_b) = (false, false);
+        let mut rest = part.as_bytes();
+        while let Some(at) = find_byte(b'<', rest) {
+            rest = rest.get(at + 1..).unwrap_or(&[]);
+            has_a |= rest.starts_with(a_rest.as_bytes());
+            has_b |= rest.starts_with(b_rest.as_bytes());
+            if has_a && has_b {
+                break;
+            }
+        }
+        (has_a, has_b)
     }
 
     /// The first newline at or after `from`, before `to`.
@@ -357,6 +414,40 @@ mod tests {
             for cut in 0..=text.len() {
                 let got = replace_all(&[&text[..cut], &text[cut..]], pat, rep);
                 assert_eq!(got, text.replace(pat, rep), "{text:?} cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn find_agrees_with_str_find() {
+        let hay = "a<b<current-time<current-time>x\u{e9}<tasks><<tasks>";
+        for from in 0..hay.len() {
+            for needle in ["<current-time>", "<tasks>", "<", "x\u{e9}<", "zz", "<tasks><<tasks>!"] {
+                let n = needle.as_bytes();
+                let want = hay.as_bytes()[from..].windows(n.len()).position(|w| w == n).map(|p| p + from);
+                assert_eq!(Joined::new(&[hay]).find(needle, from), want, "{needle:?} from {from}");
+            }
+        }
+        for len in 0..40 {
+            let mut bytes = std::vec![b'.'; len];
+            for at in 0..len {
+                bytes[at] = b'<';
+                assert_eq!(find_byte(b'<', &bytes), Some(at));
+                bytes[at] = 0xff;
+                assert_eq!(find_byte(b'<', &bytes), None);
+                bytes[at] = b'.';
+            }
+        }
+    }
+
+    #[test]
+    fn contains_tags_agrees_with_contains() {
+        let texts: [&[&str]; 5] =
+            [&["x<current-time>1<tasks>"], &["<tasks><current-time"], &["<<current-time>"], &["<cur", "rent-time><tasks>"], &[""]];
+        for parts in texts {
+            let j = Joined::new(parts);
+            for (a, b) in [("<current-time>", "<tasks>"), ("<tasks>", "<current-time>"), ("<", "x")] {
+                assert_eq!(j.contains_tags(a, b), (j.contains(a), j.contains(b)), "{parts:?} {a} {b}");
             }
         }
     }

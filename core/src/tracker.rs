@@ -17,9 +17,10 @@
 //!
 //! The tracker therefore keeps two message positions and a block index: no
 //! memory that grows with the context. Observing costs time linear in the
-//! blocks observed (each block once); evicting and deciding are `O(1)`,
-//! plus the reading of the newest message (to check the tracker is in sync,
-//! and for the tool-error rule) and of the one hint whose time is read back.
+//! blocks observed (each block once), and a time hint is read back once,
+//! when observed; evicting and deciding are `O(1)`, plus the reading of the
+//! newest message (to check the tracker is in sync, and for the tool-error
+//! rule).
 //!
 //! The tracker must see every change of the context, in order. If the
 //! conversation it is asked to decide on does not hold as many messages as
@@ -58,17 +59,17 @@
 //! ```
 
 use crate::clock::{Clock, Timestamp};
-use crate::conversation::{Block, Conversation, Message};
+use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, Step};
+use crate::rules::{self, Decision, Step, TimeHint, TimeReading};
 
-/// Where the newest time hint is: a message position (counted from the
-/// first message ever observed) and a block index in it.
+/// The newest time hint: the position of its message (counted from the
+/// first message ever observed), and what it records, read when observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct At {
     message: u64,
-    block: usize,
+    reading: TimeReading,
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
@@ -156,9 +157,11 @@ impl<'a> Tracker<'a> {
         let message = self.pushed - 1;
         for block in first..msg.block_count() {
             let Some(b) = msg.block(block) else { continue };
-            let marks = rules::marks(cfg, &b);
-            if marks.time {
-                self.time_hint = Some(At { message, block });
+            let marks = rules::marks(cfg, b);
+            // Read once here, not at every decision: the hint does not
+            // change, and what it records does not depend on the clock.
+            if let Some(text) = marks.time {
+                self.time_hint = Some(At { message, reading: rules::read_time_hint(cfg, text) });
             }
             if marks.tasks {
                 self.tasks_seen = Some(message);
@@ -177,12 +180,7 @@ impl<'a> Tracker<'a> {
         }
         rules::decide_with(cfg, conversation, step, now, |on_time_hint| {
             if let Some(at) = self.time_hint {
-                let index = (self.pushed - 1 - at.message) as usize;
-                if let Some(msg) = conversation.newest(index) {
-                    if let Some(Block::Hint { text, .. }) = msg.block(at.block) {
-                        on_time_hint(text);
-                    }
-                }
+                on_time_hint(TimeHint::Read(at.reading));
             }
             self.tasks_seen.is_some()
         })
@@ -208,7 +206,7 @@ impl<'a> Tracker<'a> {
 mod tests {
     use super::*;
     use crate::config::{Config, StrList};
-    use crate::conversation::{HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
     use crate::FixedClock;
@@ -345,9 +343,10 @@ mod tests {
         }
     }
 
-    /// The full scan reads every message; the tracker reads three (the
-    /// newest, to check it is in sync and for the tool-error rule, and the
-    /// one holding the recorded time), whatever the context's length.
+    /// The full scan reads every message; the tracker reads the newest
+    /// twice (to check it is in sync, and for the tool-error rule) and no
+    /// other, whatever the context's length: it read the recorded time when
+    /// it observed it.
     #[test]
     fn decisions_read_a_constant_number_of_messages() {
         let engine = Engine::new(Config::default()).unwrap();
@@ -367,7 +366,7 @@ mod tests {
             assert!(conv.reads.get() >= len);
             conv.reads.set(0);
             let tracked = tracker.decide(&conv, &step, Some(now));
-            assert_eq!(conv.reads.get(), 3);
+            assert_eq!(conv.reads.get(), 2);
             assert_eq!(tracked, full);
             assert_eq!(tracked.time, crate::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());

@@ -266,7 +266,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz|nopanic [--link] [--demo-panic]>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|fuzz|nopanic [--link] [--demo-panic]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
