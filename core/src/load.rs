@@ -93,6 +93,7 @@ pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIE
     extra_fields: heapless::Vec<(Span, Span), FIELDS>,
     emit_hint_event: bool,
     strict: bool,
+    filtered_zone_falls_back_to_utc: bool,
     context: ContextConfig,
 }
 
@@ -124,6 +125,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             extra_fields: heapless::Vec::new(),
             emit_hint_event: d.emit_hint_event,
             strict: d.strict,
+            filtered_zone_falls_back_to_utc: d.filtered_zone_falls_back_to_utc,
             context: ContextConfig::default(),
         }
     }
@@ -151,6 +153,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
                 extra_fields: FieldList::Spans { text, spans: &self.extra_fields },
                 emit_hint_event: self.emit_hint_event,
                 strict: self.strict,
+                filtered_zone_falls_back_to_utc: self.filtered_zone_falls_back_to_utc,
             },
             context: self.context,
         }
@@ -221,6 +224,8 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             self.emit_hint_event = lax_bool(value, Field::EmitHintEvent)?;
         } else if key.eq_str("strict") {
             self.strict = lax_bool(value, Field::Strict)?;
+        } else if key.eq_str("filtered_zone_falls_back_to_utc") {
+            self.filtered_zone_falls_back_to_utc = lax_bool(value, Field::FilteredZoneFallsBackToUtc)?;
         }
         Ok(())
     }
@@ -425,6 +430,8 @@ mod tests {
         assert_eq!(c.injection.tool_retries_limit, 3);
         assert_eq!(c.injection.time_interval, 1.0);
         assert!(!c.injection.emit_hint_event);
+        assert!(!c.injection.filtered_zone_falls_back_to_utc);
+        assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
     }
 
     #[test]
@@ -495,6 +502,7 @@ mod tests {
             "extra_fields",
             "emit_hint_event",
             "strict",
+            "filtered_zone_falls_back_to_utc",
             "trigger_ratio",
             "reserve_ratio",
             "compression_tool_enabled",
