@@ -108,6 +108,14 @@ fn engine_decide(run: &mut Run<'_>) -> usize {
     2 + usize::from(decision.tool_error.is_some())
 }
 
+/// The argument comparison alone, on the newest call.
+fn argument_key(run: &mut Run<'_>) -> usize {
+    use envaware::conversation::{Conversation, Message};
+    let Some(last) = run.store.newest(0) else { return 0 };
+    let Some(Block::ToolCall { input, .. }) = last.block(0) else { return 0 };
+    2 + (envaware::args::argument_key(input).as_u128() & 1) as usize
+}
+
 fn slice_step(run: &mut Run<'_>) -> usize {
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_793_500_000));
     match run.engine.step(&run.slice, &run.step, &mut clock, &mut run.live, run.hint) {
@@ -210,6 +218,8 @@ fn argument(shape: usize, t: &mut Text<4400>) -> core::fmt::Result {
                 t.write_str("]")?;
             }
         }
+        // The smallest arguments: what a decision costs besides comparing.
+        5 => t.write_str("{}")?,
         // Long numbers and strings.
         _ => {
             t.write_str("{\"n\": ")?;
@@ -328,17 +338,21 @@ fn main() -> ! {
         filled && fired
     };
     let mut ok = true;
-    for (i, name) in ["args at the depth bound", "args arrays of objects", "args past the bound", "args 2100 deep", "args long numbers"]
-        .iter()
-        .enumerate()
-    {
+    let shapes =
+        ["args at the depth bound", "args arrays of objects", "args past the bound", "args 2100 deep", "", "", "args long numbers"];
+    for (i, name) in shapes.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
         ok &= report(name, Some(i), engine_step, &mut store, &mut hint);
     }
     ok &= report("decide only, args at the depth bound", Some(0), engine_decide, &mut store, &mut hint);
     ok &= report("decide only, args arrays of objects", Some(1), engine_decide, &mut store, &mut hint);
+    ok &= report("decide only, args {}", Some(5), engine_decide, &mut store, &mut hint);
+    ok &= report("args {}", Some(5), engine_step, &mut store, &mut hint);
+    ok &= report("argument_key alone, args {}", Some(5), argument_key, &mut store, &mut hint);
+    ok &= report("argument_key alone, args at the depth bound", Some(0), argument_key, &mut store, &mut hint);
     ok &= report("tracker, args at the depth bound", Some(0), tracker_step, &mut store, &mut hint);
     ok &= report("full store, long template, live fields", None, engine_step, &mut store, &mut hint);
     ok &= report("tracker, full store", None, tracker_step, &mut store, &mut hint);
+    ok &= report("decide only, full store", None, engine_decide, &mut store, &mut hint);
     ok &= report("recorded time in parts", None, slice_step, &mut store, &mut hint);
     if !ok {
         println!("FAIL: a case did not build its context or make a hint");
