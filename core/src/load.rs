@@ -447,7 +447,7 @@ fn exact_decimal(text: &str) -> Option<f64> {
         // 123e25 = 123000e22: still exact when the digits stay below 2^53.
         Ok(e) => {
             let scaled = digits.checked_mul(10u64.checked_pow(u32::try_from(e - 22).ok()?)?)?;
-            (scaled <= EXACT).then(|| scaled as f64 * 1e22)
+            (scaled <= EXACT).then_some(scaled as f64 * 1e22)
         }
         Err(_) => POW10.get(usize::try_from(exp10.checked_neg()?).ok()?).map(|p| digits as f64 / p),
     }
