@@ -1,5 +1,6 @@
 //! Build script: compiles in the zone rules past 2099 (`src/zone_rules.rs`)
-//! for the zones this build keeps.
+//! for the zones this build keeps, and warns about a bare-metal build that
+//! carries the whole zone database.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -12,6 +13,7 @@ mod zone_filter;
 
 fn main() {
     zone_rules();
+    warn_whole_zone_database();
 }
 
 /// chrono-tz's build-time zone filter: the same variable, read the same way.
@@ -139,4 +141,20 @@ fn change(spec: &str, tz: &str) -> String {
     assert!((1..=12).contains(&month) && (1..=5).contains(&week) && weekday <= 6, "{tz}: bad date {date}");
     let time = offset(&mut { time }).unwrap_or_else(|| panic!("{tz}: bad time {time}"));
     format!("Change {{ month: {month}, week: {week}, weekday: {weekday}, time: {time} }}")
+}
+
+/// A bare-metal build that carries every chrono-tz zone links about 935 KB
+/// of zone data, almost always by mistake: say so, and how to pick zones.
+fn warn_whole_zone_database() {
+    println!("cargo:rerun-if-env-changed=CHRONO_TZ_TIMEZONE_FILTER");
+    let bare_metal = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "none");
+    let filtered =
+        std::env::var_os("CARGO_FEATURE_ZONE_FILTER").is_some() && std::env::var("CHRONO_TZ_TIMEZONE_FILTER").is_ok_and(|f| !f.is_empty());
+    if bare_metal && !filtered {
+        println!(
+            "cargo:warning=envaware: built for a bare-metal target with the whole zone database (about 935 KB of flash); \
+             enable the `zone-filter` feature and set CHRONO_TZ_TIMEZONE_FILTER (e.g. \"^Europe/Berlin$\") under [env] \
+             in .cargo/config.toml: see the README's \"Footprint on devices\""
+        );
+    }
 }

@@ -681,7 +681,7 @@ fn shortest_digits(x: f64) -> Option<(u64, i32)> {
             }
         }
     }
-    while digits != 0 && digits % 10 == 0 {
+    while digits != 0 && digits.is_multiple_of(10) {
         digits /= 10;
         exp += 1;
     }

@@ -171,6 +171,11 @@ pub struct InjectionConfig<'a> {
     /// only this agent's own hints are read, and extra fields may not carry
     /// the markers the rules look for.
     pub strict: bool,
+    /// envaware's own (off by default): an IANA zone this build left out
+    /// (the `zone-filter` feature) falls back to UTC with a warning, as the
+    /// reference does for an unknown name, instead of failing
+    /// [`Config::validate`] with [`ConfigError::ZoneNotCompiledIn`].
+    pub filtered_zone_falls_back_to_utc: bool,
 }
 
 impl Default for InjectionConfig<'_> {
@@ -189,6 +194,7 @@ impl Default for InjectionConfig<'_> {
             extra_fields: FieldList::EMPTY,
             emit_hint_event: true,
             strict: false,
+            filtered_zone_falls_back_to_utc: false,
         }
     }
 }
@@ -240,6 +246,7 @@ pub enum Field {
     ExtraFields,
     EmitHintEvent,
     Strict,
+    FilteredZoneFallsBackToUtc,
     TriggerRatio,
     ReserveRatio,
     ContextBufferRatio,
@@ -263,6 +270,7 @@ impl Field {
             Field::ExtraFields => "injection_config.extra_fields",
             Field::EmitHintEvent => "injection_config.emit_hint_event",
             Field::Strict => "injection_config.strict",
+            Field::FilteredZoneFallsBackToUtc => "injection_config.filtered_zone_falls_back_to_utc",
             Field::TriggerRatio => "context_config.trigger_ratio",
             Field::ReserveRatio => "context_config.reserve_ratio",
             Field::ContextBufferRatio => "context_config.context_buffer_ratio",
@@ -325,6 +333,10 @@ pub enum ConfigError {
     /// In strict mode, an extra field's key is a built-in one
     /// (`current-time`, `timezone`, ...): it would replace the built-in value.
     BuiltinKeyInStrictMode,
+    /// The zone is an IANA zone this build left out (the `zone-filter`
+    /// feature and `CHRONO_TZ_TIMEZONE_FILTER`), and
+    /// `filtered_zone_falls_back_to_utc` is off.
+    ZoneNotCompiledIn(ZoneName),
 }
 
 impl ConfigError {
@@ -340,6 +352,7 @@ impl ConfigError {
             ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => Field::TimeFormat,
             ConfigError::AngleBracketInStrictMode(field) => *field,
             ConfigError::BuiltinKeyInStrictMode => Field::ExtraFields,
+            ConfigError::ZoneNotCompiledIn(_) => Field::Timezone,
         }
     }
 }
@@ -368,11 +381,64 @@ impl fmt::Display for ConfigError {
             ConfigError::BuiltinKeyInStrictMode => {
                 f.write_str("in strict mode no key may be a built-in one (current-time, timezone, tasks, context-length, tool-error)")
             }
+            ConfigError::ZoneNotCompiledIn(name) => write!(
+                f,
+                "{name:?} is an IANA zone this build left out: add it to CHRONO_TZ_TIMEZONE_FILTER \
+                 (under [env] in .cargo/config.toml, e.g. \"^({name})$\") and rebuild, \
+                 or set filtered_zone_falls_back_to_utc to compute the time in UTC"
+            ),
         }
     }
 }
 
 impl core::error::Error for ConfigError {}
+
+/// A zone name held by value in an error: IANA names are at most 32 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ZoneName {
+    bytes: [u8; crate::iana::MAX_NAME_LEN],
+    len: u8,
+}
+
+impl ZoneName {
+    /// Keeps `name`, cut at a character boundary to 32 bytes (no IANA name
+    /// is longer).
+    pub fn new(name: &str) -> Self {
+        let mut len = name.len().min(crate::iana::MAX_NAME_LEN);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; crate::iana::MAX_NAME_LEN];
+        if let (Some(dst), Some(src)) = (bytes.get_mut(..len), name.as_bytes().get(..len)) {
+            dst.copy_from_slice(src);
+        }
+        ZoneName { bytes, len: len as u8 }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        self.bytes.get(..usize::from(self.len)).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for ZoneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for ZoneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ZoneName {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.as_str())
+    }
+}
 
 /// Something the caller should know about a configuration or a step, that
 /// does not stop it.
@@ -383,7 +449,8 @@ pub enum Warning {
     /// `injection_config.context_buffer_ratio` is deprecated; it overrode
     /// the context config's.
     DeprecatedContextBufferRatio,
-    /// The configured timezone is unknown: UTC is used (and the configured
+    /// The configured timezone is unknown (or left out of this build, with
+    /// `filtered_zone_falls_back_to_utc`): UTC is used (and the configured
     /// name is still printed in `<timezone>`, as the reference does).
     TimezoneFellBackToUtc,
     /// The timezone recorded in the context is unknown: its time was read as UTC.
@@ -400,7 +467,7 @@ impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Warning::DeprecatedContextBufferRatio => "injection_config.context_buffer_ratio is deprecated, set context_config.context_buffer_ratio instead; it overrides the context config's",
-            Warning::TimezoneFellBackToUtc => "injection_config.timezone is not a known IANA zone; the time is computed in UTC",
+            Warning::TimezoneFellBackToUtc => "injection_config.timezone is not a known IANA zone (or one this build left out, with filtered_zone_falls_back_to_utc); the time is computed in UTC",
             Warning::RecordedTimezoneFellBackToUtc => "the <timezone> recorded in the context is not a known IANA zone; the recorded time was read as UTC",
             Warning::TimeFormatNotParseable => "injection_config.time_format cannot be parsed back (Python's strptime rejects %e), so the time is injected at every step",
             Warning::LiveFieldDropped => "a live field with a built-in key was dropped (strict mode)",
@@ -471,6 +538,13 @@ impl<'a> Config<'a> {
     pub fn validate(self) -> Result<ValidConfig<'a>, ConfigError> {
         let inj = &self.injection;
         let ctx = &self.context;
+        let zone = match time::resolve_zone(inj.timezone) {
+            Some(zone) => zone,
+            None if !inj.filtered_zone_falls_back_to_utc && time::zone_not_compiled_in(inj.timezone) => {
+                return Err(ConfigError::ZoneNotCompiledIn(ZoneName::new(inj.timezone)));
+            }
+            None => time::Zone::Utc,
+        };
         let info = time::check_format(inj.time_format).map_err(ConfigError::TimeFormat)?;
         if info.parse_back == time::ParseBack::ReferenceCrashes {
             return Err(ConfigError::TimeFormatRepeatsDirective);
@@ -516,9 +590,40 @@ impl<'a> Config<'a> {
         if (inj.inject_runtime_state || ctx.compression_tool_enabled) && buffer >= t {
             return Err(ConfigError::BufferNotBelowTrigger { buffer, trigger: t, field: buffer_field });
         }
-        let zone = time::resolve_zone(inj.timezone).unwrap_or(time::Zone::Utc);
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.contains('\n');
         Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn zone_not_compiled_in_names_the_zone_and_the_fix() {
+        let e = ConfigError::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo"));
+        let text = e.to_string();
+        assert!(text.starts_with("injection_config.timezone: \"Asia/Tokyo\" is an IANA zone this build left out"), "{text}");
+        assert!(text.contains("CHRONO_TZ_TIMEZONE_FILTER") && text.contains("^(Asia/Tokyo)$"), "{text}");
+        assert!(text.contains("filtered_zone_falls_back_to_utc"), "{text}");
+    }
+
+    #[test]
+    fn zone_name_keeps_32_bytes_at_a_char_boundary() {
+        assert_eq!(ZoneName::new("America/Argentina/ComodRivadavia").as_str(), "America/Argentina/ComodRivadavia");
+        assert_eq!(ZoneName::new("ééééééééééééééééé").as_str(), "éééééééééééééééé");
+        assert_eq!(ZoneName::new("").as_str(), "");
+    }
+
+    #[test]
+    fn a_whole_build_resolves_every_zone() {
+        // Host builds keep every zone: the error can only come from a
+        // filtered device build (tests/footprint checks it on one).
+        for tz in chrono_tz::TZ_VARIANTS {
+            let config = Config { injection: InjectionConfig { timezone: tz.name(), ..Default::default() }, ..Default::default() };
+            assert!(config.validate().is_ok(), "{}", tz.name());
+        }
     }
 }

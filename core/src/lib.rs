@@ -30,6 +30,7 @@ pub mod clock;
 pub mod config;
 pub mod conversation;
 pub mod engine;
+mod iana;
 pub mod json;
 pub mod load;
 pub mod render;
@@ -41,7 +42,7 @@ pub mod tracker;
 mod zone_rules;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
-pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning};
+pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning, ZoneName};
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
 pub use render::{HintTooLong, LiveFields};

@@ -93,6 +93,7 @@ pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIE
     extra_fields: heapless::Vec<(Span, Span), FIELDS>,
     emit_hint_event: bool,
     strict: bool,
+    filtered_zone_falls_back_to_utc: bool,
     context: ContextConfig,
 }
 
@@ -124,6 +125,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             extra_fields: heapless::Vec::new(),
             emit_hint_event: d.emit_hint_event,
             strict: d.strict,
+            filtered_zone_falls_back_to_utc: d.filtered_zone_falls_back_to_utc,
             context: ContextConfig::default(),
         }
     }
@@ -151,6 +153,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
                 extra_fields: FieldList::Spans { text, spans: &self.extra_fields },
                 emit_hint_event: self.emit_hint_event,
                 strict: self.strict,
+                filtered_zone_falls_back_to_utc: self.filtered_zone_falls_back_to_utc,
             },
             context: self.context,
         }
@@ -221,6 +224,8 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             self.emit_hint_event = lax_bool(value, Field::EmitHintEvent)?;
         } else if key.eq_str("strict") {
             self.strict = lax_bool(value, Field::Strict)?;
+        } else if key.eq_str("filtered_zone_falls_back_to_utc") {
+            self.filtered_zone_falls_back_to_utc = lax_bool(value, Field::FilteredZoneFallsBackToUtc)?;
         }
         Ok(())
     }
@@ -318,12 +323,12 @@ fn lax_float(value: Value<'_>, field: Field) -> Result<f64, LoadError> {
     let err = LoadError::WrongType { field, expected: "a number" };
     let mut buf = heapless::String::new();
     match value.kind() {
-        Kind::Number => value.number_text().and_then(|t| t.parse().ok()).ok_or(err),
+        Kind::Number => value.number_text().and_then(parse_f64).ok_or(err),
         Kind::Bool(b) => Ok(if b { 1.0 } else { 0.0 }),
         Kind::NaN => Ok(f64::NAN),
         Kind::Infinity => Ok(f64::INFINITY),
         Kind::NegInfinity => Ok(f64::NEG_INFINITY),
-        Kind::String => short_str(value, &mut buf).and_then(|s| py_strip(s).parse().ok()).ok_or(err),
+        Kind::String => short_str(value, &mut buf).and_then(|s| parse_f64(py_strip(s))).ok_or(err),
         _ => Err(err),
     }
 }
@@ -342,8 +347,8 @@ fn lax_uint(value: Value<'_>, field: Field) -> Result<u64, LoadError> {
                 return Ok(n);
             }
             // A JSON float is accepted when it has no fraction (3.0, 3e0).
-            match text.parse::<f64>() {
-                Ok(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
+            match parse_f64(text) {
+                Some(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
                 _ => Err(err),
             }
         }
@@ -364,13 +369,99 @@ fn integer_string(text: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// `text.parse::<f64>()`: Python's `float(text)` for what pydantic hands it.
+#[cfg(feature = "python-floats")]
+fn parse_f64(text: &str) -> Option<f64> {
+    text.parse().ok()
+}
+
+/// Without `python-floats`, [`exact_f64`] instead of core's float parser,
+/// whose tables cost about 13 KB of flash.
+#[cfg(not(feature = "python-floats"))]
+fn parse_f64(text: &str) -> Option<f64> {
+    exact_f64(text)
+}
+
+/// `text.parse::<f64>()` (the same syntax: sign, `inf`, `infinity`, `nan`,
+/// `1.`, `.5`, exponents) where one IEEE operation gives the correctly
+/// rounded value (Clinger's fast path: at most 2^53 in the digits, a power
+/// of ten up to 10^22), else `None`. Every configuration value people write
+/// (`0.8`, `"0.25"`, `4096`, `1e-3`) is on the path; one with more than 15
+/// significant digits may not be, and is then rejected naming its field.
+#[cfg_attr(feature = "python-floats", allow(dead_code))]
+fn exact_f64(text: &str) -> Option<f64> {
+    let (negative, rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, text.get(1..)?),
+        Some(b'+') => (false, text.get(1..)?),
+        _ => (false, text),
+    };
+    let magnitude = if rest.eq_ignore_ascii_case("inf") || rest.eq_ignore_ascii_case("infinity") {
+        f64::INFINITY
+    } else if rest.eq_ignore_ascii_case("nan") {
+        f64::NAN
+    } else {
+        exact_decimal(rest)?
+    };
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+#[cfg_attr(feature = "python-floats", allow(dead_code))]
+fn exact_decimal(text: &str) -> Option<f64> {
+    const POW10: [f64; 23] =
+        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+    const EXACT: u64 = 1 << 53;
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (text.get(..i)?, text.get(i + 1..)?),
+        None => (text, "0"),
+    };
+    let exp_digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int.is_empty() && frac.is_empty()) || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // The digits as an integer, trailing zeros counted apart so that
+    // `0.50000000000000000000` still fits.
+    let (mut digits, mut zeros) = (0u64, 0i64);
+    for b in int.bytes().chain(frac.bytes()) {
+        if b == b'0' {
+            zeros += 1;
+            continue;
+        }
+        for _ in 0..=zeros {
+            digits = digits.checked_mul(10)?;
+        }
+        digits = digits.checked_add(u64::from(b - b'0'))?;
+        zeros = 0;
+    }
+    if digits == 0 {
+        return Some(0.0);
+    }
+    let exp: i64 = exponent.parse().ok()?;
+    let exp10 = exp.checked_add(zeros)?.checked_sub(i64::try_from(frac.len()).ok()?)?;
+    if digits > EXACT {
+        return None;
+    }
+    match usize::try_from(exp10) {
+        Ok(e) if e < POW10.len() => Some(digits as f64 * POW10[e]),
+        // 123e25 = 123000e22: still exact when the digits stay below 2^53.
+        Ok(e) => {
+            let scaled = digits.checked_mul(10u64.checked_pow(u32::try_from(e - 22).ok()?)?)?;
+            (scaled <= EXACT).then_some(scaled as f64 * 1e22)
+        }
+        Err(_) => POW10.get(usize::try_from(exp10.checked_neg()?).ok()?).map(|p| digits as f64 / p),
+    }
+}
+
 /// pydantic's lax `bool`.
 fn lax_bool(value: Value<'_>, field: Field) -> Result<bool, LoadError> {
     let err = LoadError::WrongType { field, expected: "a boolean" };
     let mut buf = heapless::String::new();
     match value.kind() {
         Kind::Bool(b) => Ok(b),
-        Kind::Number => match value.number_text().and_then(|t| t.parse::<f64>().ok()) {
+        Kind::Number => match value.number_text().and_then(parse_f64) {
             Some(0.0) => Ok(false),
             Some(1.0) => Ok(true),
             _ => Err(err),
@@ -427,6 +518,52 @@ mod tests {
         assert_eq!(c.injection.tool_retries_limit, 3);
         assert_eq!(c.injection.time_interval, 1.0);
         assert!(!c.injection.emit_hint_event);
+        assert!(!c.injection.filtered_zone_falls_back_to_utc);
+        assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
+    }
+
+    #[test]
+    fn exact_floats_agree_with_core_where_they_answer() {
+        let on_path = [
+            "0.8",
+            "0.25",
+            "4096",
+            "1e-3",
+            "-0.0",
+            "+.5",
+            "1.",
+            "0.50000000000000000000",
+            "123e25",
+            "9007199254740992",
+            "1E22",
+            "inf",
+            "-Infinity",
+            "NaN",
+        ];
+        for text in on_path {
+            let want: f64 = text.parse().unwrap();
+            let got = exact_f64(text).unwrap_or_else(|| panic!("{text}: off the fast path"));
+            assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{text}");
+        }
+        for text in ["", ".", "e5", "1e", "1e+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
+            assert_eq!(exact_f64(text), None, "{text:?}");
+            assert!(text.parse::<f64>().is_err(), "{text:?}");
+        }
+        // Off the fast path: refused rather than rounded twice.
+        for text in ["0.30000000000000004441", "9007199254740993", "1e-23", "1e400"] {
+            assert_eq!(exact_f64(text), None, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn exact_floats_are_correctly_rounded(digits in 0u64..1 << 54, exp in -30i32..30, frac in 0usize..20) {
+            let s = std::format!("{digits}");
+            let text = if frac < s.len() { std::format!("{}.{}e{exp}", &s[..s.len() - frac], &s[s.len() - frac..]) } else { std::format!("{s}e{exp}") };
+            if let Some(got) = exact_f64(&text) {
+                proptest::prop_assert_eq!(got.to_bits(), text.parse::<f64>().unwrap().to_bits(), "{}", text);
+            }
+        }
     }
 
     #[test]
@@ -497,6 +634,7 @@ mod tests {
             "extra_fields",
             "emit_hint_event",
             "strict",
+            "filtered_zone_falls_back_to_utc",
             "trigger_ratio",
             "reserve_ratio",
             "compression_tool_enabled",

@@ -93,6 +93,8 @@ const AMERICA_DIRS: &[&str] = &["Argentina", "Indiana", "Kentucky", "North_Dakot
 enum Lookup {
     Found(Zone),
     NotFound,
+    /// An IANA zone this build left out (`zone-filter`).
+    NotCompiledIn,
     /// `ZoneInfo` raises something other than `ValueError` and the
     /// reference crashes.
     Crash,
@@ -185,6 +187,7 @@ fn lookup(name: &str) -> Lookup {
     }
     match Tz::from_str(key) {
         Ok(tz) => Lookup::Found(Zone::Named(tz)),
+        Err(_) if crate::iana::is_iana_zone(key) => Lookup::NotCompiledIn,
         Err(_) => Lookup::NotFound,
     }
 }
@@ -205,6 +208,13 @@ pub fn resolve_zone(name: &str) -> Option<Zone> {
         Lookup::Found(zone) => Some(zone),
         _ => None,
     }
+}
+
+/// Whether `name` is an IANA zone that this build left out (chrono-tz's
+/// `filter-by-regex` with `CHRONO_TZ_TIMEZONE_FILTER`), where
+/// [`resolve_zone`] returns `None` although the reference would load it.
+pub fn zone_not_compiled_in(name: &str) -> bool {
+    lookup(name) == Lookup::NotCompiledIn
 }
 
 /// Whether `ZoneInfo(name)` crashes the reference (an exception other than

@@ -6,8 +6,9 @@
 //! - `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
 //!   and runs it in QEMU with an emulated TMP105 whose temperature changes
 //!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
-//! - `cargo xtask size`: the firmware's flash and RAM (peak stack measured)
-//!   against its budget.
+//! - `cargo xtask size`: the core's footprint on devices (flash of minimal
+//!   programs, the worst-case stack of one decision; see [`footprint`]), then
+//!   the firmware's flash and RAM (peak stack measured) against its budget.
 //! - `cargo xtask fuzz [--minutes N]`: runs the cargo-fuzz targets for a
 //!   chosen time, keeping the corpus they grow, then the sim's property
 //!   tests with many cases (see [`fuzz`]).
@@ -22,10 +23,12 @@ use std::time::Instant;
 mod bench;
 mod firmware;
 mod nopanic;
+mod footprint;
 mod qemu;
 
 /// Targets the core must build for with no allocator.
-const THUMB_TARGETS: &[&str] = &["thumbv7m-none-eabi", "thumbv7em-none-eabihf"];
+const THUMB_TARGETS: &[&str] =
+    &["thumbv7m-none-eabi", "thumbv7em-none-eabihf", "thumbv6m-none-eabi", "thumbv8m.main-none-eabihf", "riscv32imc-unknown-none-elf"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
@@ -118,6 +121,8 @@ fn test() -> Result<(), String> {
             .arg(root().join("fuzz/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
     )?;
+    check_msrv()?;
+    footprint::check_stack()?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
@@ -127,6 +132,49 @@ fn test() -> Result<(), String> {
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
             .envs(firmware_env),
     )
+}
+
+/// The workspace's `rust-version`: the oldest Rust the whole dependency
+/// graph builds with.
+fn msrv() -> Result<String, String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).map_err(|e| format!("Cargo.toml: {e}"))?;
+    manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \"")?.strip_suffix('"'))
+        .map(str::to_string)
+        .ok_or_else(|| "Cargo.toml has no workspace rust-version".into())
+}
+
+/// Checks the core with the toolchain `rust-version` names (installed with
+/// rustup when missing), for the host and a device target, with the
+/// committed Cargo.lock.
+fn check_msrv() -> Result<(), String> {
+    let msrv = msrv()?;
+    let toolchains = output(Command::new("rustup").args(["toolchain", "list"])).unwrap_or_default();
+    if !toolchains.lines().any(|l| l.starts_with(&format!("{msrv}-"))) {
+        run(
+            &format!("rustup toolchain install {msrv}"),
+            Command::new("rustup").args(["toolchain", "install", &msrv, "--profile", "minimal"]),
+        )?;
+    }
+    let device = THUMB_TARGETS[1];
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed", "--toolchain", &msrv])).unwrap_or_default();
+    if !installed.lines().any(|l| l.trim() == device) {
+        run(
+            &format!("rustup target add {device} (Rust {msrv})"),
+            Command::new("rustup").args(["target", "add", device, "--toolchain", &msrv]),
+        )?;
+    }
+    for target in [None, Some(device)] {
+        // `cargo +VERSION` through rustup's proxy, with its own target dir.
+        let mut cmd = Command::new("cargo");
+        cmd.arg(format!("+{msrv}")).args(["check", "--locked", "-p", "envaware"]).env("CARGO_TARGET_DIR", root().join("target/msrv"));
+        if let Some(t) = target {
+            cmd.args(["--target", t]);
+        }
+        run(&format!("check the core with Rust {msrv} (rust-version) for {}", target.unwrap_or("the host")), &mut cmd)?;
+    }
+    Ok(())
 }
 
 /// Runs `cargo test`, passing its output through, and closes with one
@@ -262,7 +310,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("demo") if args.iter().any(|a| a == "--host") => host_demo(),
         Some("demo") => firmware::demo(&args[1..]),
-        Some("size") => firmware::size(),
+        Some("size") => footprint::size().and_then(|()| firmware::size()),
         Some("bench") => bench::bench(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
