@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod plot;
 mod replay;
 
 use envaware_sim::{fuzz, scenario};
