@@ -208,6 +208,11 @@ fn utc_offset(zone: &str, t: Timestamp) -> i32 {
         .map_or(0, |utc| tz.offset_from_utc_datetime(&utc.naive_utc()).fix().local_minus_utc())
 }
 
+/// A token count for people: `(0.8 - 0.2) * 128000` is 76800.00000000001.
+fn tokens_text(v: f64) -> String {
+    whole(v).map_or_else(|| format!("{v:.2}"), |n| n.to_string())
+}
+
 fn offset_text(seconds: i32) -> String {
     let sign = if seconds < 0 { '-' } else { '+' };
     let s = seconds.unsigned_abs();
@@ -320,7 +325,8 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
             mark(1, true, with_hint(format!("{}: {pending} pending, {in_progress} in progress", step_head("tasks", r)), r));
         }
         if r.context_length {
-            let head = format!("{}: {} tokens, reminder above {}", step_head("context length", r), r.input_tokens, r.reminder_tokens);
+            let head =
+                format!("{}: {} tokens, reminder above {}", step_head("context length", r), r.input_tokens, tokens_text(r.reminder_tokens));
             mark(2, true, with_hint(head, r));
         }
         if let Some(count) = r.tool_error {
@@ -393,7 +399,8 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
     }
     for (i, v) in reminder_changes {
         let r = &records[i];
-        let title = format!("reminder threshold from step {}: {v} tokens (the context-length reminder fires above it)", r.step);
+        let title =
+            format!("reminder threshold from step {}: {} tokens (the context-length reminder fires above it)", r.step, tokens_text(v));
         marks.push(Mark { at: (r.step as f64 - 0.5, v), color: CONTEXT, filled: false, radius: 4, title });
     }
     for (i, v) in trigger_changes {
@@ -408,7 +415,7 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
             "{}: {} input tokens (reminder above {}, compression at {})",
             step_head("tokens", r),
             r.input_tokens,
-            r.reminder_tokens,
+            tokens_text(r.reminder_tokens),
             r.trigger_tokens
         );
         marks.push(Mark { at: (r.step as f64, r.input_tokens as f64), color: GREY, filled: true, radius: 4, title });

@@ -674,6 +674,7 @@ fn as_dump(text: &str) -> Option<Value> {
 
 /// Replays `text` (a trace, or a context dump), writing the report to `out`
 /// and, when given, each step's scenario to `emit`.
+#[cfg_attr(not(test), allow(dead_code))] // the binary itself wants the records
 pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, emit: Option<&mut dyn Write>) -> Result<Summary, ReplayError> {
     replay_with_records(text, opts, out, emit).map(|(summary, _)| summary)
 }
