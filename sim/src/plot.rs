@@ -344,25 +344,22 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
     draw_marks(&mut chart, marks, titles)
 }
 
-/// A value per step drawn as a flat segment over the step's width, and a
-/// mark where the value changes.
-fn segments(records: &[StepRecord], value: impl Fn(&StepRecord) -> Option<f64>) -> (Vec<Vec<(f64, f64)>>, Vec<(usize, f64)>) {
-    let (mut lines, mut changes): (Vec<Vec<(f64, f64)>>, Vec<(usize, f64)>) = (Vec::new(), Vec::new());
-    let mut prev: Option<f64> = None;
+/// Points of a line in chart coordinates.
+type Polyline = Vec<(f64, f64)>;
+
+/// A value per step drawn as a flat segment over the step's width: the
+/// lines (a new one where the value changes), and where each begins
+/// (record index, value).
+fn segments(records: &[StepRecord], value: impl Fn(&StepRecord) -> f64) -> (Vec<Polyline>, Vec<(usize, f64)>) {
+    let (mut lines, mut changes): (Vec<Polyline>, Vec<(usize, f64)>) = (Vec::new(), Vec::new());
     for (i, r) in records.iter().enumerate() {
-        let x = r.step as f64;
-        match value(r) {
-            Some(v) => {
-                if prev != Some(v) {
-                    changes.push((i, v));
-                    lines.push(Vec::new());
-                }
-                if let Some(line) = lines.last_mut() {
-                    line.extend([(x - 0.5, v), (x + 0.5, v)]);
-                }
-                prev = Some(v);
-            }
-            None => prev = None,
+        let (x, v) = (r.step as f64, value(r));
+        if changes.last().is_none_or(|&(_, last)| last != v) {
+            changes.push((i, v));
+            lines.push(Vec::new());
+        }
+        if let Some(line) = lines.last_mut() {
+            line.extend([(x - 0.5, v), (x + 0.5, v)]);
         }
     }
     (lines, changes)
@@ -389,8 +386,8 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
         .draw()
         .map_err(err)?;
     let mut marks = Vec::new();
-    let (reminder_lines, reminder_changes) = segments(records, |r| Some(r.reminder_tokens));
-    let (trigger_lines, trigger_changes) = segments(records, |r| Some(r.trigger_tokens as f64));
+    let (reminder_lines, reminder_changes) = segments(records, |r| r.reminder_tokens);
+    let (trigger_lines, trigger_changes) = segments(records, |r| r.trigger_tokens as f64);
     for line in reminder_lines {
         chart.draw_series(DashedLineSeries::new(line, 14, 8, CONTEXT.stroke_width(2))).map_err(err)?;
     }
@@ -464,7 +461,7 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         .draw()
         .map_err(err)?;
     let mut marks = Vec::new();
-    let (interval_lines, interval_changes) = segments(records, |r| Some(r.time_interval_hours * 60.0));
+    let (interval_lines, interval_changes) = segments(records, |r| r.time_interval_hours * 60.0);
     for line in interval_lines {
         chart.draw_series(DashedLineSeries::new(line, 14, 8, TIME.stroke_width(2))).map_err(err)?;
     }

@@ -5,7 +5,8 @@
 //!   the cross-target no_std checks, and every test.
 //! - `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
 //!   and runs it in QEMU with an emulated TMP105 whose temperature changes
-//!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
+//!   at each step; `--host` runs the host demo (`examples/demo.jsonl`) and
+//!   draws the greenhouse session's timeline.
 //! - `cargo xtask size`: the firmware's flash and RAM (peak stack measured)
 //!   against its budget.
 //! - `cargo xtask fuzz`: runs the cargo-fuzz targets for a bounded time,
@@ -114,12 +115,19 @@ fn test() -> Result<(), String> {
             .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
+    // The timeline test opens the SVG in a real browser.
+    let chromium = firmware::ensure_apt_tool(
+        env::var_os("ENVAWARE_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from),
+        "chromium",
+        &["--no-install-recommends"],
+    )?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
         cargo()
             .args(["test", "--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
+            .env("ENVAWARE_CHROMIUM", chromium)
             .envs(firmware_env),
     )
 }
@@ -158,8 +166,17 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 fn host_demo() -> Result<(), String> {
     run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    let sim = root().join("target/debug/envaware-sim");
     let scenarios = root().join("examples/demo.jsonl");
-    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))
+    run("envaware-sim eval examples/demo.jsonl", Command::new(&sim).arg("eval").arg(scenarios))?;
+    let svg = root().join("target/demo/greenhouse-timeline.svg");
+    std::fs::create_dir_all(root().join("target/demo")).map_err(|e| format!("target/demo: {e}"))?;
+    run(
+        "envaware-sim replay examples/greenhouse.trace.jsonl --plot",
+        Command::new(&sim).args(["replay", "examples/greenhouse.trace.jsonl", "--plot"]).arg(&svg),
+    )?;
+    println!("the greenhouse session's timeline: {} (open it in a browser; hover a mark for its hint)", svg.display());
+    Ok(())
 }
 
 /// The cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`).
