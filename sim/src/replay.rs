@@ -500,7 +500,7 @@ impl Session {
             clock_set: std::mem::take(&mut self.clock_set),
             zone: inj.timezone.to_string(),
             time: matches!(decision.time, TimeDecision::Inject(_)),
-            time_skipped: matches!(decision.time, TimeDecision::Skipped(_)),
+            time_skipped: matches!(decision.time, TimeDecision::Skipped(TimeSkipped::ClockUnset)),
             tasks: decision.tasks.map(|t| (t.pending, t.in_progress)),
             context_length: decision.context.is_some(),
             tool_error: decision.tool_error.map(|t| t.count),

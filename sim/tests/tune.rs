@@ -35,10 +35,22 @@ fn hint_too_long(text: &str) -> (u64, u64) {
 
 #[test]
 fn a_hint_that_does_not_fit_is_shrunk_to_a_trace_that_replays_to_the_same_hint_too_long() {
-    let trace = tmp("overflow.trace.jsonl");
-    let (code, out, err) =
-        sim(&["fuzz", "--config", "examples/sprout.config.json", "--hint-capacity", "256", "--trace-out", trace.to_str().unwrap()]);
+    let (trace, svg) = (tmp("overflow.trace.jsonl"), tmp("overflow.svg"));
+    let (code, out, err) = sim(&[
+        "fuzz",
+        "--config",
+        "examples/sprout.config.json",
+        "--hint-capacity",
+        "256",
+        "--trace-out",
+        trace.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out}\n{err}");
+    // The shrunk session's timeline marks the step whose hint does not fit.
+    let picture = std::fs::read_to_string(&svg).expect("the timeline");
+    assert_eq!(picture.matches("<title>hint too long at step ").count(), 1, "{picture}");
     let (needed, capacity) = hint_too_long(&out);
     assert_eq!(capacity, 256);
     assert!(needed > 256, "{out}");
