@@ -166,16 +166,28 @@ fn count_before(line: &str, label: &str) -> u64 {
 
 fn host_demo() -> Result<(), String> {
     run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
-    let sim = root().join("target/debug/envaware-sim");
     let scenarios = root().join("examples/demo.jsonl");
-    run("envaware-sim eval examples/demo.jsonl", Command::new(&sim).arg("eval").arg(scenarios))?;
-    let svg = root().join("target/demo/greenhouse-timeline.svg");
-    std::fs::create_dir_all(root().join("target/demo")).map_err(|e| format!("target/demo: {e}"))?;
-    run(
-        "envaware-sim replay examples/greenhouse.trace.jsonl --plot",
-        Command::new(&sim).args(["replay", "examples/greenhouse.trace.jsonl", "--plot"]).arg(&svg),
-    )?;
-    println!("the greenhouse session's timeline: {} (open it in a browser; hover a mark for its hint)", svg.display());
+    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))?;
+    timeline(&root().join("examples/greenhouse.trace.jsonl"), &root().join("target/demo/greenhouse-timeline.svg"))
+}
+
+/// Draws the timeline of a replay trace (or an AgentScope dump) with the
+/// built `envaware-sim replay --plot`, and says where it is.
+fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
+    if let Some(dir) = svg.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let out = Command::new(root().join("target/debug/envaware-sim"))
+        .arg("replay")
+        .arg(trace)
+        .arg("--plot")
+        .arg(svg)
+        .output()
+        .map_err(|e| format!("envaware-sim replay --plot: cannot start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("envaware-sim replay {} --plot failed: {}", trace.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    println!("the session's timeline: {} (open it in a browser; hover a mark for its hint)", svg.display());
     Ok(())
 }
 
