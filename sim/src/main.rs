@@ -1,5 +1,6 @@
 //! `envaware-sim`: the host tool that drives the envaware core.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
@@ -7,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod plot;
 mod replay;
+mod tune;
 
 use envaware_sim::{fuzz, scenario};
 
@@ -60,9 +63,92 @@ struct FuzzArgs {
     /// `time-boundary` (`<` for `<=`) or `tool-arguments`.
     #[arg(long, hide = true)]
     broken: Option<String>,
+    /// Fuzz your own configuration: a JSON file holding a `config` trace
+    /// event's value, kept fixed while the sessions vary. Prints how often
+    /// each dimension fired per 100 steps and the longest hint.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// With --config: the device's hint buffer in bytes. A session where a
+    /// hint does not fit is shrunk and written as a replay trace.
+    #[arg(long, value_name = "N", requires = "config")]
+    hint_capacity: Option<usize>,
+    /// With --config: where to write the shrunk session as a replay trace.
+    #[arg(long, value_name = "FILE", default_value = "fuzz-hint-too-long.trace.jsonl", requires = "config")]
+    trace_out: PathBuf,
+    /// With --config: draw the timeline of the shrunk session (else of the
+    /// session with the longest hint) to this SVG file.
+    #[arg(long, value_name = "FILE.svg", requires = "config")]
+    plot: Option<PathBuf>,
+}
+
+/// Writes to standard output; a reader that went away (`| head`) is not
+/// an error. Returns whether the text was written or the reader is gone.
+fn print_out(text: &str) -> bool {
+    match io::stdout().lock().write_all(text.as_bytes()).and_then(|()| io::stdout().lock().flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => true,
+        Err(e) => {
+            eprintln!("envaware-sim: {e}");
+            false
+        }
+    }
+}
+
+/// `fuzz --config`: the user's configuration over random sessions.
+fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
+    let config =
+        match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("envaware-sim: cannot read {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        };
+    let options = tune::TuneOptions { config, hint_capacity: args.hint_capacity, cases: args.cases, seed: args.seed, steps: args.steps };
+    let report = match tune::tune(&options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("envaware-sim: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut text = tune::summary(&report, args.hint_capacity);
+    let plotted = report.shrunk.as_ref().map_or(&report.longest_trace, |s| &s.0);
+    if let Some((trace, ..)) = &report.shrunk {
+        let comment =
+            serde_json::json!({"#": format!("envaware-sim fuzz --config {}: shrunk session whose hint does not fit", path.display())});
+        match std::fs::write(&args.trace_out, format!("{comment}\n{trace}")) {
+            Ok(()) => {
+                let out = args.trace_out.display();
+                let cap = args.hint_capacity.unwrap_or_default();
+                let _ = writeln!(text, "wrote {out}; replay it: envaware-sim replay {out} --hint-capacity {cap}");
+            }
+            Err(e) => eprintln!("envaware-sim: cannot write {}: {e}", args.trace_out.display()),
+        }
+    }
+    if let Some(svg) = &args.plot {
+        let opts = replay::Options { json: true, hint_capacity: args.hint_capacity, ..replay::Options::default() };
+        let drawn = replay::replay_with_records(plotted, &opts, &mut io::sink(), None)
+            .map_err(|e| e.to_string())
+            .and_then(|(_, records)| plot::render(&records, "envaware-sim fuzz --config: a session"))
+            .and_then(|s| std::fs::write(svg, s).map_err(|e| e.to_string()));
+        match drawn {
+            Ok(()) => eprintln!("wrote the timeline to {}", svg.display()),
+            Err(e) => eprintln!("envaware-sim: cannot draw {}: {e}", svg.display()),
+        }
+    }
+    let written = print_out(&text);
+    if report.shrunk.is_some() || !written {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn fuzz_main(args: FuzzArgs) -> ExitCode {
+    if let Some(path) = args.config.clone() {
+        return tune_main(&args, &path);
+    }
     let broken = match args.broken.as_deref() {
         None => None,
         Some("time-boundary") => Some(envaware_sim::model::Breakage::TimeBoundaryStrict),
@@ -87,26 +173,34 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    print!("{}", fuzz::summary(&report.stats));
+    let mut text = fuzz::summary(&report.stats);
     if let Some((case, mismatch)) = report.failure {
-        print!("{}", fuzz::describe(&case, &mismatch));
-        let text: String = mismatch.scenarios.iter().map(|l| format!("{l}\n")).collect();
-        match std::fs::write(&args.out, text) {
-            Ok(()) => println!(
-                "wrote the session's {} steps to {} (the last one mismatches); replay: envaware-sim eval {}",
-                mismatch.scenarios.len(),
-                args.out.display(),
-                args.out.display()
-            ),
+        text.push_str(&fuzz::describe(&case, &mismatch));
+        let lines: String = mismatch.scenarios.iter().map(|l| format!("{l}\n")).collect();
+        match std::fs::write(&args.out, lines) {
+            Ok(()) => {
+                let _ = writeln!(
+                    text,
+                    "wrote the session's {} steps to {} (the last one mismatches); replay: envaware-sim eval {}",
+                    mismatch.scenarios.len(),
+                    args.out.display(),
+                    args.out.display()
+                );
+            }
             Err(e) => eprintln!("envaware-sim: cannot write {}: {e}", args.out.display()),
         }
+        print_out(&text);
         return ExitCode::FAILURE;
     }
     let silent = report.stats.silent_dimensions();
     if !silent.is_empty() {
-        println!("never fired: {}", silent.join(", "));
+        let _ = writeln!(text, "never fired: {}", silent.join(", "));
     }
-    ExitCode::SUCCESS
+    if print_out(&text) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
 }
 
 fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {

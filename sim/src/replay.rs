@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::plot::{self, StepRecord};
 use crate::scenario::{self, Evaluation, SimConfigBuf};
 
 /// How the replay prints, and what it starts from.
@@ -44,6 +45,9 @@ pub struct Options {
     pub config: Option<String>,
     /// The token count at the start.
     pub tokens: Option<i64>,
+    /// The device's hint buffer, in bytes: a longer hint is reported as
+    /// `HintTooLong` and, as on the device, not appended.
+    pub hint_capacity: Option<usize>,
 }
 
 /// What a replay did.
@@ -143,6 +147,14 @@ struct Session {
     /// Counter for generated ids.
     ids: u64,
     summary: Summary,
+    /// One record per step, for `--plot`.
+    records: Vec<StepRecord>,
+    /// The time hints this replay appended, and when.
+    told: Vec<(String, Timestamp)>,
+    /// Compressions since the previous step.
+    compressions: Vec<String>,
+    /// Whether `set_clock` came since the previous step.
+    clock_set: bool,
 }
 
 impl Session {
@@ -161,6 +173,10 @@ impl Session {
             last_call: None,
             ids: 0,
             summary: Summary::default(),
+            records: Vec::new(),
+            told: Vec::new(),
+            compressions: Vec::new(),
+            clock_set: false,
         }
     }
 
@@ -249,6 +265,7 @@ impl Session {
         match event {
             "config" => self.apply_config(value).map_err(invalid)?,
             "set_clock" => {
+                self.clock_set = true;
                 self.clock = match parse("set_clock")? {
                     Value::Null => None,
                     Value::String(s) => Some(scenario::parse_now(&s).map_err(|e| invalid(e.replacen("now", "set_clock", 1)))?),
@@ -376,6 +393,7 @@ impl Session {
                     _ => return Err(invalid("compress: expected the number of newest messages to keep, or \"all\"".into())),
                 };
                 let drop = self.context.len().saturating_sub(keep);
+                self.compressions.push(format!("line {line}: kept {} of {} messages", self.context.len() - drop, self.context.len()));
                 self.context.drain(..drop);
             }
             "step" => {
@@ -452,22 +470,57 @@ impl Session {
         }
 
         let mut clock = FixedClock(self.clock);
-        let mut size = 4096;
+        // With `--hint-capacity` the first try is the device's buffer; the
+        // whole text is rendered after it all the same, for the report.
+        let mut too_long = None;
+        let mut size = opts.hint_capacity.unwrap_or(4096);
         let (hint, decision, event, warnings) = loop {
             let mut text = vec![0u8; size];
             match engine.step(&conversation, &step, &mut clock, &mut (), &mut text) {
                 Ok(o) => {
                     break (o.hint.map(str::to_string), o.decision, o.event, o.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>())
                 }
-                Err(e) => size = e.needed,
+                Err(e) => {
+                    if opts.hint_capacity.is_some() && too_long.is_none() {
+                        too_long = Some(e);
+                    }
+                    size = e.needed;
+                }
             }
         };
         self.summary.steps += 1;
         let source = engine.config().config().injection.injection_source.to_string();
         let evaluation = Evaluation::Hint { hint: hint.clone(), event, warnings: warnings.clone() };
+        let valid = engine.config();
+        let (inj, ctx) = (&valid.config().injection, &valid.config().context);
+        self.records.push(StepRecord {
+            step: self.summary.steps,
+            line,
+            clock: self.clock,
+            clock_set: std::mem::take(&mut self.clock_set),
+            zone: inj.timezone.to_string(),
+            time: matches!(decision.time, TimeDecision::Inject(_)),
+            time_skipped: matches!(decision.time, TimeDecision::Skipped(TimeSkipped::ClockUnset)),
+            tasks: decision.tasks.map(|t| (t.pending, t.in_progress)),
+            context_length: decision.context.is_some(),
+            tool_error: decision.tool_error.map(|t| t.count),
+            hint: hint.clone(),
+            too_long: too_long.map(|e| (e.needed, e.capacity)),
+            input_tokens: self.input_tokens,
+            reminder_tokens: (ctx.trigger_ratio - valid.buffer_ratio()) * self.context_size as f64,
+            trigger_tokens: (ctx.trigger_ratio * self.context_size as f64) as i64,
+            time_interval_hours: inj.time_interval,
+            told_at: plot::newest_time_hint(&conversation, &source)
+                .and_then(|text| self.told.iter().rev().find(|(t, _)| t == text).map(|(_, at)| *at)),
+            compressions: std::mem::take(&mut self.compressions),
+        });
 
         if opts.json {
-            serde_json::to_writer(&mut *out, &evaluation.to_json()).map_err(io::Error::from)?;
+            let mut line = evaluation.to_json();
+            if let (Some(e), Value::Object(m)) = (too_long, &mut line) {
+                m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
+            }
+            serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
             writeln!(out)?;
         } else {
             let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
@@ -505,10 +558,19 @@ impl Session {
             for w in &warnings {
                 let _ = writeln!(report, "  warning: {w}");
             }
+            if let Some(e) = too_long {
+                let _ = writeln!(report, "  HintTooLong {{ needed: {}, capacity: {} }}: not injected, {e}", e.needed, e.capacity);
+            }
             out.write_all(report.as_bytes())?;
         }
 
-        if let Some(text) = hint {
+        // As on the device, a hint too long for the buffer is not appended.
+        if let Some(text) = hint.filter(|_| too_long.is_none()) {
+            if matches!(decision.time, TimeDecision::Inject(_)) {
+                if let Some(now) = self.clock {
+                    self.told.push((text.clone(), now));
+                }
+            }
             self.summary.hints += 1;
             let id = self.next_id("hint");
             // As AgentScope: appended to the persistent context.
@@ -612,7 +674,18 @@ fn as_dump(text: &str) -> Option<Value> {
 
 /// Replays `text` (a trace, or a context dump), writing the report to `out`
 /// and, when given, each step's scenario to `emit`.
-pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, mut emit: Option<&mut dyn Write>) -> Result<Summary, ReplayError> {
+#[cfg_attr(not(test), allow(dead_code))] // the binary itself wants the records
+pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, emit: Option<&mut dyn Write>) -> Result<Summary, ReplayError> {
+    replay_with_records(text, opts, out, emit).map(|(summary, _)| summary)
+}
+
+/// [`replay`], also returning what each step did, for [`plot::render`].
+pub fn replay_with_records(
+    text: &str,
+    opts: &Options,
+    out: &mut dyn Write,
+    mut emit: Option<&mut dyn Write>,
+) -> Result<(Summary, Vec<StepRecord>), ReplayError> {
     let mut session = Session::new();
     let start = |message: String| ReplayError::Invalid { line: 0, message };
     if let Some(config) = &opts.config {
@@ -656,7 +729,7 @@ pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, mut emit: Option<
             session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
         }
         session.step(cur_iter, out, emit, opts, 0)?;
-        return Ok(session.summary);
+        return Ok((session.summary, session.records));
     }
 
     for (i, raw_line) in text.split('\n').enumerate() {
@@ -681,7 +754,7 @@ pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, mut emit: Option<
             }
         }
     }
-    Ok(session.summary)
+    Ok((session.summary, session.records))
 }
 
 /// `envaware-sim replay`'s arguments.
@@ -712,6 +785,13 @@ pub struct ReplayArgs {
     /// The input token count at the start.
     #[arg(long, value_name = "N")]
     pub tokens: Option<i64>,
+    /// Draw the session's timeline to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+    /// The device's hint buffer in bytes: a longer hint is reported as
+    /// `HintTooLong` and not appended; the exit status is then 1.
+    #[arg(long, value_name = "N")]
+    pub hint_capacity: Option<usize>,
 }
 
 /// The whole lines of `bytes` before the first that is not valid UTF-8,
@@ -762,18 +842,33 @@ pub fn main(args: ReplayArgs) -> std::process::ExitCode {
         },
         None => None,
     };
-    let opts = Options { json: args.json, now: args.now, agent: args.agent, config, tokens: args.tokens };
+    let opts =
+        Options { json: args.json, now: args.now, agent: args.agent, config, tokens: args.tokens, hint_capacity: args.hint_capacity };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    let result = replay(text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
+    let result = replay_with_records(text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
     let flushed = out.flush().and_then(|()| emit_file.as_mut().map_or(Ok(()), Write::flush));
     match (result, flushed) {
         (Err(ReplayError::Io(e)), _) | (Ok(_), Err(e)) => fail(e.to_string(), 2),
         (Err(e), _) => fail(e.to_string(), 1),
         (Ok(_), Ok(())) if bad_line.is_some() => fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1),
-        (Ok(summary), Ok(())) => {
+        (Ok((summary, records)), Ok(())) => {
             if !opts.json {
                 eprintln!("{} steps, {} hints", summary.steps, summary.hints);
+            }
+            if let Some(path) = &args.plot {
+                let name = args.file.as_ref().and_then(|p| p.file_name()).map_or("standard input".into(), |n| n.to_string_lossy());
+                let written = plot::render(&records, &format!("envaware session timeline: {name}"))
+                    .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
+                match written {
+                    Ok(()) => eprintln!("wrote the timeline to {}", path.display()),
+                    Err(e) => return fail(format!("cannot write {}: {e}", path.display()), 2),
+                }
+            }
+            let too_long = records.iter().filter(|r| r.too_long.is_some()).count();
+            if too_long > 0 {
+                let capacity = opts.hint_capacity.unwrap_or_default();
+                return fail(format!("{too_long} of {} steps made a hint longer than {capacity} bytes", summary.steps), 1);
             }
             ExitCode::SUCCESS
         }

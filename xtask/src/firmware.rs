@@ -46,22 +46,29 @@ fn is_root() -> bool {
 /// missing (as root), else the command to run is printed.
 pub fn ensure_qemu() -> Result<PathBuf, String> {
     let qemu = PathBuf::from(env::var("ENVAWARE_QEMU").unwrap_or_else(|_| "qemu-system-arm".into()));
-    if works(&qemu, "--version") {
-        return Ok(qemu);
+    ensure_apt_tool(qemu, "qemu-system-arm", &[])
+}
+
+/// `program` when it runs (`--version`), else `package` installed with
+/// `apt-get install -y FLAGS` when run as root; otherwise the error names
+/// the command to run.
+pub fn ensure_apt_tool(program: PathBuf, package: &str, flags: &[&str]) -> Result<PathBuf, String> {
+    if works(&program, "--version") {
+        return Ok(program);
     }
-    let fix = "apt-get update && apt-get install -y qemu-system-arm";
+    let fix = format!("apt-get update && apt-get install -y {}{package}", flags.iter().map(|f| format!("{f} ")).collect::<String>());
     if !is_root() || !works(Path::new("apt-get"), "--version") {
-        return Err(format!("qemu-system-arm is missing: run `sudo {fix}` (or your distribution's equivalent)"));
+        return Err(format!("{package} is missing: run `sudo {fix}` (or your distribution's equivalent)"));
     }
     crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
     crate::run(
-        "apt-get install qemu-system-arm",
-        Command::new("apt-get").args(["install", "-y", "qemu-system-arm"]).env("DEBIAN_FRONTEND", "noninteractive"),
+        &format!("apt-get install {package}"),
+        Command::new("apt-get").args(["install", "-y"]).args(flags).arg(package).env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
-    if works(&qemu, "--version") {
-        Ok(qemu)
+    if works(&program, "--version") {
+        Ok(program)
     } else {
-        Err(format!("qemu-system-arm still does not run after `{fix}`"))
+        Err(format!("{} still does not run after `{fix}`", program.display()))
     }
 }
 

@@ -5,7 +5,8 @@
 //!   the cross-target no_std checks, and every test.
 //! - `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
 //!   and runs it in QEMU with an emulated TMP105 whose temperature changes
-//!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
+//!   at each step; `--host` runs the host demo (`examples/demo.jsonl`) and
+//!   draws the greenhouse session's timeline.
 //! - `cargo xtask size`: the core's footprint on devices (flash of minimal
 //!   programs, the worst-case stack of one decision; see [`footprint`]), then
 //!   the firmware's flash and RAM (peak stack measured) against its budget.
@@ -124,12 +125,19 @@ fn test() -> Result<(), String> {
     check_msrv()?;
     footprint::check_stack()?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
+    // The timeline test opens the SVG in a real browser.
+    let chromium = firmware::ensure_apt_tool(
+        env::var_os("ENVAWARE_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from),
+        "chromium",
+        &["--no-install-recommends"],
+    )?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
         cargo()
             .args(["test", "--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
+            .env("ENVAWARE_CHROMIUM", chromium)
             .envs(firmware_env),
     )
 }
@@ -212,7 +220,28 @@ fn count_before(line: &str, label: &str) -> u64 {
 fn host_demo() -> Result<(), String> {
     run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
     let scenarios = root().join("examples/demo.jsonl");
-    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))
+    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))?;
+    timeline(&root().join("examples/greenhouse.trace.jsonl"), &root().join("target/demo/greenhouse-timeline.svg"))
+}
+
+/// Draws the timeline of a replay trace (or an AgentScope dump) with the
+/// built `envaware-sim replay --plot`, and says where it is.
+fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
+    if let Some(dir) = svg.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let out = Command::new(root().join("target/debug/envaware-sim"))
+        .arg("replay")
+        .arg(trace)
+        .arg("--plot")
+        .arg(svg)
+        .output()
+        .map_err(|e| format!("envaware-sim replay --plot: cannot start: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("envaware-sim replay {} --plot failed: {}", trace.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    println!("the session's timeline: {} (open it in a browser; hover a mark for its hint)", svg.display());
+    Ok(())
 }
 
 /// The cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`).
