@@ -31,12 +31,14 @@ pub mod config;
 pub mod conversation;
 pub mod engine;
 pub mod json;
+pub mod live;
 pub mod load;
 pub mod render;
 pub mod rules;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod tracked;
 pub mod tracker;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
@@ -45,3 +47,8 @@ pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConver
 pub use engine::{Engine, Outcome};
 pub use render::{HintTooLong, LiveFields};
 pub use rules::{Decision, Step, TaskCounts, TimeDecision, TimeSkipped, Warnings};
+pub use live::{LiveReadings, UNAVAILABLE};
+pub use load::{ConfigBuf, LoadError};
+pub use store::{Appended, ContextStore, StoreError};
+pub use tracked::{StepError, TrackedContext};
+pub use tracker::Tracker;
