@@ -40,6 +40,8 @@ pub mod text;
 pub mod time;
 pub mod tracked;
 pub mod tracker;
+#[cfg(feature = "wire")]
+pub mod wire;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning};
