@@ -1,9 +1,9 @@
 //! Live readings that may fail, one field at a time.
 //!
-//! [`LiveFields`](crate::LiveFields) reads every field in one synchronous
+//! [`LiveFields`] reads every field in one synchronous
 //! `refresh`. A device whose sensors are async (embassy), or whose sensors
-//! fail one by one, reads them between [`Engine::decide`](crate::Engine::decide)
-//! and [`Engine::render_step`](crate::Engine::render_step) instead, and records each
+//! fail one by one, reads them between [`Engine::decide`]
+//! and [`Engine::render_step`] instead, and records each
 //! result in a [`LiveReadings`]: a field whose reading failed, was never
 //! taken, or does not fit says [`UNAVAILABLE`] in the hint. The field is
 //! kept rather than dropped, so the agent knows the reading is missing
@@ -22,6 +22,8 @@
 use core::fmt::{self, Write as _};
 
 use crate::render::LiveFields;
+#[cfg(doc)]
+use crate::Engine;
 
 /// What a live field says when its reading failed or was not taken.
 pub const UNAVAILABLE: &str = "unavailable";
