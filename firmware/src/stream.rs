@@ -37,7 +37,7 @@ const MESSAGES: usize = 16;
 
 /// The streamer: a line buffer, and each live message's creation time.
 pub struct Stream {
-    buf: [u8; 2048],
+    buf: [u8; 3072],
     /// Creation times by sequence number modulo [`MESSAGES`].
     created: [Timestamp; MESSAGES],
     /// Messages given a creation time so far.
@@ -159,7 +159,7 @@ struct StepOut {
 impl Stream {
     /// A streamer writing creation times in `zone`.
     pub fn new(zone: Zone) -> Self {
-        Stream { buf: [0; 2048], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
+        Stream { buf: [0; 3072], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
     }
 
     fn line(&mut self, value: &impl Serialize) {

@@ -345,6 +345,7 @@ fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
 #[test]
 fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     let result = sensor_run();
+    assert!(!result.log.contains("stream: "), "the device could not stream a line:\n{}", result.log);
     let trace = qemu::session_trace(&result.log);
     let out = root().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
