@@ -44,6 +44,7 @@ impl Span {
 /// A list of strings: borrowed slices, or spans into one text arena (as the
 /// JSON loader stores them).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum StrList<'a> {
     /// Plain borrowed strings.
     Slice(&'a [&'a str]),
@@ -97,6 +98,7 @@ impl<'a> StrList<'a> {
 
 /// An ordered list of `key: value` string fields.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum FieldList<'a> {
     /// Plain borrowed pairs.
     Slice(&'a [(&'a str, &'a str)]),
@@ -142,6 +144,7 @@ impl<'a> FieldList<'a> {
 
 /// AgentScope's `InjectionConfig`, plus envaware's `strict` flag.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct InjectionConfig<'a> {
     /// Whether to inject at all.
     pub inject_runtime_state: bool,
@@ -221,6 +224,7 @@ impl Default for ContextConfig {
 
 /// Both configurations, as one value.
 #[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Config<'a> {
     /// The injection configuration.
     pub injection: InjectionConfig<'a>,
@@ -288,6 +292,7 @@ impl fmt::Display for Field {
 /// Why a configuration is invalid.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The template lacks `{runtime_state}`.
     TemplateWithoutPlaceholder,
@@ -445,6 +450,7 @@ impl defmt::Format for ZoneName {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)] // Warnings keeps one bit per variant, in declaration order
+#[non_exhaustive]
 pub enum Warning {
     /// `injection_config.context_buffer_ratio` is deprecated; it overrode
     /// the context config's.
@@ -489,6 +495,7 @@ fn has_angle_bracket(text: &str) -> bool {
 
 /// A configuration that passed [`Config::validate`].
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ValidConfig<'a> {
     pub(crate) config: Config<'a>,
     /// The buffer in force (the deprecated field overrides).

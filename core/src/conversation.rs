@@ -85,6 +85,7 @@ impl ToolResultState {
 /// rules read the concatenation of the list's text blocks (joined with `""`).
 /// Callers pass only the text parts, in order.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum HintText<'a> {
     /// A plain string hint.
     Single(&'a str),
@@ -104,6 +105,7 @@ impl<'a> HintText<'a> {
 
 /// One content block of a message, as the rules see it.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Block<'a> {
     /// A hint block (`HintBlock`): injected runtime state or another hint.
     Hint {
@@ -178,6 +180,7 @@ pub trait Conversation {
 
 /// A message held as plain slices: handy for tests and host tools.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SliceMessage<'a> {
     /// The sender's role.
     pub role: Role,

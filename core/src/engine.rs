@@ -8,6 +8,7 @@ use crate::rules::{self, Decision, Step, Warnings};
 
 /// What one step produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Outcome<'b> {
     /// The hint to append to the context, or `None` when no dimension fired.
     pub hint: Option<&'b str>,
@@ -36,6 +37,7 @@ pub struct Outcome<'b> {
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Engine<'a> {
     config: ValidConfig<'a>,
 }
@@ -88,6 +90,42 @@ impl<'a> Engine<'a> {
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
         let decision = self.decide(conversation, step, clock.now());
+        self.finish_step(decision, conversation, live, out)
+    }
+
+    /// The second half of [`Engine::step`], for callers that read their
+    /// sensors between deciding and rendering (an `await` on an async
+    /// sensor): given the `decision` of [`Engine::decide`], calls
+    /// [`LiveFields::refresh`] when something fires and renders. The outcome
+    /// is the one `step` gives: the event flag and every warning, the
+    /// decision's and [`Warning::LiveFieldDropped`], are kept.
+    ///
+    /// ```
+    /// use envaware::{Config, Engine, LiveReadings, SliceConversation, Step, Timestamp};
+    ///
+    /// let engine = Engine::new(Config::default())?;
+    /// let context = SliceConversation(&[]);
+    /// let step = Step { agent_name: "rover", tasks: Default::default(), cur_iter: 0,
+    ///                   input_tokens: 0, context_size: 8192 };
+    /// let decision = engine.decide(&context, &step, Some(Timestamp::from_unix_seconds(1_784_687_400)));
+    /// let mut live: LiveReadings<'_, 1, 16> = LiveReadings::new(["temperature"]);
+    /// if decision.fires() {
+    ///     // let reading = sensor.read().await;
+    ///     live.record(0, Ok::<_, ()>("21.5 °C"));
+    /// }
+    /// let mut buf = [0u8; 512];
+    /// let outcome = engine.render_step(decision, &context, &mut live, &mut buf)?;
+    /// assert!(outcome.event);
+    /// assert!(outcome.hint.unwrap().contains("<temperature>21.5 °C</temperature>"));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    pub fn render_step<'b, C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        decision: Decision,
+        conversation: &C,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, HintTooLong> {
         self.finish_step(decision, conversation, live, out)
     }
 

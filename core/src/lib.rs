@@ -1,10 +1,6 @@
-//! # envaware
+#![doc = include_str!("../README.md")]
 //!
-//! Runtime-state injection for on-device agents, with no heap: before each
-//! reasoning step, decide which of the agent's changing circumstances to
-//! tell it (the wall time, unfinished tasks, the context nearing
-//! compression, a tool call failing again and again), and render the
-//! `<system-reminder>` hint, byte for byte as AgentScope 2.0.11 does.
+//! ## Layers
 //!
 //! The crate reads in layers:
 //! - [`config`]: `InjectionConfig`/`ContextConfig` and their validation;
@@ -17,7 +13,9 @@
 //!   compares arguments, hashed, never materialized;
 //! - [`rules`]: the four dimensions; [`render`]: the hint text;
 //! - [`engine`]: one call per step; [`tracker`] makes its context reading
-//!   incremental, in constant time per step.
+//!   incremental, in constant time per step; [`tracked`] owns a store and
+//!   its tracker together, and [`live`] holds live readings that may fail;
+//! - `wire` (feature `wire`): AgentScope JSON output.
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
@@ -32,18 +30,27 @@ pub mod conversation;
 pub mod engine;
 mod iana;
 pub mod json;
+pub mod live;
 pub mod load;
 pub mod render;
 pub mod rules;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod tracked;
 pub mod tracker;
+#[cfg(feature = "wire")]
+pub mod wire;
 mod zone_rules;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning, ZoneName};
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
+pub use live::{LiveReadings, UNAVAILABLE};
+pub use load::{ConfigBuf, LoadError};
 pub use render::{HintTooLong, LiveFields};
 pub use rules::{Decision, Step, TaskCounts, TimeDecision, TimeSkipped, Warnings};
+pub use store::{Appended, ContextStore, StoreError};
+pub use tracked::{StepError, TrackedContext};
+pub use tracker::Tracker;

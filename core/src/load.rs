@@ -35,6 +35,7 @@ const MAX_DEPTH: usize = 8;
 /// Why a configuration document could not be loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum LoadError {
     /// Not valid JSON.
     Syntax {

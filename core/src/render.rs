@@ -56,6 +56,7 @@ impl LiveFields for () {
 /// The hint did not fit the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub struct HintTooLong {
     /// Bytes the hint needs.
     pub needed: usize,

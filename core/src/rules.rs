@@ -37,6 +37,7 @@ impl TaskCounts {
 
 /// What the caller knows about this reasoning step besides the context.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Step<'a> {
     /// This agent's name: the tool-error rule reads only its own last message.
     pub agent_name: &'a str,
@@ -136,6 +137,7 @@ impl Warnings {
 
 /// What the rules decided for one step, before any text is rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Decision {
     /// The time dimension.
     pub time: TimeDecision,

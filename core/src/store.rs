@@ -94,6 +94,7 @@ pub struct Appended {
 /// Why an append was refused. The store is unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum StoreError {
     /// The message would hold more blocks than the whole store can.
     TooManyBlocks {

@@ -284,6 +284,7 @@ pub fn local_to_timestamp(naive: NaiveDateTime, zone: Zone) -> Timestamp {
 /// Why a time format is refused by [`check_format`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum TimeFormatError {
     /// A `%` directive [`format_time`] cannot reproduce exactly (`%s`
     /// depends on the host's zone; flags such as `%-d`, widths and the

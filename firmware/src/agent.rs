@@ -24,10 +24,10 @@
 use core::fmt::Write as _;
 
 use embedded_hal::i2c::I2c;
-use envaware::conversation::{Block, Conversation as _, HintText, Message as _};
-use envaware::store::ContextStore;
-use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Role, Step, TaskCounts, ToolResultState};
+use envaware::conversation::Block;
+use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Step, TaskCounts, ToolResultState, TrackedContext};
 
+use crate::stream::Stream;
 use crate::tmp105::{self, Tmp105};
 
 /// The agent's name.
@@ -42,8 +42,9 @@ pub const CONTEXT_SIZE: i64 = 4096;
 /// What the temperature field says when the sensor cannot be read.
 pub const UNAVAILABLE: &str = "unavailable";
 
-/// The context: 16 messages, 48 blocks, 3 KiB of strings.
-pub type Store = ContextStore<16, 48, 3072>;
+/// The context: 16 messages, 48 blocks, 3 KiB of strings, with the tracker
+/// that keeps each decision's reading constant.
+pub type Context<'a> = TrackedContext<'a, 16, 48, 3072>;
 
 /// What the agent's surroundings do between steps; the board provides it.
 pub trait Pacer {
@@ -60,8 +61,9 @@ pub trait Pacer {
 pub enum Event {
     /// A user (operator) message.
     User,
-    /// The agent's own blocks: appended to its last message when that is the
-    /// newest, else a new message (as AgentScope's `append_context`).
+    /// The agent's own blocks: appended to its message of the current reply
+    /// when that is the newest, else a new message (as AgentScope's
+    /// `append_context`).
     Agent(&'static [Block<'static>]),
     /// The agent compresses its context, keeping the newest messages.
     Compress {
@@ -278,24 +280,24 @@ pub struct Summary {
     pub failures: u32,
     /// Messages the store evicted.
     pub evicted: u32,
+    /// The most messages one decision read.
+    pub max_read: usize,
 }
 
-/// Adds the agent's blocks as AgentScope's `append_context` does: to its
-/// own last message when that is the newest, else as a new message.
-fn agent_says(store: &mut Store, blocks: &[Block<'_>]) {
-    let own_last = store.newest(0).is_some_and(|m| m.role() == Role::Assistant && m.name() == AGENT);
-    let appended = if own_last { store.append_blocks_to_last(blocks) } else { store.push_message(Role::Assistant, AGENT, blocks) };
-    match appended {
+/// Logs an append the store refused, or one that evicted messages.
+fn appended(what: &str, result: Result<envaware::Appended, envaware::StoreError>) {
+    match result {
         Ok(a) if a.evicted > 0 => defmt::info!("context full: the store evicted {=usize} messages", a.evicted),
         Ok(_) => {}
-        Err(e) => defmt::error!("context store refused the message: {}", e),
+        Err(e) => defmt::error!("context store refused the {=str}: {}", what, e),
     }
 }
 
 /// Runs the scripted session, reading the TMP105 on `i2c` and the board's
-/// uptime from `uptime_ms`. Prints each step's hint in full.
+/// uptime from `uptime_ms`. Prints each step's hint in full, the messages
+/// each decision read, and streams the session as AgentScope JSON.
 pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, uptime_ms: impl Fn() -> u32) -> Summary {
-    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0 };
+    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0 };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
         Err(e) => {
@@ -306,9 +308,11 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
     for w in engine.config().warnings() {
         defmt::warn!("configuration: {}", w);
     }
-    let mut store = Store::new();
+    let mut context = Context::new(&engine, AGENT);
     let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
+    let mut stream = Stream::new(envaware::time::resolve_zone(TIMEZONE).unwrap_or(envaware::time::Zone::Utc));
     let mut hint_buf = [0u8; 1024];
+    stream.start();
     for (index, s) in SCRIPT.iter().enumerate() {
         pacer.pass_time(s.wait_ms);
         pacer.before_step(index);
@@ -323,23 +327,26 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
         defmt::println!("=== step {=usize}: {=str}", index, s.note);
         for event in s.events {
             match *event {
-                Event::User => {
-                    if let Err(e) = store.push_message(Role::User, "operator", &[Block::Other]) {
-                        defmt::error!("context store refused the message: {}", e);
-                    }
-                }
-                Event::Agent(blocks) => agent_says(&mut store, blocks),
+                Event::User => appended("operator's message", context.user("operator")),
+                Event::Agent(blocks) => appended("agent's blocks", context.agent(blocks)),
                 Event::Compress { keep } => {
-                    let evicted = store.compact(keep);
-                    defmt::info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, store.len());
+                    let evicted = context.compress(keep);
+                    defmt::info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, context.len());
                 }
             }
         }
         let step =
             Step { agent_name: AGENT, tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
         let reads_before = live.reads + live.failures;
-        match engine.step(&store, &step, clock, &mut live, &mut hint_buf) {
+        // The clock is read once, so the stream carries the very time decided on.
+        let now = clock.now();
+        stream.before_step(&context, now, now, s.tasks);
+        let decision = context.decide(&step, now);
+        defmt::info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
+        summary.max_read = summary.max_read.max(context.messages_read());
+        match context.render_step(decision, &mut live, &mut hint_buf) {
             Ok(outcome) => {
+                stream.step(&live, s.cur_iter, s.input_tokens);
                 for w in outcome.warnings.iter() {
                     defmt::warn!("{}", w);
                 }
@@ -350,9 +357,6 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
                         if outcome.event {
                             defmt::info!("HintBlockEvent emitted");
                         }
-                        let block =
-                            Block::Hint { source: Some(engine.config().config().injection.injection_source), text: HintText::Single(hint) };
-                        agent_says(&mut store, &[block]);
                     }
                     None => {
                         let read = live.reads + live.failures != reads_before;
@@ -367,6 +371,6 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
     pacer.finished();
     summary.reads = live.reads;
     summary.failures = live.failures;
-    summary.evicted = store.evicted_total();
+    summary.evicted = context.store().evicted_total();
     summary
 }

@@ -6,7 +6,8 @@
 //! - [`board`]: everything board-specific (I2C0, SysTick clock, UART0
 //!   handshake, semihosting exit);
 //! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
-//! - [`agent`]: the session, generic over the bus, the clock and the pacer.
+//! - [`agent`]: the session, generic over the bus, the clock and the pacer;
+//! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
 //!
 //! Output is defmt over semihosting, decoded on the host by `defmt-print`.
 //! The run exits QEMU with 0 at the end of the script, 101 on a panic and
@@ -20,6 +21,7 @@ use lm3s6965 as _;
 
 mod agent;
 mod board;
+mod stream;
 mod tmp105;
 
 #[cortex_m_rt::entry]
@@ -29,12 +31,13 @@ fn main() -> ! {
     defmt::info!("envaware firmware: {=str} in {=str}", agent::AGENT, agent::TIMEZONE);
     let summary = agent::run(i2c, &mut clock, &mut pacer, board::uptime_ms);
     defmt::info!(
-        "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted",
+        "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted, at most {=usize} messages read per decision",
         summary.steps,
         summary.hints,
         summary.reads,
         summary.failures,
-        summary.evicted
+        summary.evicted,
+        summary.max_read
     );
     defmt::info!("stack high-water mark: {=u32} bytes", board::stack_high_water());
     board::exit(0)

@@ -661,6 +661,11 @@ pub fn format_instant(t: Timestamp) -> String {
     }
 }
 
+/// What starts each line of the session the firmware streams as AgentScope
+/// JSON (`firmware/src/stream.rs`). Given the device's whole log, the
+/// replay reads only these lines.
+pub const STREAM_PREFIX: &str = "agentscope> ";
+
 /// Whether `text` is an AgentScope context dump rather than a trace: the
 /// whole text is one JSON array, or one object with a `context` list.
 fn as_dump(text: &str) -> Option<Value> {
@@ -732,8 +737,17 @@ pub fn replay_with_records(
         return Ok((session.summary, session.records));
     }
 
+    // A device's log (the firmware's defmt output): only its streamed lines
+    // are events; the others (hints, sensor readings) are skipped, and line
+    // numbers stay the log's.
+    let device_log = text.lines().any(|l| l.starts_with(STREAM_PREFIX));
     for (i, raw_line) in text.split('\n').enumerate() {
         let line = i + 1;
+        let raw_line = match (device_log, raw_line.strip_prefix(STREAM_PREFIX)) {
+            (false, _) => raw_line,
+            (true, Some(streamed)) => streamed,
+            (true, None) => continue,
+        };
         let trimmed = raw_line.trim();
         if trimmed.is_empty() {
             continue;
@@ -959,6 +973,19 @@ mod tests {
             let err = replay(trace, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
             assert!(err.contains(needle), "{trace}: {err}");
         }
+    }
+
+    #[test]
+    fn a_device_log_is_read_through_its_streamed_lines() {
+        let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
+        let log: String = trace.lines().flat_map(|l| ["INFO  TMP105 read: 21.5 °C\n", STREAM_PREFIX, l, "\n"]).collect();
+        let (plain, _) = run(trace);
+        let (from_log, _) = run(&log);
+        assert_eq!(from_log, plain);
+        assert!(from_log.contains("<current-time>"), "{from_log}");
+        let bad = format!("noise\n{STREAM_PREFIX}{{\"bogus\": 1}}");
+        let err = replay(&bad, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
+        assert!(err.starts_with("line 2: unknown event"), "{err}");
     }
 
     #[test]

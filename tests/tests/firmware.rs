@@ -277,3 +277,114 @@ fn runs_are_deterministic_under_icount() {
     assert_eq!(uptimes(&second), uptimes(first));
     assert_eq!(second.log, first.log);
 }
+
+/// The messages each decision read, from the firmware's log.
+fn messages_read(log: &str) -> Vec<(usize, usize)> {
+    log.lines()
+        .filter_map(|l| l.split_once("decision read ").map(|(_, rest)| rest))
+        .filter_map(|rest| {
+            let (read, rest) = rest.split_once(" messages of ")?;
+            Some((read.parse().ok()?, rest.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_session_runs_on_the_tracked_context_reading_constant_messages_per_decision() {
+    let result = sensor_run();
+    let reads = messages_read(&result.log);
+    assert_eq!(reads.len(), DUE.len(), "one decision per step:\n{}", result.log);
+    eprintln!("(messages read, context length) per decision: {reads:?}");
+    // The context grows from 1 to 7 messages before a compression keeps 1;
+    // once the time is recorded, each decision reads the same few messages
+    // (the newest, and the one holding the recorded time when the tracker
+    // reads it back), however long the context is.
+    let lengths: Vec<usize> = reads.iter().map(|r| r.1).collect();
+    assert!(lengths.iter().max() > lengths.first(), "the context must grow: {lengths:?}");
+    for (i, (read, len)) in reads.iter().enumerate() {
+        assert!(*read <= 3, "step {i}: {read} messages read of {len}");
+    }
+    let recorded: Vec<usize> = reads[1..8].iter().map(|r| r.0).collect();
+    assert!(recorded.iter().all(|&r| r == recorded[0]), "steps 1..7 read {recorded:?}");
+    let most = reads.iter().map(|r| r.0).max().unwrap_or(0);
+    assert!(result.log.contains(&format!("at most {most} messages read per decision")), "{}", result.log);
+}
+
+/// The hint of each step as the device printed it (`None`: no injection).
+fn device_hints(log: &str) -> Vec<Option<String>> {
+    steps(log)
+        .iter()
+        .map(|s| {
+            // The streamed lines hold earlier hints, JSON-escaped: skip them.
+            let text: String = s.text.lines().filter(|l| !l.starts_with(qemu::STREAM_PREFIX)).flat_map(|l| [l, "\n"]).collect();
+            let start = text.find("<system-reminder>")?;
+            let end = text[start..].find("</system-reminder>")? + start + "</system-reminder>".len();
+            Some(text[start..end].to_string())
+        })
+        .collect()
+}
+
+fn sim() -> PathBuf {
+    let path = std::env::var_os("ENVAWARE_SIM").map(|p| root().join(p)).unwrap_or_else(|| root().join("target/debug/envaware-sim"));
+    assert!(path.exists(), "{} is missing: run `cargo build -p envaware-sim` (cargo xtask test does)", path.display());
+    path
+}
+
+fn reference_python() -> PathBuf {
+    let path = std::env::var_os("ENVAWARE_REF_PYTHON").map(|p| root().join(p)).unwrap_or_else(|| root().join(".venv/bin/python"));
+    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which creates the reference venv", path.display());
+    path
+}
+
+fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(text).lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+/// The session the device streamed as AgentScope JSON, replayed by
+/// `envaware-sim replay` on the desktop, gives the device's hints step by
+/// step; AgentScope 2.0.11 itself, run on the scenarios the replay emits,
+/// gives the same.
+#[test]
+fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
+    let result = sensor_run();
+    assert!(!result.log.contains("stream: "), "the device could not stream a line:\n{}", result.log);
+    let trace = qemu::session_trace(&result.log);
+    let out = root().join("tests/out");
+    std::fs::create_dir_all(&out).expect("tests/out");
+    let (trace_file, scenarios) = (out.join("firmware-session.trace.jsonl"), out.join("firmware-session.scenarios.jsonl"));
+    std::fs::write(&trace_file, &trace).expect("write the trace");
+    // Every message line is an AgentScope Msg (checked by AgentScope below,
+    // through the scenarios' contexts).
+    assert!(trace.lines().filter(|l| l.starts_with(r#"{"message":{"name":"#)).count() >= DUE.len(), "{trace}");
+
+    let replay = std::process::Command::new(sim())
+        .arg("replay")
+        .arg(&trace_file)
+        .arg("--json")
+        .arg("--emit-scenarios")
+        .arg(&scenarios)
+        .output()
+        .expect("run envaware-sim replay");
+    assert!(replay.status.success(), "replay failed: {}", String::from_utf8_lossy(&replay.stderr));
+    let replayed = json_lines(&replay.stdout);
+    let device = device_hints(&result.log);
+    assert_eq!(replayed.len(), device.len(), "steps replayed");
+    for (i, (ours, theirs)) in replayed.iter().zip(&device).enumerate() {
+        assert_eq!(ours["hint"].as_str(), theirs.as_deref(), "step {i}");
+        assert_eq!(ours["event"].as_bool(), Some(theirs.is_some()), "step {i}");
+    }
+    assert_eq!(device.iter().filter(|h| h.is_some()).count(), 6);
+
+    let reference = std::process::Command::new(reference_python())
+        .arg(root().join("tests/reference/reference.py"))
+        .arg(&scenarios)
+        .output()
+        .expect("run reference.py");
+    assert!(reference.status.success(), "reference.py failed: {}", String::from_utf8_lossy(&reference.stderr));
+    let agentscope = json_lines(&reference.stdout);
+    assert_eq!(agentscope.len(), device.len(), "AgentScope's results: {agentscope:?}");
+    for (i, (theirs, device)) in agentscope.iter().zip(&device).enumerate() {
+        assert_eq!(theirs["hint"].as_str(), device.as_deref(), "step {i}: AgentScope says {theirs}");
+        assert_eq!(theirs["event"].as_bool(), Some(device.is_some()), "step {i}");
+    }
+}

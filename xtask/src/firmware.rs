@@ -183,6 +183,14 @@ pub fn demo(args: &[String]) -> Result<(), String> {
     let result = qemu::run(&opts)?;
     let shown: Vec<String> = result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
     eprintln!("==> {} steps; temperature per step: {}", result.steps, shown.join(", "));
+    let trace = crate::root().join("target/firmware-session.trace.jsonl");
+    std::fs::create_dir_all(crate::root().join("target")).map_err(|e| format!("target/: {e}"))?;
+    std::fs::write(&trace, qemu::session_trace(&result.log)).map_err(|e| format!("{}: {e}", trace.display()))?;
+    eprintln!(
+        "==> the session as AgentScope JSON: {} (replay it: cargo run -p envaware-sim -- replay {})",
+        trace.display(),
+        trace.display()
+    );
     match result.status {
         Some(0) if result.finished => Ok(()),
         status => Err(format!("the firmware did not finish cleanly (exit status {status:?})")),

@@ -106,6 +106,12 @@ fn test() -> Result<(), String> {
     )?;
     run("cargo doc (core, warnings denied)", cargo().args(["doc", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))?;
     run(
+        "cargo doc (core with defmt and wire, warnings denied)",
+        cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire"]).env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+    run("the async sensor example (checks its own outcomes)", cargo().args(["run", "-q", "-p", "envaware", "--example", "async_sensor"]))?;
+    run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
+    run(
         "link the core into a thumbv7m binary with no allocator",
         cargo()
             .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])

@@ -37,6 +37,16 @@ pub const SENSOR_DEVICE: &str = "tmp105,bus=i2c,address=0x48,id=tmp0";
 /// The largest |temperature| QEMU's TMP105 accepts, exclusive, in milli-°C.
 pub const TEMPERATURE_LIMIT_MILLI: i32 = 128_000;
 
+/// What starts each line of the session the firmware streams as
+/// AgentScope JSON (`firmware/src/stream.rs`).
+pub const STREAM_PREFIX: &str = "agentscope> ";
+
+/// The session the firmware streamed: its trace lines (`envaware-sim
+/// replay` input), one per line, without the prefix.
+pub fn session_trace(log: &str) -> String {
+    log.lines().filter_map(|l| l.strip_prefix(STREAM_PREFIX)).flat_map(|l| [l, "\n"]).collect()
+}
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -261,7 +271,8 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let log_thread = std::thread::spawn(move || {
         let mut log = String::new();
         for line in BufReader::new(decoded).lines().map_while(Result::ok) {
-            if echo {
+            // The streamed session goes to its own file, not the screen.
+            if echo && !line.starts_with(STREAM_PREFIX) {
                 println!("{line}");
             }
             log.push_str(&line);

@@ -24,6 +24,19 @@ pub extern "C" fn _start() -> ! {
             // Keep the result observable so nothing is optimized away.
             core::hint::black_box(outcome.hint.map(str::len));
         }
+        // The tracked context and the AgentScope JSON writer (serde,
+        // serde-json-core) link without an allocator too.
+        let mut context: envaware::TrackedContext<'_, 4, 16, 512> = envaware::TrackedContext::new(&engine, "bot");
+        let _ = context.user("operator");
+        if let Ok(outcome) = context.step(&step, &mut clock, &mut (), &mut buf) {
+            core::hint::black_box(outcome.event);
+        }
+        if let Some(msg) = context.newest(0) {
+            let created_at = envaware::wire::IsoTime { at: Timestamp::from_unix_seconds(0), zone: envaware::time::Zone::Utc };
+            let mut json = [0u8; 1024];
+            let written = envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: "m", created_at }, &mut json);
+            core::hint::black_box(written.ok());
+        }
     }
     loop {}
 }

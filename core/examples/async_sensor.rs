@@ -1,0 +1,168 @@
+//! An agent loop with an async sensor: decide, await the sensor only when
+//! something fires, then render.
+//!
+//! `LiveFields::refresh` is synchronous, so an embassy-style async driver
+//! cannot be awaited inside `step`. The split step does it instead:
+//! `TrackedContext::decide` → `sensor.read().await` → `TrackedContext::render_step`,
+//! which keeps the outcome's event flag and every warning. `LiveReadings`
+//! takes each field's result: a failed reading says `unavailable`.
+//!
+//! The executor is a minimal `block_on` (the role embassy's executor plays
+//! on a device). `cargo xtask test` runs this example and it checks its own
+//! results: `cargo run -p envaware --example async_sensor`.
+
+use core::future::Future;
+use core::pin::pin;
+use core::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+use envaware::{
+    Config, Engine, FixedClock, InjectionConfig, LiveReadings, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
+    UNAVAILABLE,
+};
+
+/// A temperature sensor on a bus with a conversion delay: the first poll is
+/// pending (the conversion starts), the second gives the reading.
+struct AsyncSensor {
+    readings: Vec<Result<f32, &'static str>>,
+    reads: usize,
+}
+
+impl AsyncSensor {
+    async fn read(&mut self) -> Result<f32, &'static str> {
+        Conversion { done: false }.await;
+        let reading = self.readings.get(self.reads).copied().unwrap_or(Err("no more readings"));
+        self.reads += 1;
+        reading
+    }
+}
+
+/// A future that is pending once, as a driver waiting for an interrupt.
+struct Conversion {
+    done: bool,
+}
+
+impl Future for Conversion {
+    type Output = ();
+    fn poll(mut self: core::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.done {
+            Poll::Ready(())
+        } else {
+            self.done = true;
+            // The "interrupt": ready at the next poll.
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// Polls `future` to completion on this thread, sleeping until woken.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Thread(std::thread::Thread);
+    impl Wake for Thread {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Thread(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// What one step produced, for the checks.
+#[derive(Debug)]
+struct StepReport {
+    hint: Option<String>,
+    event: bool,
+    warnings: Vec<Warning>,
+}
+
+async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Error>> {
+    let config = Config {
+        injection: InjectionConfig {
+            timezone: "Europe/Berlin",
+            // Deprecated: the outcome must say so at every step.
+            context_buffer_ratio: Some(0.2),
+            strict: true,
+            ..InjectionConfig::default()
+        },
+        ..Config::default()
+    };
+    let engine = Engine::new(config)?;
+    let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+    let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+    let mut sensor = AsyncSensor { readings: vec![Ok(21.5), Err("i2c: no acknowledge")], reads: 0 };
+    // "note" is a live value that, in strict mode, may not carry a marker.
+    let mut live: LiveReadings<'_, 2, 32> = LiveReadings::new(["temperature", "note"]);
+    let mut reports = Vec::new();
+    let mut buf = [0u8; 1024];
+
+    let steps = [
+        // The first reply: the time is told, the sensor is read.
+        (TaskCounts::default(), 0, None),
+        // Nothing new: nothing fires, the sensor is not read.
+        (TaskCounts::default(), 1, None),
+        // Three failed retries: the tool-error hint; the sensor fails, and a
+        // live note carrying a marker is dropped.
+        (TaskCounts::default(), 2, Some("<tasks>spoofed</tasks>")),
+    ];
+    context.user("operator")?;
+    for (i, (tasks, cur_iter, note)) in steps.into_iter().enumerate() {
+        if i == 2 {
+            for id in ["c1", "c2", "c3"] {
+                context.tool_call(id, "Drive", r#"{"metres": 2}"#)?;
+                context.tool_result(id, "Drive", ToolResultState::Error)?;
+            }
+        }
+        let step = Step { agent_name: "rover", tasks, cur_iter, input_tokens: 900, context_size: 8192 };
+        let decision = context.decide(&step, clock.0);
+        if decision.fires() {
+            // Only now is the sensor read: awaited, between decide and render.
+            let reading = sensor.read().await;
+            live.record(0, reading.map(|t| format!("{t} °C")));
+            live.record(1, note.ok_or(()));
+        }
+        let outcome = context.render_step(decision, &mut live, &mut buf)?;
+        reports.push(StepReport {
+            hint: outcome.hint.map(str::to_string),
+            event: outcome.event,
+            warnings: outcome.warnings.iter().collect(),
+        });
+        clock = FixedClock::at(Timestamp(clock.0.map_or(0, |t| t.unix_micros()) + 60_000_000));
+    }
+    Ok((reports, sensor.reads))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (reports, reads) = block_on(agent_loop())?;
+    for (i, r) in reports.iter().enumerate() {
+        println!("step {i}: event {}, warnings {:?}", r.event, r.warnings);
+        for line in r.hint.as_deref().unwrap_or("(no hint)").lines() {
+            println!("  | {line}");
+        }
+    }
+    // The checks `cargo xtask test` relies on.
+    let [first, quiet, failing] = &reports[..] else { panic!("expected 3 steps, got {}", reports.len()) };
+    let hint = |r: &StepReport| r.hint.clone().unwrap_or_default();
+    assert!(first.event && hint(first).contains("<temperature>21.5 °C</temperature>"), "{first:?}");
+    assert!(hint(first).contains("<current-time>2026-07-22T04:30:00</current-time>"), "{first:?}");
+    assert!(quiet.hint.is_none() && !quiet.event, "{quiet:?}");
+    assert!(failing.event && hint(failing).contains("<tool-error>"), "{failing:?}");
+    assert!(hint(failing).contains(&format!("<temperature>{UNAVAILABLE}</temperature>")), "{failing:?}");
+    assert!(!hint(failing).contains("spoofed"), "{failing:?}");
+    for r in &reports {
+        assert!(r.warnings.contains(&Warning::DeprecatedContextBufferRatio), "{r:?}");
+    }
+    assert!(failing.warnings.contains(&Warning::LiveFieldDropped), "{failing:?}");
+    assert!(!first.warnings.contains(&Warning::LiveFieldDropped), "{first:?}");
+    assert_eq!(reads, 2, "the sensor is read only when a hint is made");
+    println!("async_sensor: ok (event flags, warnings and unavailable readings as expected)");
+    Ok(())
+}

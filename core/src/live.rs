@@ -1,0 +1,119 @@
+//! Live readings that may fail, one field at a time.
+//!
+//! [`LiveFields`] reads every field in one synchronous
+//! `refresh`. A device whose sensors are async (embassy), or whose sensors
+//! fail one by one, reads them between [`Engine::decide`]
+//! and [`Engine::render_step`] instead, and records each
+//! result in a [`LiveReadings`]: a field whose reading failed, was never
+//! taken, or does not fit says [`UNAVAILABLE`] in the hint. The field is
+//! kept rather than dropped, so the agent knows the reading is missing
+//! rather than never offered (the firmware's TMP105 does the same).
+//!
+//! ```
+//! use envaware::{LiveFields, LiveReadings, UNAVAILABLE};
+//!
+//! let mut live: LiveReadings<'_, 2, 16> = LiveReadings::new(["temperature", "humidity"]);
+//! live.record(0, Ok::<_, ()>(format_args!("{} °C", 21.5)));
+//! live.record(1, Err::<f32, _>("bus error"));
+//! assert_eq!(live.field(0), Some(("temperature", "21.5 °C")));
+//! assert_eq!(live.field(1), Some(("humidity", UNAVAILABLE)));
+//! ```
+
+use core::fmt::{self, Write as _};
+
+use crate::render::LiveFields;
+#[cfg(doc)]
+use crate::Engine;
+
+/// What a live field says when its reading failed or was not taken.
+pub const UNAVAILABLE: &str = "unavailable";
+
+/// `N` live fields with fixed keys, each holding its last reading (at most
+/// `VALUE` bytes) or nothing: a field without a reading says
+/// [`UNAVAILABLE`].
+#[derive(Debug, Clone)]
+pub struct LiveReadings<'k, const N: usize, const VALUE: usize> {
+    keys: [&'k str; N],
+    values: [Option<heapless::String<VALUE>>; N],
+}
+
+impl<'k, const N: usize, const VALUE: usize> LiveReadings<'k, N, VALUE> {
+    /// Fields named `keys`, in order, all unavailable until recorded.
+    pub fn new(keys: [&'k str; N]) -> Self {
+        LiveReadings { keys, values: [const { None }; N] }
+    }
+
+    /// Records field `i`'s reading: its `Display` text on `Ok`, unavailable
+    /// on `Err` or when the text is longer than `VALUE` bytes. Returns
+    /// whether the field now holds a value; an index past the end changes
+    /// nothing and returns `false`.
+    pub fn record<T: fmt::Display, E>(&mut self, i: usize, reading: Result<T, E>) -> bool {
+        let Some(slot) = self.values.get_mut(i) else { return false };
+        *slot = None;
+        if let Ok(value) = reading {
+            let mut text = heapless::String::new();
+            if write!(text, "{value}").is_ok() {
+                *slot = Some(text);
+            }
+        }
+        slot.is_some()
+    }
+
+    /// Marks every field unavailable (e.g. before reading the sensors
+    /// again, so that a stale value is never sent).
+    pub fn clear(&mut self) {
+        self.values = [const { None }; N];
+    }
+
+    /// Whether field `i` holds a reading.
+    pub fn is_available(&self, i: usize) -> bool {
+        self.values.get(i).is_some_and(Option::is_some)
+    }
+}
+
+impl<const N: usize, const VALUE: usize> LiveFields for LiveReadings<'_, N, VALUE> {
+    fn len(&self) -> usize {
+        N
+    }
+
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        let key = *self.keys.get(i)?;
+        let value = self.values.get(i)?.as_ref().map_or(UNAVAILABLE, |v| v.as_str());
+        Some((key, value))
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const VALUE: usize> defmt::Format for LiveReadings<'_, N, VALUE> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "LiveReadings {{");
+        for i in 0..N {
+            if let Some((k, v)) = self.field(i) {
+                defmt::write!(f, " {=str}: {=str}", k, v);
+            }
+        }
+        defmt::write!(f, " }}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reading_too_long_or_failed_is_unavailable() {
+        let mut live: LiveReadings<'_, 2, 4> = LiveReadings::new(["a", "b"]);
+        assert_eq!(live.field(0), Some(("a", UNAVAILABLE)));
+        assert!(live.record(0, Ok::<_, ()>("1234")));
+        assert!(!live.record(1, Ok::<_, ()>("12345")));
+        assert_eq!(live.field(0), Some(("a", "1234")));
+        assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));
+        assert!(!live.record(0, Err::<&str, _>(())));
+        assert!(!live.is_available(0));
+        assert!(!live.record(2, Ok::<_, ()>("x")));
+        assert_eq!(live.field(2), None);
+        live.record(1, Ok::<_, ()>(7));
+        live.clear();
+        assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));
+    }
+}

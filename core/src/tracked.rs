@@ -1,0 +1,498 @@
+//! A context that decides in constant time by construction.
+//!
+//! [`TrackedContext`] owns a [`ContextStore`] and the [`Tracker`] that
+//! mirrors it: every change goes through one of its methods, which updates
+//! both, so the tracker cannot miss an append or an eviction, and a decision
+//! reads a constant number of messages however long the context grows
+//! ([`TrackedContext::messages_read`] tells how many the last one read).
+//!
+//! Its appends follow AgentScope 2.x's reply rules:
+//! - [`user`](TrackedContext::user) appends a user message and starts a new
+//!   reply;
+//! - what the agent produces ([`agent`](TrackedContext::agent),
+//!   [`tool_call`](TrackedContext::tool_call),
+//!   [`tool_result`](TrackedContext::tool_result), and an injected hint,
+//!   [`append_hint`](TrackedContext::append_hint)) goes through
+//!   `AgentState.append_context`'s rule: into the agent's own message of the
+//!   current reply when that is the newest message, else into a new
+//!   assistant message, which becomes the reply's message;
+//! - [`observe`](TrackedContext::observe) appends anyone else's message (a
+//!   system message, another agent's);
+//! - [`compress`](TrackedContext::compress) keeps only the newest messages,
+//!   and a store that runs out of room evicts the oldest whole messages
+//!   itself: both are compressions in AgentScope's sense.
+//!
+//! A step is [`step`](TrackedContext::step) (decide, render, append the
+//! hint), or the split [`decide`](TrackedContext::decide) → the caller reads
+//! (awaits) its sensors → [`render_step`](TrackedContext::render_step).
+//!
+//! Callers who keep their context elsewhere use [`Engine`] with their own
+//! [`Conversation`], and optionally a [`Tracker`] they feed themselves.
+//!
+//! ```
+//! use envaware::{Config, Engine, FixedClock, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+//!
+//! let engine = Engine::new(Config::default())?;
+//! // 16 messages, 64 blocks, 4 KiB of text.
+//! let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+//! let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+//! let mut hint = [0u8; 1024];
+//! let step = |cur_iter| Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter,
+//!                              input_tokens: 900, context_size: 8192 };
+//!
+//! context.user("operator")?;
+//! // The first reply is told the time; the hint is appended for the agent.
+//! let outcome = context.step(&step(0), &mut clock, &mut (), &mut hint)?;
+//! assert!(outcome.hint.is_some() && outcome.event);
+//! // Three identical failing calls in the reply: the next step warns.
+//! for id in ["c1", "c2", "c3"] {
+//!     context.tool_call(id, "Drive", r#"{"metres": 2}"#)?;
+//!     context.tool_result(id, "Drive", ToolResultState::Error)?;
+//! }
+//! let outcome = context.step(&step(1), &mut clock, &mut (), &mut hint)?;
+//! assert!(outcome.decision.tool_error.is_some());
+//! // One user message and the agent's one message of this reply.
+//! assert_eq!(context.len(), 2);
+//! assert!(context.messages_read() <= 3);
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+
+use core::cell::Cell;
+use core::fmt;
+
+use crate::clock::{Clock, Timestamp};
+use crate::conversation::{Block, Conversation, HintText, Role, ToolResultState};
+use crate::engine::{Engine, Outcome};
+use crate::render::{HintTooLong, LiveFields};
+use crate::rules::{Decision, Step};
+use crate::store::{Appended, ContextStore, StoreError, StoredMessage};
+use crate::tracker::Tracker;
+
+/// Why a tracked step could not append its hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum StepError {
+    /// The hint did not fit the caller's buffer: nothing was appended.
+    HintTooLong(HintTooLong),
+    /// The store could not hold the hint: nothing was appended.
+    Store(StoreError),
+}
+
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepError::HintTooLong(e) => e.fmt(f),
+            StepError::Store(e) => write!(f, "the hint could not be appended: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for StepError {}
+
+impl From<HintTooLong> for StepError {
+    fn from(e: HintTooLong) -> Self {
+        StepError::HintTooLong(e)
+    }
+}
+
+impl From<StoreError> for StepError {
+    fn from(e: StoreError) -> Self {
+        StepError::Store(e)
+    }
+}
+
+/// An agent's context in a fixed-capacity store, with the tracker that
+/// keeps its decisions constant-time. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct TrackedContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
+    store: ContextStore<MESSAGES, BLOCKS, TEXT>,
+    tracker: Tracker<'a>,
+    agent_name: &'a str,
+    /// Whether the newest message is the agent's own message of the
+    /// current reply (AgentScope compares its id with `reply_id`).
+    reply_open: bool,
+    /// Messages ever appended: the newest has sequence number `appended - 1`.
+    appended: u64,
+    /// Messages the last decision read.
+    messages_read: usize,
+}
+
+impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedContext<'a, MESSAGES, BLOCKS, TEXT> {
+    /// An empty context for `agent_name`'s steps with `engine`.
+    pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
+        TrackedContext {
+            store: ContextStore::new(),
+            tracker: Tracker::new(engine, agent_name),
+            agent_name,
+            reply_open: false,
+            appended: 0,
+            messages_read: 0,
+        }
+    }
+
+    /// The engine the context decides with.
+    pub fn engine(&self) -> &Engine<'a> {
+        self.tracker.engine()
+    }
+
+    /// The agent whose context this is.
+    pub fn agent_name(&self) -> &'a str {
+        self.agent_name
+    }
+
+    /// The messages, read-only: a [`Conversation`], newest first.
+    pub fn store(&self) -> &ContextStore<MESSAGES, BLOCKS, TEXT> {
+        &self.store
+    }
+
+    /// How many messages the context holds.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether the context holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// Message `index` places before the newest (`0` is the newest).
+    pub fn newest(&self, index: usize) -> Option<StoredMessage<'_>> {
+        self.store.newest(index)
+    }
+
+    /// The sequence number of message `index` places before the newest:
+    /// `0` for the first message ever appended, counting the evicted ones.
+    /// Stable for a message's whole life, so it can name the message (an
+    /// AgentScope `Msg.id`) when the context is written out.
+    pub fn sequence(&self, index: usize) -> Option<u64> {
+        (index < self.store.len()).then(|| self.appended - 1 - index as u64)
+    }
+
+    /// How many messages the last decision read: at most 3, whatever the
+    /// context's length (the newest, to check the tracker is in sync and
+    /// for the tool-error rule, and the one holding the recorded time when
+    /// the tracker reads it back).
+    pub fn messages_read(&self) -> usize {
+        self.messages_read
+    }
+
+    /// Appends a user message from `name` and starts a new reply. The
+    /// store keeps no user text: the rules never read it.
+    pub fn user(&mut self, name: &str) -> Result<Appended, StoreError> {
+        let appended = self.push(Role::User, name, &[Block::Other])?;
+        self.reply_open = false;
+        Ok(appended)
+    }
+
+    /// Appends a message from someone other than this agent's current reply
+    /// (a system message, another agent's), as it is. The agent's next
+    /// output starts a new message.
+    pub fn observe(&mut self, role: Role, name: &str, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
+        let appended = self.push(role, name, blocks)?;
+        self.reply_open = false;
+        Ok(appended)
+    }
+
+    /// Starts a new reply without a message (AgentScope's next `reply_id`):
+    /// the agent's next output starts a new message.
+    pub fn new_reply(&mut self) {
+        self.reply_open = false;
+    }
+
+    /// Appends the agent's `blocks` as `AgentState.append_context` does: to
+    /// its own message of the current reply when that is the newest
+    /// message, else as a new assistant message.
+    pub fn agent(&mut self, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
+        if self.reply_open && !self.store.is_empty() {
+            let first = self.store.newest(0).map_or(0, |m| crate::conversation::Message::block_count(&m));
+            let appended = self.store.append_blocks_to_last(blocks)?;
+            self.tracker.evict_oldest(appended.evicted);
+            if let Some(newest) = self.store.newest(0) {
+                self.tracker.append_blocks(&newest, first);
+            }
+            Ok(appended)
+        } else {
+            let appended = self.push(Role::Assistant, self.agent_name, blocks)?;
+            self.reply_open = true;
+            Ok(appended)
+        }
+    }
+
+    /// The agent calls a tool: a `ToolCallBlock` in its reply's message.
+    pub fn tool_call(&mut self, id: &str, name: &str, input: &str) -> Result<Appended, StoreError> {
+        self.agent(&[Block::ToolCall { id, name, input }])
+    }
+
+    /// A tool's result: a `ToolResultBlock` in the agent's reply's message
+    /// (where AgentScope puts it, next to its call).
+    pub fn tool_result(&mut self, id: &str, name: &str, state: ToolResultState) -> Result<Appended, StoreError> {
+        self.agent(&[Block::ToolResult { id, name, state }])
+    }
+
+    /// Appends an injected hint as AgentScope's `_inject_runtime_state`
+    /// does: a hint block with the configured `injection_source`, through
+    /// `append_context`'s rule.
+    pub fn append_hint(&mut self, hint: &str) -> Result<Appended, StoreError> {
+        let source = self.engine().config().config().injection.injection_source;
+        self.agent(&[Block::Hint { source: Some(source), text: HintText::Single(hint) }])
+    }
+
+    /// A compression: keeps only the `keep_newest` newest messages, and
+    /// returns how many were evicted.
+    pub fn compress(&mut self, keep_newest: usize) -> usize {
+        let evicted = self.store.compact(keep_newest);
+        self.tracker.evict_oldest(evicted);
+        if self.store.is_empty() {
+            self.reply_open = false;
+        }
+        evicted
+    }
+
+    /// Empties the context: as [`new`](Self::new), sequence numbers aside.
+    pub fn clear(&mut self) {
+        self.compress(0);
+    }
+
+    fn push(&mut self, role: Role, name: &str, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
+        let appended = self.store.push_message(role, name, blocks)?;
+        self.appended += 1;
+        self.tracker.evict_oldest(appended.evicted);
+        if let Some(newest) = self.store.newest(0) {
+            self.tracker.push_message(&newest);
+        }
+        Ok(appended)
+    }
+
+    /// Decides which dimensions fire, in constant time. `now` is `None`
+    /// when the wall time is unknown.
+    pub fn decide(&mut self, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        let counted = Counted { inner: &self.store, reads: Cell::new(0) };
+        let decision = self.tracker.decide(&counted, step, now);
+        self.messages_read = counted.reads.get();
+        decision
+    }
+
+    /// The second half of a split step: given the `decision` of
+    /// [`decide`](Self::decide), refreshes the live fields when something
+    /// fires, renders the hint into `out` and appends it as
+    /// [`append_hint`](Self::append_hint) does. The outcome keeps the event
+    /// flag and every warning, as [`Engine::render_step`].
+    ///
+    /// # Errors
+    ///
+    /// When the hint does not fit `out`, or the store cannot hold it;
+    /// nothing is appended then.
+    pub fn render_step<'b, L: LiveFields + ?Sized>(
+        &mut self,
+        decision: Decision,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, StepError> {
+        let engine = *self.engine();
+        let outcome = engine.render_step(decision, &self.store, live, out)?;
+        if let Some(hint) = outcome.hint {
+            self.append_hint(hint)?;
+        }
+        Ok(outcome)
+    }
+
+    /// One reasoning step: reads the clock, decides, refreshes the live
+    /// fields only when something fires, renders the hint into `out` and
+    /// appends it to the context.
+    ///
+    /// # Errors
+    ///
+    /// As [`render_step`](Self::render_step).
+    pub fn step<'b, K: Clock + ?Sized, L: LiveFields + ?Sized>(
+        &mut self,
+        step: &Step<'_>,
+        clock: &mut K,
+        live: &mut L,
+        out: &'b mut [u8],
+    ) -> Result<Outcome<'b>, StepError> {
+        let decision = self.decide(step, clock.now());
+        self.render_step(decision, live, out)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Format for TrackedContext<'_, MESSAGES, BLOCKS, TEXT> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(
+            f,
+            "TrackedContext {{ agent: {=str}, messages: {=usize}/{=usize}, evicted: {=u32}, last decision read: {=usize} }}",
+            self.agent_name,
+            self.store.len(),
+            MESSAGES,
+            self.store.evicted_total(),
+            self.messages_read
+        );
+    }
+}
+
+/// A view of a conversation that counts the messages read through it.
+struct Counted<'c, C> {
+    inner: &'c C,
+    reads: Cell<usize>,
+}
+
+impl<C: Conversation> Conversation for Counted<'_, C> {
+    type Message<'m>
+        = C::Message<'m>
+    where
+        Self: 'm;
+
+    fn message_count(&self) -> usize {
+        self.inner.message_count()
+    }
+
+    fn newest(&self, index: usize) -> Option<Self::Message<'_>> {
+        self.reads.set(self.reads.get() + 1);
+        self.inner.newest(index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use crate::conversation::Message;
+    use crate::rules::TaskCounts;
+    use crate::{Config, FixedClock, InjectionConfig, LiveReadings, Warning};
+    use std::boxed::Box;
+
+    const AGENT: &str = "rover";
+
+    fn step(cur_iter: u64, pending: u64) -> Step<'static> {
+        Step { agent_name: AGENT, tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: 0, context_size: 8192 }
+    }
+
+    /// Grows the context to `len` messages (a reply of tool calls for every
+    /// user message), then decides: the messages read do not grow with it,
+    /// and the decision is the full scan's.
+    #[test]
+    fn messages_read_per_decision_is_constant_as_the_context_grows() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut now = Timestamp::from_unix_seconds(1_784_687_400);
+        let mut reads = std::vec::Vec::new();
+        for len in [23usize, 203, 2001] {
+            let mut context: Box<TrackedContext<'_, 2048, 4096, 65536>> = Box::new(TrackedContext::new(&engine, AGENT));
+            let mut buf = [0u8; 1024];
+            // The time hint is in the oldest messages; tasks pending, never
+            // acknowledged: the scan cannot stop early.
+            context.user("operator").unwrap();
+            context.step(&step(0, 0), &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
+            while context.len() < len {
+                if context.len() % 2 == 0 {
+                    context.user("operator").unwrap();
+                } else {
+                    context.tool_call("c", "Bash", "{}").unwrap();
+                    context.tool_result("c", "Bash", ToolResultState::Success).unwrap();
+                }
+            }
+            assert_eq!(context.len(), len);
+            now = Timestamp(now.unix_micros() + 60_000_000);
+            let decision = context.decide(&step(1, 1), Some(now));
+            assert_eq!(decision, engine.decide(context.store(), &step(1, 1), Some(now)));
+            assert_eq!(decision.time, crate::TimeDecision::NotDue);
+            assert!(decision.tasks.is_some());
+            reads.push(context.messages_read());
+        }
+        // The same few messages at every length (the newest, and the one
+        // holding the recorded time when the tracker reads it back).
+        assert!(reads.iter().all(|&r| r == reads[0] && (1..=3).contains(&r)), "{reads:?}");
+    }
+
+    /// AgentScope's `append_context`: the agent's output of one reply goes
+    /// into one message; a user message starts a new reply; after another
+    /// sender's message the agent starts a new message.
+    #[test]
+    fn appends_follow_agentscope_reply_rules() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, AGENT);
+        assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
+        context.tool_call("c1", "Bash", "{}").unwrap();
+        context.append_hint("<tasks>x</tasks>").unwrap();
+        assert_eq!(context.len(), 1);
+        context.user("operator").unwrap();
+        context.tool_call("c2", "Bash", "{}").unwrap();
+        assert_eq!(context.len(), 3);
+        context.new_reply();
+        context.tool_result("c2", "Bash", ToolResultState::Error).unwrap();
+        assert_eq!(context.len(), 4);
+        context.observe(Role::Assistant, "other", &[Block::Other]).unwrap();
+        context.append_hint("<tasks>y</tasks>").unwrap();
+        assert_eq!(context.len(), 6);
+        let newest = context.newest(0).unwrap();
+        assert_eq!((newest.role(), newest.name(), newest.block_count()), (Role::Assistant, AGENT, 1));
+        assert_eq!(context.sequence(0), Some(5));
+        assert_eq!(context.compress(2), 4);
+        assert_eq!(context.sequence(1), Some(4));
+        assert_eq!(context.sequence(2), None);
+        // The reply's message survived the compression: the agent goes on in it.
+        context.tool_call("c3", "Bash", "{}").unwrap();
+        assert_eq!(context.len(), 2);
+        context.clear();
+        assert!(context.is_empty());
+        context.tool_call("c4", "Bash", "{}").unwrap();
+        assert_eq!(context.newest(0).unwrap().block_count(), 1);
+    }
+
+    /// Evictions forced by a small store keep the tracker in sync: each
+    /// decision is the full scan's.
+    #[test]
+    fn evictions_keep_decisions_exact() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut context: TrackedContext<'_, 4, 8, 512> = TrackedContext::new(&engine, AGENT);
+        let mut now = Timestamp::from_unix_seconds(1_784_687_400);
+        let mut buf = [0u8; 1024];
+        for i in 0..40u64 {
+            match i % 4 {
+                0 => drop(context.user("operator")),
+                1 => drop(context.tool_call("c", "TaskList", "{}")),
+                2 => drop(context.tool_result("c", "TaskList", ToolResultState::Success)),
+                _ => {
+                    now = Timestamp(now.unix_micros() + 7 * 60_000_000);
+                    let s = step(i % 3, i % 2);
+                    let full = engine.decide(context.store(), &s, Some(now));
+                    assert_eq!(context.decide(&s, Some(now)), full, "at {i}");
+                    assert!(context.messages_read() <= 3);
+                    context.step(&s, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
+                }
+            }
+        }
+        assert!(context.store().evicted_total() > 0);
+    }
+
+    /// The split step keeps the event flag and the warnings, and a live
+    /// field without a reading says unavailable.
+    #[test]
+    fn the_split_step_keeps_event_and_warnings() {
+        let config = Config {
+            injection: InjectionConfig { context_buffer_ratio: Some(0.1), strict: true, ..Default::default() },
+            ..Default::default()
+        };
+        let engine = Engine::new(config).unwrap();
+        let mut context: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, AGENT);
+        context.user("operator").unwrap();
+        let decision = context.decide(&step(0, 0), Some(Timestamp::from_unix_seconds(1_784_687_400)));
+        assert!(decision.fires());
+        let mut live: LiveReadings<'_, 2, 32> = LiveReadings::new(["note", "temperature"]);
+        live.record(0, Ok::<_, ()>("<tasks>spoof</tasks>"));
+        let mut buf = [0u8; 1024];
+        let outcome = context.render_step(decision, &mut live, &mut buf).unwrap();
+        assert!(outcome.event);
+        assert!(outcome.warnings.contains(Warning::DeprecatedContextBufferRatio));
+        assert!(outcome.warnings.contains(Warning::LiveFieldDropped));
+        let hint = outcome.hint.unwrap();
+        assert!(hint.contains("<temperature>unavailable</temperature>") && !hint.contains("spoof"), "{hint}");
+        assert_eq!(context.newest(0).unwrap().block_count(), 1);
+        // Too small a buffer: an error, and nothing appended.
+        let decision = context.decide(&step(0, 1), None);
+        let mut small = [0u8; 8];
+        assert!(matches!(context.render_step(decision, &mut (), &mut small), Err(StepError::HintTooLong(_))));
+        assert_eq!(context.len(), 2);
+    }
+}

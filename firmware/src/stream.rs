@@ -1,0 +1,229 @@
+//! The session, streamed as AgentScope JSON: one `envaware-sim replay`
+//! trace line per defmt line, each after [`PREFIX`].
+//!
+//! Before each step the device writes its whole context as AgentScope
+//! `Msg` objects (`{"context": []}`, then one `{"message": Msg}` per
+//! message, oldest first, through the core's `wire` writer), the clock the
+//! decision reads (`set_clock`) and the plan (`tasks`). After rendering it
+//! writes the live values it read as `extra_fields` (a `config` event:
+//! extra fields, like live fields, never trigger, and both are merged by
+//! `dict.update`) and the `step` with its `cur_iter` and token count.
+//! `cargo xtask demo` saves the lines to `target/firmware-session.trace.jsonl`;
+//! `envaware-sim replay` on that file must give the device's hints, and
+//! AgentScope 2.0.11 agrees on the scenarios it emits (`tests/tests/firmware.rs`).
+//!
+//! The whole context is written at every step rather than only what
+//! changed: the replay then decides on exactly the device's context, hint
+//! blocks included, at the cost of a few hundred bytes of output per
+//! message per step. It is a debugging stream, not what a product would
+//! send to its model.
+
+use core::fmt::{self, Write as _};
+
+use envaware::conversation::Message as _;
+use envaware::time::Zone;
+use envaware::wire::{self, IsoTime, MessageMeta};
+use envaware::{LiveFields, TaskCounts, Timestamp};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+use crate::agent::{Context, AGENT, CONTEXT_SIZE, TIMEZONE, TIME_INTERVAL_HOURS};
+
+/// What starts each streamed line in the log.
+pub const PREFIX: &str = "agentscope> ";
+
+/// Messages whose creation time is remembered: the context's capacity.
+const MESSAGES: usize = 16;
+
+/// The streamer: a line buffer, and each live message's creation time.
+pub struct Stream {
+    buf: [u8; 3072],
+    /// Creation times by sequence number modulo [`MESSAGES`].
+    created: [Timestamp; MESSAGES],
+    /// Messages given a creation time so far.
+    stamped: u64,
+    zone: Zone,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream").field("stamped", &self.stamped).finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize)]
+struct ConfigLine<'a> {
+    config: StartConfig<'a>,
+}
+
+#[derive(Serialize)]
+struct StartConfig<'a> {
+    agent_name: &'a str,
+    context_config: ContextConfigOut,
+    context_size: i64,
+}
+
+#[derive(Serialize)]
+struct ContextConfigOut {
+    compression_tool_enabled: bool,
+}
+
+#[derive(Serialize)]
+#[serde(bound = "L: LiveFields")]
+struct LiveLine<'a, L: LiveFields> {
+    config: LiveConfig<'a, L>,
+}
+
+#[derive(Serialize)]
+#[serde(bound = "L: LiveFields")]
+struct LiveConfig<'a, L: LiveFields> {
+    injection_config: InjectionOut<'a, L>,
+}
+
+#[derive(Serialize)]
+#[serde(bound = "L: LiveFields")]
+struct InjectionOut<'a, L: LiveFields> {
+    timezone: &'a str,
+    time_interval: f64,
+    extra_fields: Fields<'a, L>,
+}
+
+/// The live fields as a JSON object.
+struct Fields<'a, L>(&'a L);
+
+impl<L: LiveFields> Serialize for Fields<'_, L> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for i in 0..self.0.len() {
+            if let Some((k, v)) = self.0.field(i) {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct ClockLine {
+    set_clock: Option<Rfc3339>,
+}
+
+/// An instant as RFC 3339 in UTC.
+struct Rfc3339(Timestamp);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}Z", IsoTime { at: self.0, zone: Zone::Utc })
+    }
+}
+
+impl Serialize for Rfc3339 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[derive(Serialize)]
+struct TasksLine {
+    tasks: Tasks,
+}
+
+/// The plan as task states: the in-progress tasks, then the pending ones.
+struct Tasks(TaskCounts);
+
+impl Serialize for Tasks {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let TaskCounts { pending, in_progress } = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        for _ in 0..in_progress {
+            seq.serialize_element("in_progress")?;
+        }
+        for _ in 0..pending {
+            seq.serialize_element("pending")?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Serialize)]
+struct StepLine {
+    step: StepOut,
+}
+
+#[derive(Serialize)]
+struct StepOut {
+    cur_iter: u64,
+    tokens: i64,
+}
+
+impl Stream {
+    /// A streamer writing creation times in `zone`.
+    pub fn new(zone: Zone) -> Self {
+        Stream { buf: [0; 3072], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
+    }
+
+    fn line(&mut self, value: &impl Serialize) {
+        match serde_json_core::to_slice(value, &mut self.buf) {
+            Ok(n) => self.print(n),
+            Err(_) => defmt::error!("stream: a line is longer than {=usize} bytes", self.buf.len()),
+        }
+    }
+
+    fn print(&self, n: usize) {
+        match core::str::from_utf8(&self.buf[..n]) {
+            Ok(text) => defmt::println!("{=str}{=str}", PREFIX, text),
+            Err(_) => defmt::error!("stream: not UTF-8"),
+        }
+    }
+
+    /// The session's configuration: written once, before the first step.
+    pub fn start(&mut self) {
+        self.line(&ConfigLine {
+            config: StartConfig {
+                agent_name: AGENT,
+                context_config: ContextConfigOut { compression_tool_enabled: true },
+                context_size: CONTEXT_SIZE,
+            },
+        });
+    }
+
+    /// What the step decides on: the whole context, the clock `now` and the
+    /// plan. Messages seen for the first time are stamped with `stamp`.
+    pub fn before_step(&mut self, context: &Context<'_>, stamp: Option<Timestamp>, now: Option<Timestamp>, tasks: TaskCounts) {
+        let newest = context.sequence(0).map_or(0, |s| s + 1);
+        while self.stamped < newest {
+            self.created[(self.stamped % MESSAGES as u64) as usize] = stamp.unwrap_or(Timestamp(0));
+            self.stamped += 1;
+        }
+        self.buf[..14].copy_from_slice(b"{\"context\":[]}");
+        self.print(14);
+        for index in (0..context.len()).rev() {
+            let (Some(msg), Some(seq)) = (context.newest(index), context.sequence(index)) else { continue };
+            let mut id: heapless::String<24> = heapless::String::new();
+            let _ = write!(id, "{}-{}", AGENT, seq);
+            let meta = MessageMeta { id: &id, created_at: IsoTime { at: self.created[(seq % MESSAGES as u64) as usize], zone: self.zone } };
+            const OPEN: &[u8] = b"{\"message\":";
+            self.buf[..OPEN.len()].copy_from_slice(OPEN);
+            let written = wire::write_message(&msg, &meta, &mut self.buf[OPEN.len()..]);
+            match written {
+                Ok(n) if OPEN.len() + n < self.buf.len() => {
+                    self.buf[OPEN.len() + n] = b'}';
+                    self.print(OPEN.len() + n + 1);
+                }
+                _ => defmt::error!("stream: message {=u64} ({=usize} blocks) is too long", seq, msg.block_count()),
+            }
+        }
+        self.line(&ClockLine { set_clock: now.map(Rfc3339) });
+        self.line(&TasksLine { tasks: Tasks(tasks) });
+    }
+
+    /// The step itself, once rendered: the live values read, then the step.
+    pub fn step<L: LiveFields>(&mut self, live: &L, cur_iter: u64, tokens: i64) {
+        self.line(&LiveLine {
+            config: LiveConfig {
+                injection_config: InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, extra_fields: Fields(live) },
+            },
+        });
+        self.line(&StepLine { step: StepOut { cur_iter, tokens } });
+    }
+}
