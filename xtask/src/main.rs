@@ -118,6 +118,12 @@ fn test() -> Result<(), String> {
             .arg(root().join("fuzz/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
     )?;
+    // The workspace turns `host-arguments` on (sim, tests); the core's own
+    // tests also run at the device capacity, with the feature checked off.
+    run(
+        "core unit tests at the device argument capacity",
+        cargo().args(["test", "-p", "envaware", "--lib"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
+    )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
