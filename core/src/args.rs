@@ -422,11 +422,19 @@ fn open<S: Sink, const DEPTH: usize, const MEMBERS: usize>(
             }
             let end = json::skip_ws(b, pos).saturating_add(1);
             let run = scratch.get_mut(first..).unwrap_or(&mut []);
-            // Key, then position: equal keys stay in document order, so the
-            // last of each run of equal keys is the one Python keeps.
-            heapsort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)) == Ordering::Less);
-            let kept = dedup_last(text, run);
-            scratch.truncate(first.saturating_add(kept));
+            // Keys already in strictly increasing order (often so) need
+            // neither sorting nor deduplication.
+            let sorted = run.windows(2).all(|w| match w {
+                [x, y] => json::cmp_keys_at(text, at(*x), at(*y)) == Ordering::Less,
+                _ => true,
+            });
+            if !sorted {
+                // Key, then position: equal keys stay in document order, so
+                // the last of each run of equal keys is the one Python keeps.
+                sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                let kept = dedup_last(text, run);
+                scratch.truncate(first.saturating_add(kept));
+            }
             out.write(b"{");
             let first = offset(first)?;
             Frame { kind: FrameKind::Object, a: first, b: first, c: offset(end)? }
@@ -466,8 +474,21 @@ fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
     }
 }
 
+/// Sorts the members of one object. A device sorts with a heapsort: no
+/// recursion, a few words of stack. The host sorts with `core`'s pattern-
+/// defeating quicksort, which compares about half as often.
+#[cfg(not(feature = "host-arguments"))]
+fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
+    heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
+}
+#[cfg(feature = "host-arguments")]
+fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
+    run.sort_unstable_by(|&x, &y| cmp(x, y));
+}
+
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
     let len = v.len();
     let mut i = len / 2;
@@ -483,6 +504,7 @@ fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
     }
 }
 
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T, T) -> bool) {
     loop {
         let mut child = root.saturating_mul(2).saturating_add(1);
@@ -508,6 +530,7 @@ fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T
 }
 
 /// `slice::swap` without its bounds panic.
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
     if let (Some(&x), Some(&y)) = (v.get(a), v.get(b)) {
         if let Some(slot) = v.get_mut(a) {

@@ -497,6 +497,22 @@ pub(crate) fn next_element(text: &str, pos: usize) -> Option<usize> {
 pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
     let bytes = text.as_bytes();
     let (tail_a, tail_b) = (bytes.get(a.saturating_add(1)..).unwrap_or(&[]), bytes.get(b.saturating_add(1)..).unwrap_or(&[]));
+    // Eight bytes at a time while they are equal and hold neither a quote
+    // nor a backslash (SWAR: a zero byte of `w ^ c` marks `c`).
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let holds = |w: u64, c: u8| {
+        let x = w ^ (ONES * u64::from(c));
+        x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
+    };
+    let word = |tail: &[u8], i: usize| tail.get(i..i.checked_add(8)?).and_then(|c| <[u8; 8]>::try_from(c).ok()).map(u64::from_le_bytes);
+    let mut skip = 0;
+    while let (Some(x), Some(y)) = (word(tail_a, skip), word(tail_b, skip)) {
+        if x != y || holds(x, b'"') || holds(x, b'\\') {
+            break;
+        }
+        skip += 8;
+    }
+    let (tail_a, tail_b) = (tail_a.get(skip..).unwrap_or(&[]), tail_b.get(skip..).unwrap_or(&[]));
     for (&x, &y) in tail_a.iter().zip(tail_b) {
         if x == b'\\' || y == b'\\' {
             break;
@@ -904,7 +920,32 @@ mod tests {
 
     #[test]
     fn keys_compare_in_place_as_decoded() {
-        let keys = ["", "a", "ab", "b", "\\u0061", "a\\u0062", "\\ud800", "\\ue000", "\\ud83d\\ude00", "😀", "é", "\\u00e9z", "\\\"", "\\\\", "~", "\u{7f}"];
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "b",
+            "\\u0061",
+            "a\\u0062",
+            "\\ud800",
+            "\\ue000",
+            "\\ud83d\\ude00",
+            "😀",
+            "é",
+            "\\u00e9z",
+            "\\\"",
+            "\\\\",
+            "~",
+            "\u{7f}",
+            "abcdefgh",
+            "abcdefghij",
+            "abcdefghik",
+            "abcdefgh\\u0069j",
+            "abcdefghijklmnop",
+            "abcdefghijklmnop\\\"",
+            "abcdefghijklmno\\u0070",
+            "abcdéfghijklmnop",
+        ];
         let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
         let mut at = Vec::new();
         let mut pos = 0;

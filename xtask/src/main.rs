@@ -8,6 +8,8 @@
 //!   at each step; `--host` runs the host demo (`examples/demo.jsonl`).
 //! - `cargo xtask size`: the firmware's flash and RAM (peak stack measured)
 //!   against its budget.
+//! - `cargo xtask bench-args`: argument equality in MB/s beside the
+//!   reference's `json.dumps(json.loads(raw), sort_keys=True)`.
 //! - `cargo xtask fuzz [--minutes N]`: runs the cargo-fuzz targets for a
 //!   chosen time, keeping the corpus they grow, then the sim's property
 //!   tests with many cases (see [`fuzz`]).
@@ -20,6 +22,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 mod bench;
+mod bench_args;
 mod firmware;
 mod nopanic;
 mod qemu;
@@ -270,6 +273,7 @@ fn main() -> ExitCode {
         Some("demo") => firmware::demo(&args[1..]),
         Some("size") => firmware::size(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("bench-args") => bench_args::bench_args(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
         _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long]|fuzz|nopanic [--link] [--demo-panic]>".into()),
