@@ -46,6 +46,11 @@ pub fn bench_args(args: &[String]) -> Result<(), String> {
         return Err(format!("bench_args.py failed:\n{}", String::from_utf8_lossy(&out.stderr)));
     }
     println!("\nargument equality (median of this run; Python: json.dumps(json.loads(raw), sort_keys=True)):");
+    // Wall-clock medians: on a shared machine, the load says how far off
+    // the absolute figures may be (the ratios come from one run).
+    if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
+        println!("load average: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    }
     println!("{:<20} {:>9} {:>12} {:>10} {:>12} {:>10} {:>8}", "input", "bytes", "envaware", "MB/s", "Python", "MB/s", "ratio");
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let (Some(name), Some(bytes), Some(py_ns)) = (field(line, "name"), field(line, "bytes"), field(line, "ns")) else {
