@@ -288,7 +288,7 @@ impl<S: Sink> Sink for Buffered<'_, S> {
                 if bytes.len() >= self.buf.len() {
                     self.inner.write(bytes);
                 } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
-                    room.copy_from_slice(bytes);
+                    crate::text::copy_bytes(room, bytes);
                     self.len = bytes.len();
                 }
             }
