@@ -28,35 +28,75 @@
 //!   [`char::is_whitespace`] plus U+001C..U+001F. So an invalid text can equal
 //!   a valid one: `"\u{a0}{\"a\": 1}"` strips to the dump of `{"a":1}`.
 //!
-//! # Bounds: a deliberate difference
+//! # Capacity: chosen at build time
 //!
 //! Sorting needs the member positions of every object open along the current
 //! path. They live in a fixed scratch of [`MAX_MEMBERS`] entries shared by all
-//! levels, and nesting is bounded by [`MAX_DEPTH`] (the stack holds about
-//! `MAX_MEMBERS` words plus `MAX_DEPTH` small frames). Valid JSON past either
-//! bound is not canonicalized: it is compared as `raw.strip()`, like invalid
-//! JSON, and [`write_canonical`] says so with [`Canonical::Fallback`]. The
-//! reference would sort such arguments (and crashes with `RecursionError` from
-//! about 985 levels), so here two equal calls that differ only in key order
-//! or spacing past the bounds compare unequal; identical retries, the case the
-//! rule exists for, still compare equal. [`write_canonical_with`] takes other
-//! bounds.
+//! levels, nesting is bounded by [`MAX_DEPTH`], and positions are offsets of
+//! a fixed width, which bounds the text to [`MAX_LEN`] bytes. Nothing is
+//! recursive: one small frame per open container, and a heapsort.
+//!
+//! | build | [`MAX_DEPTH`] | [`MAX_MEMBERS`] | [`MAX_LEN`] | stack |
+//! |---|---|---|---|---|
+//! | default (devices) | 32 | 128 | 65,535 B | 8-byte frames, 2-byte entries: under 1 KB |
+//! | feature `host-arguments` | 1,024 | 65,536 | 4 GiB | 16-byte frames, 4-byte entries, a 12 KB cache of container ends: about 285 KB reserved |
+//!
+//! The host capacity covers every argument the reference answers: it raises
+//! `RecursionError` from about 985 levels. Cargo unifies features, so a
+//! device build that links a crate turning `host-arguments` on gets the host
+//! capacity and its stack too.
+//!
+//! Valid JSON past a bound is not canonicalized: it is compared as
+//! `raw.strip()`, like invalid JSON, and [`write_canonical`] says so with
+//! [`Canonical::Fallback`]. This is a deliberate difference (the README's
+//! table): two equal calls that differ only in key order or spacing past the
+//! bounds compare unequal; identical retries, the case the rule exists for,
+//! still compare equal. [`write_canonical_with`] takes other bounds.
 
+use core::cmp::Ordering;
 use core::hash::Hasher as _;
 
 use siphasher::sip128::{Hasher128 as _, SipHasher13};
 
-use crate::json::{self, key_at, JsonStr, Kind, Value};
+use crate::json::{self, JsonStr, Kind};
 use crate::text::py_strip;
 
 /// Deepest container nesting that is canonicalized (the outermost container
 /// is level 1); deeper valid JSON takes the [`Canonical::Fallback`] path.
+#[cfg(not(feature = "host-arguments"))]
 pub const MAX_DEPTH: usize = 32;
+/// Deepest container nesting that is canonicalized (the outermost container
+/// is level 1); deeper valid JSON takes the [`Canonical::Fallback`] path.
+#[cfg(feature = "host-arguments")]
+pub const MAX_DEPTH: usize = json::DEPTH_CAPACITY;
 
 /// Most object members (counted with duplicates) that may be open at once
 /// along one path through the document; more takes the
 /// [`Canonical::Fallback`] path.
+#[cfg(not(feature = "host-arguments"))]
 pub const MAX_MEMBERS: usize = 128;
+/// Most object members (counted with duplicates) that may be open at once
+/// along one path through the document; more takes the
+/// [`Canonical::Fallback`] path.
+#[cfg(feature = "host-arguments")]
+pub const MAX_MEMBERS: usize = 65_536;
+
+/// A position in the argument's text (or in the scratch): 16 bits keep a
+/// device's frames small, 32 bits lift the length bound on the host.
+#[cfg(not(feature = "host-arguments"))]
+type Offset = u16;
+#[cfg(feature = "host-arguments")]
+type Offset = u32;
+
+/// Longest valid JSON value (without surrounding whitespace) that is
+/// canonicalized; a longer one takes the [`Canonical::Fallback`] path.
+pub const MAX_LEN: usize = Offset::MAX as usize;
+
+/// The capacity tried first: a small argument never pays for the scratch of
+/// a large one (the host's scratch is large, and a frame of it has to be
+/// probed page by page).
+const SMALL_DEPTH: usize = 32;
+const SMALL_MEMBERS: usize = 128;
 
 /// Receives the canonical string, in pieces.
 pub trait Sink {
@@ -134,6 +174,8 @@ pub enum Bound {
     Depth,
     /// More object members are open at once than the scratch holds.
     Members,
+    /// The value is longer than [`MAX_LEN`] bytes.
+    Length,
 }
 
 /// The key of `raw`: the hash of its canonical string (bounds [`MAX_DEPTH`]
@@ -153,23 +195,34 @@ pub fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
 /// [`write_canonical`] with other bounds: `DEPTH` levels of nesting (at most
 /// [`json::DEPTH_CAPACITY`]) and `MEMBERS` open object members.
 ///
-/// Stack: `MEMBERS` words of scratch, `DEPTH` frames of about six words, and about
-/// 250 bytes more (about 1.5 KB on a 32-bit target with the defaults).
+/// Stack: `MEMBERS` offsets of scratch and `DEPTH` frames of three offsets
+/// (2 bytes each by default, 4 with `host-arguments`), plus about 250 bytes;
+/// an argument within 32 levels and 128 members uses only that much of it.
 pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(raw: &str, sink: &mut S) -> Canonical {
-    let path = match json::parse(raw, DEPTH) {
-        Ok(value) => {
-            let mut scratch = [0usize; MEMBERS];
-            // A dry run first: the sink must not see a partial dump before
-            // a bound turns out to be exceeded.
-            match dump::<_, DEPTH>(value, &mut scratch, &mut NullSink) {
-                Ok(()) => {
-                    let mut out = Buffered::new(sink);
-                    // Cannot fail: the same walk just succeeded.
-                    let _ = dump::<_, DEPTH>(value, &mut scratch, &mut out);
-                    out.flush();
-                    return Canonical::Json;
+    let path = match json::parse_counted(raw, DEPTH) {
+        Ok((value, counts)) => {
+            let text = value.raw();
+            if text.len() > MAX_LEN {
+                Canonical::Fallback(Bound::Length)
+            } else if counts.keys <= MEMBERS.min(SMALL_MEMBERS) && counts.depth <= SMALL_DEPTH {
+                // Everything fits: no dry run needed.
+                dump_whole::<S, SMALL_DEPTH, SMALL_MEMBERS, 0>(text, sink);
+                return Canonical::Json;
+            } else if counts.keys <= MEMBERS {
+                // The parse checked the depth, and no path can hold more
+                // members than the whole document.
+                dump_whole::<S, DEPTH, MEMBERS, END_CACHE>(text, sink);
+                return Canonical::Json;
+            } else {
+                // A dry run first: the sink must not see a partial dump
+                // before the member bound turns out to be exceeded.
+                match dump::<_, DEPTH, MEMBERS, END_CACHE>(text, &mut NullSink) {
+                    Ok(()) => {
+                        dump_whole::<S, DEPTH, MEMBERS, END_CACHE>(text, sink);
+                        return Canonical::Json;
+                    }
+                    Err(bound) => Canonical::Fallback(bound),
                 }
-                Err(bound) => Canonical::Fallback(bound),
             }
         }
         Err(e) if e.kind == json::JsonErrorKind::TooDeep => {
@@ -183,6 +236,14 @@ pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(r
     };
     sink.write(py_strip(raw).as_bytes());
     path
+}
+
+/// Dumps a value known to fit the bounds.
+fn dump_whole<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
+    let mut out = Buffered::new(sink);
+    // Cannot fail: the caller checked the bounds.
+    let _ = dump::<_, DEPTH, MEMBERS, ENDS>(text, &mut out);
+    out.flush();
 }
 
 struct NullSink;
@@ -214,15 +275,8 @@ impl<'s, S: Sink> Buffered<'s, S> {
 }
 
 impl<S: Sink> Sink for Buffered<'_, S> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let end = self.len.saturating_add(bytes.len());
-        if end > self.buf.len() {
-            self.flush();
-            if bytes.len() >= self.buf.len() {
-                self.inner.write(bytes);
-                return;
-            }
-        }
         let start = self.len;
         match self.buf.get_mut(start..start.saturating_add(bytes.len())) {
             Some(room) => {
@@ -231,172 +285,340 @@ impl<S: Sink> Sink for Buffered<'_, S> {
             }
             None => {
                 self.flush();
-                self.inner.write(bytes);
+                if bytes.len() >= self.buf.len() {
+                    self.inner.write(bytes);
+                } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
+                    crate::text::copy_bytes(room, bytes);
+                    self.len = bytes.len();
+                }
             }
         }
     }
 }
 
-/// An open container of the dump.
-enum Frame<'a> {
-    Array {
-        items: json::Items<'a>,
-        first: bool,
-    },
-    /// Members `scratch[start..end]` (sorted, deduplicated key offsets within
-    /// `obj`), the next one to write at `next`.
-    Object {
-        obj: &'a str,
-        start: usize,
-        end: usize,
-        next: usize,
-    },
+/// Container ends found while skipping values, in a direct-mapped cache of
+/// `N` entries. Collecting an object's members skips each value to find
+/// the next key, so without it a chain of nested objects is read once per
+/// level; with it, once. The host has one; a device (`N` = 0) reads again.
+struct Ends<const N: usize> {
+    /// `(start, end)` of a container; start 0 (the outermost value, never
+    /// skipped) marks a free slot.
+    slots: [(Offset, Offset); N],
+    /// The start of each container open during one skip, by depth.
+    opens: [Offset; N],
 }
 
-fn same_key(obj: &str, a: usize, b: usize) -> bool {
-    match (key_at(obj, a), key_at(obj, b)) {
-        (Some(x), Some(y)) => x.code_points().eq(y.code_points()),
-        _ => false,
+/// The cache's size for arguments past the small capacity.
+#[cfg(not(feature = "host-arguments"))]
+const END_CACHE: usize = 0;
+#[cfg(feature = "host-arguments")]
+const END_CACHE: usize = 1024;
+
+impl<const N: usize> Ends<N> {
+    fn new() -> Self {
+        Ends { slots: [(0, 0); N], opens: [0; N] }
+    }
+
+    /// Offset just past the (validated) value at `start`, remembering the
+    /// end of every container inside it.
+    fn skip(&mut self, text: &str, start: usize) -> Option<usize> {
+        let b = text.as_bytes();
+        if N == 0 || !matches!(b.get(start), Some(b'{' | b'[')) {
+            return json::value_end(b, start);
+        }
+        if let Some(&(s, e)) = self.slots.get(start % N) {
+            if at(s) == start && s != 0 {
+                return Some(at(e));
+            }
+        }
+        let mut depth = 0usize;
+        let mut i = start;
+        loop {
+            match b.get(i)? {
+                b'{' | b'[' => {
+                    if let Some(slot) = self.opens.get_mut(depth) {
+                        *slot = offset(i).ok()?;
+                    }
+                    depth += 1;
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    i += 1;
+                    if let Some(&open) = self.opens.get(depth) {
+                        if let Some(slot) = self.slots.get_mut(at(open) % N) {
+                            *slot = (open, offset(i).ok()?);
+                        }
+                    }
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                b'"' => i = json::string_end(b, i)?,
+                _ => i += 1,
+            }
+        }
     }
 }
 
-/// Writes `root` as Python's `json.dumps(..., sort_keys=True)`, iteratively.
-fn dump<S: Sink, const DEPTH: usize>(root: Value<'_>, scratch: &mut [usize], out: &mut S) -> Result<(), Bound> {
-    let mut frames: heapless::Vec<Frame<'_>, DEPTH> = heapless::Vec::new();
-    let mut used = 0usize;
-    open(root, &mut frames, scratch, &mut used, out)?;
+/// An open container of the dump, as offsets into the value's text (or
+/// into the scratch): 8 bytes on a device.
+#[derive(Clone, Copy)]
+struct Frame {
+    kind: FrameKind,
+    /// Array: where to read the next item. Object: the first of its sorted
+    /// members in the scratch (they run to the scratch's end while the
+    /// object is the innermost one open).
+    a: Offset,
+    /// Object: the next member to write, in the scratch.
+    b: Offset,
+    /// Object: the offset just past its closing brace.
+    c: Offset,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    ArrayFirst,
+    ArrayRest,
+    Object,
+}
+
+/// An [`Offset`] as an index (lossless: offsets are at most 32 bits).
+fn at(offset: Offset) -> usize {
+    offset as usize
+}
+
+fn offset(n: usize) -> Result<Offset, Bound> {
+    Offset::try_from(n).map_err(|_| Bound::Length)
+}
+
+/// Writes the (validated) value `text` as Python's `json.dumps(...,
+/// sort_keys=True)`, iteratively: nesting costs a frame, not a call.
+fn dump<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, out: &mut S) -> Result<(), Bound> {
+    let mut frames: heapless::Vec<Frame, DEPTH> = heapless::Vec::new();
+    let mut scratch: heapless::Vec<Offset, MEMBERS> = heapless::Vec::new();
+    let mut ends = Ends::<ENDS>::new();
+    open(text, 0, &mut frames, &mut scratch, &mut ends, out)?;
     loop {
-        let Some(frame) = frames.last_mut() else {
+        let Some(top) = frames.last_mut() else {
             return Ok(());
         };
-        let next = match frame {
-            Frame::Array { items, first } => match items.next() {
+        let value_start = match top.kind {
+            FrameKind::ArrayFirst | FrameKind::ArrayRest => match json::next_element(text, at(top.a)) {
                 Some(item) => {
-                    if !*first {
+                    if top.kind == FrameKind::ArrayRest {
                         out.write(b", ");
                     }
-                    *first = false;
-                    Some(item)
+                    top.kind = FrameKind::ArrayRest;
+                    item
                 }
                 None => {
                     out.write(b"]");
+                    let end = json::skip_ws(text.as_bytes(), at(top.a)).saturating_add(1);
                     frames.pop();
-                    None
+                    closed(&mut frames, end)?;
+                    continue;
                 }
             },
-            Frame::Object { obj, start, end, next } => {
-                if *next < *end {
-                    let member = scratch.get(*next).and_then(|&off| json::member_at(obj, off));
-                    if *next != *start {
-                        out.write(b", ");
-                    }
-                    *next += 1;
-                    member.map(|(key, value, _)| {
-                        write_string(key, out);
+            FrameKind::Object => {
+                let next = at(top.b);
+                match scratch.get(next) {
+                    Some(&key) => {
+                        if top.b != top.a {
+                            out.write(b", ");
+                        }
+                        top.b = top.b.saturating_add(1);
+                        let key = at(key);
+                        let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
+                        write_string(name, out);
                         out.write(b": ");
-                        value
-                    })
-                } else {
-                    out.write(b"}");
-                    used = *start;
-                    frames.pop();
-                    None
+                        match json::member_value(text, key, name) {
+                            Some(value) => value,
+                            None => continue,
+                        }
+                    }
+                    None => {
+                        out.write(b"}");
+                        let (start, end) = (at(top.a), at(top.c));
+                        frames.pop();
+                        scratch.truncate(start);
+                        closed(&mut frames, end)?;
+                        continue;
+                    }
                 }
             }
         };
-        if let Some(value) = next {
-            open(value, &mut frames, scratch, &mut used, out)?;
-        }
+        open(text, value_start, &mut frames, &mut scratch, &mut ends, out)?;
     }
 }
 
-/// Writes a scalar, or writes a container's opening bracket and pushes its
-/// frame (collecting, sorting and deduplicating an object's members).
-fn open<'a, S: Sink, const DEPTH: usize>(
-    value: Value<'a>,
-    frames: &mut heapless::Vec<Frame<'a>, DEPTH>,
-    scratch: &mut [usize],
-    used: &mut usize,
+/// A container ending at `end` was closed: an array around it reads on from
+/// there (an object around it reads its members from the scratch).
+fn closed<const DEPTH: usize>(frames: &mut heapless::Vec<Frame, DEPTH>, end: usize) -> Result<(), Bound> {
+    if let Some(parent) = frames.last_mut() {
+        if parent.kind != FrameKind::Object {
+            parent.a = offset(end)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the scalar at `start`, or writes the container's opening bracket
+/// there and pushes its frame (collecting, sorting and deduplicating an
+/// object's members).
+fn open<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    text: &str,
+    start: usize,
+    frames: &mut heapless::Vec<Frame, DEPTH>,
+    scratch: &mut heapless::Vec<Offset, MEMBERS>,
+    ends: &mut Ends<ENDS>,
     out: &mut S,
 ) -> Result<(), Bound> {
-    match value.kind() {
-        Kind::Object => {
-            let obj = value.raw();
-            let start = *used;
-            let mut end = start;
-            let mut members = value.members();
-            while let Some((offset, _, _)) = members.next_at() {
-                *scratch.get_mut(end).ok_or(Bound::Members)? = offset;
-                end += 1;
-            }
-            let run = scratch.get_mut(start..end).unwrap_or(&mut []);
-            // Key, then position: equal keys stay in document order, so the
-            // last of each run of equal keys is the one Python keeps.
-            run.sort_unstable_by(|&a, &b| {
-                let (ka, kb) = (key_at(obj, a), key_at(obj, b));
-                let by_key = match (ka, kb) {
-                    (Some(x), Some(y)) => x.cmp_python(&y),
-                    _ => core::cmp::Ordering::Equal,
+    let b = text.as_bytes();
+    let frame = match b.get(start) {
+        Some(b'{') => {
+            let first = scratch.len();
+            let mut pos = start.saturating_add(1);
+            while let Some(key) = json::next_element(text, pos) {
+                scratch.push(offset(key)?).map_err(|_| Bound::Members)?;
+                let value = json::key_at(text, key).and_then(|name| json::member_value(text, key, name));
+                pos = match value.and_then(|v| ends.skip(text, v)) {
+                    Some(end) => end,
+                    None => break,
                 };
-                by_key.then(a.cmp(&b))
+            }
+            let end = json::skip_ws(b, pos).saturating_add(1);
+            let run = scratch.get_mut(first..).unwrap_or(&mut []);
+            // Keys already in strictly increasing order (often so) need
+            // neither sorting nor deduplication.
+            let sorted = run.windows(2).all(|w| match w {
+                [x, y] => json::cmp_keys_at(text, at(*x), at(*y)) == Ordering::Less,
+                _ => true,
             });
-            let kept = dedup_last(obj, run);
-            let end = start + kept;
-            *used = end;
+            if !sorted {
+                // Key, then position: equal keys stay in document order, so
+                // the last of each run of equal keys is the one Python keeps.
+                sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                let kept = dedup_last(text, run);
+                scratch.truncate(first.saturating_add(kept));
+            }
             out.write(b"{");
-            frames.push(Frame::Object { obj, start, end, next: start }).map_err(|_| Bound::Depth)
+            let first = offset(first)?;
+            Frame { kind: FrameKind::Object, a: first, b: first, c: offset(end)? }
         }
-        Kind::Array => {
+        Some(b'[') => {
             out.write(b"[");
-            frames.push(Frame::Array { items: value.items(), first: true }).map_err(|_| Bound::Depth)
+            Frame { kind: FrameKind::ArrayFirst, a: offset(start.saturating_add(1))?, b: 0, c: 0 }
         }
+        _ => {
+            let Some((value, end)) = json::value_at(text, start) else {
+                return Ok(());
+            };
+            write_scalar(value, out);
+            // An array around it reads on from its end.
+            return closed(frames, end);
+        }
+    };
+    frames.push(frame).map_err(|_| Bound::Depth)
+}
+
+fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
+    match value.kind() {
         Kind::String => {
             if let Some(s) = value.as_str() {
                 write_string(s, out);
             }
-            Ok(())
         }
-        Kind::Number => {
-            write_number(value.raw(), out);
-            Ok(())
+        Kind::Number => write_number(value.raw(), out),
+        Kind::Bool(true) => out.write(b"true"),
+        Kind::Bool(false) => out.write(b"false"),
+        Kind::Null => out.write(b"null"),
+        Kind::NaN => out.write(b"NaN"),
+        Kind::Infinity => out.write(b"Infinity"),
+        Kind::NegInfinity => out.write(b"-Infinity"),
+        // Containers are opened by the caller.
+        Kind::Object | Kind::Array => {}
+    }
+}
+
+/// Sorts the members of one object. A device sorts with a heapsort: no
+/// recursion, a few words of stack. The host sorts with `core`'s pattern-
+/// defeating quicksort, which compares about half as often.
+#[cfg(not(feature = "host-arguments"))]
+fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
+    heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
+}
+#[cfg(feature = "host-arguments")]
+fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
+    run.sort_unstable_by(|&x, &y| cmp(x, y));
+}
+
+/// Sorts `v` by `less`, in place, with no recursion and no panic: the
+/// stack stays a few words whatever the length.
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
+fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
+    let len = v.len();
+    let mut i = len / 2;
+    while i > 0 {
+        i -= 1;
+        sift_down(v, i, len, &less);
+    }
+    let mut end = len;
+    while end > 1 {
+        end -= 1;
+        swap(v, 0, end);
+        sift_down(v, 0, end, &less);
+    }
+}
+
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
+fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T, T) -> bool) {
+    loop {
+        let mut child = root.saturating_mul(2).saturating_add(1);
+        if child >= end {
+            return;
         }
-        Kind::Bool(true) => {
-            out.write(b"true");
-            Ok(())
+        let (Some(&left), Some(&parent)) = (v.get(child), v.get(root)) else {
+            return;
+        };
+        let mut larger = left;
+        if let Some(&right) = v.get(child + 1).filter(|_| child + 1 < end) {
+            if less(left, right) {
+                child += 1;
+                larger = right;
+            }
         }
-        Kind::Bool(false) => {
-            out.write(b"false");
-            Ok(())
+        if !less(parent, larger) {
+            return;
         }
-        Kind::Null => {
-            out.write(b"null");
-            Ok(())
+        swap(v, root, child);
+        root = child;
+    }
+}
+
+/// `slice::swap` without its bounds panic.
+#[cfg_attr(feature = "host-arguments", allow(dead_code))]
+fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
+    if let (Some(&x), Some(&y)) = (v.get(a), v.get(b)) {
+        if let Some(slot) = v.get_mut(a) {
+            *slot = y;
         }
-        Kind::NaN => {
-            out.write(b"NaN");
-            Ok(())
-        }
-        Kind::Infinity => {
-            out.write(b"Infinity");
-            Ok(())
-        }
-        Kind::NegInfinity => {
-            out.write(b"-Infinity");
-            Ok(())
+        if let Some(slot) = v.get_mut(b) {
+            *slot = x;
         }
     }
 }
 
 /// Keeps the last entry of each run of equal keys in the sorted `run`,
 /// moved to the front; returns how many are kept.
-fn dedup_last(obj: &str, run: &mut [usize]) -> usize {
+fn dedup_last(text: &str, run: &mut [Offset]) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&first) = run.get(i) {
         let mut last = first;
         i += 1;
         while let Some(&next) = run.get(i) {
-            if !same_key(obj, first, next) {
+            if json::cmp_keys_at(text, at(first), at(next)) != Ordering::Equal {
                 break;
             }
             last = next;
@@ -420,7 +642,27 @@ fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
 /// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.
 fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
     out.write(b"\"");
-    for c in s.code_points() {
+    let mut rest = s.raw();
+    while !rest.is_empty() {
+        // Printable ASCII other than `\` (a raw `"` cannot occur) is its
+        // own dump: write such runs whole.
+        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
+        let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
+        if !run.is_empty() {
+            out.write(run.as_bytes());
+        }
+        let mut code_points = JsonStr::from_validated(tail).code_points();
+        if let Some(c) = code_points.next() {
+            write_code_point(c, out);
+        }
+        rest = code_points.rest();
+    }
+    out.write(b"\"");
+}
+
+/// Writes one decoded code point as `json.dumps` with `ensure_ascii=True`.
+fn write_code_point<S: Sink>(c: u32, out: &mut S) {
+    {
         match c {
             0x22 => out.write(b"\\\""),
             0x5c => out.write(b"\\\\"),
@@ -438,7 +680,6 @@ fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
             _ => write_u16_escape(c, out),
         }
     }
-    out.write(b"\"");
 }
 
 /// Writes a (validated) JSON number as Python's `json.dumps(json.loads(..))`.
@@ -1067,9 +1308,12 @@ mod tests {
         assert_eq!(canonical(&ok), (ok.clone(), Canonical::Json));
         let deep = std::format!(" {} ", nested(MAX_DEPTH / 2 + 1).replace(": ", ":"));
         assert_eq!(canonical(&deep), (String::from(deep.trim()), Canonical::Fallback(Bound::Depth)));
-        // Invalid text deeper than the bound is plain invalid text.
+        // Invalid text deeper than the bound is plain invalid text (as far
+        // as the parser can track nesting).
         let broken = &deep[..deep.len() - 2];
-        assert_eq!(canonical(broken).1, Canonical::RawStripped);
+        if MAX_DEPTH < json::DEPTH_CAPACITY {
+            assert_eq!(canonical(broken).1, Canonical::RawStripped);
+        }
         // Deeper than the reference can go (it raises RecursionError): no
         // crash, the text is compared as such.
         let huge: String = core::iter::repeat_n('[', 100_000).collect();
@@ -1078,7 +1322,7 @@ mod tests {
     }
 
     fn object(keys: impl Iterator<Item = usize>) -> String {
-        let members: Vec<String> = keys.map(|k| std::format!("\"k{k:03}\": {k}")).collect();
+        let members: Vec<String> = keys.map(|k| std::format!("\"k{k:05}\": {k}")).collect();
         std::format!("{{{}}}", members.join(", "))
     }
 
@@ -1107,7 +1351,8 @@ mod tests {
     fn duplicate_keys_last_wins() {
         let members: Vec<String> = (0..MAX_MEMBERS).map(|i| std::format!("\"k{}\": {i}", i % 3)).collect();
         let dups = std::format!("{{{}}}", members.join(","));
-        assert_eq!(canonical(&dups).0, "{\"k0\": 126, \"k1\": 127, \"k2\": 125}");
+        let last = |k: usize| (0..MAX_MEMBERS).filter(|i| i % 3 == k).max().unwrap();
+        assert_eq!(canonical(&dups).0, std::format!("{{\"k0\": {}, \"k1\": {}, \"k2\": {}}}", last(0), last(1), last(2)));
         assert_eq!(canonical("{\"a\": 1, \"\\u0061\": 2, \"b\": 0, \"a\": 3, \"\\u0062\": 4}").0, "{\"a\": 3, \"b\": 4}");
     }
 
@@ -1142,6 +1387,87 @@ mod tests {
                 sink.write(core::slice::from_ref(byte));
             }
             assert_eq!(sink.finish(), argument_key(raw), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn capacity_is_the_builds() {
+        // `cargo xtask test` runs this crate's tests once with and once
+        // without `host-arguments` (features unify across the workspace);
+        // the device run sets this variable, so a leaked feature fails it.
+        if std::env::var_os("ENVAWARE_EXPECT_DEVICE_ARGUMENTS").is_some() {
+            assert_eq!(MAX_DEPTH, 32, "the device-bound run has `host-arguments` on");
+        }
+        if cfg!(feature = "host-arguments") {
+            assert_eq!((MAX_DEPTH, MAX_MEMBERS, MAX_LEN), (1024, 65_536, u32::MAX as usize));
+        } else {
+            assert_eq!((MAX_DEPTH, MAX_MEMBERS, MAX_LEN), (32, 128, 65_535));
+        }
+        assert_eq!(size_of::<Frame>(), 4 * size_of::<Offset>());
+    }
+
+    #[test]
+    fn length_bound() {
+        let long = std::format!("[\"{}\", {{\"b\": 1, \"a\": 2}}]", "x".repeat(MAX_LEN.min(1 << 20)));
+        let (text, path) = canonical(&long);
+        if long.len() > MAX_LEN {
+            assert_eq!(path, Canonical::Fallback(Bound::Length));
+            assert_eq!(text, long);
+        } else {
+            assert_eq!(path, Canonical::Json);
+            assert!(text.ends_with("{\"a\": 2, \"b\": 1}]"), "{}", &text[text.len() - 30..]);
+        }
+    }
+
+    /// The reference answers up to about 984 levels; the host capacity
+    /// covers them, a device compares them as text.
+    #[test]
+    fn deep_arguments() {
+        for depth in [MAX_DEPTH - 1, MAX_DEPTH, 984.min(MAX_DEPTH)] {
+            let objects = std::format!("{}1{}", "{\"b\":2,\"a\":".repeat(depth), "}".repeat(depth));
+            let want = std::format!("{}1{}", "{\"a\": ".repeat(depth), ", \"b\": 2}".repeat(depth));
+            assert_eq!(canonical(&objects), (want, Canonical::Json), "{depth}");
+            let arrays = std::format!("{}{}", "[1,".repeat(depth), "]".repeat(depth)).replace(",]", "]");
+            let want = arrays.replace(',', ", ");
+            assert_eq!(canonical(&arrays), (want, Canonical::Json), "{depth}");
+        }
+        let over = std::format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert_eq!(canonical(&over), (over.clone(), Canonical::Fallback(Bound::Depth)));
+    }
+
+    /// The dump as the old recursive walker wrote it, over `json`'s own
+    /// iterators: the iterative walker must agree on every value.
+    fn recursive_dump(value: json::Value<'_>, out: &mut Text) {
+        match value.kind() {
+            Kind::Object => {
+                let mut members: Vec<(JsonStr<'_>, json::Value<'_>)> = value.members().collect();
+                // Stable: equal keys keep document order, the last wins.
+                members.sort_by(|a, b| a.0.cmp_python(&b.0));
+                let mut kept: Vec<(JsonStr<'_>, json::Value<'_>)> = Vec::new();
+                for m in members {
+                    match kept.last_mut() {
+                        Some(last) if last.0.cmp_python(&m.0) == Ordering::Equal => *last = m,
+                        _ => kept.push(m),
+                    }
+                }
+                out.write(b"{");
+                for (i, (k, v)) in kept.into_iter().enumerate() {
+                    out.write(if i == 0 { b"" } else { b", " });
+                    write_string(k, out);
+                    out.write(b": ");
+                    recursive_dump(v, out);
+                }
+                out.write(b"}");
+            }
+            Kind::Array => {
+                out.write(b"[");
+                for (i, v) in value.items().enumerate() {
+                    out.write(if i == 0 { b"" } else { b", " });
+                    recursive_dump(v, out);
+                }
+                out.write(b"]");
+            }
+            _ => write_scalar(value, out),
         }
     }
 
@@ -1189,6 +1515,33 @@ mod tests {
             if let Ok(v) = json::parse(&broken, 64) {
                 let _ = v.members().count() + v.items().count();
             }
+        }
+
+        #[test]
+        fn iterative_dump_matches_recursive_dump(raw in json_text(), spaces in "[ \t\n\r]{0,2}") {
+            let spaced = raw.replace(',', &std::format!("{spaces},{spaces}")).replace(':', &std::format!("{spaces}:"));
+            for text in [&raw, &spaced] {
+                if let Ok(value) = json::parse(text, MAX_DEPTH) {
+                    let mut want = Text(Vec::new());
+                    recursive_dump(value, &mut want);
+                    let (got, path) = canonical(text);
+                    prop_assert_eq!(path, Canonical::Json);
+                    prop_assert_eq!(&got, &String::from_utf8(want.0).unwrap());
+                    // The end cache, small enough to collide and to be
+                    // outgrown by the nesting.
+                    let mut cached = Text(Vec::new());
+                    dump_whole::<_, 64, 1024, 3>(value.raw(), &mut cached);
+                    prop_assert_eq!(String::from_utf8(cached.0).unwrap(), got);
+                }
+            }
+        }
+
+        #[test]
+        fn heapsort_sorts(mut v in prop::collection::vec(any::<u8>(), 0..300)) {
+            let mut want = v.clone();
+            want.sort_unstable();
+            heapsort(&mut v, |a, b| a < b);
+            prop_assert_eq!(v, want);
         }
 
         #[test]

@@ -191,7 +191,7 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while b.get(i).is_some_and(|&c| is_ws(c)) {
         i += 1;
     }
@@ -285,7 +285,23 @@ enum Expect {
 /// [`JsonErrorKind::TooDeep`]. A bound above [`DEPTH_CAPACITY`] acts as
 /// [`DEPTH_CAPACITY`].
 pub fn parse(text: &str, max_depth: usize) -> Result<Value<'_>, JsonError> {
+    parse_counted(text, max_depth).map(|(value, _)| value)
+}
+
+/// What [`parse_counted`] saw besides the value: enough to size the
+/// canonicalizer's scratch before walking the value again.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Counts {
+    /// Object members in the whole document, duplicates included.
+    pub keys: usize,
+    /// The deepest nesting reached (0 for a scalar).
+    pub depth: usize,
+}
+
+/// [`parse`], also counting members and nesting.
+pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, Counts), JsonError> {
     let b = text.as_bytes();
+    let mut counts = Counts::default();
     if text.starts_with('\u{feff}') {
         return Err(error(JsonErrorKind::ByteOrderMark, 0));
     }
@@ -302,6 +318,7 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Value<'_>, JsonError> {
                     if nesting.len >= limit || !nesting.push(object) {
                         return Err(error(JsonErrorKind::TooDeep, i));
                     }
+                    counts.depth = counts.depth.max(nesting.len);
                     i = skip_ws(b, i + 1);
                     let close = if object { b'}' } else { b']' };
                     if b.get(i) == Some(&close) {
@@ -326,6 +343,7 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Value<'_>, JsonError> {
                 if b.get(i) != Some(&b'"') {
                     return Err(error(JsonErrorKind::ExpectedKey, i));
                 }
+                counts.keys += 1;
                 i = skip_ws(b, scan_string(b, i)?);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));
@@ -359,7 +377,7 @@ pub fn parse(text: &str, max_depth: usize) -> Result<Value<'_>, JsonError> {
         return Err(error(JsonErrorKind::TrailingData, end));
     }
     let raw = text.get(start..i).unwrap_or("");
-    Ok(Value { raw, kind: kind_of(raw.as_bytes()) })
+    Ok((Value { raw, kind: kind_of(raw.as_bytes()) }, counts))
 }
 
 fn kind_of(raw: &[u8]) -> Kind {
@@ -382,7 +400,7 @@ fn kind_of(raw: &[u8]) -> Kind {
 // `None`) rather than panic if the text were ever not what it expects.
 
 /// Offset just past the string whose opening quote is at `start`.
-fn string_end(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], start: usize) -> Option<usize> {
     let mut i = start.checked_add(1)?;
     loop {
         match b.get(i)? {
@@ -394,7 +412,7 @@ fn string_end(b: &[u8], start: usize) -> Option<usize> {
 }
 
 /// Offset just past the (validated) value starting at `start`.
-fn value_end(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn value_end(b: &[u8], start: usize) -> Option<usize> {
     match b.get(start)? {
         b'"' => string_end(b, start),
         b'{' | b'[' => {
@@ -428,7 +446,7 @@ fn value_end(b: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-fn value_at(text: &str, start: usize) -> Option<(Value<'_>, usize)> {
+pub(crate) fn value_at(text: &str, start: usize) -> Option<(Value<'_>, usize)> {
     let end = value_end(text.as_bytes(), start)?;
     let raw = text.get(start..end)?;
     Some((Value { raw, kind: kind_of(raw.as_bytes()) }, end))
@@ -443,14 +461,78 @@ pub(crate) fn key_at(obj: &str, key: usize) -> Option<JsonStr<'_>> {
 /// The member of object text `obj` whose key's opening quote is at `key`:
 /// the key, the value, and the offset just past the value.
 pub(crate) fn member_at(obj: &str, key: usize) -> Option<(JsonStr<'_>, Value<'_>, usize)> {
-    let b = obj.as_bytes();
     let name = key_at(obj, key)?;
+    let (value, end) = value_at(obj, member_value(obj, key, name)?)?;
+    Some((name, value, end))
+}
+
+/// Where the value of the member whose key `name` starts at `key` begins.
+pub(crate) fn member_value(obj: &str, key: usize, name: JsonStr<'_>) -> Option<usize> {
+    let b = obj.as_bytes();
     let colon = skip_ws(b, key.checked_add(name.raw.len())?.checked_add(2)?);
     if b.get(colon) != Some(&b':') {
         return None;
     }
-    let (value, end) = value_at(obj, skip_ws(b, colon.checked_add(1)?))?;
-    Some((name, value, end))
+    Some(skip_ws(b, colon.checked_add(1)?))
+}
+
+/// Reading a container's text at `pos` (just past its opening bracket or
+/// past an element): where the next element starts, if there is one. An
+/// object's element starts at its key's opening quote.
+pub(crate) fn next_element(text: &str, pos: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, pos);
+    if b.get(i) == Some(&b',') {
+        i = skip_ws(b, i.checked_add(1)?);
+    }
+    match b.get(i)? {
+        b']' | b'}' => None,
+        _ => Some(i),
+    }
+}
+
+/// Compares the keys whose opening quotes are at `a` and `b` in `text` as
+/// Python compares `str`, reading them in place: UTF-8 bytes order as code
+/// points do, so only a difference at or after an escape needs decoding.
+pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
+    let bytes = text.as_bytes();
+    let (tail_a, tail_b) = (bytes.get(a.saturating_add(1)..).unwrap_or(&[]), bytes.get(b.saturating_add(1)..).unwrap_or(&[]));
+    // Eight bytes at a time while they are equal and hold neither a quote
+    // nor a backslash (SWAR: a zero byte of `w ^ c` marks `c`).
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let holds = |w: u64, c: u8| {
+        let x = w ^ (ONES * u64::from(c));
+        x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
+    };
+    let word = |tail: &[u8], i: usize| tail.get(i..i.checked_add(8)?).and_then(|c| <[u8; 8]>::try_from(c).ok()).map(u64::from_le_bytes);
+    let mut skip = 0;
+    while let (Some(x), Some(y)) = (word(tail_a, skip), word(tail_b, skip)) {
+        if x != y || holds(x, b'"') || holds(x, b'\\') {
+            break;
+        }
+        skip += 8;
+    }
+    let (tail_a, tail_b) = (tail_a.get(skip..).unwrap_or(&[]), tail_b.get(skip..).unwrap_or(&[]));
+    for (&x, &y) in tail_a.iter().zip(tail_b) {
+        if x == b'\\' || y == b'\\' {
+            break;
+        }
+        if x != y {
+            // The closing quote ends the shorter key, which sorts first.
+            return match (x, y) {
+                (b'"', _) => Ordering::Less,
+                (_, b'"') => Ordering::Greater,
+                _ => x.cmp(&y),
+            };
+        }
+        if x == b'"' {
+            return Ordering::Equal;
+        }
+    }
+    match (key_at(text, a), key_at(text, b)) {
+        (Some(x), Some(y)) => x.cmp_python(&y),
+        _ => Ordering::Equal,
+    }
 }
 
 /// A validated JSON value: its exact text and its kind.
@@ -511,14 +593,9 @@ impl<'a> Members<'a> {
     /// Like `next`, also giving the offset of the key's opening quote within
     /// the object's text (for [`member_at`]).
     pub(crate) fn next_at(&mut self) -> Option<(usize, JsonStr<'a>, Value<'a>)> {
-        let b = self.obj.as_bytes();
-        let mut i = skip_ws(b, self.pos);
-        if b.get(i) == Some(&b',') {
-            i = skip_ws(b, i + 1);
-        }
-        let found = if b.get(i) == Some(&b'"') { member_at(self.obj, i) } else { None };
+        let found = next_element(self.obj, self.pos).and_then(|i| Some((i, member_at(self.obj, i)?)));
         match found {
-            Some((key, value, end)) => {
+            Some((i, (key, value, end))) => {
                 self.pos = end;
                 Some((i, key, value))
             }
@@ -551,15 +628,7 @@ impl<'a> Iterator for Items<'a> {
     type Item = Value<'a>;
 
     fn next(&mut self) -> Option<Value<'a>> {
-        let b = self.arr.as_bytes();
-        let mut i = skip_ws(b, self.pos);
-        if b.get(i) == Some(&b',') {
-            i = skip_ws(b, i + 1);
-        }
-        let found = match b.get(i) {
-            None | Some(b']') => None,
-            Some(_) => value_at(self.arr, i),
-        };
+        let found = next_element(self.arr, self.pos).and_then(|i| value_at(self.arr, i));
         match found {
             Some((value, end)) => {
                 self.pos = end;
@@ -582,6 +651,12 @@ pub struct JsonStr<'a> {
 }
 
 impl<'a> JsonStr<'a> {
+    /// Escaped content taken from validated text (or a tail of it that
+    /// starts at a character).
+    pub(crate) fn from_validated(raw: &'a str) -> Self {
+        JsonStr { raw }
+    }
+
     /// The escaped content exactly as in the document.
     pub fn raw(&self) -> &'a str {
         self.raw
@@ -634,6 +709,13 @@ fn hex4(chars: &mut core::str::Chars<'_>) -> Option<u32> {
         v = (v << 4) | chars.next()?.to_digit(16)?;
     }
     Some(v)
+}
+
+impl<'a> CodePoints<'a> {
+    /// The escaped text not read yet.
+    pub(crate) fn rest(&self) -> &'a str {
+        self.chars.as_str()
+    }
 }
 
 impl Iterator for CodePoints<'_> {
@@ -834,6 +916,49 @@ mod tests {
         v.as_str().unwrap().write_to(&mut out).unwrap();
         assert_eq!(out, "é\n😀😀");
         assert!(v.as_str().unwrap().eq_str("é\n😀😀"));
+    }
+
+    #[test]
+    fn keys_compare_in_place_as_decoded() {
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "b",
+            "\\u0061",
+            "a\\u0062",
+            "\\ud800",
+            "\\ue000",
+            "\\ud83d\\ude00",
+            "😀",
+            "é",
+            "\\u00e9z",
+            "\\\"",
+            "\\\\",
+            "~",
+            "\u{7f}",
+            "abcdefgh",
+            "abcdefghij",
+            "abcdefghik",
+            "abcdefgh\\u0069j",
+            "abcdefghijklmnop",
+            "abcdefghijklmnop\\\"",
+            "abcdefghijklmno\\u0070",
+            "abcdéfghijklmnop",
+        ];
+        let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
+        let mut at = Vec::new();
+        let mut pos = 0;
+        for k in keys {
+            at.push(pos);
+            pos += k.len() + 2;
+        }
+        for (i, &a) in at.iter().enumerate() {
+            for (j, &b) in at.iter().enumerate() {
+                let want = key_at(&text, a).unwrap().cmp_python(&key_at(&text, b).unwrap());
+                assert_eq!(cmp_keys_at(&text, a, b), want, "{:?} vs {:?}", keys[i], keys[j]);
+            }
+        }
     }
 
     #[test]

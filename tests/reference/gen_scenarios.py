@@ -11,9 +11,10 @@ requirements.txt (tzdata 2025.2); it reads zones only from that package.
 Every scenario has a focus (a rule at its edges) on top of a realistic
 multi-message conversation; the focus is recorded under the key ``"_focus"``
 (unknown keys are ignored by both sides) so that failures can be grouped.
-Bounds kept for envaware: argument JSON nested below depth 20, objects and
-arrays below 30 members. Clocks after 2099 (each zone's final rule, up to
-year 9999) come from the ``far_future`` focus.
+Bounds kept for envaware: argument JSON nested below depth 20 (except the
+deep-argument focus, up to 1000 levels), objects and arrays below 30
+members. Clocks after 2099 (each zone's final rule, up to year 9999) come
+from the ``far_future`` focus.
 """
 import argparse
 import json
@@ -1276,6 +1277,68 @@ class Gen:
             return self.invalid_line()
         sc = getattr(self, name)()
         return dumps(self.finish(sc))
+
+    # ------------------------------------------------------------------
+    # focus: tool arguments nested past a device's bound (33-1000 levels,
+    # 960-990 around the reference's RecursionError); the host compares
+    # them as the reference does, a device as raw.strip()
+    # ------------------------------------------------------------------
+    def deep_raw(self, levels, leaf, ws, swap):
+        """Argument text for `levels` (a list of ("obj"|"arr", sibling)),
+        written without recursion: Python's own limit is near 1000."""
+        opens, closes = [], []
+        for kind, sib in levels:
+            if kind == "arr":
+                opens.append("[" + (f"{sib},{ws}" if swap else ""))
+                closes.append(("" if swap else f",{ws}{sib}") + "]")
+            elif swap:  # the same object, its keys in the other order
+                opens.append(f'{{"z":{ws}{sib},{ws}"a":{ws}')
+                closes.append("}")
+            else:
+                opens.append(f'{{"a":{ws}')
+                closes.append(f',{ws}"z":{ws}{sib}}}')
+        return "".join(opens) + leaf + "".join(reversed(closes))
+
+    def f_deep_args(self):
+        sc, agent, now = self.base("deep_args")
+        limit = self.pick([3, 3, 4])
+        if limit != 3:
+            sc["injection_config"]["tool_retries_limit"] = limit
+        tool = self.pick(TOOLS)
+        depth = self.pick([self.r.randint(33, 1000), self.r.randint(960, 990),
+                           self.r.randint(33, 64), self.r.randint(960, 990)])
+        shape = self.pick(["obj", "arr", "mix"])
+        levels = [(shape if shape != "mix" else self.pick(["obj", "arr"]),
+                   self.r.randint(0, 9)) for _ in range(depth)]
+        leaf = self.pick(["1", '"x"', "null", "1.5", "true"])
+        n = max(1, limit + self.pick([0, 0, 1, -1]))
+        # 0: identical retries; 1: the same value spelled differently;
+        # 2: one retry differs at the innermost level
+        mode = self.r.randrange(3)
+        raws = []
+        for i in range(n):
+            if mode == 1:
+                raws.append(self.deep_raw(levels, leaf, self.pick(["", " "]),
+                                          self.chance(0.5)))
+            elif mode == 2 and i == n - 1:
+                raws.append(self.deep_raw(levels, "2", "", False))
+            else:
+                raws.append(self.deep_raw(levels, leaf, "", False))
+        content = []
+        for raw in raws:
+            cid = self.new_id()
+            content.append(self.call(cid, tool, raw))
+            content.append(self.result(cid, tool, "error", "boom"))
+        msgs = self.background(agent, self.r.randint(0, 1))
+        recent = now - timedelta(minutes=self.r.randint(0, 29))
+        msgs.append(self.user())
+        msgs.append(self.msg(agent, "assistant", [self.hint_block(
+            self.injection(self.time_fields(recent, "UTC")))] + content))
+        sc["context"] = msgs
+        sc["_case"] = f"depth{depth // 100 * 100} {shape} mode{mode}"
+        return sc
+
+    FOCUS = FOCUS + [("f_deep_args", 2)]
 
 
 def main():

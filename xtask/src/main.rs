@@ -10,6 +10,8 @@
 //! - `cargo xtask size`: the core's footprint on devices (flash of minimal
 //!   programs, the worst-case stack of one decision; see [`footprint`]), then
 //!   the firmware's flash and RAM (peak stack measured) against its budget.
+//! - `cargo xtask bench-args`: argument equality in MB/s beside the
+//!   reference's `json.dumps(json.loads(raw), sort_keys=True)`.
 //! - `cargo xtask fuzz [--minutes N]`: runs the cargo-fuzz targets for a
 //!   chosen time, keeping the corpus they grow, then the sim's property
 //!   tests with many cases (see [`fuzz`]).
@@ -22,6 +24,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 mod bench;
+mod bench_args;
 mod firmware;
 mod nopanic;
 mod footprint;
@@ -130,6 +133,12 @@ fn test() -> Result<(), String> {
     )?;
     check_msrv()?;
     footprint::check_stack()?;
+    // The workspace turns `host-arguments` on (sim, tests); the core's own
+    // tests also run at the device capacity, with the feature checked off.
+    run(
+        "core unit tests at the device argument capacity",
+        cargo().args(["test", "-p", "envaware", "--lib"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
+    )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.
     let chromium = firmware::ensure_apt_tool(
@@ -347,9 +356,10 @@ fn main() -> ExitCode {
         Some("demo") => firmware::demo(&args[1..]),
         Some("size") => footprint::size().and_then(|()| firmware::size()),
         Some("bench") => bench::bench(&args[1..]),
+        Some("bench-args") => bench_args::bench_args(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|fuzz|nopanic [--link] [--demo-panic]>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
