@@ -43,7 +43,7 @@ fn flat(members: usize) -> String {
         .map(|&i| {
             let value = match i % 8 {
                 0 => format!("{}", rng.next() % 100_000),
-                1 => String::from(if rng.next() % 2 == 0 { "true" } else { "false" }),
+                1 => String::from(if rng.next().is_multiple_of(2) { "true" } else { "false" }),
                 2 => format!("{}.5", rng.next() % 1000),
                 _ => format!("\"{}\"", sentence(&mut rng, 3)),
             };

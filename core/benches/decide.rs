@@ -9,9 +9,9 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use envaware::args::argument_key;
-use envaware::config::DEFAULT_INJECTION_SOURCE;
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::tracker::Tracker;
+use envaware::Tracker;
+use envaware::DEFAULT_INJECTION_SOURCE;
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{Config, Conversation, Engine, Role, Step, TaskCounts, Timestamp, ToolResultState};
 use std::fmt::Write;
 use std::hint::black_box;

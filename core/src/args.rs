@@ -193,7 +193,7 @@ pub fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
 }
 
 /// [`write_canonical`] with other bounds: `DEPTH` levels of nesting (at most
-/// [`json::DEPTH_CAPACITY`]) and `MEMBERS` open object members.
+/// `json::DEPTH_CAPACITY`) and `MEMBERS` open object members.
 ///
 /// Stack: `MEMBERS` offsets of scratch and `DEPTH` frames of three offsets
 /// (2 bytes each by default, 4 with `host-arguments`), plus about 250 bytes;

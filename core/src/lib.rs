@@ -1,21 +1,27 @@
 #![doc = include_str!("../README.md")]
 //!
-//! ## Layers
+//! ## Where each rule lives
 //!
-//! The crate reads in layers:
-//! - [`config`]: `InjectionConfig`/`ContextConfig` and their validation;
-//!   [`load`] reads them from JSON with pydantic's lax coercions;
-//! - [`clock`]: the wall clock, a trait the caller plugs in;
-//! - [`time`]: Python-exact strftime/strptime and zone handling;
-//! - [`conversation`]: how the rules read a context; [`store`] is a
-//!   fixed-capacity context an agent can use directly;
-//! - [`args`] (over [`json`]): tool-argument equality as the reference
-//!   compares arguments, hashed, never materialized;
-//! - [`rules`]: the four dimensions; [`render`]: the hint text;
-//! - [`engine`]: one call per step; [`tracker`] makes its context reading
-//!   incremental, in constant time per step; [`tracked`] owns a store and
-//!   its tracker together, and [`live`] holds live readings that may fail;
-//! - `wire` (feature `wire`): AgentScope JSON output.
+//! The types a user needs are at the crate root; the modules behind them are
+//! private, except [`args`] (tool-argument equality, for callers who compare
+//! arguments themselves) and `wire` (feature `wire`: AgentScope JSON output).
+//! The crate reads in layers, one private module each: `config` (the two
+//! configurations and their validation) and `load` (JSON with pydantic's lax
+//! coercions), `clock`, `time` (Python-exact strftime/strptime over
+//! chrono-tz, with `zone_rules` past 2099 and `iana` for zones a build left
+//! out), `conversation` (how the rules read a context) and `store` (a
+//! fixed-capacity context), `json` and `args` (tool-argument equality),
+//! `rules` (the four dimensions), `render` (the hint text), `engine` (one
+//! call per step), `tracker` (the same decisions in constant time per step),
+//! `tracked` (a store and its tracker in one) and `live` (live readings).
+//!
+//! | dimension | decided in | by |
+//! |---|---|---|
+//! | time | `rules` | `read_time_hint` (what a recorded hint says), `time_due` (compared with now) |
+//! | tasks | `rules` | `marks` (task tool calls and tasks hints, scanned or tracked) |
+//! | context length | `rules` | `context_length` |
+//! | tool error | `rules` | `tool_error` (arguments compared by `args::argument_key`) |
+//! | the hint text | `render` | `render` (template, fields, live values) |
 #![no_std]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
@@ -24,33 +30,38 @@
 extern crate std;
 
 pub mod args;
-pub mod clock;
-pub mod config;
-pub mod conversation;
-pub mod engine;
+mod clock;
+mod config;
+mod conversation;
+mod engine;
 mod iana;
-pub mod json;
-pub mod live;
-pub mod load;
-pub mod render;
-pub mod rules;
-pub mod store;
-pub mod text;
-pub mod time;
-pub mod tracked;
-pub mod tracker;
+mod json;
+mod live;
+mod load;
+mod render;
+mod rules;
+mod store;
+mod text;
+mod time;
+mod tracked;
+mod tracker;
 #[cfg(feature = "wire")]
 pub mod wire;
 mod zone_rules;
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
-pub use config::{Config, ConfigError, ContextConfig, FieldList, InjectionConfig, StrList, ValidConfig, Warning, ZoneName};
+pub use config::{
+    Config, ConfigError, ContextConfig, Field, FieldList, InjectionConfig, Span, StrList, ValidConfig, Warning, ZoneName,
+    DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE, DEFAULT_TIME_FORMAT, DEFAULT_TOOL_RETRIES_HINT,
+    RUNTIME_STATE_PLACEHOLDER,
+};
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
 pub use live::{LiveReadings, UNAVAILABLE};
 pub use load::{ConfigBuf, LoadError};
 pub use render::{HintTooLong, LiveFields};
-pub use rules::{Decision, Step, TaskCounts, TimeDecision, TimeSkipped, Warnings};
-pub use store::{Appended, ContextStore, StoreError};
+pub use rules::{ContextLength, Decision, Step, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
+pub use store::{Appended, ContextStore, StoreError, StoredMessage};
+pub use time::{resolve_zone, TimeFormatError, Zone};
 pub use tracked::{StepError, TrackedContext};
 pub use tracker::Tracker;

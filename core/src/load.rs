@@ -12,7 +12,7 @@
 //! Python-exact reader the argument comparison uses.
 //!
 //! ```
-//! use envaware::load::ConfigBuf;
+//! use envaware::ConfigBuf;
 //! let mut buf: ConfigBuf = ConfigBuf::new();
 //! buf.load_injection(r#"{"timezone": "Asia/Shanghai", "time_interval": "0.25",
 //!                       "template": "<r>\n{runtime_state}\n</r>", "extra_fields": {"robot": "R2"}}"#)?;
@@ -20,7 +20,7 @@
 //! assert_eq!(config.injection.time_interval, 0.25);
 //! assert_eq!(config.injection.template, "<r>\n{runtime_state}\n</r>");
 //! assert!(envaware::Engine::new(config).is_ok());
-//! # Ok::<(), envaware::load::LoadError>(())
+//! # Ok::<(), envaware::LoadError>(())
 //! ```
 
 use core::fmt::{self, Write};

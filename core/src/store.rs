@@ -51,10 +51,10 @@
 //! # Example
 //!
 //! ```
-//! use envaware::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
-//! use envaware::store::ContextStore;
+//! use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
+//! use envaware::ContextStore;
 //!
-//! # fn main() -> Result<(), envaware::store::StoreError> {
+//! # fn main() -> Result<(), envaware::StoreError> {
 //! // 8 messages, 32 blocks, 2 KiB of text.
 //! let mut store: ContextStore<8, 32, 2048> = ContextStore::new();
 //! store.push_message(Role::User, "user", &[Block::Other])?;
@@ -169,12 +169,12 @@ struct BlockSlot {
 ///
 /// Capacities are checked when the store is built: `MESSAGES` must be at
 /// least 1, and `BLOCKS` and `TEXT` must fit in a `u32` (a store that
-/// breaks this does not compile). See the [module docs](self) for the
+/// breaks this does not compile). See the module docs for the
 /// eviction rule and the memory cost.
 ///
 /// ```compile_fail
 /// // No room for a message: refused at compile time.
-/// let store = envaware::store::ContextStore::<0, 4, 64>::new();
+/// let store = envaware::ContextStore::<0, 4, 64>::new();
 /// ```
 #[derive(Debug, Clone)]
 pub struct ContextStore<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {

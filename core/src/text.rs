@@ -67,16 +67,6 @@ impl<'a> Joined<'a> {
         Joined { parts, len }
     }
 
-    /// Total length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the text is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     fn byte_at(&self, mut i: usize) -> Option<u8> {
         for p in self.parts {
             if i < p.len() {
@@ -213,16 +203,6 @@ impl<'b> ByteWriter<'b> {
             copy_bytes(dst, bytes);
         }
         self.len = self.len.saturating_add(bytes.len());
-    }
-
-    /// Bytes written so far (may exceed the capacity).
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The capacity.

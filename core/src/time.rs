@@ -200,7 +200,7 @@ fn lookup(name: &str) -> Lookup {
 /// chrono-tz names plus `Factory`, and the dotted package spellings
 /// `ZoneInfo` also accepts (`America.Argentina/Salta`). Where `ZoneInfo`
 /// crashes instead of raising `ValueError` this also returns `None`; see
-/// [`zone_name_crashes_reference`].
+/// `zone_name_crashes_reference`.
 ///
 /// With chrono-tz's `filter-by-regex` feature, filtered-out zones are `None`.
 pub fn resolve_zone(name: &str) -> Option<Zone> {
@@ -222,6 +222,7 @@ pub fn zone_not_compiled_in(name: &str) -> bool {
 /// tzdata directory (`America`, `Etc`, `America/Argentina`, `__pycache__`),
 /// a last component over 255 bytes (`OSError`), or a package part naming
 /// `__init__` (`TypeError`).
+#[cfg(test)]
 pub fn zone_name_crashes_reference(name: &str) -> bool {
     lookup(name) == Lookup::Crash
 }
@@ -281,12 +282,12 @@ pub fn local_to_timestamp(naive: NaiveDateTime, zone: Zone) -> Timestamp {
 // Formatting (strftime)
 // ===========================================================================
 
-/// Why a time format is refused by [`check_format`].
+/// Why a time format is refused by `check_format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum TimeFormatError {
-    /// A `%` directive [`format_time`] cannot reproduce exactly (`%s`
+    /// A `%` directive `format_time` cannot reproduce exactly (`%s`
     /// depends on the host's zone; flags such as `%-d`, widths and the
     /// `%E`/`%O` modifiers are not supported).
     UnsupportedDirective(char),
@@ -660,7 +661,7 @@ impl Recorded {
     ///
     /// For the reference's `now - recorded` when the two zones differ; when
     /// both name the same zone Python subtracts wall clocks instead.
-    pub fn to_timestamp(&self, zone: Zone) -> Timestamp {
+    pub fn to_timestamp(self, zone: Zone) -> Timestamp {
         match self.utc_offset_micros {
             Some(off) => Timestamp(self.naive.and_utc().timestamp_micros().saturating_sub(off)),
             None => local_to_timestamp(self.naive, zone),

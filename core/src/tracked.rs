@@ -103,7 +103,7 @@ impl From<StoreError> for StepError {
 }
 
 /// An agent's context in a fixed-capacity store, with the tracker that
-/// keeps its decisions constant-time. See the [module docs](self).
+/// keeps its decisions constant-time. See the module docs.
 #[derive(Debug, Clone)]
 pub struct TrackedContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
     store: ContextStore<MESSAGES, BLOCKS, TEXT>,
@@ -385,7 +385,7 @@ mod tests {
             context.user("operator").unwrap();
             context.step(&step(0, 0), &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
             while context.len() < len {
-                if context.len() % 2 == 0 {
+                if context.len().is_multiple_of(2) {
                     context.user("operator").unwrap();
                 } else {
                     context.tool_call("c", "Bash", "{}").unwrap();

@@ -31,9 +31,9 @@
 //! change.
 //!
 //! ```
-//! use envaware::conversation::{Block, Conversation, HintText, Role};
-//! use envaware::store::ContextStore;
-//! use envaware::tracker::Tracker;
+//! use envaware::{Block, Conversation, HintText, Role};
+//! use envaware::ContextStore;
+//! use envaware::Tracker;
 //! use envaware::{Config, Engine, FixedClock, Step, Timestamp};
 //!
 //! let engine = Engine::new(Config::default())?;

@@ -28,7 +28,7 @@
 //! ```
 //! use envaware::wire::{write_message, IsoTime, MessageMeta};
 //! use envaware::{Block, Role, SliceMessage, Timestamp};
-//! use envaware::time::Zone;
+//! use envaware::Zone;
 //!
 //! let blocks = [Block::ToolCall { id: "c1", name: "OpenVent", input: r#"{"vent": 2}"# }];
 //! let msg = SliceMessage { role: Role::Assistant, name: "Sprout", blocks: &blocks };

@@ -281,7 +281,7 @@ sys.stdout.write("\n".join(out) + "\n")
                 };
                 let micros = rng.range(0, 1_000_000);
                 let kind = rng.below(100);
-                let wall = kind % 2 == 0;
+                let wall = kind.is_multiple_of(2);
                 let second = match rule {
                     _ if kind < 4 => rng.range(seam_lo, seam_hi),
                     Some(rule) if kind < 54 => {

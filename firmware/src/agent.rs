@@ -24,7 +24,7 @@
 use core::fmt::Write as _;
 
 use embedded_hal::i2c::I2c;
-use envaware::conversation::Block;
+use envaware::Block;
 use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Step, TaskCounts, ToolResultState, TrackedContext};
 
 use crate::stream::Stream;
@@ -310,7 +310,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
     }
     let mut context = Context::new(&engine, AGENT);
     let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
-    let mut stream = Stream::new(envaware::time::resolve_zone(TIMEZONE).unwrap_or(envaware::time::Zone::Utc));
+    let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let mut hint_buf = [0u8; 1024];
     stream.start();
     for (index, s) in SCRIPT.iter().enumerate() {

@@ -20,8 +20,8 @@
 
 use core::fmt::{self, Write as _};
 
-use envaware::conversation::Message as _;
-use envaware::time::Zone;
+use envaware::Message as _;
+use envaware::Zone;
 use envaware::wire::{self, IsoTime, MessageMeta};
 use envaware::{LiveFields, TaskCounts, Timestamp};
 use serde::ser::{SerializeMap, SerializeSeq};

@@ -6,7 +6,7 @@
 //! whose extra keys are not built-in ones.
 #![no_main]
 
-use envaware::load::ConfigBuf;
+use envaware::ConfigBuf;
 use envaware::{Engine, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
 use libfuzzer_sys::fuzz_target;
 

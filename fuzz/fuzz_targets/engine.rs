@@ -11,10 +11,10 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use envaware::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::load::ConfigBuf;
-use envaware::store::ContextStore;
-use envaware::tracker::Tracker;
+use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use envaware::ConfigBuf;
+use envaware::ContextStore;
+use envaware::Tracker;
 use envaware::{Clock, Engine, FieldList, FixedClock, Step, TaskCounts, Timestamp};
 use libfuzzer_sys::fuzz_target;
 

@@ -22,10 +22,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 
-use envaware::conversation::{Block, Conversation, HintText, Role, ToolResultState};
-use envaware::load::ConfigBuf;
-use envaware::store::ContextStore;
-use envaware::tracker::Tracker;
+use envaware::ConfigBuf;
+use envaware::ContextStore;
+use envaware::Tracker;
+use envaware::{Block, Conversation, HintText, Role, ToolResultState};
 use envaware::{Engine, FixedClock, Step, TaskCounts, TimeDecision, Timestamp, Warning};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};

@@ -1,8 +1,8 @@
 //! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
 //! everything the rules read at one reasoning step, evaluated by the core.
 
-use envaware::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::load::ConfigBuf;
+use envaware::ConfigBuf;
+use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use envaware::{Engine, FixedClock, Step, TaskCounts, Timestamp};
 use serde::Deserialize;
 use serde_json::value::RawValue;

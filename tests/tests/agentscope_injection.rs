@@ -1,9 +1,9 @@
 //! AgentScope's own tests for runtime-state injection
 //! (`tests/agent_injection_test.py`), as Rust tests against the core.
 
-use envaware::config::{FieldList, DEFAULT_INJECTION_SOURCE, DEFAULT_TEMPLATE};
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{Config, ConfigError, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp, Warning};
+use envaware::{FieldList, DEFAULT_INJECTION_SOURCE, DEFAULT_TEMPLATE};
 
 /// 2026-07-22T02:30:00Z.
 const NOW: i64 = 1_784_687_400;

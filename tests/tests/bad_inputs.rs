@@ -2,10 +2,10 @@
 //! configuration JSON that is malformed, deep, unknown or oversized, and
 //! clocks that go back or jump.
 
-use envaware::config::{Field, DEFAULT_INJECTION_SOURCE};
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::load::{ConfigBuf, LoadError};
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::{ConfigBuf, LoadError};
 use envaware::{Engine, FixedClock, Role, Step, TaskCounts, TimeDecision, Timestamp};
+use envaware::{Field, DEFAULT_INJECTION_SOURCE};
 
 fn load(injection: &str) -> Result<String, LoadError> {
     let mut buf: ConfigBuf<512, 4, 4> = ConfigBuf::new();

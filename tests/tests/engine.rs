@@ -4,13 +4,13 @@
 
 use std::cell::Cell;
 
-use envaware::config::{Field, FieldList, DEFAULT_INJECTION_SOURCE};
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::store::ContextStore;
+use envaware::ContextStore;
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{
     Config, ConfigError, ContextConfig, Engine, FixedClock, InjectionConfig, LiveFields, Role, Step, TaskCounts, TimeDecision, TimeSkipped,
     Timestamp, Warning,
 };
+use envaware::{Field, FieldList, DEFAULT_INJECTION_SOURCE};
 
 const NOW: i64 = 1_784_687_400;
 

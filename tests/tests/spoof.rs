@@ -10,9 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use envaware::config::{FieldList, DEFAULT_INJECTION_SOURCE};
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{Config, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp};
+use envaware::{FieldList, DEFAULT_INJECTION_SOURCE};
 use serde_json::{json, Value};
 
 /// 2026-07-22T02:30:00Z.
@@ -59,10 +59,7 @@ fn both_modes(scenario: &Value) -> (Value, Value) {
 }
 
 fn at(seconds: i64) -> String {
-    let t = Timestamp::from_unix_seconds(seconds);
-    let mut s = String::new();
-    envaware::time::format_time(&mut s, "%Y-%m-%dT%H:%M:%SZ", t, envaware::time::Zone::Utc).unwrap();
-    s
+    chrono::DateTime::from_timestamp(seconds, 0).expect("a time in range").format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 fn hint_msg(agent: &str, hint: &str) -> Value {

@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use envaware::time::{resolve_zone, Zone};
 use envaware::wire::{write_hint_block, write_message, IsoTime, MessageMeta};
+use envaware::{resolve_zone, Zone};
 use envaware::{Block, HintText, Role, SliceMessage, Timestamp, ToolResultState};
 
 fn root() -> PathBuf {

@@ -26,8 +26,8 @@ use std::time::Instant;
 mod bench;
 mod bench_args;
 mod firmware;
-mod nopanic;
 mod footprint;
+mod nopanic;
 mod qemu;
 
 /// Targets the core must build for with no allocator.

@@ -17,9 +17,9 @@ use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
 use cortex_m_rt::entry;
 use envaware::args::argument_key;
-use envaware::config::DEFAULT_INJECTION_SOURCE;
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::tracker::Tracker;
+use envaware::DEFAULT_INJECTION_SOURCE;
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::Tracker;
 use envaware::{Config, Engine, FixedClock, Role, Step, TaskCounts, Timestamp, ToolResultState};
 use lm3s6965 as _;
 

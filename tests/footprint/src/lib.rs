@@ -4,8 +4,8 @@
 
 use core::hint::black_box;
 
-use envaware::conversation::Block;
-use envaware::store::ContextStore;
+use envaware::Block;
+use envaware::ContextStore;
 use envaware::{Config, Engine, FixedClock, Role, Step, TaskCounts, Timestamp, ToolResultState};
 
 /// Runs one step of `config` over a context ending in three failed calls,

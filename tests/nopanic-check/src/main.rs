@@ -8,12 +8,13 @@
 
 use core::hint::black_box;
 
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::load::ConfigBuf;
-use envaware::store::ContextStore;
-use envaware::text::{ByteWriter, Joined, Replace};
-use envaware::tracker::Tracker;
-use envaware::{Clock, Config, Engine, EpochTickClock, FieldList, FixedClock, Role, Step, TaskCounts, Timestamp, ToolResultState};
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::ConfigBuf;
+use envaware::ContextStore;
+use envaware::Tracker;
+use envaware::{
+    Clock, Config, Engine, EpochTickClock, FieldList, FixedClock, LiveReadings, Role, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext,
+};
 
 #[cfg(feature = "link")]
 extern "C" {
@@ -68,29 +69,42 @@ fn blocks() -> [Block<'static>; 4] {
 /// One line per public entry point.
 fn entry_points() {
     sink(envaware::args::argument_key(text()));
-    sink(envaware::json::parse(text(), number() as usize).map(|v| (v.kind(), v.members().count(), v.items().count())));
-    sink(envaware::json::parse(text(), 32).ok().and_then(|v| v.as_str()).map(|s| (s.code_points().count(), s.eq_str(text()), s.cmp_python(&s))));
-    sink(envaware::time::check_format(text()).map(|i| i.parseable()));
-    sink(envaware::time::parse_time(text(), text()).map(|r| r.to_timestamp(envaware::time::resolve_zone(text()).unwrap_or(envaware::time::Zone::Utc))));
-    sink(envaware::time::format_time(&mut ByteWriter::new(&mut [0; 64]), text(), Timestamp::from_unix_micros(number()), envaware::time::Zone::Utc));
-    sink(envaware::time::resolve_zone(text()).map(|z| envaware::time::local_naive(Timestamp(number()), z)));
-    sink(envaware::time::zone_name_crashes_reference(text()));
-    sink(envaware::text::py_strip(text()));
-    sink(Joined::new(black_box(&["", ""])).capture(text(), text()));
-    sink(Joined::new(black_box(&["", ""])).capture_at(number() as usize, text(), text()));
-    sink({
-        let mut buf = [0u8; 32];
-        let mut w = ByteWriter::new(&mut buf);
-        Replace::new(&mut w, text(), text()).escaping_replacement().finish();
-        envaware::text::push_escaped(&mut w, text().as_bytes());
-        w.finish().map(str::len)
-    });
+    sink(envaware::resolve_zone(text()));
     sink({
         let mut clock = EpochTickClock::new(number() as u32, || number() as u64);
         clock.set(Timestamp(number()));
         clock.now()
     });
     sink(load_and_step());
+    sink(tracked_and_wire());
+}
+
+/// The tracked context, the split step with live readings that may fail,
+/// and the wire writers.
+fn tracked_and_wire() -> Option<usize> {
+    let engine = Engine::new(Config::default()).ok()?;
+    let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, "agent");
+    sink(context.user(text()));
+    sink(context.agent(&blocks()));
+    sink(context.tool_call(text(), text(), text()));
+    sink(context.tool_result(text(), text(), ToolResultState::Error));
+    sink(context.observe(Role::Assistant, text(), &blocks()));
+    sink(context.append_hint(text()));
+    context.new_reply();
+    sink(context.compress(number() as usize));
+    let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
+    sink(live.record(number() as usize, if number() == 0 { Ok(number()) } else { Err(()) }));
+    let decision = context.decide(&step("agent"), Some(Timestamp(number())));
+    let mut out = [0u8; 512];
+    sink(context.render_step(decision, &mut live, &mut out).map(|o| o.hint.map(str::len)));
+    let mut clock = FixedClock::at(Timestamp(number()));
+    sink(context.step(&step("agent"), &mut clock, &mut (), &mut out).map(|o| o.hint.map(str::len)));
+    let decision = engine.decide(context.store(), &step("agent"), None);
+    sink(engine.render_step(decision, context.store(), &mut live, &mut out).map(|o| o.hint.map(str::len)));
+    let created_at = envaware::wire::IsoTime { at: Timestamp(number()), zone: envaware::resolve_zone(text()).unwrap_or(envaware::Zone::Utc) };
+    sink(envaware::wire::write_hint_block(text(), text(), text(), created_at, &mut out));
+    let msg = context.newest(number() as usize)?;
+    envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: text(), created_at }, &mut out).ok()
 }
 
 /// Configuration from JSON, the context store, the engine and the tracker.

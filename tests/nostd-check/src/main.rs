@@ -3,8 +3,8 @@
 #![no_std]
 #![no_main]
 
-use envaware::conversation::Block;
-use envaware::store::ContextStore;
+use envaware::Block;
+use envaware::ContextStore;
 use envaware::{Config, Engine, FixedClock, Role, Step, Timestamp};
 
 #[panic_handler]
@@ -32,7 +32,7 @@ pub extern "C" fn _start() -> ! {
             core::hint::black_box(outcome.event);
         }
         if let Some(msg) = context.newest(0) {
-            let created_at = envaware::wire::IsoTime { at: Timestamp::from_unix_seconds(0), zone: envaware::time::Zone::Utc };
+            let created_at = envaware::wire::IsoTime { at: Timestamp::from_unix_seconds(0), zone: envaware::Zone::Utc };
             let mut json = [0u8; 1024];
             let written = envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: "m", created_at }, &mut json);
             core::hint::black_box(written.ok());

@@ -5,7 +5,7 @@
 
 use core::hint::black_box;
 
-use envaware::load::ConfigBuf;
+use envaware::ConfigBuf;
 
 #[no_mangle]
 pub extern "C" fn _start() -> ! {

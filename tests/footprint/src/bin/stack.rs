@@ -16,10 +16,10 @@ use core::hint::black_box;
 
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use envaware::args::MAX_DEPTH;
-use envaware::config::Warning;
-use envaware::conversation::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::store::ContextStore;
-use envaware::tracker::Tracker;
+use envaware::Warning;
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
+use envaware::ContextStore;
+use envaware::Tracker;
 use envaware::{
     Config, ConfigError, Engine, FieldList, FixedClock, InjectionConfig, LiveFields, Role, Step, TaskCounts, Timestamp, ToolResultState,
 };
@@ -110,7 +110,7 @@ fn engine_decide(run: &mut Run<'_>) -> usize {
 
 /// The argument comparison alone, on the newest call.
 fn argument_key(run: &mut Run<'_>) -> usize {
-    use envaware::conversation::{Conversation, Message};
+    use envaware::{Conversation, Message};
     let Some(last) = run.store.newest(0) else { return 0 };
     let Some(Block::ToolCall { input, .. }) = last.block(0) else { return 0 };
     2 + (envaware::args::argument_key(input).as_u128() & 1) as usize
