@@ -428,6 +428,16 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
     draw_marks(&mut chart, marks, titles)
 }
 
+/// A minutes label with as many decimals as the panel's `range` needs
+/// (a 36-second interval would otherwise show only 0 and 1).
+fn minutes_label(y: f64, range: f64) -> String {
+    match range {
+        r if r < 2.0 => format!("{y:.2}"),
+        r if r < 20.0 => format!("{y:.1}"),
+        _ => format!("{y:.0}"),
+    }
+}
+
 /// Minutes since the time was told at `r`: real, and by the zone's wall
 /// clocks (what Python subtracts when the recorded zone is the configured one).
 fn since_told(r: &StepRecord) -> Option<(f64, f64)> {
@@ -454,7 +464,7 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         .configure_mesh()
         .x_labels(x_labels(records))
         .x_label_formatter(&step_label)
-        .y_label_formatter(&|y: &f64| format!("{y:.0}"))
+        .y_label_formatter(&|y: &f64| minutes_label(*y, top - low))
         .x_desc("step")
         .y_desc("minutes")
         .light_line_style(TRANSPARENT)
@@ -507,7 +517,11 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
                     clock_text(p.clock),
                     clock_text(r.clock)
                 )),
-                (Some(_), Some(_)) if r.clock_set => Some(format!("set: {} to {}", clock_text(p.clock), clock_text(r.clock))),
+                // A device re-sets its clock at every step: a forward set is
+                // a jump only when it skips more than `time_interval`.
+                (Some(a), Some(b)) if r.clock_set && (b.unix_micros() - a.unix_micros()) as f64 > r.time_interval_hours * 3600e6 => {
+                    Some(format!("set forward beyond time_interval: {} to {}", clock_text(p.clock), clock_text(r.clock)))
+                }
                 (None, Some(_)) => Some(format!("set: {}", clock_text(r.clock))),
                 (Some(_), None) => Some("lost: the clock is unset".to_string()),
                 _ => None,

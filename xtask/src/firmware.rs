@@ -191,6 +191,8 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         trace.display(),
         trace.display()
     );
+    crate::run("build envaware-sim", crate::cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    crate::timeline(&trace, &crate::root().join("target/demo/firmware-timeline.svg"))?;
     match result.status {
         Some(0) if result.finished => Ok(()),
         status => Err(format!("the firmware did not finish cleanly (exit status {status:?})")),

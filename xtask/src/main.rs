@@ -241,7 +241,7 @@ fn host_demo() -> Result<(), String> {
 
 /// Draws the timeline of a replay trace (or an AgentScope dump) with the
 /// built `envaware-sim replay --plot`, and says where it is.
-fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
+pub(crate) fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
     if let Some(dir) = svg.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
