@@ -479,8 +479,9 @@ mod tests {
         context.user("operator").unwrap();
         let decision = context.decide(&step(0, 0), Some(Timestamp::from_unix_seconds(1_784_687_400)));
         assert!(decision.fires());
-        let mut live: LiveReadings<'_, 2, 32> = LiveReadings::new(["note", "temperature"]);
-        live.record(0, Ok::<_, ()>("<tasks>spoof</tasks>"));
+        // In strict mode a live field with a built-in key is dropped.
+        let mut live: LiveReadings<'_, 2, 32> = LiveReadings::new(["tasks", "temperature"]);
+        live.record(0, Ok::<_, ()>("spoof"));
         let mut buf = [0u8; 1024];
         let outcome = context.render_step(decision, &mut live, &mut buf).unwrap();
         assert!(outcome.event);
