@@ -1909,6 +1909,10 @@ mod tests {
             }
             assert_eq!(narrow.get(text, 'z'), Some("+010012"));
         }
+        // Past 16-bit positions, the same match with `usize` ones.
+        let fmt = std::format!("%Y{}%m%d", " ".repeat(70_000));
+        let parsed = parse_time("2026 7 5", &fmt).map(|r| iso(r.naive));
+        assert_eq!(parsed.as_deref(), Some("2026-07-05T00:00:00.000000"));
     }
 
     fn zone_strategy() -> impl Strategy<Value = Zone> {
