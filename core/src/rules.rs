@@ -283,31 +283,13 @@ pub(crate) enum TimeHint<'t> {
 pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeReading {
     let joined = Joined::new(text.parts());
     let strict = cfg.config.injection.strict;
-    let mut scratch = [0u8; CAPTURE_SCRATCH];
-    let time_tag = match strict {
-        true => state_start(cfg, &joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
-        false => joined.capture("<current-time>", "</current-time>"),
-    };
-    let Some((start, end)) = time_tag else { return TimeReading::Unreadable };
-    let Some(captured) = joined.slice(start, end, &mut scratch) else { return TimeReading::Unreadable };
-    let Some(parsed) = time::parse_time(py_strip(captured), cfg.config.injection.time_format) else {
-        return TimeReading::Unreadable;
-    };
-    let configured = cfg.config.injection.timezone;
-    let mut zone_scratch = [0u8; CAPTURE_SCRATCH];
+    let Some((parsed, end)) = recorded_time(cfg, &joined) else { return TimeReading::Unreadable };
     // The recorded zone matters only for a naive recorded time (no %z).
-    let (name, zone) = match parsed.utc_offset_micros {
-        Some(_) => (None, Zone::Utc),
-        None => match zone_tag(&joined, strict, end) {
-            Some((s, e)) => match joined.slice(s, e, &mut zone_scratch).map(py_strip) {
-                Some(name) => (Some(name), resolve(name)),
-                // A zone tag too long to hold cannot name a zone.
-                None => (None, Zone::Utc),
-            },
-            None => (Some(configured), cfg.zone),
-        },
+    let (zone, names_configured) = match parsed.utc_offset_micros {
+        Some(_) => (Zone::Utc, false),
+        None => recorded_zone(cfg, &joined, end),
     };
-    let zone_fell_back = parsed.utc_offset_micros.is_none() && name != Some(configured) && zone == Zone::Utc;
+    let zone_fell_back = parsed.utc_offset_micros.is_none() && !names_configured && zone == Zone::Utc;
     // Python subtracts two datetimes sharing one tzinfo object as wall-clock
     // times: ZoneInfo objects are cached per key, and every unknown name maps
     // to the one `timezone.utc`. Otherwise it subtracts UTC instants.
@@ -317,10 +299,68 @@ pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeR
         && match (zone, cfg.zone) {
             (Zone::Utc, Zone::Utc) => true,
             (Zone::Utc, _) | (_, Zone::Utc) => false,
-            _ => name == Some(configured),
+            _ => names_configured,
         };
-    let micros = if wall_clock { naive_micros(parsed.naive) } else { i128::from(parsed.to_timestamp(zone).0) };
-    TimeReading::Recorded { micros, wall_clock, zone_fell_back }
+    TimeReading::Recorded { micros: recorded_micros(parsed, zone, wall_clock), wall_clock, zone_fell_back }
+}
+
+/// The recorded time as microseconds on the scale `now` is compared on.
+/// Out of line: the zone arithmetic's frame would otherwise stay under the
+/// time's capture and parse.
+#[inline(never)]
+fn recorded_micros(parsed: time::Recorded, zone: Zone, wall_clock: bool) -> i128 {
+    if wall_clock {
+        naive_micros(parsed.naive)
+    } else {
+        i128::from(parsed.to_timestamp(zone).0)
+    }
+}
+
+/// The `<current-time>` capture through `strptime`, and where its
+/// `</current-time>` starts. Out of line, so that its scratch and the
+/// matcher's state are gone before the zone is read.
+#[inline(never)]
+fn recorded_time(cfg: &ValidConfig<'_>, joined: &Joined<'_>) -> Option<(time::Recorded, usize)> {
+    let (start, end) = match cfg.config.injection.strict {
+        true => state_start(cfg, joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
+        false => joined.capture("<current-time>", "</current-time>"),
+    }?;
+    let parsed = match joined.slice(start, end, &mut []) {
+        Some(captured) => parse_recorded(cfg, captured),
+        // Across parts: copied first, in a frame of its own.
+        None => parse_copied(cfg, joined, start, end),
+    };
+    Some((parsed?, end))
+}
+
+/// A `<current-time>` capture that spans parts, copied to a scratch and
+/// parsed. Out of line, so that a capture within one part (the usual case)
+/// takes no scratch.
+#[inline(never)]
+fn parse_copied(cfg: &ValidConfig<'_>, joined: &Joined<'_>, start: usize, end: usize) -> Option<time::Recorded> {
+    let mut scratch = [0u8; CAPTURE_SCRATCH];
+    parse_recorded(cfg, joined.slice(start, end, &mut scratch)?)
+}
+
+fn parse_recorded(cfg: &ValidConfig<'_>, captured: &str) -> Option<time::Recorded> {
+    time::parse_time(py_strip(captured), cfg.config.injection.time_format)
+}
+
+/// The zone a naive recorded time is read on, and whether its name is the
+/// configured one (no `<timezone>`: the configured zone). Out of line, so
+/// that its scratch does not stack on the time's.
+#[inline(never)]
+fn recorded_zone(cfg: &ValidConfig<'_>, joined: &Joined<'_>, time_end: usize) -> (Zone, bool) {
+    let configured = cfg.config.injection.timezone;
+    let mut scratch = [0u8; CAPTURE_SCRATCH];
+    match zone_tag(joined, cfg.config.injection.strict, time_end) {
+        Some((s, e)) => match joined.slice(s, e, &mut scratch).map(py_strip) {
+            Some(name) => (resolve(name), name == configured),
+            // A zone tag too long to hold cannot name a zone.
+            None => (Zone::Utc, false),
+        },
+        None => (cfg.zone, true),
+    }
 }
 
 /// The recorded `<timezone>`: anywhere, as the reference reads it, or in
@@ -335,6 +375,9 @@ fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize
 
 /// Decides the time dimension from the newest recorded time: whether it is
 /// due at `now` (`local` is `now` on the configured zone's wall clock).
+/// Out of line: its float and 128-bit arithmetic would otherwise widen the
+/// frame that stays under the recorded time's reading.
+#[inline(never)]
 fn time_due(now: Timestamp, local: chrono::NaiveDateTime, interval: f64, reading: TimeReading, warnings: &mut Warnings) -> bool {
     let TimeReading::Recorded { micros, wall_clock, zone_fell_back } = reading else { return true };
     if zone_fell_back {
@@ -347,6 +390,8 @@ fn time_due(now: Timestamp, local: chrono::NaiveDateTime, interval: f64, reading
 
 /// `now` on `zone`'s wall clock, when Python's `datetime.now(zone)` can
 /// hold it: years 1..=9999, both in UTC and in the zone.
+/// Out of line: chrono's frame would otherwise stay under the whole scan.
+#[inline(never)]
 fn python_local(now: Timestamp, zone: Zone) -> Option<chrono::NaiveDateTime> {
     use chrono::Datelike;
     let in_range = |naive: &chrono::NaiveDateTime| (1..=9999).contains(&naive.year());

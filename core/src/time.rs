@@ -378,11 +378,14 @@ fn strptime_expansion(c: char) -> Option<&'static str> {
     })
 }
 
-/// Backtracking frames for [`parse_time`]. A frame is only kept for a node
-/// with a second viable candidate: a numeric directive (each letter at most
-/// once, else the format is refused) or whitespace before `%d` (whose
-/// ` [1-9]` alternative starts with a space), so about 20 at most.
-const MAX_FRAMES: usize = 32;
+/// Backtracking frames for [`parse_time`]. The frames on the stack are for
+/// distinct nodes of one path through the format, and a frame is only kept
+/// for a node with a second viable candidate: one of the 12 directives with
+/// several candidate ends (`%d %f %H %I %j %m %M %S %U %W %V %z`; each letter
+/// at most once, else the format is refused), whitespace before `%d` (whose
+/// ` [1-9]` alternative starts with a space) or whitespace ending the
+/// format. So at most 14 are ever used: 16 never overflow.
+const MAX_FRAMES: usize = 16;
 
 /// A set of ASCII directive letters.
 #[derive(Clone, Copy, Default)]
@@ -799,8 +802,9 @@ enum Node {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Cursor {
     at: usize,
-    /// Composite directive being expanded and the offset inside its text.
-    sub: Option<(char, u8)>,
+    /// Composite directive (ASCII) being expanded and the offset inside
+    /// its text: bytes, to keep backtracking frames small.
+    sub: Option<(u8, u8)>,
 }
 
 impl Cursor {
@@ -831,7 +835,7 @@ fn next_node(fmt: &str, cur: Cursor) -> Option<(Node, Cursor)> {
     let mut cur = cur;
     loop {
         if let Some((which, off)) = cur.sub {
-            let exp = strptime_expansion(which)?;
+            let exp = strptime_expansion(char::from(which))?;
             match read_node(exp, usize::from(off)) {
                 Some((node, len)) => {
                     let off = u8::try_from(usize::from(off) + len).ok()?;
@@ -845,7 +849,7 @@ fn next_node(fmt: &str, cur: Cursor) -> Option<(Node, Cursor)> {
         let at = cur.at + len;
         match node {
             Node::Field(d) if strptime_expansion(d).is_some() => {
-                cur = Cursor { at, sub: Some((d, 0)) };
+                cur = Cursor { at, sub: Some((u8::try_from(d).ok()?, 0)) };
             }
             _ => return Some((node, Cursor { at, sub: None })),
         }
@@ -1068,25 +1072,75 @@ fn nth_end(node: Node, text: &str, pos: usize, k: usize) -> Option<usize> {
     (end > 0).then_some(pos + end)
 }
 
+/// A position the matcher keeps (in the text or the format, or a candidate
+/// count): 16 bits when the text and the format are shorter than
+/// `u16::MAX`, so that every position and count fits, else `usize`. The
+/// matcher's state is most of a decision's stack on a device.
+trait Pos: Copy + PartialEq {
+    /// Never a position: marks an empty failure-cache slot.
+    const NONE: Self;
+    const ZERO: Self;
+    fn of(n: usize) -> Option<Self>;
+    fn get(self) -> usize;
+}
+
+impl Pos for u16 {
+    const NONE: Self = u16::MAX;
+    const ZERO: Self = 0;
+    fn of(n: usize) -> Option<Self> {
+        u16::try_from(n).ok()
+    }
+    fn get(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl Pos for usize {
+    const NONE: Self = usize::MAX;
+    const ZERO: Self = 0;
+    fn of(n: usize) -> Option<Self> {
+        Some(n)
+    }
+    fn get(self) -> usize {
+        self
+    }
+}
+
 /// Group spans by directive letter (one per letter: repeats are refused).
-struct Captures {
-    spans: [(usize, usize); 24],
+struct Captures<P> {
+    spans: [(P, P); GROUP_LETTERS.len()],
 }
 
 const GROUP_LETTERS: &str = "dfHIGjmMSUwuVyYzABabpZW";
 
-impl Captures {
+/// The span of a directive's group, whatever the width of its positions.
+trait Groups {
+    fn span(&self, d: char) -> Option<(usize, usize)>;
+    fn get<'t>(&self, text: &'t str, d: char) -> Option<&'t str> {
+        let (a, b) = self.span(d)?;
+        text.get(a..b)
+    }
+}
+
+impl<P: Pos> Captures<P> {
+    fn new() -> Self {
+        Captures { spans: [(P::ZERO, P::ZERO); GROUP_LETTERS.len()] }
+    }
     fn slot(d: char) -> Option<usize> {
         GROUP_LETTERS.find(d)
     }
-    fn set(&mut self, d: char, span: (usize, usize)) {
+    fn set(&mut self, d: char, span: (usize, usize)) -> Option<()> {
         if let Some(s) = Self::slot(d).and_then(|i| self.spans.get_mut(i)) {
-            *s = span;
+            *s = (P::of(span.0)?, P::of(span.1)?);
         }
+        Some(())
     }
-    fn get<'t>(&self, text: &'t str, d: char) -> Option<&'t str> {
+}
+
+impl<P: Pos> Groups for Captures<P> {
+    fn span(&self, d: char) -> Option<(usize, usize)> {
         let (a, b) = *self.spans.get(Self::slot(d)?)?;
-        text.get(a..b)
+        Some((a.get(), b.get()))
     }
 }
 
@@ -1095,21 +1149,32 @@ impl Captures {
 /// ambiguous formats (every numeric directive adjacent) stayed under 400.
 const STEP_BUDGET: u32 = 50_000;
 
+/// A choice point: the node at `at`/`sub`, matched at `pos`, whose
+/// candidate `next` is the one to try when backtracking to it.
 #[derive(Clone, Copy)]
-struct Frame {
-    cur: Cursor,
-    pos: usize,
-    next: usize,
+struct Frame<P> {
+    at: P,
+    sub: Option<(u8, u8)>,
+    pos: P,
+    next: P,
+}
+
+impl<P: Pos> Frame<P> {
+    fn cursor(&self) -> Cursor {
+        Cursor { at: self.at.get(), sub: self.sub }
+    }
 }
 
 /// Python's `format_regex.match(text)`: the first match in backtracking
 /// order, anchored at the start but not at the end. Returns its end.
-fn regex_match(fmt: &str, text: &str, caps: &mut Captures, steps: &mut u32) -> Option<usize> {
-    let mut stack = [Frame { cur: Cursor::START, pos: 0, next: 0 }; MAX_FRAMES];
+fn regex_match<P: Pos>(fmt: &str, text: &str, caps: &mut Captures<P>, steps: &mut u32) -> Option<usize> {
+    let mut stack = [Frame { at: P::NONE, sub: None, pos: P::NONE, next: P::NONE }; MAX_FRAMES];
     let mut depth = 0usize;
     // Failed (node, position) pairs: matching has no back-references, so a
     // failure there is a failure whatever came before.
-    let mut failed = [(usize::MAX, 0usize, 0usize); 32];
+    // Kept as two arrays, the 16-bit half apart: 64 bytes less than triples.
+    let mut failed = [(P::NONE, P::NONE); 32];
+    let mut failed_sub = [0u16; 32];
     let mut cur = Cursor::START;
     let mut pos = 0usize;
     'outer: loop {
@@ -1122,7 +1187,7 @@ fn regex_match(fmt: &str, text: &str, caps: &mut Captures, steps: &mut u32) -> O
             None => return Some(pos),
             Some((node, after)) => {
                 let key = cursor_key(cur);
-                if failed.iter().any(|f| f.0 == key.0 && f.1 == key.1 && f.2 == pos) {
+                if failed.iter().zip(&failed_sub).any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos) {
                     None
                 } else {
                     match nth_end(node, text, pos, 0) {
@@ -1135,11 +1200,11 @@ fn regex_match(fmt: &str, text: &str, caps: &mut Captures, steps: &mut u32) -> O
                                 && (1..).map_while(|k| nth_end(node, text, pos, k)).any(|e| viable(fmt, after, text, e));
                             if is_choice {
                                 let frame = stack.get_mut(depth)?;
-                                *frame = Frame { cur, pos, next: 1 };
+                                *frame = Frame { at: P::of(cur.at)?, sub: cur.sub, pos: P::of(pos)?, next: P::of(1)? };
                                 depth += 1;
                             }
                             if let Node::Field(d) = node {
-                                caps.set(d, (pos, end));
+                                caps.set(d, (pos, end))?;
                             }
                             Some((after, end))
                         }
@@ -1159,10 +1224,11 @@ fn regex_match(fmt: &str, text: &str, caps: &mut Captures, steps: &mut u32) -> O
                 return None;
             }
             let frame = *stack.get(depth - 1)?;
-            let (node, after) = next_node(fmt, frame.cur)?;
-            let mut k = frame.next;
+            let (node, after) = next_node(fmt, frame.cursor())?;
+            let frame_pos = frame.pos.get();
+            let mut k = frame.next.get();
             let found = loop {
-                match nth_end(node, text, frame.pos, k) {
+                match nth_end(node, text, frame_pos, k) {
                     Some(e) if !viable(fmt, after, text, e) => k += 1,
                     other => break other,
                 }
@@ -1170,20 +1236,21 @@ fn regex_match(fmt: &str, text: &str, caps: &mut Captures, steps: &mut u32) -> O
             match found {
                 Some(end) => {
                     if let Some(f) = stack.get_mut(depth - 1) {
-                        f.next = k.saturating_add(1);
+                        f.next = P::of(k.saturating_add(1))?;
                     }
                     if let Node::Field(d) = node {
-                        caps.set(d, (frame.pos, end));
+                        caps.set(d, (frame_pos, end))?;
                     }
                     cur = after;
                     pos = end;
                     continue 'outer;
                 }
                 None => {
-                    let key = cursor_key(frame.cur);
-                    let slot = (key.0 ^ frame.pos.wrapping_mul(31)) % failed.len();
-                    if let Some(f) = failed.get_mut(slot) {
-                        *f = (key.0, key.1, frame.pos);
+                    let key = cursor_key(frame.cursor());
+                    let slot = (key.0 ^ frame_pos.wrapping_mul(31)) % failed.len();
+                    if let (Some(f), Some(sub)) = (failed.get_mut(slot), failed_sub.get_mut(slot)) {
+                        *f = (P::of(key.0)?, frame.pos);
+                        *sub = key.1;
                     }
                     depth -= 1;
                 }
@@ -1201,10 +1268,11 @@ fn viable(fmt: &str, cur: Cursor, text: &str, pos: usize) -> bool {
     }
 }
 
-fn cursor_key(c: Cursor) -> (usize, usize) {
+fn cursor_key(c: Cursor) -> (usize, u16) {
     match c.sub {
         None => (c.at, 0),
-        Some((w, off)) => (c.at, (w as usize) << 8 | usize::from(off) | 1 << 20),
+        // Never 0: the letter is not NUL.
+        Some((w, off)) => (c.at, u16::from(w) << 8 | u16::from(off)),
     }
 }
 
@@ -1352,12 +1420,32 @@ pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
     if strptime_verdict(fmt) != ParseBack::Possible {
         return None;
     }
-    let mut caps = Captures { spans: [(0, 0); 24] };
+    // Every position is at most the text's or the format's length, and a
+    // candidate count at most the text's: below `u16::MAX` they all fit.
+    if text.len() < usize::from(u16::MAX) && fmt.len() < usize::from(u16::MAX) {
+        parse_with::<u16>(text, fmt)
+    } else {
+        parse_with::<usize>(text, fmt)
+    }
+}
+
+/// [`parse_time`] with positions of type `P`. Out of line, so that only the
+/// width in use takes stack.
+#[inline(never)]
+fn parse_with<P: Pos>(text: &str, fmt: &str) -> Option<Recorded> {
+    let mut caps = Captures::<P>::new();
     let end = regex_match(fmt, text, &mut caps, &mut 0)?;
     if end != text.len() {
         return None; // "unconverted data remains"
     }
+    from_groups(fmt, text, &caps)
+}
 
+/// The datetime the groups of a match give (`_strptime._strptime` after its
+/// match). Out of line: its frame and the matcher's state are never needed
+/// at once.
+#[inline(never)]
+fn from_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Recorded> {
     let mut year: Option<i64> = None;
     let mut iso_year: Option<i64> = None;
     let (mut month, mut day) = (1i64, 1i64);
@@ -1793,7 +1881,7 @@ mod tests {
     fn ambiguous_formats_stay_within_budget() {
         let fmt = "%f%Y%G%y%j%d%H%M%S%m%I%U%W%V%w%u%z";
         let text = "1178643464812321171115+97123-";
-        let mut caps = Captures { spans: [(0, 0); 24] };
+        let mut caps = Captures::<u16>::new();
         let mut steps = 0;
         let _ = regex_match(fmt, text, &mut caps, &mut steps);
         assert!(steps < 1000, "{steps}");
@@ -1801,6 +1889,31 @@ mod tests {
         let fmt = " 1".repeat(100);
         let text = "  1".repeat(100);
         assert!(parse_time(&text, &fmt).is_some());
+    }
+
+    #[test]
+    fn the_deepest_choice_stack_fits() {
+        // Every choice-capable node is a live choice point when the match
+        // ends: leading whitespace before `%d`, the 11 directives with a
+        // shorter candidate the next node can start at, and the trailing
+        // whitespace (`%V` before it cannot be one, nor `%W` before `%z`:
+        // `%Y` sits between). 13 frames with ASCII spaces, within
+        // `MAX_FRAMES`; 12 with ideographic ones (` [1-9]` is ASCII).
+        let fmt = "  %d%f%H%I%j%m%M%S%U%W%Y%z%V  ";
+        let text = "  12123456121112311121212122026+01001212  ";
+        for text in [text, &text.replace(' ', "\u{3000}")] {
+            let (mut narrow, mut wide) = (Captures::<u16>::new(), Captures::<usize>::new());
+            assert_eq!(regex_match(fmt, text, &mut narrow, &mut 0), Some(text.len()));
+            assert_eq!(regex_match(fmt, text, &mut wide, &mut 0), Some(text.len()));
+            for d in GROUP_LETTERS.chars() {
+                assert_eq!(narrow.span(d), wide.span(d), "{d}");
+            }
+            assert_eq!(narrow.get(text, 'z'), Some("+010012"));
+        }
+        // Past 16-bit positions, the same match with `usize` ones.
+        let fmt = std::format!("%Y{}%m%d", " ".repeat(70_000));
+        let parsed = parse_time("2026 7 5", &fmt).map(|r| iso(r.naive));
+        assert_eq!(parsed.as_deref(), Some("2026-07-05T00:00:00.000000"));
     }
 
     fn zone_strategy() -> impl Strategy<Value = Zone> {
