@@ -5,8 +5,9 @@
 //! README for envaware's `strict` mode). It shares no code with the core:
 //! its own context types, its own scan, its own time handling (chrono's
 //! `strftime`/parser and chrono-tz, where the core has its own
-//! Python-exact implementation), its own `json.dumps(sort_keys=True)` over
-//! serde_json, its own rendering. It covers what the fuzzer generates, not
+//! Python-exact implementation), `json.dumps(sort_keys=True)` over
+//! serde_json from the `pyjson` crate (shared with the `args` fuzz target,
+//! not with the core), its own rendering. It covers what the fuzzer generates, not
 //! everything the core does: the time formats in [`FORMATS`], arguments
 //! made of integers, a few floats, strings, booleans, null, arrays and
 //! objects.
@@ -274,70 +275,9 @@ fn regex_capture<'t>(text: &'t str, open: &str, close: &str) -> Option<&'t str> 
 /// `raw.strip()` when `raw` is not JSON.
 pub fn canonical_arguments(raw: &str) -> String {
     match serde_json::from_str::<Value>(raw) {
-        Ok(v) => {
-            let mut out = String::new();
-            dumps(&v, &mut out);
-            out
-        }
+        Ok(v) => pyjson::dumps(&v),
         Err(_) => py_strip(raw).to_string(),
     }
-}
-
-fn dumps(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => dumps_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dumps(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dumps_str(k, out);
-                out.push_str(": ");
-                dumps(&map[k], out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// `ensure_ascii=True`: everything outside printable ASCII as `\uXXXX`.
-fn dumps_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{:04x}", u));
-                }
-            }
-        }
-    }
-    out.push('"');
 }
 
 impl Model {
