@@ -1,4 +1,6 @@
 //! `envaware-sim`: the host tool that drives the envaware core.
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
 use std::fmt::Write as _;
 use std::fs::File;

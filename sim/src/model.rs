@@ -77,34 +77,56 @@ pub struct MMsg {
 /// The configuration, as the model reads it (AgentScope field names).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MConfig {
+    /// `injection_config.inject_runtime_state`: whether anything is injected.
     pub inject_runtime_state: bool,
+    /// `injection_config.timezone`, an IANA name.
     pub timezone: String,
+    /// `injection_config.time_format`, a strftime format.
     pub time_format: String,
+    /// `injection_config.time_interval`, in hours.
     pub time_interval: f64,
     /// The deprecated `injection_config.context_buffer_ratio`.
     pub injection_buffer_ratio: Option<f64>,
+    /// `injection_config.tool_retries_limit`: identical failures before the hint.
     pub tool_retries_limit: u64,
+    /// `injection_config.tool_retries_hint`.
     pub tool_retries_hint: String,
+    /// `injection_config.template`.
     pub template: String,
+    /// `injection_config.injection_source`: the hint blocks' source.
     pub injection_source: String,
+    /// `injection_config.task_tool_names`.
     pub task_tool_names: Vec<String>,
+    /// `injection_config.extra_fields`, in order.
     pub extra_fields: Vec<(String, String)>,
+    /// `injection_config.emit_hint_event`.
     pub emit_hint_event: bool,
+    /// envaware's `strict` mode (the README's "Deliberate differences").
     pub strict: bool,
+    /// `context_config.trigger_ratio`.
     pub trigger_ratio: f64,
+    /// `context_config.reserve_ratio`.
     pub reserve_ratio: f64,
+    /// `context_config.context_buffer_ratio`.
     pub context_buffer_ratio: f64,
+    /// `context_config.compression_tool_enabled`.
     pub compression_tool_enabled: bool,
 }
 
 /// What the step knows besides the context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MStep {
+    /// The deciding agent's name.
     pub agent_name: String,
+    /// Tasks pending.
     pub pending: u64,
+    /// Tasks in progress.
     pub in_progress: u64,
+    /// The reasoning iteration within the reply.
     pub cur_iter: u64,
+    /// Input tokens of the context.
     pub input_tokens: i64,
+    /// The model's context window, in tokens.
     pub context_size: i64,
     /// The wall clock, Unix microseconds.
     pub now_micros: i64,
@@ -113,9 +135,13 @@ pub struct MStep {
 /// Which dimensions fired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dims {
+    /// The time hint.
     pub time: bool,
+    /// The tasks hint.
     pub tasks: bool,
+    /// The context-length hint.
     pub context: bool,
+    /// The repeated tool error hint.
     pub tool_error: bool,
 }
 
@@ -133,9 +159,13 @@ pub enum MWarning {
 /// The model's outcome for one step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MOutcome {
+    /// The hint's text, or none.
     pub hint: Option<String>,
+    /// Whether a `HintBlockEvent` is emitted.
     pub event: bool,
+    /// Which dimensions fired.
     pub dims: Dims,
+    /// Warnings for this step.
     pub warnings: BTreeSet<MWarning>,
     /// Situations this step met, for the fuzzer's coverage summary.
     pub notes: Vec<&'static str>,

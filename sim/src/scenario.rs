@@ -1,8 +1,8 @@
 //! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
 //! everything the rules read at one reasoning step, evaluated by the core.
 
-use envaware::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::load::ConfigBuf;
+use envaware::ConfigBuf;
+use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use envaware::{Engine, FixedClock, Step, TaskCounts, Timestamp};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -36,11 +36,30 @@ struct RawScenario<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OwnedBlock {
     /// A hint block.
-    Hint { source: Option<String>, text: String },
+    Hint {
+        /// The block's `source`, if any.
+        source: Option<String>,
+        /// The hint's text.
+        text: String,
+    },
     /// A tool call block.
-    ToolCall { id: String, name: String, input: String },
+    ToolCall {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// The arguments' raw text.
+        input: String,
+    },
     /// A tool result block.
-    ToolResult { id: String, name: String, state: ToolResultState },
+    ToolResult {
+        /// The id of the call it answers.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// How the call ended.
+        state: ToolResultState,
+    },
     /// Anything else.
     Other,
 }
@@ -94,7 +113,14 @@ impl Conversation for VecConversation {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evaluation {
     /// The hint (or none), the event flag, and warnings.
-    Hint { hint: Option<String>, event: bool, warnings: Vec<String> },
+    Hint {
+        /// The hint's text, or none.
+        hint: Option<String>,
+        /// Whether a `HintBlockEvent` is emitted.
+        event: bool,
+        /// The warnings' messages.
+        warnings: Vec<String>,
+    },
     /// The scenario or its configuration is invalid.
     Error(String),
 }

@@ -109,7 +109,18 @@ pub enum Foreign {
     /// Our source, a time `minutes` away in `zone`, with a zone tag naming
     /// `zone` (1), `label` (2, so a wall time another zone may repeat or
     /// skip), or none (0).
-    Time { minutes: i64, zone: usize, tag: u8, label: usize, pad: bool },
+    Time {
+        /// Minutes from now, either way.
+        minutes: i64,
+        /// Index into [`model::ZONES`]: the zone the time is written in.
+        zone: usize,
+        /// Which zone tag follows: 0 none, 1 `zone`, 2 `label`.
+        tag: u8,
+        /// Index into [`model::ZONES`]: the zone a tag 2 names.
+        label: usize,
+        /// Whether the time is padded with spaces inside its tag.
+        pad: bool,
+    },
     /// Our source, a wall time a zone repeats or skips, with that zone's tag.
     DstWall(usize),
     /// Our source, a time that does not parse.
@@ -119,7 +130,10 @@ pub enum Foreign {
     /// Another source, with a fresh time.
     OtherSource,
     /// Our source: a first tag broken by a newline, then a valid one.
-    Newline { minutes: i64 },
+    Newline {
+        /// Minutes from now of the valid time, either way.
+        minutes: i64,
+    },
 }
 
 /// A clock change.
@@ -128,7 +142,10 @@ pub enum Advance {
     /// Exactly `time_interval` hours: the boundary.
     Interval,
     /// Just past the boundary.
-    IntervalPlus { micros: i64 },
+    IntervalPlus {
+        /// Microseconds past it.
+        micros: i64,
+    },
     /// Whole minutes, either way.
     Minutes(i64),
     /// A few microseconds.
@@ -163,23 +180,46 @@ pub enum Tokens {
 #[derive(Debug, Clone)]
 pub enum Event {
     /// A reasoning step.
-    Step { cur_iter: u64 },
+    Step {
+        /// The reasoning iteration within the reply.
+        cur_iter: u64,
+    },
     /// A user message (a new reply starts).
     User,
     /// Tool calls and their results in the agent's own reply.
     Calls(Vec<Call>),
     /// The plan changes; `announce` adds a task tool call to the context.
-    Task { op: TaskOp, announce: bool },
+    Task {
+        /// What changes.
+        op: TaskOp,
+        /// Whether a task tool call says so in the context.
+        announce: bool,
+    },
     /// The clock moves.
     Advance(Advance),
     /// A compression keeps the `keep` newest messages.
-    Compress { keep: usize },
+    Compress {
+        /// Messages kept.
+        keep: usize,
+    },
     /// The token count changes.
     Tokens(Tokens),
     /// A hint in the agent's own reply, or (`other_agent`) in another agent's message.
-    Foreign { hint: Foreign, other_agent: bool },
+    Foreign {
+        /// The hint's text.
+        hint: Foreign,
+        /// Whether another agent's message carries it.
+        other_agent: bool,
+    },
     /// The configuration changes: zone, format and interval.
-    Reconfigure { zone: usize, format: usize, interval: usize },
+    Reconfigure {
+        /// Index into [`model::ZONES`].
+        zone: usize,
+        /// Index into [`model::FORMATS`].
+        format: usize,
+        /// Index into the interval table, in hours.
+        interval: usize,
+    },
 }
 
 /// A session: configuration, start instant, argument pool, events.

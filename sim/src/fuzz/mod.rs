@@ -10,7 +10,7 @@
 //!
 //! - the core ([`Engine::step`](envaware::Engine::step), full scan of the context) must produce the
 //!   hint, event and warnings the model produces;
-//! - the incremental [`Tracker`](envaware::tracker::Tracker) must decide exactly as the full scan.
+//! - the incremental [`Tracker`](envaware::Tracker) must decide exactly as the full scan.
 //!
 //! proptest generates and shrinks the cases. On a mismatch the minimal
 //! session is printed and written as scenario JSON Lines (one line per
@@ -54,8 +54,8 @@ pub use case::{case_strategy, Advance, ArgFormat, Call, Case, CaseConfig, Event,
 pub use runner::{describe, fuzz, summary, FuzzOptions, Report};
 pub use world::{run_case, Mismatch, Stats, DIMENSIONS};
 
-use envaware::load::ConfigBuf;
-use envaware::store::ContextStore;
+use envaware::ConfigBuf;
+use envaware::ContextStore;
 
 /// The agent whose steps are fuzzed.
 pub const AGENT: &str = "Friday";

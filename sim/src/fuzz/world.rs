@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use envaware::conversation::{Block, Conversation, HintText, Role, ToolResultState};
-use envaware::tracker::Tracker;
+use envaware::Tracker;
+use envaware::{Block, Conversation, HintText, Role, ToolResultState};
 use envaware::{Engine, FixedClock, Step, TaskCounts, TimeDecision, Timestamp, Warning};
 use serde_json::{json, Map, Value};
 

@@ -19,6 +19,10 @@
 //! state is built: `--emit-scenarios` writes each step's scenario (format
 //! v1), and evaluating that file prints the same result lines as
 //! `replay --json`.
+//!
+//! Each trace line is read once into a typed `Event` (`event`), which one
+//! short handler of the `Session` (`session`) applies; a handler never
+//! re-checks a shape. The command line is in `main.rs`.
 
 use std::io::{self, Write};
 
