@@ -30,7 +30,6 @@ mod bench_args;
 mod firmware;
 mod footprint;
 mod nopanic;
-mod qemu;
 
 /// Targets the core must build for with no allocator.
 const THUMB_TARGETS: &[&str] =
