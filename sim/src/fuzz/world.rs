@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use envaware::Tracker;
 use envaware::{Block, Conversation, HintText, Role, ToolResultState};
-use envaware::{Engine, FixedClock, Step, TaskCounts, TimeDecision, Timestamp, Warning};
+use envaware::{Engine, FixedClock, Outcome, Step, TaskCounts, TimeDecision, Timestamp, Warning};
 use serde_json::{json, Map, Value};
 
 use super::case::{
-    Advance, ArgFormat, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS, CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS, INTERVALS,
-    SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS,
+    Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS, CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS,
+    INTERVALS, SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS,
 };
 use super::raw::raw_arguments;
 use super::{FuzzConfigBuf, FuzzStore, AGENT, OTHER_AGENT};
@@ -296,6 +296,97 @@ impl World {
             ),
         }
     }
+
+    /// Applies an event that is neither a step nor a reconfiguration (which
+    /// [`run_case`] handles, as they involve the engine).
+    fn apply(&mut self, event: &Event, case: &Case, tracker: &mut Trackers<'_>, stats: &mut Stats) {
+        match event {
+            Event::Step { .. } | Event::Reconfigure { .. } => {}
+            Event::User => {
+                self.reply += 1;
+                self.push("user", "user", vec![MBlock::Text("go on".into())], tracker);
+            }
+            Event::Calls(calls) => self.calls(calls, case, tracker),
+            Event::Task { op, announce } => self.task(*op, *announce, tracker),
+            Event::Advance(a) => {
+                let interval_micros = (self.cfg.time_interval * 3_600_000_000.0) as i64;
+                self.now += match a {
+                    Advance::Interval => interval_micros,
+                    Advance::IntervalPlus { micros } => interval_micros + micros,
+                    Advance::Minutes(m) => m * 60_000_000,
+                    Advance::Micros(m) => *m,
+                    Advance::Days(d) => d * 86_400_000_000,
+                };
+            }
+            Event::Compress { keep } => {
+                stats.bump("compressions");
+                self.compress(*keep, tracker);
+            }
+            Event::Tokens(t) => {
+                self.input_tokens = match t {
+                    Tokens::Zero => 0,
+                    Tokens::NearThreshold(d) => self.threshold().floor() as i64 + d,
+                    Tokens::Full => self.context_size,
+                };
+            }
+            Event::Foreign { hint, other_agent } => {
+                let (source, text) = self.foreign_text(hint);
+                let block = MBlock::Hint { source: Some(source), text };
+                if *other_agent {
+                    self.push("assistant", OTHER_AGENT, vec![block], tracker);
+                } else {
+                    self.append_own(vec![block], tracker);
+                }
+            }
+        }
+    }
+    /// Tool calls (each repeated, with fresh or reused ids) and their results.
+    fn calls(&mut self, calls: &[Call], case: &Case, tracker: &mut Trackers<'_>) {
+        let mut blocks = Vec::new();
+        let mut last_id = None;
+        for call in calls {
+            let name = match TOOLS.get(call.tool) {
+                Some(t) => t.to_string(),
+                None => self.cfg.task_tool_names[0].clone(),
+            };
+            for k in 0..call.repeat {
+                let id = match (call.id_mode, &last_id) {
+                    (1, Some(prev)) => String::clone(prev),
+                    _ => self.fresh_id(),
+                };
+                if call.id_mode != 2 {
+                    let format = ArgFormat { seed: call.format.seed.wrapping_add(k as u64), ..call.format };
+                    let input = raw_arguments(&case.args[call.args % case.args.len()], format);
+                    blocks.push(MBlock::ToolCall { id: id.clone(), name: name.clone(), input });
+                }
+                blocks.push(MBlock::ToolResult { id: id.clone(), name: name.clone(), state: STATES[call.state] });
+                last_id = Some(id);
+            }
+        }
+        self.append_own(blocks, tracker);
+    }
+    /// The plan changes, and a task tool call says so when `announce`.
+    fn task(&mut self, op: TaskOp, announce: bool, tracker: &mut Trackers<'_>) {
+        match op {
+            TaskOp::Create => self.pending += 1,
+            TaskOp::Start if self.pending > 0 => {
+                self.pending -= 1;
+                self.in_progress += 1;
+            }
+            TaskOp::Complete if self.in_progress > 0 => self.in_progress -= 1,
+            TaskOp::Complete if self.pending > 0 => self.pending -= 1,
+            _ => {}
+        }
+        if announce {
+            let id = self.fresh_id();
+            let name = self.cfg.task_tool_names[0].clone();
+            let blocks = vec![
+                MBlock::ToolCall { id: id.clone(), name: name.clone(), input: "{\"subject\": \"t\"}".into() },
+                MBlock::ToolResult { id, name, state: "success" },
+            ];
+            self.append_own(blocks, tracker);
+        }
+    }
 }
 
 fn model_dims(d: &envaware::Decision) -> Dims {
@@ -368,85 +459,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
                 Event::Step { cur_iter } => {
                     step(&mut world, &engine, &mut tracker, *cur_iter, model, &mut stats, &mut scenarios)?;
                 }
-                Event::User => {
-                    world.reply += 1;
-                    world.push("user", "user", vec![MBlock::Text("go on".into())], &mut tracker);
-                }
-                Event::Calls(calls) => {
-                    let mut blocks = Vec::new();
-                    let mut last_id = None;
-                    for call in calls {
-                        let name = match TOOLS.get(call.tool) {
-                            Some(t) => t.to_string(),
-                            None => world.cfg.task_tool_names[0].clone(),
-                        };
-                        for k in 0..call.repeat {
-                            let id = match (call.id_mode, &last_id) {
-                                (1, Some(prev)) => String::clone(prev),
-                                _ => world.fresh_id(),
-                            };
-                            if call.id_mode != 2 {
-                                let format = ArgFormat { seed: call.format.seed.wrapping_add(k as u64), ..call.format };
-                                let input = raw_arguments(&case.args[call.args % case.args.len()], format);
-                                blocks.push(MBlock::ToolCall { id: id.clone(), name: name.clone(), input });
-                            }
-                            blocks.push(MBlock::ToolResult { id: id.clone(), name: name.clone(), state: STATES[call.state] });
-                            last_id = Some(id);
-                        }
-                    }
-                    world.append_own(blocks, &mut tracker);
-                }
-                Event::Task { op, announce } => {
-                    match op {
-                        TaskOp::Create => world.pending += 1,
-                        TaskOp::Start if world.pending > 0 => {
-                            world.pending -= 1;
-                            world.in_progress += 1;
-                        }
-                        TaskOp::Complete if world.in_progress > 0 => world.in_progress -= 1,
-                        TaskOp::Complete if world.pending > 0 => world.pending -= 1,
-                        _ => {}
-                    }
-                    if *announce {
-                        let id = world.fresh_id();
-                        let name = world.cfg.task_tool_names[0].clone();
-                        let blocks = vec![
-                            MBlock::ToolCall { id: id.clone(), name: name.clone(), input: "{\"subject\": \"t\"}".into() },
-                            MBlock::ToolResult { id, name, state: "success" },
-                        ];
-                        world.append_own(blocks, &mut tracker);
-                    }
-                }
-                Event::Advance(a) => {
-                    let interval_micros = (world.cfg.time_interval * 3_600_000_000.0) as i64;
-                    world.now += match a {
-                        Advance::Interval => interval_micros,
-                        Advance::IntervalPlus { micros } => interval_micros + micros,
-                        Advance::Minutes(m) => m * 60_000_000,
-                        Advance::Micros(m) => *m,
-                        Advance::Days(d) => d * 86_400_000_000,
-                    };
-                }
-                Event::Compress { keep } => {
-                    stats.bump("compressions");
-                    world.compress(*keep, &mut tracker);
-                }
-                Event::Tokens(t) => {
-                    world.input_tokens = match t {
-                        Tokens::Zero => 0,
-                        Tokens::NearThreshold(d) => world.threshold().floor() as i64 + d,
-                        Tokens::Full => world.context_size,
-                    };
-                }
-                Event::Foreign { hint, other_agent } => {
-                    let (source, text) = world.foreign_text(hint);
-                    let block = MBlock::Hint { source: Some(source), text };
-                    if *other_agent {
-                        world.push("assistant", OTHER_AGENT, vec![block], &mut tracker);
-                    } else {
-                        world.append_own(vec![block], &mut tracker);
-                    }
-                }
+                other => world.apply(other, case, &mut tracker, &mut stats),
             }
         }
         if !reconfigured {
@@ -490,6 +503,35 @@ fn step(
         stats.bump(note);
     }
 
+    let problems = compare(world, engine, tracker, &core_step, now, &outcome, &expected, stats);
+    if !problems.is_empty() {
+        return Err(Mismatch { message: problems.join("\n"), scenarios: scenarios.clone() });
+    }
+
+    if let Some(hint) = outcome.hint {
+        count_hint(world, &expected, stats);
+        let block = MBlock::Hint { source: Some(world.cfg.injection_source.clone()), text: hint.to_string() };
+        world.append_own(vec![block], tracker);
+    } else if world.cfg.inject_runtime_state {
+        stats.bump("no hint");
+    }
+    Ok(())
+}
+
+/// Every way the core's answers differ from the model's and from each
+/// other on this step: the full scan against the model, the tracker
+/// against the full scan, and the same on the fixed-capacity store.
+#[allow(clippy::too_many_arguments)] // the step's parts, each read here
+fn compare(
+    world: &World,
+    engine: &Engine<'_>,
+    tracker: &mut Trackers<'_>,
+    core_step: &Step<'_>,
+    now: Timestamp,
+    outcome: &Outcome<'_>,
+    expected: &MOutcome,
+    stats: &mut Stats,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let core_warnings: std::collections::BTreeSet<MWarning> = outcome.warnings.iter().filter_map(model_warning).collect();
     if outcome.hint != expected.hint.as_deref() {
@@ -504,7 +546,7 @@ fn step(
     if core_warnings != expected.warnings {
         problems.push(format!("warnings differ: core {:?} model {:?}", core_warnings, expected.warnings));
     }
-    let tracked = tracker.vec.decide(&world.conv, &core_step, Some(now));
+    let tracked = tracker.vec.decide(&world.conv, core_step, Some(now));
     if tracked != outcome.decision {
         problems.push(format!(
             "the tracker decides differently from the full scan:\n  tracker: {tracked:?}\n  scan:    {:?}",
@@ -519,43 +561,34 @@ fn step(
         // scan and by the store's tracker.
         stats.bump("steps on the store too");
         let mut out = vec![0u8; 1 << 16];
-        let on_store = engine.step(&*world.store, &core_step, &mut FixedClock::at(now), &mut (), &mut out);
-        if on_store != Ok(outcome) {
+        let on_store = engine.step(&*world.store, core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        if on_store != Ok(*outcome) {
             problems.push(format!("the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"));
         }
         let mut out = vec![0u8; 1 << 16];
-        let tracked = tracker.store.step(&*world.store, &core_step, &mut FixedClock::at(now), &mut (), &mut out);
-        if tracked != Ok(outcome) {
+        let tracked = tracker.store.step(&*world.store, core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        if tracked != Ok(*outcome) {
             problems.push(format!("the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"));
         }
     }
-    if !problems.is_empty() {
-        return Err(Mismatch { message: problems.join("\n"), scenarios: scenarios.clone() });
-    }
+    problems
+}
 
-    if let Some(hint) = outcome.hint {
-        stats.hints += 1;
-        let d = expected.dims;
-        for (on, name) in [(d.time, "time"), (d.tasks, "tasks"), (d.context, "context-length"), (d.tool_error, "tool-error")] {
-            if on {
-                stats.bump(name);
-            }
+/// Counts what a hint-injecting step met, for the coverage summary.
+fn count_hint(world: &World, expected: &MOutcome, stats: &mut Stats) {
+    stats.hints += 1;
+    let d = expected.dims;
+    for (on, name) in [(d.time, "time"), (d.tasks, "tasks"), (d.context, "context-length"), (d.tool_error, "tool-error")] {
+        if on {
+            stats.bump(name);
         }
-        if d.time
-            && world
-                .context
-                .iter()
-                .any(|m| m.blocks.iter().any(|b| matches!(b, MBlock::Hint { text, .. } if text.contains("<current-time>"))))
-        {
-            stats.bump("time again");
-        }
-        if !world.cfg.extra_fields.is_empty() {
-            stats.bump("with extra fields");
-        }
-        let block = MBlock::Hint { source: Some(world.cfg.injection_source.clone()), text: hint.to_string() };
-        world.append_own(vec![block], tracker);
-    } else if world.cfg.inject_runtime_state {
-        stats.bump("no hint");
     }
-    Ok(())
+    if d.time
+        && world.context.iter().any(|m| m.blocks.iter().any(|b| matches!(b, MBlock::Hint { text, .. } if text.contains("<current-time>"))))
+    {
+        stats.bump("time again");
+    }
+    if !world.cfg.extra_fields.is_empty() {
+        stats.bump("with extra fields");
+    }
 }
