@@ -310,6 +310,112 @@ pub fn canonical_arguments(raw: &str) -> String {
     }
 }
 
+/// Step 1 of `_inject_runtime_state`: the newest time hint of this agent's
+/// source, and whether the agent already knows its tasks (a tasks hint or a
+/// task tool call), reading from the newest message back.
+fn scan<'c>(cfg: &MConfig, context: &'c [MMsg], step: &MStep, has_uncompleted: bool) -> (Option<&'c str>, bool) {
+    let mut last_time_text: Option<&str> = None;
+    let mut aware = !has_uncompleted;
+    for msg in context.iter().rev() {
+        if last_time_text.is_some() && aware {
+            break;
+        }
+        if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
+            continue;
+        }
+        for block in msg.blocks.iter().rev() {
+            match block {
+                MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
+                    // Strict mode reads a field only where envaware writes it.
+                    let state = strict_state(cfg, text);
+                    let records_time = match state {
+                        Some(state) => state.starts_with("<current-time>"),
+                        None => !cfg.strict && text.contains("<current-time>"),
+                    };
+                    if last_time_text.is_none() && records_time {
+                        last_time_text = Some(text);
+                    }
+                    let tasks = match cfg.strict {
+                        true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
+                        false => text.contains("<tasks>"),
+                    };
+                    if tasks {
+                        aware = true;
+                    }
+                }
+                MBlock::ToolCall { name, .. } if cfg.task_tool_names.contains(name) => aware = true,
+                _ => {}
+            }
+        }
+    }
+    (last_time_text, aware)
+}
+
+/// Step 4: the context-length hint, on a reply's first iteration only.
+fn context_hint(cfg: &MConfig, step: &MStep) -> Option<String> {
+    if step.cur_iter != 0 {
+        return None;
+    }
+    let buffer = cfg.injection_buffer_ratio.unwrap_or(cfg.context_buffer_ratio);
+    let size = step.context_size as f64;
+    let trigger_tokens = (cfg.trigger_ratio * size).trunc() as i64;
+    // `>` as AgentScope writes it (no hint when a ratio is NaN).
+    let over = (step.input_tokens as f64) > (cfg.trigger_ratio - buffer) * size;
+    if !over {
+        return None;
+    }
+    let mut hint = format!(
+        "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
+        step.input_tokens, trigger_tokens
+    );
+    if cfg.compression_tool_enabled && step.in_progress == 0 {
+        hint.push_str(
+            " No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.",
+        );
+    }
+    Some(hint)
+}
+
+/// Microseconds since a recorded wall time without offset, read in its
+/// recorded zone (else the configured one). In one zone AgentScope
+/// subtracts wall times, as Python does for one tzinfo object.
+#[allow(clippy::too_many_arguments)] // the step's parts, each read here
+fn elapsed_since_naive(
+    cfg: &MConfig,
+    step: &MStep,
+    zone: TzInfo,
+    text: &str,
+    time_text: Option<&str>,
+    naive: NaiveDateTime,
+    warnings: &mut BTreeSet<MWarning>,
+    notes: &mut Vec<&'static str>,
+) -> i64 {
+    let zone_text = match (strict_state(cfg, text), time_text) {
+        (Some(state), Some(t)) => {
+            let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
+            regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
+        }
+        _ => regex_capture(text, "<timezone>", "</timezone>"),
+    };
+    let name = zone_text.map(py_strip).unwrap_or(&cfg.timezone);
+    let recorded = resolve(name);
+    if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
+        warnings.insert(MWarning::RecordedZoneFallback);
+    }
+    if recorded == zone && !cfg.strict {
+        // One tzinfo object: Python subtracts wall times.
+        let now_local = local_naive(step.now_micros, zone);
+        let wall = (now_local - naive).num_microseconds().expect("in range");
+        if wall != step.now_micros - fold0_micros(naive, recorded, &mut Vec::new()) {
+            notes.push("wall-clock elapsed differs from real (DST)");
+        }
+        wall
+    } else {
+        notes.push("recorded in another zone");
+        step.now_micros - fold0_micros(naive, recorded, notes)
+    }
+}
+
 impl Model {
     /// The faithful model.
     pub const FAITHFUL: Model = Model { broken: None };
@@ -334,101 +440,13 @@ impl Model {
 
         // Step 1: the newest time hint, and whether the agent knows its tasks.
         let has_uncompleted = step.pending > 0 || step.in_progress > 0;
-        let mut last_time_text: Option<&str> = None;
-        let mut aware = !has_uncompleted;
-        for msg in context.iter().rev() {
-            if last_time_text.is_some() && aware {
-                break;
-            }
-            if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
-                continue;
-            }
-            for block in msg.blocks.iter().rev() {
-                match block {
-                    MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
-                        // Strict mode reads a field only where envaware writes it.
-                        let state = strict_state(cfg, text);
-                        let records_time = match state {
-                            Some(state) => state.starts_with("<current-time>"),
-                            None => !cfg.strict && text.contains("<current-time>"),
-                        };
-                        if last_time_text.is_none() && records_time {
-                            last_time_text = Some(text);
-                        }
-                        let tasks = match cfg.strict {
-                            true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
-                            false => text.contains("<tasks>"),
-                        };
-                        if tasks {
-                            aware = true;
-                        }
-                    }
-                    MBlock::ToolCall { name, .. } if cfg.task_tool_names.contains(name) => aware = true,
-                    _ => {}
-                }
-            }
-        }
+        let (last_time_text, aware) = scan(cfg, context, step, has_uncompleted);
 
         // Step 2: time.
-        let mut inject_time = true;
-        if let Some(text) = last_time_text {
-            let time_text = match strict_state(cfg, text) {
-                Some(state) => {
-                    regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
-                }
-                None => regex_capture(text, "<current-time>", "</current-time>"),
-            };
-            let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
-            if parsed.is_none() {
-                notes.push("recorded time unreadable");
-            }
-            if let Some(parsed) = parsed {
-                let elapsed_micros = match parsed {
-                    Parsed::Aware(t) => {
-                        notes.push("recorded time with offset");
-                        step.now_micros - t.timestamp_micros()
-                    }
-                    Parsed::Naive(naive) => {
-                        let zone_text = match (strict_state(cfg, text), time_text) {
-                            (Some(state), Some(t)) => {
-                                let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
-                                regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
-                            }
-                            _ => regex_capture(text, "<timezone>", "</timezone>"),
-                        };
-                        let name = zone_text.map(py_strip).unwrap_or(&cfg.timezone);
-                        let recorded = resolve(name);
-                        if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
-                            warnings.insert(MWarning::RecordedZoneFallback);
-                        }
-                        if recorded == zone && !cfg.strict {
-                            // One tzinfo object: Python subtracts wall times.
-                            let now_local = local_naive(step.now_micros, zone);
-                            let wall = (now_local - naive).num_microseconds().expect("in range");
-                            if wall != step.now_micros - fold0_micros(naive, recorded, &mut Vec::new()) {
-                                notes.push("wall-clock elapsed differs from real (DST)");
-                            }
-                            wall
-                        } else {
-                            notes.push("recorded in another zone");
-                            step.now_micros - fold0_micros(naive, recorded, &mut notes)
-                        }
-                    }
-                };
-                let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
-                if hours == cfg.time_interval {
-                    notes.push("elapsed exactly the interval");
-                } else if hours < 0.0 {
-                    notes.push("recorded time in the future");
-                }
-                let within = if self.broken == Some(Breakage::TimeBoundaryStrict) {
-                    0.0 <= hours && hours < cfg.time_interval
-                } else {
-                    0.0 <= hours && hours <= cfg.time_interval
-                };
-                inject_time = !within;
-            }
-        }
+        let inject_time = match last_time_text {
+            Some(text) => !self.within_interval(cfg, step, zone, text, &mut warnings, &mut notes).unwrap_or(false),
+            None => true,
+        };
         if inject_time {
             dims.time = true;
             injections.push(("current-time".into(), strftime(step.now_micros, zone, &cfg.time_format)));
@@ -448,21 +466,9 @@ impl Model {
         }
 
         // Step 4: context length.
-        if step.cur_iter == 0 {
-            let buffer = cfg.injection_buffer_ratio.unwrap_or(cfg.context_buffer_ratio);
-            let size = step.context_size as f64;
-            let trigger_tokens = (cfg.trigger_ratio * size).trunc() as i64;
-            if (step.input_tokens as f64) > (cfg.trigger_ratio - buffer) * size {
-                dims.context = true;
-                let mut hint = format!(
-                    "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
-                    step.input_tokens, trigger_tokens
-                );
-                if cfg.compression_tool_enabled && step.in_progress == 0 {
-                    hint.push_str(" No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.");
-                }
-                injections.push(("context-length".into(), hint));
-            }
+        if let Some(hint) = context_hint(cfg, step) {
+            dims.context = true;
+            injections.push(("context-length".into(), hint));
         }
 
         // Step 5: repeated tool errors.
@@ -486,6 +492,48 @@ impl Model {
         let state = injections.iter().map(|(k, v)| format!("<{k}>{v}</{k}>")).collect::<Vec<_>>().join("\n");
         let hint = cfg.template.replace("{runtime_state}", &state);
         MOutcome { hint: Some(hint), event: cfg.emit_hint_event, dims, warnings, notes }
+    }
+
+    /// Step 2: whether the time recorded in `text` is within the interval;
+    /// `None` when it does not read back (the time is then injected).
+    fn within_interval(
+        &self,
+        cfg: &MConfig,
+        step: &MStep,
+        zone: TzInfo,
+        text: &str,
+        warnings: &mut BTreeSet<MWarning>,
+        notes: &mut Vec<&'static str>,
+    ) -> Option<bool> {
+        let time_text = match strict_state(cfg, text) {
+            Some(state) => {
+                regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
+            }
+            None => regex_capture(text, "<current-time>", "</current-time>"),
+        };
+        let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
+        let Some(parsed) = parsed else {
+            notes.push("recorded time unreadable");
+            return None;
+        };
+        let elapsed_micros = match parsed {
+            Parsed::Aware(t) => {
+                notes.push("recorded time with offset");
+                step.now_micros - t.timestamp_micros()
+            }
+            Parsed::Naive(naive) => elapsed_since_naive(cfg, step, zone, text, time_text, naive, warnings, notes),
+        };
+        let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
+        if hours == cfg.time_interval {
+            notes.push("elapsed exactly the interval");
+        } else if hours < 0.0 {
+            notes.push("recorded time in the future");
+        }
+        Some(if self.broken == Some(Breakage::TimeBoundaryStrict) {
+            0.0 <= hours && hours < cfg.time_interval
+        } else {
+            0.0 <= hours && hours <= cfg.time_interval
+        })
     }
 
     fn repeated_tool_error(&self, cfg: &MConfig, context: &[MMsg], step: &MStep) -> Option<(String, u64)> {
