@@ -33,33 +33,16 @@ struct RawScenario<'a> {
 }
 
 /// A block the sim owns; hint text parts are joined, as the rules read them.
+// The variants' fields are the block's AgentScope keys, as in `MBlock`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum OwnedBlock {
     /// A hint block.
-    Hint {
-        /// The block's `source`, if any.
-        source: Option<String>,
-        /// The hint's text.
-        text: String,
-    },
+    Hint { source: Option<String>, text: String },
     /// A tool call block.
-    ToolCall {
-        /// The call's id.
-        id: String,
-        /// The tool's name.
-        name: String,
-        /// The arguments' raw text.
-        input: String,
-    },
+    ToolCall { id: String, name: String, input: String },
     /// A tool result block.
-    ToolResult {
-        /// The id of the call it answers.
-        id: String,
-        /// The tool's name.
-        name: String,
-        /// How the call ended.
-        state: ToolResultState,
-    },
+    ToolResult { id: String, name: String, state: ToolResultState },
     /// Anything else.
     Other,
 }

@@ -22,7 +22,11 @@
 //!
 //! Each trace line is read once into a typed `Event` (`event`), which one
 //! short handler of the `Session` (`session`) applies; a handler never
-//! re-checks a shape. The command line is in `main.rs`.
+//! re-checks a shape. Only `config` and `step` lines are read a second
+//! time, for their value's own text: a configuration is kept as written
+//! (the core reads its numbers, `--emit-scenarios` writes it unchanged),
+//! and `step`'s errors name a column of it. The command line is in
+//! `main.rs`.
 
 use std::io::{self, Write};
 
@@ -34,7 +38,7 @@ mod event;
 mod session;
 
 use event::{parse_tasks, ConfigEvent, Event};
-use session::Session;
+use session::{Output, Session};
 
 use crate::plot::StepRecord;
 use crate::scenario;
@@ -191,8 +195,8 @@ pub fn replay_with_records(
 ) -> Result<(Summary, Vec<StepRecord>), ReplayError> {
     let mut session = start(opts).map_err(|message| ReplayError::Invalid { line: 0, message })?;
     match Dump::read(text) {
-        Some(dump) => replay_dump(&mut session, dump, opts, out, emit)?,
-        None => replay_trace(&mut session, text, opts, out, emit)?,
+        Some(dump) => replay_dump(&mut session, dump, &mut Output { out, emit, opts })?,
+        None => replay_trace(&mut session, text, &mut Output { out, emit, opts })?,
     }
     Ok((session.summary, session.records))
 }
@@ -218,13 +222,8 @@ fn start(opts: &Options) -> Result<Session, String> {
 }
 
 /// A dump is one step, at `--now` or else the system time.
-fn replay_dump(
-    session: &mut Session,
-    dump: Dump,
-    opts: &Options,
-    out: &mut dyn Write,
-    emit: Option<&mut dyn Write>,
-) -> Result<(), ReplayError> {
+fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
+    let opts = output.opts;
     let start = |message: String| ReplayError::Invalid { line: 0, message };
     let (msgs, state) = match dump {
         Dump::Messages(msgs) => (msgs, Value::Null),
@@ -247,18 +246,12 @@ fn replay_dump(
         let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
     }
-    session.step(cur_iter, out, emit, opts, 0)
+    session.step(cur_iter, output, 0)
 }
 
 /// A trace: one event a line, applied in order; the first invalid line
 /// ends the replay.
-fn replay_trace(
-    session: &mut Session,
-    text: &str,
-    opts: &Options,
-    out: &mut dyn Write,
-    mut emit: Option<&mut dyn Write>,
-) -> Result<(), ReplayError> {
+fn replay_trace(session: &mut Session, text: &str, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
     // A device's log (the firmware's defmt output): only its streamed lines
     // are events; the others (hints, sensor readings) are skipped, and line
     // numbers stay the log's.
@@ -276,7 +269,7 @@ fn replay_trace(
         }
         let invalid = |message: String| ReplayError::Invalid { line, message };
         if let Some(event) = read_line(trimmed).map_err(invalid)? {
-            session.apply(event, out, emit.as_mut().map(|e| &mut **e as &mut dyn Write), opts, line)?;
+            session.apply(event, output, line)?;
         }
     }
     Ok(())

@@ -13,6 +13,15 @@ use super::{format_instant, Options, ReplayError, Summary};
 use crate::plot::{self, StepRecord};
 use crate::scenario::{self, Evaluation, SimConfigBuf, VecConversation};
 
+/// Where a replay writes, and how.
+pub(super) struct Output<'a, 'e> {
+    /// The report, or `eval`'s result lines.
+    pub(super) out: &'a mut dyn Write,
+    /// Each step's scenario, with `--emit-scenarios`.
+    pub(super) emit: Option<&'e mut dyn Write>,
+    pub(super) opts: &'a Options,
+}
+
 /// One step's scenario (format v1), as `--emit-scenarios` writes it.
 #[derive(Serialize)]
 struct ScenarioOut<'a> {
@@ -151,14 +160,7 @@ impl Session {
     }
 
     /// Applies one event; `line` names it in errors and in the report.
-    pub(super) fn apply(
-        &mut self,
-        event: Event,
-        out: &mut dyn Write,
-        emit: Option<&mut dyn Write>,
-        opts: &Options,
-        line: usize,
-    ) -> Result<(), ReplayError> {
+    pub(super) fn apply(&mut self, event: Event, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
         let invalid = |message: String| ReplayError::Invalid { line, message };
         match event {
             Event::Config(config) => self.apply_config(config).map_err(invalid)?,
@@ -182,7 +184,7 @@ impl Session {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
-                self.step(cur_iter, out, emit, opts, line)?;
+                self.step(cur_iter, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
         }
@@ -294,14 +296,8 @@ impl Session {
 
     /// Runs the engine on the session, prints the result, and appends the
     /// hint to the context.
-    pub(super) fn step(
-        &mut self,
-        cur_iter: u64,
-        out: &mut dyn Write,
-        emit: Option<&mut dyn Write>,
-        opts: &Options,
-        line: usize,
-    ) -> Result<(), ReplayError> {
+    pub(super) fn step(&mut self, cur_iter: u64, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
+        let (out, opts) = (&mut *output.out, output.opts);
         let invalid = |message: String| ReplayError::Invalid { line, message };
         let mut buf = Box::new(SimConfigBuf::new());
         self.load(&mut buf).map_err(invalid)?;
@@ -315,7 +311,7 @@ impl Session {
             input_tokens: self.input_tokens,
             context_size: self.context_size,
         };
-        if let Some(emit) = emit {
+        if let Some(emit) = output.emit.as_deref_mut() {
             self.emit_scenario(cur_iter, emit)?;
         }
         let ran = run_engine(&engine, &conversation, &step, self.clock, opts.hint_capacity);
