@@ -1,6 +1,8 @@
 //! envaware-sim as a library: the scenario format, and the fuzzer with its
 //! independent reference model. The `envaware-sim` binary is a thin
 //! command line over these.
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
 pub mod fuzz;
 pub mod model;

@@ -1,4 +1,6 @@
 //! `envaware-sim`: the host tool that drives the envaware core.
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -32,7 +34,7 @@ enum Command {
     /// Replay a session trace (JSON Lines of events) or an AgentScope
     /// context dump with a simulated clock, printing the hints as they
     /// would be injected.
-    Replay(replay::ReplayArgs),
+    Replay(ReplayArgs),
     /// Fuzz the injection rules: random agent sessions through the core,
     /// step by step, against an independent reference model (and the
     /// incremental tracker against the full scan). Shrinks a mismatch and
@@ -232,10 +234,119 @@ fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {
     Ok(all_valid)
 }
 
+/// `envaware-sim replay`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ReplayArgs {
+    /// The trace (JSON Lines of events) or AgentScope context dump;
+    /// standard input when absent or `-`.
+    file: Option<PathBuf>,
+    /// Print one `eval` result line for each step instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Write each step's scenario (format v1) to this file: `eval` on it
+    /// prints the same lines as `--json`.
+    #[arg(long, value_name = "FILE")]
+    emit_scenarios: Option<PathBuf>,
+    /// The clock at the start (RFC 3339); a dump runs at this time, else at
+    /// the system time.
+    #[arg(long, value_name = "TIME")]
+    now: Option<String>,
+    /// The agent's name at the start.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// A JSON file holding the configuration at the start, as a `config`
+    /// event's value (`agent_name`, `injection_config`, `context_config`,
+    /// `context_size`, `input_tokens`).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The input token count at the start.
+    #[arg(long, value_name = "N")]
+    tokens: Option<i64>,
+    /// Draw the session's timeline to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// The device's hint buffer in bytes: a longer hint is reported as
+    /// `HintTooLong` and not appended; the exit status is then 1.
+    #[arg(long, value_name = "N")]
+    hint_capacity: Option<usize>,
+}
+
+/// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
+/// invalid event (the steps before it are printed), 2 on an I/O error.
+fn replay_main(args: ReplayArgs) -> ExitCode {
+    use std::io::Read;
+    let fail = |what: String, code: u8| {
+        eprintln!("envaware-sim replay: {what}");
+        ExitCode::from(code)
+    };
+    let mut bytes = Vec::new();
+    let read = match &args.file {
+        Some(path) if path.as_os_str() != "-" => std::fs::read(path).map(|b| bytes = b),
+        _ => io::stdin().read_to_end(&mut bytes).map(drop),
+    };
+    if let Err(e) = read {
+        return fail(format!("cannot read the trace: {e}"), 2);
+    }
+    // Bytes that are not UTF-8 end the trace at their line, as an invalid
+    // event does: the lines before it are replayed.
+    let (text, bad_line) = replay::utf8_prefix(&bytes);
+    let config = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(format!("cannot read {}: {e}", path.display()), 2),
+        },
+        None => None,
+    };
+    let mut emit_file = match &args.emit_scenarios {
+        Some(path) => match File::create(path) {
+            Ok(f) => Some(BufWriter::new(f)),
+            Err(e) => return fail(format!("cannot create {}: {e}", path.display()), 2),
+        },
+        None => None,
+    };
+    let opts = replay::Options {
+        json: args.json,
+        now: args.now,
+        agent: args.agent,
+        config,
+        tokens: args.tokens,
+        hint_capacity: args.hint_capacity,
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = replay::replay_with_records(text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
+    let flushed = out.flush().and_then(|()| emit_file.as_mut().map_or(Ok(()), Write::flush));
+    match (result, flushed) {
+        (Err(replay::ReplayError::Io(e)), _) | (Ok(_), Err(e)) => fail(e.to_string(), 2),
+        (Err(e), _) => fail(e.to_string(), 1),
+        (Ok(_), Ok(())) if bad_line.is_some() => fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1),
+        (Ok((summary, records)), Ok(())) => {
+            if !opts.json {
+                eprintln!("{} steps, {} hints", summary.steps, summary.hints);
+            }
+            if let Some(path) = &args.plot {
+                let name = args.file.as_ref().and_then(|p| p.file_name()).map_or("standard input".into(), |n| n.to_string_lossy());
+                let written = plot::render(&records, &format!("envaware session timeline: {name}"))
+                    .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
+                match written {
+                    Ok(()) => eprintln!("wrote the timeline to {}", path.display()),
+                    Err(e) => return fail(format!("cannot write {}: {e}", path.display()), 2),
+                }
+            }
+            let too_long = records.iter().filter(|r| r.too_long.is_some()).count();
+            if too_long > 0 {
+                let capacity = opts.hint_capacity.unwrap_or_default();
+                return fail(format!("{too_long} of {} steps made a hint longer than {capacity} bytes", summary.steps), 1);
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Replay(args) => replay::main(args),
+        Command::Replay(args) => replay_main(args),
         Command::Fuzz(args) => fuzz_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {

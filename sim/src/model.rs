@@ -5,8 +5,9 @@
 //! README for envaware's `strict` mode). It shares no code with the core:
 //! its own context types, its own scan, its own time handling (chrono's
 //! `strftime`/parser and chrono-tz, where the core has its own
-//! Python-exact implementation), its own `json.dumps(sort_keys=True)` over
-//! serde_json, its own rendering. It covers what the fuzzer generates, not
+//! Python-exact implementation), `json.dumps(sort_keys=True)` over
+//! serde_json from the `pyjson` crate (shared with the `args` fuzz target,
+//! not with the core), its own rendering. It covers what the fuzzer generates, not
 //! everything the core does: the time formats in [`FORMATS`], arguments
 //! made of integers, a few floats, strings, booleans, null, arrays and
 //! objects.
@@ -76,34 +77,56 @@ pub struct MMsg {
 /// The configuration, as the model reads it (AgentScope field names).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MConfig {
+    /// `injection_config.inject_runtime_state`: whether anything is injected.
     pub inject_runtime_state: bool,
+    /// `injection_config.timezone`, an IANA name.
     pub timezone: String,
+    /// `injection_config.time_format`, a strftime format.
     pub time_format: String,
+    /// `injection_config.time_interval`, in hours.
     pub time_interval: f64,
     /// The deprecated `injection_config.context_buffer_ratio`.
     pub injection_buffer_ratio: Option<f64>,
+    /// `injection_config.tool_retries_limit`: identical failures before the hint.
     pub tool_retries_limit: u64,
+    /// `injection_config.tool_retries_hint`.
     pub tool_retries_hint: String,
+    /// `injection_config.template`.
     pub template: String,
+    /// `injection_config.injection_source`: the hint blocks' source.
     pub injection_source: String,
+    /// `injection_config.task_tool_names`.
     pub task_tool_names: Vec<String>,
+    /// `injection_config.extra_fields`, in order.
     pub extra_fields: Vec<(String, String)>,
+    /// `injection_config.emit_hint_event`.
     pub emit_hint_event: bool,
+    /// envaware's `strict` mode (the README's "Deliberate differences").
     pub strict: bool,
+    /// `context_config.trigger_ratio`.
     pub trigger_ratio: f64,
+    /// `context_config.reserve_ratio`.
     pub reserve_ratio: f64,
+    /// `context_config.context_buffer_ratio`.
     pub context_buffer_ratio: f64,
+    /// `context_config.compression_tool_enabled`.
     pub compression_tool_enabled: bool,
 }
 
 /// What the step knows besides the context.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MStep {
+    /// The deciding agent's name.
     pub agent_name: String,
+    /// Tasks pending.
     pub pending: u64,
+    /// Tasks in progress.
     pub in_progress: u64,
+    /// The reasoning iteration within the reply.
     pub cur_iter: u64,
+    /// Input tokens of the context.
     pub input_tokens: i64,
+    /// The model's context window, in tokens.
     pub context_size: i64,
     /// The wall clock, Unix microseconds.
     pub now_micros: i64,
@@ -112,9 +135,13 @@ pub struct MStep {
 /// Which dimensions fired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dims {
+    /// The time hint.
     pub time: bool,
+    /// The tasks hint.
     pub tasks: bool,
+    /// The context-length hint.
     pub context: bool,
+    /// The repeated tool error hint.
     pub tool_error: bool,
 }
 
@@ -132,9 +159,13 @@ pub enum MWarning {
 /// The model's outcome for one step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MOutcome {
+    /// The hint's text, or none.
     pub hint: Option<String>,
+    /// Whether a `HintBlockEvent` is emitted.
     pub event: bool,
+    /// Which dimensions fired.
     pub dims: Dims,
+    /// Warnings for this step.
     pub warnings: BTreeSet<MWarning>,
     /// Situations this step met, for the fuzzer's coverage summary.
     pub notes: Vec<&'static str>,
@@ -274,70 +305,115 @@ fn regex_capture<'t>(text: &'t str, open: &str, close: &str) -> Option<&'t str> 
 /// `raw.strip()` when `raw` is not JSON.
 pub fn canonical_arguments(raw: &str) -> String {
     match serde_json::from_str::<Value>(raw) {
-        Ok(v) => {
-            let mut out = String::new();
-            dumps(&v, &mut out);
-            out
-        }
+        Ok(v) => pyjson::dumps(&v),
         Err(_) => py_strip(raw).to_string(),
     }
 }
 
-fn dumps(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => dumps_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                dumps(item, out);
-            }
-            out.push(']');
+/// Step 1 of `_inject_runtime_state`: the newest time hint of this agent's
+/// source, and whether the agent already knows its tasks (a tasks hint or a
+/// task tool call), reading from the newest message back.
+fn scan<'c>(cfg: &MConfig, context: &'c [MMsg], step: &MStep, has_uncompleted: bool) -> (Option<&'c str>, bool) {
+    let mut last_time_text: Option<&str> = None;
+    let mut aware = !has_uncompleted;
+    for msg in context.iter().rev() {
+        if last_time_text.is_some() && aware {
+            break;
         }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
+        if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
+            continue;
+        }
+        for block in msg.blocks.iter().rev() {
+            match block {
+                MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
+                    // Strict mode reads a field only where envaware writes it.
+                    let state = strict_state(cfg, text);
+                    let records_time = match state {
+                        Some(state) => state.starts_with("<current-time>"),
+                        None => !cfg.strict && text.contains("<current-time>"),
+                    };
+                    if last_time_text.is_none() && records_time {
+                        last_time_text = Some(text);
+                    }
+                    let tasks = match cfg.strict {
+                        true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
+                        false => text.contains("<tasks>"),
+                    };
+                    if tasks {
+                        aware = true;
+                    }
                 }
-                dumps_str(k, out);
-                out.push_str(": ");
-                dumps(&map[k], out);
+                MBlock::ToolCall { name, .. } if cfg.task_tool_names.contains(name) => aware = true,
+                _ => {}
             }
-            out.push('}');
         }
     }
+    (last_time_text, aware)
 }
 
-/// `ensure_ascii=True`: everything outside printable ASCII as `\uXXXX`.
-fn dumps_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\x08' => out.push_str("\\b"),
-            '\x0c' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{:04x}", u));
-                }
-            }
-        }
+/// Step 4: the context-length hint, on a reply's first iteration only.
+fn context_hint(cfg: &MConfig, step: &MStep) -> Option<String> {
+    if step.cur_iter != 0 {
+        return None;
     }
-    out.push('"');
+    let buffer = cfg.injection_buffer_ratio.unwrap_or(cfg.context_buffer_ratio);
+    let size = step.context_size as f64;
+    let trigger_tokens = (cfg.trigger_ratio * size).trunc() as i64;
+    // `>` as AgentScope writes it (no hint when a ratio is NaN).
+    let over = (step.input_tokens as f64) > (cfg.trigger_ratio - buffer) * size;
+    if !over {
+        return None;
+    }
+    let mut hint = format!(
+        "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
+        step.input_tokens, trigger_tokens
+    );
+    if cfg.compression_tool_enabled && step.in_progress == 0 {
+        hint.push_str(
+            " No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.",
+        );
+    }
+    Some(hint)
+}
+
+/// Microseconds since a recorded wall time without offset, read in its
+/// recorded zone (else the configured one). In one zone AgentScope
+/// subtracts wall times, as Python does for one tzinfo object.
+#[allow(clippy::too_many_arguments)] // the step's parts, each read here
+fn elapsed_since_naive(
+    cfg: &MConfig,
+    step: &MStep,
+    zone: TzInfo,
+    text: &str,
+    time_text: Option<&str>,
+    naive: NaiveDateTime,
+    warnings: &mut BTreeSet<MWarning>,
+    notes: &mut Vec<&'static str>,
+) -> i64 {
+    let zone_text = match (strict_state(cfg, text), time_text) {
+        (Some(state), Some(t)) => {
+            let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
+            regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
+        }
+        _ => regex_capture(text, "<timezone>", "</timezone>"),
+    };
+    let name = zone_text.map(py_strip).unwrap_or(&cfg.timezone);
+    let recorded = resolve(name);
+    if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
+        warnings.insert(MWarning::RecordedZoneFallback);
+    }
+    if recorded == zone && !cfg.strict {
+        // One tzinfo object: Python subtracts wall times.
+        let now_local = local_naive(step.now_micros, zone);
+        let wall = (now_local - naive).num_microseconds().expect("in range");
+        if wall != step.now_micros - fold0_micros(naive, recorded, &mut Vec::new()) {
+            notes.push("wall-clock elapsed differs from real (DST)");
+        }
+        wall
+    } else {
+        notes.push("recorded in another zone");
+        step.now_micros - fold0_micros(naive, recorded, notes)
+    }
 }
 
 impl Model {
@@ -364,101 +440,13 @@ impl Model {
 
         // Step 1: the newest time hint, and whether the agent knows its tasks.
         let has_uncompleted = step.pending > 0 || step.in_progress > 0;
-        let mut last_time_text: Option<&str> = None;
-        let mut aware = !has_uncompleted;
-        for msg in context.iter().rev() {
-            if last_time_text.is_some() && aware {
-                break;
-            }
-            if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
-                continue;
-            }
-            for block in msg.blocks.iter().rev() {
-                match block {
-                    MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
-                        // Strict mode reads a field only where envaware writes it.
-                        let state = strict_state(cfg, text);
-                        let records_time = match state {
-                            Some(state) => state.starts_with("<current-time>"),
-                            None => !cfg.strict && text.contains("<current-time>"),
-                        };
-                        if last_time_text.is_none() && records_time {
-                            last_time_text = Some(text);
-                        }
-                        let tasks = match cfg.strict {
-                            true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
-                            false => text.contains("<tasks>"),
-                        };
-                        if tasks {
-                            aware = true;
-                        }
-                    }
-                    MBlock::ToolCall { name, .. } if cfg.task_tool_names.contains(name) => aware = true,
-                    _ => {}
-                }
-            }
-        }
+        let (last_time_text, aware) = scan(cfg, context, step, has_uncompleted);
 
         // Step 2: time.
-        let mut inject_time = true;
-        if let Some(text) = last_time_text {
-            let time_text = match strict_state(cfg, text) {
-                Some(state) => {
-                    regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
-                }
-                None => regex_capture(text, "<current-time>", "</current-time>"),
-            };
-            let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
-            if parsed.is_none() {
-                notes.push("recorded time unreadable");
-            }
-            if let Some(parsed) = parsed {
-                let elapsed_micros = match parsed {
-                    Parsed::Aware(t) => {
-                        notes.push("recorded time with offset");
-                        step.now_micros - t.timestamp_micros()
-                    }
-                    Parsed::Naive(naive) => {
-                        let zone_text = match (strict_state(cfg, text), time_text) {
-                            (Some(state), Some(t)) => {
-                                let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
-                                regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
-                            }
-                            _ => regex_capture(text, "<timezone>", "</timezone>"),
-                        };
-                        let name = zone_text.map(py_strip).unwrap_or(&cfg.timezone);
-                        let recorded = resolve(name);
-                        if recorded == TzInfo::FallbackUtc && name != cfg.timezone {
-                            warnings.insert(MWarning::RecordedZoneFallback);
-                        }
-                        if recorded == zone && !cfg.strict {
-                            // One tzinfo object: Python subtracts wall times.
-                            let now_local = local_naive(step.now_micros, zone);
-                            let wall = (now_local - naive).num_microseconds().expect("in range");
-                            if wall != step.now_micros - fold0_micros(naive, recorded, &mut Vec::new()) {
-                                notes.push("wall-clock elapsed differs from real (DST)");
-                            }
-                            wall
-                        } else {
-                            notes.push("recorded in another zone");
-                            step.now_micros - fold0_micros(naive, recorded, &mut notes)
-                        }
-                    }
-                };
-                let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
-                if hours == cfg.time_interval {
-                    notes.push("elapsed exactly the interval");
-                } else if hours < 0.0 {
-                    notes.push("recorded time in the future");
-                }
-                let within = if self.broken == Some(Breakage::TimeBoundaryStrict) {
-                    0.0 <= hours && hours < cfg.time_interval
-                } else {
-                    0.0 <= hours && hours <= cfg.time_interval
-                };
-                inject_time = !within;
-            }
-        }
+        let inject_time = match last_time_text {
+            Some(text) => !self.within_interval(cfg, step, zone, text, &mut warnings, &mut notes).unwrap_or(false),
+            None => true,
+        };
         if inject_time {
             dims.time = true;
             injections.push(("current-time".into(), strftime(step.now_micros, zone, &cfg.time_format)));
@@ -478,21 +466,9 @@ impl Model {
         }
 
         // Step 4: context length.
-        if step.cur_iter == 0 {
-            let buffer = cfg.injection_buffer_ratio.unwrap_or(cfg.context_buffer_ratio);
-            let size = step.context_size as f64;
-            let trigger_tokens = (cfg.trigger_ratio * size).trunc() as i64;
-            if (step.input_tokens as f64) > (cfg.trigger_ratio - buffer) * size {
-                dims.context = true;
-                let mut hint = format!(
-                    "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
-                    step.input_tokens, trigger_tokens
-                );
-                if cfg.compression_tool_enabled && step.in_progress == 0 {
-                    hint.push_str(" No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.");
-                }
-                injections.push(("context-length".into(), hint));
-            }
+        if let Some(hint) = context_hint(cfg, step) {
+            dims.context = true;
+            injections.push(("context-length".into(), hint));
         }
 
         // Step 5: repeated tool errors.
@@ -516,6 +492,48 @@ impl Model {
         let state = injections.iter().map(|(k, v)| format!("<{k}>{v}</{k}>")).collect::<Vec<_>>().join("\n");
         let hint = cfg.template.replace("{runtime_state}", &state);
         MOutcome { hint: Some(hint), event: cfg.emit_hint_event, dims, warnings, notes }
+    }
+
+    /// Step 2: whether the time recorded in `text` is within the interval;
+    /// `None` when it does not read back (the time is then injected).
+    fn within_interval(
+        &self,
+        cfg: &MConfig,
+        step: &MStep,
+        zone: TzInfo,
+        text: &str,
+        warnings: &mut BTreeSet<MWarning>,
+        notes: &mut Vec<&'static str>,
+    ) -> Option<bool> {
+        let time_text = match strict_state(cfg, text) {
+            Some(state) => {
+                regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
+            }
+            None => regex_capture(text, "<current-time>", "</current-time>"),
+        };
+        let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
+        let Some(parsed) = parsed else {
+            notes.push("recorded time unreadable");
+            return None;
+        };
+        let elapsed_micros = match parsed {
+            Parsed::Aware(t) => {
+                notes.push("recorded time with offset");
+                step.now_micros - t.timestamp_micros()
+            }
+            Parsed::Naive(naive) => elapsed_since_naive(cfg, step, zone, text, time_text, naive, warnings, notes),
+        };
+        let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
+        if hours == cfg.time_interval {
+            notes.push("elapsed exactly the interval");
+        } else if hours < 0.0 {
+            notes.push("recorded time in the future");
+        }
+        Some(if self.broken == Some(Breakage::TimeBoundaryStrict) {
+            0.0 <= hours && hours < cfg.time_interval
+        } else {
+            0.0 <= hours && hours <= cfg.time_interval
+        })
     }
 
     fn repeated_tool_error(&self, cfg: &MConfig, context: &[MMsg], step: &MStep) -> Option<(String, u64)> {

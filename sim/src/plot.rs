@@ -447,6 +447,40 @@ fn since_told(r: &StepRecord) -> Option<(f64, f64)> {
     Some((real, real + shift))
 }
 
+/// What happened to the clock between steps `p` and `r`: a jump (back, set
+/// or lost) and a DST change of the zone, each with its title.
+fn clock_events(p: &StepRecord, r: &StepRecord) -> Vec<(RGBColor, String)> {
+    let mut events = Vec::new();
+    let jump = match (p.clock, r.clock) {
+        (Some(a), Some(b)) if b.unix_micros() < a.unix_micros() => Some(format!(
+            "moved back {:.1} minutes: {} to {}",
+            (a.unix_micros() - b.unix_micros()) as f64 / 60e6,
+            clock_text(p.clock),
+            clock_text(r.clock)
+        )),
+        // A device re-sets its clock at every step: a forward set is a jump
+        // only when it skips more than `time_interval`.
+        (Some(a), Some(b)) if r.clock_set && (b.unix_micros() - a.unix_micros()) as f64 > r.time_interval_hours * 3600e6 => {
+            Some(format!("set forward beyond time_interval: {} to {}", clock_text(p.clock), clock_text(r.clock)))
+        }
+        (None, Some(_)) => Some(format!("set: {}", clock_text(r.clock))),
+        (Some(_), None) => Some("lost: the clock is unset".to_string()),
+        _ => None,
+    };
+    if let Some(what) = jump {
+        events.push((JUMP, format!("clock jump before step {}: {what}", r.step)));
+    }
+    if let (Some(a), Some(b)) = (p.clock, r.clock) {
+        let (before, after) = (utc_offset(&r.zone, a), utc_offset(&r.zone, b));
+        if before != after {
+            let title =
+                format!("DST change before step {}: {} went from {} to {}", r.step, r.zone, offset_text(before), offset_text(after));
+            events.push((DST, title));
+        }
+    }
+    events
+}
+
 fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
     let since: Vec<Option<(f64, f64)>> = records.iter().map(since_told).collect();
     let values = since.iter().flatten().map(|s| s.0).chain(records.iter().map(|r| r.time_interval_hours * 60.0));
@@ -508,41 +542,7 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
     let mut prev: Option<&StepRecord> = None;
     for r in records {
         let x = r.step as f64 - 0.5;
-        let mut events = Vec::new();
-        if let Some(p) = prev {
-            let jump = match (p.clock, r.clock) {
-                (Some(a), Some(b)) if b.unix_micros() < a.unix_micros() => Some(format!(
-                    "moved back {:.1} minutes: {} to {}",
-                    (a.unix_micros() - b.unix_micros()) as f64 / 60e6,
-                    clock_text(p.clock),
-                    clock_text(r.clock)
-                )),
-                // A device re-sets its clock at every step: a forward set is
-                // a jump only when it skips more than `time_interval`.
-                (Some(a), Some(b)) if r.clock_set && (b.unix_micros() - a.unix_micros()) as f64 > r.time_interval_hours * 3600e6 => {
-                    Some(format!("set forward beyond time_interval: {} to {}", clock_text(p.clock), clock_text(r.clock)))
-                }
-                (None, Some(_)) => Some(format!("set: {}", clock_text(r.clock))),
-                (Some(_), None) => Some("lost: the clock is unset".to_string()),
-                _ => None,
-            };
-            if let Some(what) = jump {
-                events.push((JUMP, format!("clock jump before step {}: {what}", r.step)));
-            }
-            if let (Some(a), Some(b)) = (p.clock, r.clock) {
-                let (before, after) = (utc_offset(&r.zone, a), utc_offset(&r.zone, b));
-                if before != after {
-                    let title = format!(
-                        "DST change before step {}: {} went from {} to {}",
-                        r.step,
-                        r.zone,
-                        offset_text(before),
-                        offset_text(after)
-                    );
-                    events.push((DST, title));
-                }
-            }
-        }
+        let events = prev.map_or_else(Vec::new, |p| clock_events(p, r));
         for (k, (color, title)) in events.into_iter().enumerate() {
             chart.draw_series(DashedLineSeries::new([(x, low), (x, top)], 4, 4, color.stroke_width(1))).map_err(err)?;
             marks.push(Mark { at: (x, top - (top - low) * (0.07 + 0.08 * k as f64)), color, filled: true, radius: 6, title });

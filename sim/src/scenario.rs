@@ -33,6 +33,8 @@ struct RawScenario<'a> {
 }
 
 /// A block the sim owns; hint text parts are joined, as the rules read them.
+// The variants' fields are the block's AgentScope keys, as in `MBlock`.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum OwnedBlock {
     /// A hint block.
@@ -94,7 +96,14 @@ impl Conversation for VecConversation {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Evaluation {
     /// The hint (or none), the event flag, and warnings.
-    Hint { hint: Option<String>, event: bool, warnings: Vec<String> },
+    Hint {
+        /// The hint's text, or none.
+        hint: Option<String>,
+        /// Whether a `HintBlockEvent` is emitted.
+        event: bool,
+        /// The warnings' messages.
+        warnings: Vec<String>,
+    },
     /// The scenario or its configuration is invalid.
     Error(String),
 }

@@ -8,14 +8,13 @@
 //! fresh render.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
+mod common;
+use common::{samples, workspace};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim lives in the workspace").to_path_buf()
-}
+const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("envaware-plot-{}", std::process::id()));
@@ -102,26 +101,6 @@ fn lane_marks(marks: &[Mark]) -> BTreeMap<(String, usize), Mark> {
         assert!(out.insert((kind.to_string(), step), m.clone()).is_none(), "two {kind} marks at step {step}");
     }
     out
-}
-
-fn samples() -> Vec<(PathBuf, Vec<&'static str>)> {
-    let dir = workspace().join("examples");
-    let mut found: Vec<(PathBuf, Vec<&'static str>)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.to_string();
-            if name.ends_with(".trace.jsonl") {
-                Some((p, vec![]))
-            } else if name.ends_with(".agentstate.json") {
-                Some((p, vec!["--now", "2026-07-22T02:20:00Z"]))
-            } else {
-                None
-            }
-        })
-        .collect();
-    found.sort();
-    found
 }
 
 #[test]

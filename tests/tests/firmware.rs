@@ -10,20 +10,17 @@
 //! `~/.cargo/bin`) and the images under `firmware/target/`; a missing tool
 //! or image fails the test, it is never skipped.
 //!
-//! Each run is driven by a handshake (see `xtask/src/qemu.rs`): the
+//! Each run is driven by a handshake (see the xtask library's `qemu` module): the
 //! temperature of step `i` is set over QMP before the firmware is let into
 //! step `i`, and QEMU runs with `-icount`, so nothing here depends on
 //! timing. Every run starts the board's wall clock at [`EPOCH`], so two runs
 //! are identical. Every run is bounded by a timeout.
 
-#[path = "../../xtask/src/qemu.rs"]
-mod qemu;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use qemu::{RunOptions, RunResult};
+use xtask::qemu::{self, RunOptions, RunResult};
 
 const FLASH_BUDGET: u64 = 96 * 1024;
 

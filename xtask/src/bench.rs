@@ -131,7 +131,7 @@ mod target {
 
     fn run_once(qemu: &std::path::Path) -> Result<String, String> {
         let mut child = Command::new(qemu)
-            .args(["-machine", crate::qemu::MACHINE, "-display", "none", "-monitor", "none", "-nodefaults"])
+            .args(["-machine", xtask::qemu::MACHINE, "-display", "none", "-monitor", "none", "-nodefaults"])
             .args(["-icount", "shift=0", "-semihosting-config", "enable=on,target=native", "-kernel"])
             .arg(elf())
             .stdin(std::process::Stdio::null())

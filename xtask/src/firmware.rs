@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::qemu::{self, RunOptions};
+use xtask::qemu::{self, RunOptions};
 
 /// The firmware's target.
 pub const TARGET: &str = "thumbv7m-none-eabi";

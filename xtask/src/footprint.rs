@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::qemu;
+use xtask::qemu;
 
 /// Targets whose flash `cargo xtask size` reports.
 pub const SIZE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "thumbv6m-none-eabi"];

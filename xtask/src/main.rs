@@ -17,6 +17,8 @@
 //!   tests with many cases (see [`fuzz`]).
 //! - `cargo xtask nopanic [--link] [--demo-panic]`: proves no panic is
 //!   reachable in the core (see `nopanic.rs`); part of `test`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -28,7 +30,6 @@ mod bench_args;
 mod firmware;
 mod footprint;
 mod nopanic;
-mod qemu;
 
 /// Targets the core must build for with no allocator.
 const THUMB_TARGETS: &[&str] =

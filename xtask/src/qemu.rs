@@ -2,8 +2,8 @@
 //! handshake on UART0, the TMP105's temperature over QMP, the defmt output
 //! decoded by `defmt-print`.
 //!
-//! Shared, as source, by `cargo xtask demo`/`size` and by the firmware tests
-//! (`tests/tests/firmware.rs` includes this file with `#[path]`): std only.
+//! Shared by `cargo xtask demo`/`size` and by the firmware tests
+//! (`tests/tests/firmware.rs`), through the xtask library: std only.
 //!
 //! # The handshake
 //!
@@ -21,7 +21,6 @@
 //! [`RunOptions::epoch`] to start the board's wall clock at a fixed time (the
 //! firmware reads `epoch=` from the semihosting command line): two such runs
 //! give the same log, uptimes included, to the millisecond.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

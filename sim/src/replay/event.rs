@@ -1,0 +1,158 @@
+//! One trace line, read once into a typed [`Event`]: after [`Event::parse`]
+//! a handler never re-checks a shape.
+
+use envaware::Timestamp;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::parse_duration;
+use crate::scenario;
+
+/// The value of a `config` event: every key present replaces the current
+/// one; absent keys keep theirs.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ConfigEvent {
+    #[serde(default)]
+    pub(super) agent_name: Option<String>,
+    #[serde(default)]
+    pub(super) injection_config: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(super) context_config: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(super) context_size: Option<i64>,
+    #[serde(default)]
+    pub(super) input_tokens: Option<i64>,
+}
+
+impl ConfigEvent {
+    /// Reads a `config` value from its own text (the configurations are kept
+    /// as written: the core reads their numbers, and `--emit-scenarios`
+    /// writes them unchanged).
+    pub(super) fn parse(raw: &str) -> Result<Self, String> {
+        serde_json::from_str(raw).map_err(|e| format!("config: {e}"))
+    }
+}
+
+/// The value of a `step` event.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct StepEvent {
+    #[serde(default)]
+    pub(super) cur_iter: Option<u64>,
+    #[serde(default)]
+    pub(super) tokens: Option<i64>,
+}
+
+/// A `user` event: a text, or a message object to complete.
+pub(super) enum UserEvent {
+    Text(String),
+    Message(Map<String, Value>),
+}
+
+/// One event of a trace (the README's "Replay traces" section).
+pub(super) enum Event {
+    Config(ConfigEvent),
+    /// `None`: the clock is unset.
+    SetClock(Option<Timestamp>),
+    /// Microseconds, possibly negative.
+    Advance(i64),
+    User(UserEvent),
+    Message(Value),
+    Reply,
+    Assistant(Vec<Value>),
+    ToolCall(Map<String, Value>),
+    /// The result's object; a bare state is already `{"state": …}`.
+    ToolResult(Map<String, Value>),
+    /// Checked by [`scenario::parse_context`].
+    Context(Vec<Value>),
+    /// Checked by [`scenario::count_tasks`].
+    Tasks(Vec<Value>),
+    Tokens(i64),
+    /// The number of newest messages to keep.
+    Compress(usize),
+    Step(StepEvent),
+}
+
+impl Event {
+    /// The event named `key` with the value `value`. `raw` gives the value's
+    /// own text, read only for the two events that need it: `config` keeps
+    /// its text, and `step`'s errors name a column of it.
+    pub(super) fn parse(key: &str, value: Value, raw: impl FnOnce() -> Result<Box<RawValue>, String>) -> Result<Event, String> {
+        Ok(match key {
+            "config" => Event::Config(ConfigEvent::parse(raw()?.get())?),
+            "set_clock" => Event::SetClock(match value {
+                Value::Null => None,
+                Value::String(s) => Some(scenario::parse_now(&s).map_err(|e| e.replacen("now", "set_clock", 1))?),
+                _ => return Err("set_clock: expected an RFC 3339 time with offset, or null".into()),
+            }),
+            "advance" => Event::Advance(parse_duration(&value)?),
+            "user" => Event::User(match value {
+                Value::String(text) => UserEvent::Text(text),
+                Value::Object(m) => UserEvent::Message(m),
+                _ => return Err("user: expected a text or a message object".into()),
+            }),
+            "message" => Event::Message(value),
+            "reply" => Event::Reply,
+            "assistant" => Event::Assistant(match value {
+                Value::String(text) => vec![json!({"type": "text", "text": text})],
+                Value::Array(blocks) => blocks,
+                _ => return Err("assistant: expected a text or a list of blocks".into()),
+            }),
+            "tool_call" => match value {
+                Value::Object(call) => Event::ToolCall(call),
+                _ => return Err("tool_call: expected an object with name and input".into()),
+            },
+            "tool_result" => Event::ToolResult(match value {
+                Value::Object(m) => m,
+                // The state alone, of the newest call.
+                Value::String(state) => Map::from_iter([("state".to_string(), Value::String(state))]),
+                _ => return Err("tool_result: expected an object or a state".into()),
+            }),
+            "context" => {
+                let Value::Array(msgs) = value else {
+                    return Err("context: expected a list of messages".into());
+                };
+                scenario::parse_context(&msgs)?;
+                Event::Context(msgs)
+            }
+            "tasks" => Event::Tasks(parse_tasks(value)?),
+            "tokens" => Event::Tokens(value.as_i64().ok_or("tokens: expected an integer")?),
+            "compress" => Event::Compress(match value {
+                Value::String(s) if s == "all" => 0,
+                Value::Number(n) => n.as_u64().ok_or("compress: expected a count of messages to keep")? as usize,
+                _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
+            }),
+            "step" => Event::Step(match value {
+                Value::Null => StepEvent::default(),
+                _ => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
+            }),
+            other => {
+                return Err(format!(
+                    "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \
+                     reply, context, tasks, tokens, compress or step)"
+                ))
+            }
+        })
+    }
+}
+
+/// Tasks as a list of `Task` objects or of bare states.
+pub(super) fn parse_tasks(value: Value) -> Result<Vec<Value>, String> {
+    let Value::Array(items) = value else {
+        return Err("tasks: expected a list of tasks or states".into());
+    };
+    let tasks: Vec<Value> = items
+        .into_iter()
+        .map(|t| match t {
+            Value::String(state) => json!({ "state": state }),
+            other => other,
+        })
+        .collect();
+    if let Some(i) = tasks.iter().position(|t| !t.is_object()) {
+        return Err(format!("tasks[{i}]: expected a task object or a state"));
+    }
+    scenario::count_tasks(&tasks)?;
+    Ok(tasks)
+}

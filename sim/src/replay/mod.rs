@@ -1,0 +1,466 @@
+//! `envaware-sim replay`: runs a session trace through the core with a
+//! simulated clock and prints the hints as they would be injected.
+//!
+//! A trace is JSON Lines, one event a line (the README's "Replay traces"
+//! section is the reference). The replay keeps the session's state (the
+//! configuration, the clock, the plan's tasks, the token count and the
+//! context as AgentScope `Msg` JSON) and, at each `step`, runs
+//! [`Engine::step`] on it. A hint is appended to the context exactly as
+//! AgentScope's `AgentState.append_context` does: to the agent's own message
+//! of the current reply when that is the newest message, else as a new
+//! assistant message.
+//!
+//! The input may instead be an AgentScope context dump: a JSON array of
+//! `Msg` objects, or an object with a `"context"` list (an `AgentState`
+//! dump, whose `tasks_context.tasks` and `reply_context.cur_iter` are read
+//! too). A dump is replayed as one step.
+//!
+//! Every step goes through the same code as `envaware-sim eval` once the
+//! state is built: `--emit-scenarios` writes each step's scenario (format
+//! v1), and evaluating that file prints the same result lines as
+//! `replay --json`.
+//!
+//! Each trace line is read once into a typed `Event` (`event`), which one
+//! short handler of the `Session` (`session`) applies; a handler never
+//! re-checks a shape. Only `config` and `step` lines are read a second
+//! time, for their value's own text: a configuration is kept as written
+//! (the core reads its numbers, `--emit-scenarios` writes it unchanged),
+//! and `step`'s errors name a column of it. The command line is in
+//! `main.rs`.
+
+use std::io::{self, Write};
+
+use envaware::Timestamp;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+mod event;
+mod session;
+
+use event::{parse_tasks, ConfigEvent, Event};
+use session::{Output, Session};
+
+use crate::plot::StepRecord;
+use crate::scenario;
+
+/// How the replay prints, and what it starts from.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Print `eval`'s result lines instead of the readable report.
+    pub json: bool,
+    /// The clock at the start (RFC 3339); a dump's step runs at this time.
+    pub now: Option<String>,
+    /// The agent's name at the start (a dump: else the newest assistant
+    /// message's name).
+    pub agent: Option<String>,
+    /// The configuration at the start: the text of a `config` event's value.
+    pub config: Option<String>,
+    /// The token count at the start.
+    pub tokens: Option<i64>,
+    /// The device's hint buffer, in bytes: a longer hint is reported as
+    /// `HintTooLong` and, as on the device, not appended.
+    pub hint_capacity: Option<usize>,
+}
+
+/// What a replay did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Steps run.
+    pub steps: usize,
+    /// Steps that injected a hint.
+    pub hints: usize,
+}
+
+/// Why a replay stopped.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// An event (or the start state) is invalid: the line (0 for the
+    /// command-line options and for a dump) and the message.
+    Invalid { line: usize, message: String },
+    /// Writing the output failed.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayError::Invalid { line: 0, message } => f.write_str(message),
+            ReplayError::Invalid { line, message } => write!(f, "line {line}: {message}"),
+            ReplayError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<io::Error> for ReplayError {
+    fn from(e: io::Error) -> Self {
+        ReplayError::Io(e)
+    }
+}
+
+/// A duration in microseconds: a number of seconds, or a text such as
+/// `"90m"`, `"1h30m"`, `"1.5h"`, `"250ms"`, `"-5m"` (units `d`, `h`, `m`,
+/// `s`, `ms`, `us`).
+pub fn parse_duration(value: &Value) -> Result<i64, String> {
+    let bad = || format!("advance: expected seconds or a duration such as \"90m\" or \"1h30m\", got {value}");
+    let seconds_to_micros = |s: f64| -> Result<i64, String> {
+        let micros = (s * 1e6).round();
+        if micros.is_finite() && micros.abs() < 9.0e18 {
+            Ok(micros as i64)
+        } else {
+            Err(bad())
+        }
+    };
+    match value {
+        Value::Number(n) => seconds_to_micros(n.as_f64().ok_or_else(bad)?),
+        Value::String(text) => {
+            let (sign, mut rest) = match text.trim().strip_prefix('-') {
+                Some(r) => (-1.0, r),
+                None => (1.0, text.trim()),
+            };
+            if rest.is_empty() {
+                return Err(bad());
+            }
+            let mut total = 0.0f64;
+            while !rest.is_empty() {
+                let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+                let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
+                rest = &rest[digits..];
+                let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+                let scale = match &rest[..unit_len] {
+                    "d" => 86_400.0,
+                    "h" => 3_600.0,
+                    "m" | "min" => 60.0,
+                    "s" => 1.0,
+                    "ms" => 1e-3,
+                    "us" => 1e-6,
+                    _ => return Err(bad()),
+                };
+                rest = &rest[unit_len..];
+                total += number * scale;
+            }
+            seconds_to_micros(sign * total)
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// An instant as RFC 3339 in UTC, with microseconds only when there are some.
+pub fn format_instant(t: Timestamp) -> String {
+    match chrono::DateTime::from_timestamp_micros(t.unix_micros()) {
+        Some(dt) if dt.timestamp_subsec_micros() == 0 => dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        Some(dt) => dt.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+        None => format!("@{}us", t.unix_micros()),
+    }
+}
+
+/// What starts each line of the session the firmware streams as AgentScope
+/// JSON (`firmware/src/stream.rs`). Given the device's whole log, the
+/// replay reads only these lines.
+pub const STREAM_PREFIX: &str = "agentscope> ";
+
+/// An AgentScope context dump rather than a trace: the whole text is one
+/// JSON array of messages, or one object with a `context` list (an
+/// `AgentState` dump, whose other keys are read too).
+enum Dump {
+    Messages(Vec<Value>),
+    State { context: Vec<Value>, state: Map<String, Value> },
+}
+
+impl Dump {
+    fn read(text: &str) -> Option<Dump> {
+        match serde_json::from_str(text).ok()? {
+            Value::Array(msgs) => Some(Dump::Messages(msgs)),
+            Value::Object(mut state) => match state.remove("context") {
+                Some(Value::Array(context)) => Some(Dump::State { context, state }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// Replays `text` (a trace, or a context dump), writing the report to `out`
+/// and, when given, each step's scenario to `emit`.
+#[cfg_attr(not(test), allow(dead_code))] // the binary itself wants the records
+pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, emit: Option<&mut dyn Write>) -> Result<Summary, ReplayError> {
+    replay_with_records(text, opts, out, emit).map(|(summary, _)| summary)
+}
+
+/// [`replay`], also returning what each step did, for [`plot::render`](crate::plot::render).
+pub fn replay_with_records(
+    text: &str,
+    opts: &Options,
+    out: &mut dyn Write,
+    emit: Option<&mut dyn Write>,
+) -> Result<(Summary, Vec<StepRecord>), ReplayError> {
+    let mut session = start(opts).map_err(|message| ReplayError::Invalid { line: 0, message })?;
+    match Dump::read(text) {
+        Some(dump) => replay_dump(&mut session, dump, &mut Output { out, emit, opts })?,
+        None => replay_trace(&mut session, text, &mut Output { out, emit, opts })?,
+    }
+    Ok((session.summary, session.records))
+}
+
+/// The session before the first event, from the command-line options.
+fn start(opts: &Options) -> Result<Session, String> {
+    let mut session = Session::new();
+    if let Some(config) = &opts.config {
+        let raw: Box<RawValue> = serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
+        let config = ConfigEvent::parse(raw.get()).map_err(|e| format!("--config: {e}"))?;
+        session.apply_config(config).map_err(|e| format!("--config: {e}"))?;
+    }
+    if let Some(name) = &opts.agent {
+        session.agent_name.clone_from(name);
+    }
+    if let Some(tokens) = opts.tokens {
+        session.input_tokens = tokens;
+    }
+    if let Some(now) = &opts.now {
+        session.clock = Some(scenario::parse_now(now).map_err(|e| e.replacen("now", "--now", 1))?);
+    }
+    Ok(session)
+}
+
+/// A dump is one step, at `--now` or else the system time.
+fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
+    let opts = output.opts;
+    let start = |message: String| ReplayError::Invalid { line: 0, message };
+    let (msgs, state) = match dump {
+        Dump::Messages(msgs) => (msgs, Value::Null),
+        Dump::State { context, state } => (context, Value::Object(state)),
+    };
+    scenario::parse_context(&msgs).map_err(start)?;
+    if opts.agent.is_none() {
+        let newest_assistant = msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+        if let Some(name) = newest_assistant.and_then(|m| m.get("name")).and_then(Value::as_str) {
+            session.agent_name = name.to_string();
+        }
+    }
+    session.context = msgs;
+    if let Some(tasks) = state.pointer("/tasks_context/tasks") {
+        session.tasks = parse_tasks(tasks.clone()).map_err(start)?;
+    }
+    // `reply_context.cur_iter`, or the legacy top-level field.
+    let cur_iter = state.pointer("/reply_context/cur_iter").or_else(|| state.get("cur_iter")).and_then(Value::as_u64).unwrap_or(0);
+    if session.clock.is_none() {
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
+    }
+    session.step(cur_iter, output, 0)
+}
+
+/// A trace: one event a line, applied in order; the first invalid line
+/// ends the replay.
+fn replay_trace(session: &mut Session, text: &str, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
+    // A device's log (the firmware's defmt output): only its streamed lines
+    // are events; the others (hints, sensor readings) are skipped, and line
+    // numbers stay the log's.
+    let device_log = text.lines().any(|l| l.starts_with(STREAM_PREFIX));
+    for (i, raw_line) in text.split('\n').enumerate() {
+        let line = i + 1;
+        let raw_line = match (device_log, raw_line.strip_prefix(STREAM_PREFIX)) {
+            (false, _) => raw_line,
+            (true, Some(streamed)) => streamed,
+            (true, None) => continue,
+        };
+        let trimmed = raw_line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let invalid = |message: String| ReplayError::Invalid { line, message };
+        if let Some(event) = read_line(trimmed).map_err(invalid)? {
+            session.apply(event, output, line)?;
+        }
+    }
+    Ok(())
+}
+
+/// One trace line: its event, or `None` for a comment alone (a `"#"` key,
+/// allowed next to the event too).
+///
+/// The line is read as a JSON object of values; only `config` and `step`
+/// read their value's own text once more (see [`Event::parse`]).
+fn read_line(line: &str) -> Result<Option<Event>, String> {
+    let object: Map<String, Value> = serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    let mut events = object.into_iter().filter(|(k, _)| k != "#");
+    let Some((key, value)) = events.next() else {
+        return Ok(None);
+    };
+    let rest: Vec<String> = events.map(|(k, _)| k).collect();
+    if !rest.is_empty() {
+        let keys: Vec<String> = std::iter::once(key).chain(rest).map(|k| format!("{k:?}")).collect();
+        return Err(format!("one event a line, found {}", keys.join(", ")));
+    }
+    let raw = || {
+        let mut values: std::collections::HashMap<String, Box<RawValue>> = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        Ok(values.remove(&key).unwrap_or_default())
+    };
+    Event::parse(&key, value, raw).map(Some)
+}
+
+/// The whole lines of `bytes` before the first that is not valid UTF-8,
+/// and that line's number (from 1), if any.
+pub fn utf8_prefix(bytes: &[u8]) -> (&str, Option<usize>) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(e) => {
+            let valid = &bytes[..e.valid_up_to()];
+            let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+            (std::str::from_utf8(&bytes[..line_start]).unwrap_or(""), Some(line))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(trace: &str) -> (String, Summary) {
+        let mut out = Vec::new();
+        let summary = replay(trace, &Options { json: true, ..Options::default() }, &mut out, None).expect("replay");
+        (String::from_utf8(out).unwrap(), summary)
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration(&json!(90)), Ok(90_000_000));
+        assert_eq!(parse_duration(&json!(0.5)), Ok(500_000));
+        assert_eq!(parse_duration(&json!("90m")), Ok(5_400_000_000));
+        assert_eq!(parse_duration(&json!("1h30m")), Ok(5_400_000_000));
+        assert_eq!(parse_duration(&json!("1.5h")), Ok(5_400_000_000));
+        assert_eq!(parse_duration(&json!("-5m")), Ok(-300_000_000));
+        assert_eq!(parse_duration(&json!("250ms")), Ok(250_000));
+        assert_eq!(parse_duration(&json!("2d")), Ok(172_800_000_000));
+        for bad in [json!("5"), json!("m"), json!("5x"), json!(""), json!("-"), json!(null), json!(1e300)] {
+            assert!(parse_duration(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn time_is_reinjected_after_the_interval_only() {
+        let trace = r#"{"config": {"agent_name": "Rover", "injection_config": {"timezone": "UTC"}}}
+{"set_clock": "2026-07-22T02:00:00Z"}
+{"user": "hi"}
+{"step": {}}
+{"advance": "20m"}
+{"step": {}}
+{"advance": "11m"}
+{"step": {}}"#;
+        let (out, summary) = run(trace);
+        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(summary, Summary { steps: 3, hints: 2 });
+        assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:00:00</current-time>"));
+        assert_eq!(lines[1]["hint"], Value::Null);
+        assert!(lines[2]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:31:00</current-time>"));
+    }
+
+    #[test]
+    fn hints_join_the_agents_message_of_the_reply() {
+        let trace = r#"{"set_clock": "2026-07-22T02:00:00Z"}
+{"user": "go"}
+{"step": {}}
+{"tool_call": {"name": "Bash", "input": {"cmd": "ls"}}}
+{"tool_result": "error"}
+{"step": {}}"#;
+        let mut out = Vec::new();
+        let mut emit = Vec::new();
+        replay(trace, &Options { json: true, ..Options::default() }, &mut out, Some(&mut emit)).unwrap();
+        let scenarios: Vec<Value> = String::from_utf8(emit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let ctx = scenarios[1]["context"].as_array().unwrap();
+        assert_eq!(ctx.len(), 2, "user message + one agent message: {ctx:?}");
+        let blocks: Vec<&str> = ctx[1]["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+        assert_eq!(blocks, ["hint", "tool_call", "tool_result"]);
+        assert_eq!(ctx[1]["content"][1]["input"], "{\"cmd\":\"ls\"}");
+        assert_eq!(ctx[1]["content"][2]["name"], "Bash");
+        assert_eq!(scenarios[1]["cur_iter"], 1);
+    }
+
+    #[test]
+    fn clock_unset_skips_the_time() {
+        let (out, _) = run("{\"tasks\": [\"pending\"]}\n{\"step\": null}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        let hint = v["hint"].as_str().unwrap();
+        assert!(!hint.contains("<current-time>") && hint.contains("<tasks>"), "{hint}");
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        for (trace, needle) in [
+            ("{\"step\": {}}\n{\"bogus\": 1}", "line 2: unknown event"),
+            ("{\"advance\": \"5m\"}", "line 1: advance: the clock is not set"),
+            ("{\"config\": {\"injection_config\": {\"time_interval\": -1}}}", "line 1:"),
+            ("{\"user\": \"a\", \"step\": {}}", "one event a line"),
+            ("{\"tasks\": [\"done\"]}", "tasks[0].state"),
+        ] {
+            let err = replay(trace, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
+            assert!(err.contains(needle), "{trace}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_device_log_is_read_through_its_streamed_lines() {
+        let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
+        let log: String = trace.lines().flat_map(|l| ["INFO  TMP105 read: 21.5 °C\n", STREAM_PREFIX, l, "\n"]).collect();
+        let (plain, _) = run(trace);
+        let (from_log, _) = run(&log);
+        assert_eq!(from_log, plain);
+        assert!(from_log.contains("<current-time>"), "{from_log}");
+        let bad = format!("noise\n{STREAM_PREFIX}{{\"bogus\": 1}}");
+        let err = replay(&bad, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
+        assert!(err.starts_with("line 2: unknown event"), "{err}");
+    }
+
+    #[test]
+    fn compress_drops_the_recorded_time() {
+        let trace = r#"{"set_clock": "2026-07-22T02:00:00Z"}
+{"user": "hi"}
+{"step": {}}
+{"user": "more"}
+{"step": {}}
+{"compress": 1}
+{"step": {}}"#;
+        let (out, _) = run(trace);
+        let hints: Vec<bool> = out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].is_string()).collect();
+        assert_eq!(hints, [true, false, true]);
+    }
+
+    #[test]
+    fn a_msg_list_dump_is_one_step() {
+        let dump = json!([
+            {"name": "user", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+            {"name": "Kiosk", "role": "assistant", "content": [{"type": "tool_call", "id": "a", "name": "TaskList", "input": "{}"}]}
+        ]);
+        let mut out = Vec::new();
+        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        assert_eq!(replay(&dump.to_string(), &opts, &mut out, None).unwrap().steps, 1);
+        let hint = serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
+        assert!(hint.contains("<current-time>2026-07-22T02:00:00</current-time>"), "{hint}");
+        // A trace is not mistaken for a dump.
+        let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
+        assert_eq!(replay(trace, &Options::default(), &mut Vec::new(), None).unwrap().steps, 1);
+    }
+
+    #[test]
+    fn agentstate_dump_is_one_step() {
+        let dump = json!({
+            "session_id": "s", "summary": "",
+            "context": [{"id": "m1", "name": "user", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+                        {"id": "m2", "name": "Friday", "role": "assistant", "content": [{"type": "text", "text": "ok"}]}],
+            "reply_context": {"reply_id": "r", "cur_iter": 2},
+            "tasks_context": {"tasks": [{"subject": "a", "description": "", "metadata": {}, "state": "in_progress"}]}
+        });
+        let mut out = Vec::new();
+        let mut emit = Vec::new();
+        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        let summary = replay(&serde_json::to_string_pretty(&dump).unwrap(), &opts, &mut out, Some(&mut emit)).unwrap();
+        assert_eq!(summary.steps, 1);
+        let scenario: Value = serde_json::from_slice(&emit).unwrap();
+        assert_eq!(scenario["agent_name"], "Friday");
+        assert_eq!(scenario["cur_iter"], 2);
+        assert_eq!(scenario["tasks"][0]["state"], "in_progress");
+        let hint = serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
+        assert!(hint.contains("You have 1 in-progress tasks"), "{hint}");
+    }
+}

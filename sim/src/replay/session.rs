@@ -1,0 +1,492 @@
+//! The session a replay holds, and one short handler per event.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use envaware::{Decision, Engine, FixedClock, HintTooLong, Step, TimeDecision, TimeSkipped, Timestamp};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::event::{ConfigEvent, Event, UserEvent};
+use super::{format_instant, Options, ReplayError, Summary};
+use crate::plot::{self, StepRecord};
+use crate::scenario::{self, Evaluation, SimConfigBuf, VecConversation};
+
+/// Where a replay writes, and how.
+pub(super) struct Output<'a, 'e> {
+    /// The report, or `eval`'s result lines.
+    pub(super) out: &'a mut dyn Write,
+    /// Each step's scenario, with `--emit-scenarios`.
+    pub(super) emit: Option<&'e mut dyn Write>,
+    pub(super) opts: &'a Options,
+}
+
+/// One step's scenario (format v1), as `--emit-scenarios` writes it.
+#[derive(Serialize)]
+struct ScenarioOut<'a> {
+    agent_name: &'a str,
+    now: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    injection_config: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_config: Option<&'a RawValue>,
+    context_size: i64,
+    input_tokens: i64,
+    cur_iter: u64,
+    tasks: &'a [Value],
+    context: &'a [Value],
+}
+
+/// The session as the replay holds it.
+pub(super) struct Session {
+    pub(super) agent_name: String,
+    injection_config: Option<Box<RawValue>>,
+    context_config: Option<Box<RawValue>>,
+    context_size: i64,
+    pub(super) input_tokens: i64,
+    pub(super) tasks: Vec<Value>,
+    pub(super) context: Vec<Value>,
+    pub(super) clock: Option<Timestamp>,
+    /// The current reply's number (its message id is `reply-N`).
+    reply: u64,
+    /// Steps run in the current reply: the next step's `cur_iter`.
+    iter_in_reply: u64,
+    /// The id of the newest tool call, the default of a `tool_result`.
+    last_call: Option<(String, String)>,
+    /// Counter for generated ids.
+    ids: u64,
+    pub(super) summary: Summary,
+    /// One record per step, for `--plot`.
+    pub(super) records: Vec<StepRecord>,
+    /// The time hints this replay appended, and when.
+    told: Vec<(String, Timestamp)>,
+    /// Compressions since the previous step.
+    compressions: Vec<String>,
+    /// Whether `set_clock` came since the previous step.
+    clock_set: bool,
+}
+
+impl Session {
+    pub(super) fn new() -> Self {
+        Session {
+            agent_name: "agent".into(),
+            injection_config: None,
+            context_config: None,
+            context_size: 128_000,
+            input_tokens: 0,
+            tasks: Vec::new(),
+            context: Vec::new(),
+            clock: None,
+            reply: 0,
+            iter_in_reply: 0,
+            last_call: None,
+            ids: 0,
+            summary: Summary::default(),
+            records: Vec::new(),
+            told: Vec::new(),
+            compressions: Vec::new(),
+            clock_set: false,
+        }
+    }
+
+    fn next_id(&mut self, prefix: &str) -> String {
+        self.ids += 1;
+        format!("{prefix}-{}", self.ids)
+    }
+
+    fn reply_id(&self) -> String {
+        format!("reply-{}", self.reply)
+    }
+
+    fn new_reply(&mut self) {
+        self.reply += 1;
+        self.iter_in_reply = 0;
+    }
+
+    /// Merges a `config` event and checks the result where it is set, not
+    /// at the next step.
+    pub(super) fn apply_config(&mut self, event: ConfigEvent) -> Result<(), String> {
+        if let Some(name) = event.agent_name {
+            self.agent_name = name;
+        }
+        if let Some(c) = event.injection_config {
+            self.injection_config = Some(c);
+        }
+        if let Some(c) = event.context_config {
+            self.context_config = Some(c);
+        }
+        if let Some(n) = event.context_size {
+            self.context_size = n;
+        }
+        if let Some(n) = event.input_tokens {
+            self.input_tokens = n;
+        }
+        let mut buf = Box::new(SimConfigBuf::new());
+        self.load(&mut buf)?;
+        Engine::new(buf.config()).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    fn load(&self, buf: &mut SimConfigBuf) -> Result<(), String> {
+        scenario::load_config(buf, self.injection_config.as_deref().map(RawValue::get), self.context_config.as_deref().map(RawValue::get))
+    }
+
+    /// AgentScope's `append_context(name, blocks)`: extends the agent's
+    /// message of the current reply when it is the newest, else appends a
+    /// new assistant message.
+    fn append_to_agent(&mut self, blocks: Vec<Value>) -> Result<(), String> {
+        let reply_id = self.reply_id();
+        check_blocks(&blocks, "assistant")?;
+        if let Some(Value::Object(last)) = self.context.last_mut() {
+            let ours = last.get("role").and_then(Value::as_str) == Some("assistant")
+                && last.get("name").and_then(Value::as_str) == Some(self.agent_name.as_str())
+                && last.get("id").and_then(Value::as_str) == Some(reply_id.as_str());
+            if ours {
+                if let Some(Value::Array(content)) = last.get_mut("content") {
+                    content.extend(blocks);
+                    return Ok(());
+                }
+            }
+        }
+        self.context.push(json!({"id": reply_id, "name": self.agent_name, "role": "assistant", "content": blocks}));
+        Ok(())
+    }
+
+    fn push_message(&mut self, msg: Value) -> Result<(), String> {
+        scenario::parse_context(std::slice::from_ref(&msg)).map_err(|e| e.replacen("context[0]", "message", 1))?;
+        self.context.push(msg);
+        Ok(())
+    }
+
+    /// Applies one event; `line` names it in errors and in the report.
+    pub(super) fn apply(&mut self, event: Event, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
+        let invalid = |message: String| ReplayError::Invalid { line, message };
+        match event {
+            Event::Config(config) => self.apply_config(config).map_err(invalid)?,
+            Event::SetClock(clock) => {
+                self.clock_set = true;
+                self.clock = clock;
+            }
+            Event::Advance(micros) => self.advance(micros).map_err(invalid)?,
+            Event::User(user) => self.user(user).map_err(invalid)?,
+            Event::Message(msg) => self.push_message(msg).map_err(invalid)?,
+            Event::Reply => self.new_reply(),
+            Event::Assistant(blocks) => self.assistant(blocks).map_err(invalid)?,
+            Event::ToolCall(call) => self.tool_call(call).map_err(invalid)?,
+            Event::ToolResult(result) => self.tool_result(result).map_err(invalid)?,
+            Event::Context(msgs) => self.context = msgs,
+            Event::Tasks(tasks) => self.tasks = tasks,
+            Event::Tokens(tokens) => self.input_tokens = tokens,
+            Event::Compress(keep) => self.compress(keep, line),
+            Event::Step(step) => {
+                if let Some(tokens) = step.tokens {
+                    self.input_tokens = tokens;
+                }
+                let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
+                self.step(cur_iter, output, line)?;
+                self.iter_in_reply = cur_iter.saturating_add(1);
+            }
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, micros: i64) -> Result<(), String> {
+        let now = self.clock.ok_or("advance: the clock is not set (use set_clock first)")?;
+        let t = now.unix_micros().checked_add(micros).ok_or("advance: the clock overflows")?;
+        self.clock = Some(Timestamp::from_unix_micros(t));
+        Ok(())
+    }
+
+    /// A user message starts a new reply.
+    fn user(&mut self, user: UserEvent) -> Result<(), String> {
+        let msg = match user {
+            UserEvent::Text(text) => {
+                json!({"id": self.next_id("msg"), "name": "user", "role": "user", "content": [{"type": "text", "text": text}]})
+            }
+            UserEvent::Message(mut m) => {
+                m.entry("name").or_insert_with(|| "user".into());
+                m.insert("role".into(), "user".into());
+                if let Some(Value::String(text)) = m.get("content") {
+                    let text = text.clone();
+                    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+                }
+                if !m.contains_key("id") {
+                    m.insert("id".into(), self.next_id("msg").into());
+                }
+                Value::Object(m)
+            }
+        };
+        self.push_message(msg)?;
+        self.new_reply();
+        Ok(())
+    }
+
+    fn assistant(&mut self, blocks: Vec<Value>) -> Result<(), String> {
+        for b in &blocks {
+            if let Some("tool_call") = b.get("type").and_then(Value::as_str) {
+                if let (Some(id), Some(name)) = (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str)) {
+                    self.last_call = Some((id.to_string(), name.to_string()));
+                }
+            }
+        }
+        self.append_to_agent(blocks)
+    }
+
+    fn tool_call(&mut self, mut call: Map<String, Value>) -> Result<(), String> {
+        call.insert("type".into(), "tool_call".into());
+        if !call.contains_key("id") {
+            call.insert("id".into(), self.next_id("call").into());
+        }
+        match call.get("input") {
+            None => {
+                call.insert("input".into(), "{}".into());
+            }
+            Some(Value::String(_)) => {}
+            // Structured arguments: the raw text a model would write.
+            Some(v) => {
+                let text = v.to_string();
+                call.insert("input".into(), text.into());
+            }
+        }
+        let block = Value::Object(call);
+        let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        self.append_to_agent(vec![block])?;
+        self.last_call = Some((id, name));
+        Ok(())
+    }
+
+    /// Completes a result from the call it answers (by id, else the newest).
+    fn tool_result(&mut self, mut result: Map<String, Value>) -> Result<(), String> {
+        result.insert("type".into(), "tool_result".into());
+        let call = match result.get("id").and_then(Value::as_str) {
+            Some(id) => self.find_call(id),
+            None => self.last_call.clone(),
+        };
+        let Some((call_id, call_name)) =
+            call.or_else(|| result.get("id").and_then(Value::as_str).map(|id| (id.to_string(), String::new())))
+        else {
+            return Err("tool_result: no id, and no tool call before it".into());
+        };
+        result.entry("id").or_insert(call_id.into());
+        if !result.contains_key("name") {
+            if call_name.is_empty() {
+                return Err("tool_result: no name, and no tool call with its id".into());
+            }
+            result.insert("name".into(), call_name.into());
+        }
+        result.entry("state").or_insert("success".into());
+        result.entry("output").or_insert("".into());
+        self.append_to_agent(vec![Value::Object(result)])
+    }
+
+    fn compress(&mut self, keep: usize, line: usize) {
+        let drop = self.context.len().saturating_sub(keep);
+        self.compressions.push(format!("line {line}: kept {} of {} messages", self.context.len() - drop, self.context.len()));
+        self.context.drain(..drop);
+    }
+
+    fn find_call(&self, id: &str) -> Option<(String, String)> {
+        self.context.iter().rev().filter_map(|m| m.get("content").and_then(Value::as_array)).flatten().find_map(|b| {
+            (b.get("type").and_then(Value::as_str) == Some("tool_call") && b.get("id").and_then(Value::as_str) == Some(id))
+                .then(|| (id.to_string(), b.get("name").and_then(Value::as_str).unwrap_or_default().to_string()))
+        })
+    }
+
+    /// Runs the engine on the session, prints the result, and appends the
+    /// hint to the context.
+    pub(super) fn step(&mut self, cur_iter: u64, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
+        let (out, opts) = (&mut *output.out, output.opts);
+        let invalid = |message: String| ReplayError::Invalid { line, message };
+        let mut buf = Box::new(SimConfigBuf::new());
+        self.load(&mut buf).map_err(invalid)?;
+        let engine = Engine::new(buf.config()).map_err(|e| invalid(e.to_string()))?;
+        let conversation = scenario::parse_context(&self.context).map_err(invalid)?;
+        let counts = scenario::count_tasks(&self.tasks).map_err(invalid)?;
+        let step = Step {
+            agent_name: &self.agent_name,
+            tasks: counts,
+            cur_iter,
+            input_tokens: self.input_tokens,
+            context_size: self.context_size,
+        };
+        if let Some(emit) = output.emit.as_deref_mut() {
+            self.emit_scenario(cur_iter, emit)?;
+        }
+        let ran = run_engine(&engine, &conversation, &step, self.clock, opts.hint_capacity);
+        self.summary.steps += 1;
+        let source = engine.config().config().injection.injection_source.to_string();
+        self.record(&engine, &conversation, &ran, &source, line);
+        if opts.json {
+            let mut json_line = Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone() }.to_json();
+            if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
+                m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
+            }
+            serde_json::to_writer(&mut *out, &json_line).map_err(io::Error::from)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(self.report(&ran, cur_iter, line).as_bytes())?;
+        }
+        self.append_hint(ran, source).map_err(invalid)
+    }
+
+    /// The step's scenario (format v1) for `--emit-scenarios`. A step with
+    /// the clock unset has none (`now` is required): its line is left
+    /// empty, which `eval` skips.
+    fn emit_scenario(&self, cur_iter: u64, emit: &mut dyn Write) -> io::Result<()> {
+        if let Some(now) = self.clock {
+            let scenario = ScenarioOut {
+                agent_name: &self.agent_name,
+                now: format_instant(now),
+                injection_config: self.injection_config.as_deref(),
+                context_config: self.context_config.as_deref(),
+                context_size: self.context_size,
+                input_tokens: self.input_tokens,
+                cur_iter,
+                tasks: &self.tasks,
+                context: &self.context,
+            };
+            serde_json::to_writer(&mut *emit, &scenario).map_err(io::Error::from)?;
+        }
+        emit.write_all(b"\n")
+    }
+
+    /// What the step did, for `--plot`.
+    fn record(&mut self, engine: &Engine<'_>, conversation: &VecConversation, ran: &Ran, source: &str, line: usize) {
+        let valid = engine.config();
+        let (inj, ctx) = (&valid.config().injection, &valid.config().context);
+        let decision = &ran.decision;
+        self.records.push(StepRecord {
+            step: self.summary.steps,
+            line,
+            clock: self.clock,
+            clock_set: std::mem::take(&mut self.clock_set),
+            zone: inj.timezone.to_string(),
+            time: matches!(decision.time, TimeDecision::Inject(_)),
+            time_skipped: matches!(decision.time, TimeDecision::Skipped(TimeSkipped::ClockUnset)),
+            tasks: decision.tasks.map(|t| (t.pending, t.in_progress)),
+            context_length: decision.context.is_some(),
+            tool_error: decision.tool_error.map(|t| t.count),
+            hint: ran.hint.clone(),
+            too_long: ran.too_long.map(|e| (e.needed, e.capacity)),
+            input_tokens: self.input_tokens,
+            reminder_tokens: (ctx.trigger_ratio - valid.buffer_ratio()) * self.context_size as f64,
+            trigger_tokens: (ctx.trigger_ratio * self.context_size as f64) as i64,
+            time_interval_hours: inj.time_interval,
+            told_at: plot::newest_time_hint(conversation, source)
+                .and_then(|text| self.told.iter().rev().find(|(t, _)| t == text).map(|(_, at)| *at)),
+            compressions: std::mem::take(&mut self.compressions),
+        });
+    }
+
+    /// The readable report of one step.
+    fn report(&self, ran: &Ran, cur_iter: u64, line: usize) -> String {
+        let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
+        let fired = fired(&ran.decision);
+        let at = if line == 0 { "the dump".to_string() } else { format!("line {line}, reply {}", self.reply) };
+        let mut report = format!("step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n", self.summary.steps, self.input_tokens);
+        match &ran.hint {
+            Some(text) => {
+                let _ = writeln!(report, "  fires: {}{}", fired.join(", "), if ran.event { "; emits a HintBlockEvent" } else { "" });
+                for l in text.split('\n') {
+                    let _ = writeln!(report, "  | {l}");
+                }
+            }
+            None => {
+                let extra = if fired.is_empty() { String::new() } else { format!(" {}", fired.join(", ")) };
+                let _ = writeln!(report, "  no hint{extra}");
+            }
+        }
+        for w in &ran.warnings {
+            let _ = writeln!(report, "  warning: {w}");
+        }
+        if let Some(e) = ran.too_long {
+            let _ = writeln!(report, "  HintTooLong {{ needed: {}, capacity: {} }}: not injected, {e}", e.needed, e.capacity);
+        }
+        report
+    }
+
+    /// As AgentScope, the hint joins the persistent context; as on the
+    /// device, a hint too long for the buffer does not.
+    fn append_hint(&mut self, ran: Ran, source: String) -> Result<(), String> {
+        let Some(text) = ran.hint.filter(|_| ran.too_long.is_none()) else {
+            return Ok(());
+        };
+        if matches!(ran.decision.time, TimeDecision::Inject(_)) {
+            if let Some(now) = self.clock {
+                self.told.push((text.clone(), now));
+            }
+        }
+        self.summary.hints += 1;
+        let id = self.next_id("hint");
+        self.append_to_agent(vec![json!({"type": "hint", "id": id, "source": source, "hint": text})])
+    }
+}
+
+/// One step's outcome, owned so that the session can change after it.
+struct Ran {
+    hint: Option<String>,
+    decision: Decision,
+    event: bool,
+    warnings: Vec<String>,
+    /// With `--hint-capacity`: the hint did not fit the device's buffer.
+    too_long: Option<HintTooLong>,
+}
+
+/// Runs the engine. With `hint_capacity` the first try is the device's
+/// buffer; the whole text is rendered after it all the same, for the report.
+fn run_engine(
+    engine: &Engine<'_>,
+    conversation: &VecConversation,
+    step: &Step<'_>,
+    clock: Option<Timestamp>,
+    hint_capacity: Option<usize>,
+) -> Ran {
+    let mut clock = FixedClock(clock);
+    let mut too_long = None;
+    let mut size = hint_capacity.unwrap_or(4096);
+    loop {
+        let mut text = vec![0u8; size];
+        match engine.step(conversation, step, &mut clock, &mut (), &mut text) {
+            Ok(o) => {
+                let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
+                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long };
+            }
+            Err(e) => {
+                if hint_capacity.is_some() && too_long.is_none() {
+                    too_long = Some(e);
+                }
+                size = e.needed;
+            }
+        }
+    }
+}
+
+/// The dimensions a decision fired, as the report names them.
+fn fired(decision: &Decision) -> Vec<String> {
+    let mut fired = Vec::new();
+    match decision.time {
+        TimeDecision::Inject(_) => fired.push("time".to_string()),
+        TimeDecision::NotDue => {}
+        TimeDecision::Skipped(TimeSkipped::ClockUnset) => fired.push("(time skipped: clock unset)".to_string()),
+        #[allow(unreachable_patterns)]
+        TimeDecision::Skipped(_) => fired.push("(time skipped)".to_string()),
+    }
+    if decision.tasks.is_some() {
+        fired.push("tasks".into());
+    }
+    if decision.context.is_some() {
+        fired.push("context-length".into());
+    }
+    if let Some(t) = decision.tool_error {
+        fired.push(format!("tool-error x{}", t.count));
+    }
+    fired
+}
+
+/// The reference's role checks on blocks the replay appends for the agent.
+fn check_blocks(blocks: &[Value], role: &str) -> Result<(), String> {
+    let msg = json!({"name": "x", "role": role, "content": blocks});
+    scenario::parse_context(std::slice::from_ref(&msg)).map(drop).map_err(|e| e.replacen("context[0].content", "block", 1))
+}
