@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use xtask::qemu::{self, RunOptions, RunResult};
 
-const FLASH_BUDGET: u64 = 96 * 1024;
+/// As `xtask/src/firmware.rs` says why.
+const FLASH_BUDGET: u64 = 112 * 1024;
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin.
 /// Fixed, because the date is input too: formatting and parsing another
