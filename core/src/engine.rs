@@ -90,7 +90,7 @@ impl<'a> Engine<'a> {
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
         let decision = self.decide(conversation, step, clock.now());
-        self.finish_step(decision, conversation, live, out)
+        self.render_step(decision, conversation, live, out)
     }
 
     /// The second half of [`Engine::step`], for callers that read their
@@ -120,18 +120,6 @@ impl<'a> Engine<'a> {
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     pub fn render_step<'b, C: Conversation, L: LiveFields + ?Sized>(
-        &self,
-        decision: Decision,
-        conversation: &C,
-        live: &mut L,
-        out: &'b mut [u8],
-    ) -> Result<Outcome<'b>, HintTooLong> {
-        self.finish_step(decision, conversation, live, out)
-    }
-
-    /// The rest of a step once `decision` is made: refreshes the live fields
-    /// when something fires, and renders.
-    pub(crate) fn finish_step<'b, C: Conversation, L: LiveFields + ?Sized>(
         &self,
         decision: Decision,
         conversation: &C,

@@ -198,7 +198,7 @@ impl<'a> Tracker<'a> {
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
         let decision = self.decide(conversation, step, clock.now());
-        self.engine.finish_step(decision, conversation, live, out)
+        self.engine.render_step(decision, conversation, live, out)
     }
 }
 
