@@ -66,7 +66,12 @@ pub fn ensure_apt_tool(program: PathBuf, package: &str, flags: &[&str]) -> Resul
     crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
     crate::run(
         &format!("apt-get install {package}"),
-        Command::new("apt-get").args(["install", "-y"]).args(flags).arg(package).env("DEBIAN_FRONTEND", "noninteractive"),
+        // Waits for another apt or dpkg to finish rather than failing at once.
+        Command::new("apt-get")
+            .args(["-o", "DPkg::Lock::Timeout=600", "install", "-y"])
+            .args(flags)
+            .arg(package)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
     )?;
     if works(&program, "--version") {
         Ok(program)

@@ -317,8 +317,9 @@ fn main() -> ! {
         input_tokens: i64::MAX,
         context_size: i64::MAX,
     };
-    let parts_long = "Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), day 298, week 43/42";
-    let parts = ["<current-time>", parts_long, "</current-time>\n<timezone>Europe/", "Berlin</timezone>"];
+    // The recorded time itself spans two parts: read through the copy scratch.
+    let parts_long = ["Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), ", "day 298, week 43/42"];
+    let parts = ["<current-time>", parts_long[0], parts_long[1], "</current-time>\n<timezone>Europe/", "Berlin</timezone>"];
     let parts_msg = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&parts) }];
     let slice_msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &parts_msg }];
 
