@@ -502,6 +502,10 @@ pub struct ValidConfig<'a> {
     pub(crate) buffer_ratio: f64,
     pub(crate) zone: time::Zone,
     pub(crate) format_parseable: bool,
+    /// Where `{runtime_state}` first stands in the template: the length of
+    /// the text every hint envaware renders starts with (strict mode reads
+    /// fields only after it).
+    pub(crate) state_start: usize,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -565,9 +569,9 @@ impl<'a> Config<'a> {
         if inj.tool_retries_limit < 3 {
             return Err(ConfigError::ToolRetriesLimitBelow3(inj.tool_retries_limit));
         }
-        if !inj.template.contains(RUNTIME_STATE_PLACEHOLDER) {
+        let Some(state_start) = inj.template.find(RUNTIME_STATE_PLACEHOLDER) else {
             return Err(ConfigError::TemplateWithoutPlaceholder);
-        }
+        };
         if inj.strict {
             // The operator's own text (template, tool-retries hint) may hold
             // tags; what is injected as a value may not.
@@ -599,7 +603,7 @@ impl<'a> Config<'a> {
         }
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.contains('\n');
-        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable })
+        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start })
     }
 }
 

@@ -13,7 +13,7 @@
 
 use crate::args::argument_key;
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning, RUNTIME_STATE_PLACEHOLDER};
+use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
@@ -241,8 +241,7 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
 /// template's text before its first `{runtime_state}`. `None` when the hint
 /// does not start with that text.
 fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
-    let template = cfg.config.injection.template;
-    let prefix = template.split(RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+    let prefix = cfg.config.injection.template.get(..cfg.state_start)?;
     hint.starts_with_at(0, prefix).then_some(prefix.len())
 }
 
