@@ -15,7 +15,7 @@ use crate::{cargo, ensure_reference_venv, root, run};
 const LENGTHS: &[u32] = &[10, 100, 1_000, 10_000];
 
 /// The median of one criterion benchmark, in nanoseconds.
-fn median_ns(id: &str) -> Option<f64> {
+pub(crate) fn median_ns(id: &str) -> Option<f64> {
     let path = root().join("target/criterion").join(id).join("new/estimates.json");
     let text = std::fs::read_to_string(Path::new(&path)).ok()?;
     // `"median":{"confidence_interval":{...},"point_estimate":X,...}`

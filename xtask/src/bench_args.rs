@@ -8,12 +8,7 @@ use crate::{cargo, ensure_reference_venv, root, run};
 
 /// The median of criterion benchmark `args/NAME`, in nanoseconds.
 fn criterion_median_ns(name: &str) -> Option<f64> {
-    let path = root().join("target/criterion/args").join(name).join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    // `"median":{"confidence_interval":{...},"point_estimate":X,...}`
-    let median = &text[text.find("\"median\":")?..];
-    let value = &median[median.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
-    value[..value.find([',', '}'])?].parse().ok()
+    crate::bench::median_ns(&format!("args/{name}"))
 }
 
 /// `"key":VALUE` from one of `bench_args.py`'s flat JSON lines.
