@@ -180,9 +180,7 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// Appends a user message from `name` and starts a new reply. The
     /// store keeps no user text: the rules never read it.
     pub fn user(&mut self, name: &str) -> Result<Appended, StoreError> {
-        let appended = self.push(Role::User, name, &[Block::Other])?;
-        self.reply_open = false;
-        Ok(appended)
+        self.observe(Role::User, name, &[Block::Other])
     }
 
     /// Appends a message from someone other than this agent's current reply
