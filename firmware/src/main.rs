@@ -15,6 +15,11 @@
 #![no_main]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications)]
 
+// The binary's dependencies are the board's (target-gated in Cargo.toml):
+// say so on the host rather than list every unresolved import.
+#[cfg(not(target_os = "none"))]
+compile_error!("the firmware binary is for the board; test the library on the host with `--no-default-features` (see the README's Tests)");
+
 use defmt_semihosting as _;
 use lm3s6965 as _;
 
