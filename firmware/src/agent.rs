@@ -1,7 +1,7 @@
 //! The on-device agent: a scripted session of Sprout, a greenhouse robot,
 //! run through the envaware core. Generic over the sensor's bus
-//! ([`embedded_hal::i2c::I2c`]), the wall clock ([`envaware::Clock`]) and
-//! the [`Pacer`]; nothing here knows the board.
+//! ([`embedded_hal::i2c::I2c`]), the wall clock ([`envaware::Clock`]), the
+//! [`Pacer`] and the [`Output`]; nothing here knows the board.
 //!
 //! The script ([`SCRIPT`]) makes each dimension due at a known step:
 //!
@@ -27,6 +27,7 @@ use embedded_hal::i2c::I2c;
 use envaware::Block;
 use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Step, TaskCounts, ToolResultState, TrackedContext};
 
+use crate::fmt::Debug2Format;
 use crate::stream::Stream;
 use crate::tmp105::{self, Tmp105};
 
@@ -54,6 +55,49 @@ pub trait Pacer {
     fn pass_time(&mut self, ms: u32);
     /// Called once after the last step.
     fn finished(&mut self);
+}
+
+/// Where the session's transcript goes: each step's header, its hint in
+/// full (or that there was none), and the session streamed as AgentScope
+/// JSON. The board prints it ([`DefmtOutput`]); the host tests record it.
+/// Diagnostics (sensor reads, decisions, compressions) go to the log instead.
+pub trait Output {
+    /// Step `index` begins; `note` says what happens in it.
+    fn step(&mut self, index: usize, note: &str);
+    /// The hint the step injected.
+    fn hint(&mut self, hint: &str);
+    /// The step injected nothing; `sensor_read`: whether the sensor was
+    /// read anyway (it must not be: live fields are read only for a hint).
+    fn no_injection(&mut self, sensor_read: bool);
+    /// One line of the streamed session (see [`crate::stream`]), without
+    /// the [`PREFIX`](crate::stream::PREFIX).
+    fn stream(&mut self, line: &str);
+}
+
+/// The transcript as defmt `println!` lines: `=== step N: note`, the hint,
+/// `(no injection; sensor read: false)`, and each streamed line after
+/// [`PREFIX`](crate::stream::PREFIX).
+#[cfg(feature = "defmt")]
+#[derive(Debug, Default)]
+pub struct DefmtOutput;
+
+#[cfg(feature = "defmt")]
+impl Output for DefmtOutput {
+    fn step(&mut self, index: usize, note: &str) {
+        defmt::println!("=== step {=usize}: {=str}", index, note);
+    }
+
+    fn hint(&mut self, hint: &str) {
+        defmt::println!("{=str}", hint);
+    }
+
+    fn no_injection(&mut self, sensor_read: bool) {
+        defmt::println!("(no injection; sensor read: {=bool})", sensor_read);
+    }
+
+    fn stream(&mut self, line: &str) {
+        defmt::println!("{=str}{=str}", crate::stream::PREFIX, line);
+    }
 }
 
 /// Something that happens in the context before a step.
@@ -237,14 +281,14 @@ impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
             Ok(t) => {
                 self.reads += 1;
                 let _ = write!(self.temperature, "{t}");
-                defmt::info!("TMP105 read: {=str}", self.temperature);
+                info!("TMP105 read: {=str}", self.temperature);
             }
             Err(e) => {
                 self.failures += 1;
                 match e {
-                    tmp105::Error::Configure(_) => defmt::warn!("TMP105 unavailable (configure): {}", defmt::Debug2Format(&e.kind())),
-                    tmp105::Error::Read(_) => defmt::warn!("TMP105 unavailable (read): {}", defmt::Debug2Format(&e.kind())),
-                    tmp105::Error::Implausible([hi, lo]) => defmt::warn!("TMP105 unavailable (implausible reading {=u8:02X} {=u8:02X})", hi, lo),
+                    tmp105::Error::Configure(_) => warn!("TMP105 unavailable (configure): {}", Debug2Format(&e.kind())),
+                    tmp105::Error::Read(_) => warn!("TMP105 unavailable (read): {}", Debug2Format(&e.kind())),
+                    tmp105::Error::Implausible([hi, lo]) => warn!("TMP105 unavailable (implausible reading {=u8:02X} {=u8:02X})", hi, lo),
                 }
                 let _ = self.temperature.push_str(UNAVAILABLE);
             }
@@ -268,7 +312,8 @@ impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
 }
 
 /// How a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, defmt::Format)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Summary {
     /// Steps run.
     pub steps: usize,
@@ -287,51 +332,50 @@ pub struct Summary {
 /// Logs an append the store refused, or one that evicted messages.
 fn appended(what: &str, result: Result<envaware::Appended, envaware::StoreError>) {
     match result {
-        Ok(a) if a.evicted > 0 => defmt::info!("context full: the store evicted {=usize} messages", a.evicted),
+        Ok(a) if a.evicted > 0 => info!("context full: the store evicted {=usize} messages", a.evicted),
         Ok(_) => {}
-        Err(e) => defmt::error!("context store refused the {=str}: {}", what, e),
+        Err(e) => error!("context store refused the {=str}: {}", what, e),
     }
 }
 
 /// Runs the scripted session, reading the TMP105 on `i2c` and the board's
-/// uptime from `uptime_ms`. Prints each step's hint in full, the messages
-/// each decision read, and streams the session as AgentScope JSON.
-pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, uptime_ms: impl Fn() -> u32) -> Summary {
+/// uptime from `uptime_ms`. Writes each step's hint in full to `output` and
+/// streams the session there as AgentScope JSON; logs the messages each
+/// decision read.
+pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
+    i2c: I,
+    clock: &mut K,
+    pacer: &mut P,
+    output: &mut O,
+    uptime_ms: impl Fn() -> u32,
+) -> Summary {
     let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0 };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
         Err(e) => {
-            defmt::error!("invalid configuration: {}", e);
+            error!("invalid configuration: {}", e);
             return summary;
         }
     };
     for w in engine.config().warnings() {
-        defmt::warn!("configuration: {}", w);
+        warn!("configuration: {}", w);
     }
     let mut context = Context::new(&engine, AGENT);
     let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
     let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let mut hint_buf = [0u8; 1024];
-    stream.start();
+    stream.start(output);
     for (index, s) in SCRIPT.iter().enumerate() {
         pacer.pass_time(s.wait_ms);
         pacer.before_step(index);
-        #[cfg(feature = "force-panic")]
-        if index == 2 {
-            panic!("forced panic (feature force-panic)");
-        }
-        #[cfg(feature = "force-hardfault")]
-        if index == 2 {
-            cortex_m::asm::udf();
-        }
-        defmt::println!("=== step {=usize}: {=str}", index, s.note);
+        output.step(index, s.note);
         for event in s.events {
             match *event {
                 Event::User => appended("operator's message", context.user("operator")),
                 Event::Agent(blocks) => appended("agent's blocks", context.agent(blocks)),
                 Event::Compress { keep } => {
                     let evicted = context.compress(keep);
-                    defmt::info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, context.len());
+                    info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, context.len());
                 }
             }
         }
@@ -340,31 +384,28 @@ pub fn run<I: I2c, K: Clock, P: Pacer>(i2c: I, clock: &mut K, pacer: &mut P, upt
         let reads_before = live.reads + live.failures;
         // The clock is read once, so the stream carries the very time decided on.
         let now = clock.now();
-        stream.before_step(&context, now, now, s.tasks);
+        stream.before_step(output, &context, now, now, s.tasks);
         let decision = context.decide(&step, now);
-        defmt::info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
+        info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
         summary.max_read = summary.max_read.max(context.messages_read());
         match context.render_step(decision, &mut live, &mut hint_buf) {
             Ok(outcome) => {
-                stream.step(&live, s.cur_iter, s.input_tokens);
+                stream.step(output, &live, s.cur_iter, s.input_tokens);
                 for w in outcome.warnings.iter() {
-                    defmt::warn!("{}", w);
+                    warn!("{}", w);
                 }
                 match outcome.hint {
                     Some(hint) => {
                         summary.hints += 1;
-                        defmt::println!("{=str}", hint);
+                        output.hint(hint);
                         if outcome.event {
-                            defmt::info!("HintBlockEvent emitted");
+                            info!("HintBlockEvent emitted");
                         }
                     }
-                    None => {
-                        let read = live.reads + live.failures != reads_before;
-                        defmt::println!("(no injection; sensor read: {=bool})", read);
-                    }
+                    None => output.no_injection(live.reads + live.failures != reads_before),
                 }
             }
-            Err(e) => defmt::error!("hint dropped: {}", e),
+            Err(e) => error!("hint dropped: {}", e),
         }
         summary.steps += 1;
     }

@@ -10,8 +10,8 @@
 //!
 //! To move the agent to another board, replace this module: provide an
 //! `I2c` for the sensor's bus, a [`envaware::Clock`], and an
-//! [`agent::Pacer`](crate::agent::Pacer), then call
-//! [`agent::run`](crate::agent::run) with them (see the README).
+//! [`agent::Pacer`](envaware_firmware::agent::Pacer), then call
+//! [`agent::run`](envaware_firmware::agent::run) with them (see the README).
 
 use core::mem::MaybeUninit;
 use core::ptr::{read_volatile, write_volatile};
@@ -265,6 +265,10 @@ const FR_TXFF: u32 = 1 << 5;
 /// do not depend on how fast the host answers (with `-icount` and the same
 /// start time, see [`wall_clock`], two runs give the same uptimes). At the
 /// end it sends `.`.
+///
+/// With the `force-panic` or `force-hardfault` feature it panics or
+/// executes an undefined instruction right after the handshake of step 2,
+/// for the tests of the exit status.
 pub struct Uart0Pacer {
     syst: SYST,
 }
@@ -297,12 +301,19 @@ impl Uart0Pacer {
     }
 }
 
-impl crate::agent::Pacer for Uart0Pacer {
-    fn before_step(&mut self, _index: usize) {
+impl envaware_firmware::agent::Pacer for Uart0Pacer {
+    fn before_step(&mut self, index: usize) {
         self.syst.disable_counter();
         self.put(b'?');
         let _ = self.get();
         self.syst.enable_counter();
+        // The exit-status tests' failures, right after step 2's handshake.
+        if index == 2 {
+            #[cfg(feature = "force-panic")]
+            panic!("forced panic (feature force-panic)");
+            #[cfg(feature = "force-hardfault")]
+            cortex_m::asm::udf();
+        }
     }
 
     fn pass_time(&mut self, ms: u32) {

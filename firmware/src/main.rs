@@ -5,9 +5,8 @@
 //!
 //! - [`board`]: everything board-specific (I2C0, SysTick clock, UART0
 //!   handshake, semihosting exit);
-//! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
-//! - [`agent`]: the session, generic over the bus, the clock and the pacer;
-//! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
+//! - the library (`src/lib.rs`): the agent, the stream and the TMP105
+//!   driver, which know nothing of the board.
 //!
 //! Output is defmt over semihosting, decoded on the host by `defmt-print`.
 //! The run exits QEMU with 0 at the end of the script, 101 on a panic and
@@ -16,20 +15,24 @@
 #![no_main]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications)]
 
+// The binary's dependencies are the board's (target-gated in Cargo.toml):
+// say so on the host rather than list every unresolved import.
+#[cfg(not(target_os = "none"))]
+compile_error!("the firmware binary is for the board; test the library on the host with `--no-default-features` (see the README's Tests)");
+
 use defmt_semihosting as _;
 use lm3s6965 as _;
 
-mod agent;
+use envaware_firmware::agent;
+
 mod board;
-mod stream;
-mod tmp105;
 
 #[cortex_m_rt::entry]
 fn main() -> ! {
     let board::Board { i2c, mut pacer } = board::Board::take();
     let mut clock = board::wall_clock();
     defmt::info!("envaware firmware: {=str} in {=str}", agent::AGENT, agent::TIMEZONE);
-    let summary = agent::run(i2c, &mut clock, &mut pacer, board::uptime_ms);
+    let summary = agent::run(i2c, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms);
     defmt::info!(
         "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted, at most {=usize} messages read per decision",
         summary.steps,

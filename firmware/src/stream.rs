@@ -1,5 +1,6 @@
 //! The session, streamed as AgentScope JSON: one `envaware-sim replay`
-//! trace line per defmt line, each after [`PREFIX`].
+//! trace line per [`Output::stream`] line (on the board, one defmt line
+//! each, after [`PREFIX`]).
 //!
 //! Before each step the device writes its whole context as AgentScope
 //! `Msg` objects (`{"context": []}`, then one `{"message": Msg}` per
@@ -20,14 +21,14 @@
 
 use core::fmt::{self, Write as _};
 
+use envaware::wire::{self, IsoTime, MessageMeta};
 use envaware::Message as _;
 use envaware::Zone;
-use envaware::wire::{self, IsoTime, MessageMeta};
 use envaware::{LiveFields, TaskCounts, Timestamp};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
-use crate::agent::{Context, AGENT, CONTEXT_SIZE, TIMEZONE, TIME_INTERVAL_HOURS};
+use crate::agent::{Context, Output, AGENT, CONTEXT_SIZE, TIMEZONE, TIME_INTERVAL_HOURS};
 
 /// What starts each streamed line in the log.
 pub const PREFIX: &str = "agentscope> ";
@@ -162,41 +163,51 @@ impl Stream {
         Stream { buf: [0; 3072], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
     }
 
-    fn line(&mut self, value: &impl Serialize) {
+    fn line(&mut self, out: &mut impl Output, value: &impl Serialize) {
         match serde_json_core::to_slice(value, &mut self.buf) {
-            Ok(n) => self.print(n),
-            Err(_) => defmt::error!("stream: a line is longer than {=usize} bytes", self.buf.len()),
+            Ok(n) => self.print(out, n),
+            Err(_) => error!("stream: a line is longer than {=usize} bytes", self.buf.len()),
         }
     }
 
-    fn print(&self, n: usize) {
+    fn print(&self, out: &mut impl Output, n: usize) {
         match core::str::from_utf8(&self.buf[..n]) {
-            Ok(text) => defmt::println!("{=str}{=str}", PREFIX, text),
-            Err(_) => defmt::error!("stream: not UTF-8"),
+            Ok(text) => out.stream(text),
+            Err(_) => error!("stream: not UTF-8"),
         }
     }
 
     /// The session's configuration: written once, before the first step.
-    pub fn start(&mut self) {
-        self.line(&ConfigLine {
-            config: StartConfig {
-                agent_name: AGENT,
-                context_config: ContextConfigOut { compression_tool_enabled: true },
-                context_size: CONTEXT_SIZE,
+    pub fn start(&mut self, out: &mut impl Output) {
+        self.line(
+            out,
+            &ConfigLine {
+                config: StartConfig {
+                    agent_name: AGENT,
+                    context_config: ContextConfigOut { compression_tool_enabled: true },
+                    context_size: CONTEXT_SIZE,
+                },
             },
-        });
+        );
     }
 
     /// What the step decides on: the whole context, the clock `now` and the
     /// plan. Messages seen for the first time are stamped with `stamp`.
-    pub fn before_step(&mut self, context: &Context<'_>, stamp: Option<Timestamp>, now: Option<Timestamp>, tasks: TaskCounts) {
+    pub fn before_step(
+        &mut self,
+        out: &mut impl Output,
+        context: &Context<'_>,
+        stamp: Option<Timestamp>,
+        now: Option<Timestamp>,
+        tasks: TaskCounts,
+    ) {
         let newest = context.sequence(0).map_or(0, |s| s + 1);
         while self.stamped < newest {
             self.created[(self.stamped % MESSAGES as u64) as usize] = stamp.unwrap_or(Timestamp(0));
             self.stamped += 1;
         }
         self.buf[..14].copy_from_slice(b"{\"context\":[]}");
-        self.print(14);
+        self.print(out, 14);
         for index in (0..context.len()).rev() {
             let (Some(msg), Some(seq)) = (context.newest(index), context.sequence(index)) else { continue };
             let mut id: heapless::String<24> = heapless::String::new();
@@ -208,22 +219,25 @@ impl Stream {
             match written {
                 Ok(n) if OPEN.len() + n < self.buf.len() => {
                     self.buf[OPEN.len() + n] = b'}';
-                    self.print(OPEN.len() + n + 1);
+                    self.print(out, OPEN.len() + n + 1);
                 }
-                _ => defmt::error!("stream: message {=u64} ({=usize} blocks) is too long", seq, msg.block_count()),
+                _ => error!("stream: message {=u64} ({=usize} blocks) is too long", seq, msg.block_count()),
             }
         }
-        self.line(&ClockLine { set_clock: now.map(Rfc3339) });
-        self.line(&TasksLine { tasks: Tasks(tasks) });
+        self.line(out, &ClockLine { set_clock: now.map(Rfc3339) });
+        self.line(out, &TasksLine { tasks: Tasks(tasks) });
     }
 
     /// The step itself, once rendered: the live values read, then the step.
-    pub fn step<L: LiveFields>(&mut self, live: &L, cur_iter: u64, tokens: i64) {
-        self.line(&LiveLine {
-            config: LiveConfig {
-                injection_config: InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, extra_fields: Fields(live) },
+    pub fn step<L: LiveFields>(&mut self, out: &mut impl Output, live: &L, cur_iter: u64, tokens: i64) {
+        self.line(
+            out,
+            &LiveLine {
+                config: LiveConfig {
+                    injection_config: InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, extra_fields: Fields(live) },
+                },
             },
-        });
-        self.line(&StepLine { step: StepOut { cur_iter, tokens } });
+        );
+        self.line(out, &StepLine { step: StepOut { cur_iter, tokens } });
     }
 }

@@ -140,6 +140,26 @@ pub fn build(variants: bool) -> Result<(), String> {
     cargo_in_firmware("build the firmware", &["build", "--release"])
 }
 
+/// The host's target triple (`rustc -vV`): the host tests build for it,
+/// overriding the thumb target `firmware/.cargo/config.toml` sets.
+fn host_target() -> Result<String, String> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = crate::output(Command::new(&rustc).arg("-vV")).ok_or_else(|| format!("`{rustc} -vV` failed"))?;
+    version.lines().find_map(|l| l.strip_prefix("host: ")).map(str::to_string).ok_or_else(|| format!("`{rustc} -vV` names no host"))
+}
+
+/// The firmware library's host tests (`firmware/tests/`): the TMP105 driver
+/// and the agent's whole script against embedded-hal-mock, in milliseconds.
+/// Built for the host without the `defmt` feature (the binary needs it, so
+/// it is skipped); clippy on them first.
+pub fn host_tests() -> Result<(), String> {
+    let host = host_target()?;
+    let host_args = ["--target", host.as_str(), "--no-default-features"];
+    let clippy = [&["clippy", "--all-targets"][..], &host_args, &["--", "-D", "warnings"]].concat();
+    cargo_in_firmware("clippy (firmware library and its host tests)", &clippy)?;
+    cargo_in_firmware("firmware host tests (TMP105 driver, agent script, on embedded-hal-mock)", &[&["test"][..], &host_args].concat())
+}
+
 /// Installs the tools and builds both firmware images; returns the
 /// environment the firmware tests read.
 pub fn prepare_tests() -> Result<Vec<(&'static str, PathBuf)>, String> {

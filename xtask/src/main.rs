@@ -147,6 +147,7 @@ fn test() -> Result<(), String> {
         "chromium",
         &["--no-install-recommends"],
     )?;
+    firmware::host_tests()?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
         cargo()

@@ -1,0 +1,24 @@
+//! The board-independent part of the envaware firmware: Sprout, a
+//! greenhouse robot, runs a scripted agent session through the envaware
+//! core and injects live TMP105 readings into its hints. The binary
+//! (`src/main.rs`, `src/board.rs`) runs it on the TI Stellaris LM3S6965 in
+//! QEMU; the host tests (`tests/`) run it against embedded-hal-mock.
+//!
+//! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
+//! - [`agent`]: the session, generic over the bus, the clock, the pacer and
+//!   the output;
+//! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
+//!
+//! With the `defmt` feature (the default, the board) the log and the
+//! transcript go out through defmt ([`agent::DefmtOutput`]); without it
+//! (`--no-default-features`, the host) the log vanishes (`src/fmt.rs`) and
+//! the transcript goes wherever the caller's [`agent::Output`] puts it.
+#![no_std]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, unsafe_code)]
+
+#[macro_use]
+mod fmt;
+
+pub mod agent;
+pub mod stream;
+pub mod tmp105;
