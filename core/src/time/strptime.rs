@@ -16,6 +16,259 @@ use self::unicode::digit_value;
 use super::format::{strptime_verdict, ParseBack};
 use super::Recorded;
 
+/// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
+/// `ValueError` (and where the format makes the reference crash, see
+/// [`ParseBack::ReferenceCrashes`]).
+///
+/// As lenient as CPython 3.11's `_strptime`: one-digit fields, any letter
+/// case (`re.IGNORECASE`, also for literal text), Unicode decimal digits
+/// where its regex has `\d`, a wrong `%a`/`%A` weekday ignored, whitespace
+/// in the format matching any run of Unicode whitespace, `%z` as `Z`,
+/// `+HHMM`, `+HH:MM`, `+HH:MM:SS` or `+HHMMSS.ffffff`, `%y` 69–99 as 19xx,
+/// missing fields from 1900-01-01 00:00:00. Second 60 or 61, an invalid date
+/// or an offset of a day or more give `None`, as does text left over.
+/// `%Z` accepts `UTC` and `GMT` only (the reference host's zone being UTC).
+///
+/// In `_strptime`'s three phases: match the whole text against the format
+/// (`match_whole`), convert the groups into fields (`convert_groups`), and
+/// resolve the date they give (`resolve_date`).
+pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
+    if strptime_verdict(fmt) != ParseBack::Possible {
+        return None;
+    }
+    // Every position is at most the text's or the format's length, and a
+    // candidate count at most the text's: below `u16::MAX` they all fit.
+    if text.len() < usize::from(u16::MAX) && fmt.len() < usize::from(u16::MAX) {
+        parse_with::<u16>(text, fmt)
+    } else {
+        parse_with::<usize>(text, fmt)
+    }
+}
+
+/// [`parse_time`] with positions of type `P`. Out of line, so that only the
+/// width in use takes stack.
+#[inline(never)]
+fn parse_with<P: Pos>(text: &str, fmt: &str) -> Option<Recorded> {
+    let mut caps = Captures::<P>::new();
+    match_whole(fmt, text, &mut caps)?;
+    from_groups(fmt, text, &caps)
+}
+
+/// Phase 1, `format_regex.match(data_string)`: fills `caps` with the groups
+/// of the format's first match; `None` if there is none or it leaves text
+/// over ("unconverted data remains").
+fn match_whole<P: Pos>(fmt: &str, text: &str, caps: &mut Captures<P>) -> Option<()> {
+    let end = regex_match(fmt, text, caps, &mut 0)?;
+    (end == text.len()).then_some(())
+}
+
+/// Phases 2 and 3: the datetime the groups of a match give. Out of line:
+/// its frame and the matcher's state are never needed at once.
+#[inline(never)]
+fn from_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Recorded> {
+    resolve_date(convert_groups(fmt, text, caps)?)
+}
+
+/// `_strptime`'s locals after its loop over the groups: what each
+/// directive gave, the defaults (month and day 1, time 00:00) or `None`
+/// where the format has no directive for it.
+struct Fields {
+    year: Option<i64>,
+    iso_year: Option<i64>,
+    month: i64,
+    day: i64,
+    hour: i64,
+    minute: i64,
+    second: i64,
+    /// Microseconds.
+    fraction: i64,
+    /// `%z`: seconds and microseconds east of UTC.
+    gmtoff: Option<(i64, i64)>,
+    iso_week: Option<i64>,
+    week_of_year: Option<i64>,
+    /// `%W` (weeks start on Monday) rather than `%U` (on Sunday).
+    week_starts_mon: bool,
+    /// Monday is 0.
+    weekday: Option<i64>,
+    /// The day of the year, from 1.
+    julian: Option<i64>,
+}
+
+/// Phase 2, `_strptime`'s loop over `found_dict`: each group converted to
+/// its field, in pattern order (a later directive overrides an earlier
+/// one for the same field). `None` where a conversion raises `ValueError`.
+fn convert_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Fields> {
+    let mut fields = Fields {
+        year: None,
+        iso_year: None,
+        month: 1,
+        day: 1,
+        hour: 0,
+        minute: 0,
+        second: 0,
+        fraction: 0,
+        gmtoff: None,
+        iso_week: None,
+        week_of_year: None,
+        week_starts_mon: false,
+        weekday: None,
+        julian: None,
+    };
+    // `found_dict.get('p', '')`: an unset span reads as "".
+    let ampm = caps.get(text, 'p').unwrap_or("");
+    let mut cur = Cursor::START;
+    while let Some((node, next)) = next_node(fmt, cur) {
+        cur = next;
+        let Node::Field(d) = node else { continue };
+        let Some(g) = caps.get(text, d) else { continue };
+        fields.convert(d, g, ampm)?;
+    }
+    Some(fields)
+}
+
+impl Fields {
+    /// Converts the group `g` of directive `d` into its field (`ampm` is the
+    /// `%p` group, which `%I` reads).
+    fn convert(&mut self, d: char, g: &str, ampm: &str) -> Option<()> {
+        match d {
+            'y' => self.year = Some(int_of(g).map(|y| if y <= 68 { y + 2000 } else { y + 1900 })?),
+            'Y' => self.year = Some(int_of(g)?),
+            'G' => self.iso_year = Some(int_of(g)?),
+            'm' => self.month = int_of(g)?,
+            'B' => self.month = name_index(&MONTHS_LOWER, g)? as i64 + 1,
+            'b' => self.month = abbrev_index(&MONTHS_LOWER, g)? as i64 + 1,
+            'd' => self.day = int_of(g.trim_start_matches(' '))?,
+            'H' => self.hour = int_of(g)?,
+            'I' => self.hour = hour_of_12(int_of(g)?, ampm),
+            'M' => self.minute = int_of(g)?,
+            'S' => self.second = int_of(g)?,
+            'f' => {
+                let digits = int_of(g)?;
+                let pad = 6u32.saturating_sub(g.len() as u32);
+                self.fraction = digits * 10i64.pow(pad);
+            }
+            'A' => self.weekday = Some(name_index(&WEEKDAYS_LOWER, g)? as i64),
+            'a' => self.weekday = Some(abbrev_index(&WEEKDAYS_LOWER, g)? as i64),
+            'w' => {
+                self.weekday = Some(match int_of(g)? {
+                    0 => 6,
+                    w => w - 1,
+                })
+            }
+            'u' => self.weekday = Some(int_of(g)? - 1),
+            'j' => self.julian = Some(int_of(g)?),
+            'U' | 'W' => {
+                self.week_of_year = Some(int_of(g)?);
+                self.week_starts_mon = d == 'W';
+            }
+            'V' => self.iso_week = Some(int_of(g)?),
+            'z' => self.gmtoff = Some(parse_z(g)?),
+            _ => {} // 'p' (read with 'I'), 'Z' (only names the zone)
+        }
+        Some(())
+    }
+}
+
+/// `%I` on the 24-hour clock: 12 AM is 0, PM adds 12 except to 12, and
+/// without `%p` the hour is AM.
+fn hour_of_12(hour: i64, ampm: &str) -> i64 {
+    if ampm.is_empty() || ampm.eq_ignore_ascii_case("am") {
+        if hour == 12 {
+            return 0;
+        }
+    } else if ampm.eq_ignore_ascii_case("pm") && hour != 12 {
+        return hour + 12;
+    }
+    hour
+}
+
+/// Phase 3, `_strptime` after its loop: the date the fields give (a day of
+/// the year, given or computed from a week and a weekday, else the month
+/// and day), checked as `datetime` checks it, with the time and offset.
+fn resolve_date(f: Fields) -> Option<Recorded> {
+    if !f.week_directives_agree() {
+        return None;
+    }
+    // February 29th without a year: computed in 1904, a leap year, then
+    // given back 1900 (which has no such day, so `datetime` refuses it).
+    let leap_year_fix = f.year.is_none() && f.month == 2 && f.day == 29;
+    let year = f.year.unwrap_or(if leap_year_fix { 1904 } else { 1900 });
+    let (year, julian) = f.day_of_year(year)?;
+    let (mut year, month, day) = match julian {
+        None => {
+            py_date(year, f.month, f.day)?;
+            (year, f.month, f.day)
+        }
+        Some(j) => {
+            let date = from_ordinal(j - 1 + ordinal(py_date(year, 1, 1)?))?;
+            (i64::from(date.year()), i64::from(date.month()), i64::from(date.day()))
+        }
+    };
+    if f.weekday.is_none() {
+        py_date(year, month, day)?;
+    }
+    if leap_year_fix {
+        year = 1900;
+    }
+    f.datetime(py_date(year, month, day)?)
+}
+
+impl Fields {
+    /// `_strptime`'s `ValueError`s for week directives: `%G` needs `%V` and a
+    /// weekday and refuses `%j`; `%V` without `%U`/`%W` needs `%G`.
+    fn week_directives_agree(&self) -> bool {
+        if self.year.is_none() && self.iso_year.is_some() {
+            self.iso_week.is_some() && self.weekday.is_some() && self.julian.is_none()
+        } else {
+            self.week_of_year.is_some() || self.iso_week.is_none()
+        }
+    }
+
+    /// The day of the year (and the year it falls in): `%j`'s, else the one
+    /// a week (`%U`/`%W` with `year`, or `%G`/`%V`) and a weekday give, moved
+    /// into the year before when it is 0 or less; `None` inside when
+    /// nothing gives it.
+    fn day_of_year(&self, year: i64) -> Option<(i64, Option<i64>)> {
+        let (Some(wd), None) = (self.weekday, self.julian) else { return Some((year, self.julian)) };
+        let (mut year, mut julian) = if let Some(week) = self.week_of_year {
+            (year, julian_from_u_or_w(year, week, wd, self.week_starts_mon)?)
+        } else if let (Some(iy), Some(iw)) = (self.iso_year, self.iso_week) {
+            julian_from_v(iy, iw, wd + 1)?
+        } else {
+            return Some((year, None));
+        };
+        if julian <= 0 {
+            year -= 1;
+            julian += if is_leap(year) { 366 } else { 365 };
+        }
+        Some((year, Some(julian)))
+    }
+
+    /// `datetime(...)` on `date`, then `timezone(timedelta(...))`: second 60
+    /// and offsets of a day or more are refused.
+    fn datetime(&self, date: NaiveDate) -> Option<Recorded> {
+        let time = NaiveTime::from_hms_micro_opt(
+            u32::try_from(self.hour).ok()?,
+            u32::try_from(self.minute).ok()?,
+            u32::try_from(self.second).ok().filter(|s| *s <= 59)?,
+            u32::try_from(self.fraction).ok()?,
+        )?;
+        let utc_offset_micros = match self.gmtoff {
+            None => None,
+            Some((secs, micros)) => {
+                let total = secs * 1_000_000 + micros;
+                if total.abs() >= 86_400_000_000 {
+                    return None;
+                }
+                Some(total)
+            }
+        };
+        Some(Recorded { naive: NaiveDateTime::new(date, time), utc_offset_micros })
+    }
+}
+
+// --- Conversions and date arithmetic, as `_strptime` and `datetime` do them --
+
 /// `int()` of a matched run of Unicode decimal digits.
 fn int_of(s: &str) -> Option<i64> {
     let mut v = 0i64;
@@ -140,186 +393,6 @@ const MONTHS_LOWER: [&str; 12] =
 
 fn abbrev_index(list: &[&str], s: &str) -> Option<usize> {
     list.iter().position(|n| n.get(..3).is_some_and(|a| a.eq_ignore_ascii_case(s)) && s.len() == 3)
-}
-
-/// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
-/// `ValueError` (and where the format makes the reference crash, see
-/// [`ParseBack::ReferenceCrashes`]).
-///
-/// As lenient as CPython 3.11's `_strptime`: one-digit fields, any letter
-/// case (`re.IGNORECASE`, also for literal text), Unicode decimal digits
-/// where its regex has `\d`, a wrong `%a`/`%A` weekday ignored, whitespace
-/// in the format matching any run of Unicode whitespace, `%z` as `Z`,
-/// `+HHMM`, `+HH:MM`, `+HH:MM:SS` or `+HHMMSS.ffffff`, `%y` 69–99 as 19xx,
-/// missing fields from 1900-01-01 00:00:00. Second 60 or 61, an invalid date
-/// or an offset of a day or more give `None`, as does text left over.
-/// `%Z` accepts `UTC` and `GMT` only (the reference host's zone being UTC).
-pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
-    if strptime_verdict(fmt) != ParseBack::Possible {
-        return None;
-    }
-    // Every position is at most the text's or the format's length, and a
-    // candidate count at most the text's: below `u16::MAX` they all fit.
-    if text.len() < usize::from(u16::MAX) && fmt.len() < usize::from(u16::MAX) {
-        parse_with::<u16>(text, fmt)
-    } else {
-        parse_with::<usize>(text, fmt)
-    }
-}
-
-/// [`parse_time`] with positions of type `P`. Out of line, so that only the
-/// width in use takes stack.
-#[inline(never)]
-fn parse_with<P: Pos>(text: &str, fmt: &str) -> Option<Recorded> {
-    let mut caps = Captures::<P>::new();
-    let end = regex_match(fmt, text, &mut caps, &mut 0)?;
-    if end != text.len() {
-        return None; // "unconverted data remains"
-    }
-    from_groups(fmt, text, &caps)
-}
-
-/// The datetime the groups of a match give (`_strptime._strptime` after its
-/// match). Out of line: its frame and the matcher's state are never needed
-/// at once.
-#[inline(never)]
-fn from_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Recorded> {
-    let mut year: Option<i64> = None;
-    let mut iso_year: Option<i64> = None;
-    let (mut month, mut day) = (1i64, 1i64);
-    let (mut hour, mut minute, mut second, mut fraction) = (0i64, 0i64, 0i64, 0i64);
-    let mut gmtoff: Option<(i64, i64)> = None;
-    let mut iso_week: Option<i64> = None;
-    let mut week_of_year: Option<i64> = None;
-    let mut week_starts_mon = false;
-    let mut weekday: Option<i64> = None;
-    let mut julian: Option<i64> = None;
-
-    // Groups in pattern order, as `found_dict` iterates them.
-    let mut cur = Cursor::START;
-    while let Some((node, next)) = next_node(fmt, cur) {
-        cur = next;
-        let Node::Field(d) = node else { continue };
-        let Some(g) = caps.get(text, d) else { continue };
-        match d {
-            'y' => year = Some(int_of(g).map(|y| if y <= 68 { y + 2000 } else { y + 1900 })?),
-            'Y' => year = Some(int_of(g)?),
-            'G' => iso_year = Some(int_of(g)?),
-            'm' => month = int_of(g)?,
-            'B' => month = name_index(&MONTHS_LOWER, g)? as i64 + 1,
-            'b' => month = abbrev_index(&MONTHS_LOWER, g)? as i64 + 1,
-            'd' => day = int_of(g.trim_start_matches(' '))?,
-            'H' => hour = int_of(g)?,
-            'I' => {
-                hour = int_of(g)?;
-                // `found_dict.get('p', '')`: an unset span reads as "".
-                let ampm = caps.get(text, 'p').unwrap_or("");
-                if ampm.is_empty() || ampm.eq_ignore_ascii_case("am") {
-                    if hour == 12 {
-                        hour = 0;
-                    }
-                } else if ampm.eq_ignore_ascii_case("pm") && hour != 12 {
-                    hour += 12;
-                }
-            }
-            'M' => minute = int_of(g)?,
-            'S' => second = int_of(g)?,
-            'f' => {
-                let digits = int_of(g)?;
-                let pad = 6u32.saturating_sub(g.len() as u32);
-                fraction = digits * 10i64.pow(pad);
-            }
-            'A' => weekday = Some(name_index(&WEEKDAYS_LOWER, g)? as i64),
-            'a' => weekday = Some(abbrev_index(&WEEKDAYS_LOWER, g)? as i64),
-            'w' => {
-                weekday = Some(match int_of(g)? {
-                    0 => 6,
-                    w => w - 1,
-                })
-            }
-            'u' => weekday = Some(int_of(g)? - 1),
-            'j' => julian = Some(int_of(g)?),
-            'U' | 'W' => {
-                week_of_year = Some(int_of(g)?);
-                week_starts_mon = d == 'W';
-            }
-            'V' => iso_week = Some(int_of(g)?),
-            'z' => gmtoff = Some(parse_z(g)?),
-            _ => {} // 'p' (read with 'I'), 'Z' (only names the zone)
-        }
-    }
-
-    if year.is_none() && iso_year.is_some() {
-        if iso_week.is_none() || weekday.is_none() || julian.is_some() {
-            return None;
-        }
-    } else if week_of_year.is_none() && iso_week.is_some() {
-        return None;
-    }
-
-    let mut leap_year_fix = false;
-    let mut year = match year {
-        Some(y) => y,
-        None if month == 2 && day == 29 => {
-            leap_year_fix = true;
-            1904
-        }
-        None => 1900,
-    };
-
-    if julian.is_none() {
-        if let Some(wd) = weekday {
-            if let Some(week) = week_of_year {
-                julian = Some(julian_from_u_or_w(year, week, wd, week_starts_mon)?);
-            } else if let (Some(iy), Some(iw)) = (iso_year, iso_week) {
-                let (y, j) = julian_from_v(iy, iw, wd + 1)?;
-                year = y;
-                julian = Some(j);
-            }
-            if let Some(j) = julian.filter(|j| *j <= 0) {
-                year -= 1;
-                julian = Some(j + if is_leap(year) { 366 } else { 365 });
-            }
-        }
-    }
-
-    match julian {
-        None => {
-            py_date(year, month, day)?;
-        }
-        Some(j) => {
-            let date = from_ordinal(j - 1 + ordinal(py_date(year, 1, 1)?))?;
-            year = i64::from(date.year());
-            month = i64::from(date.month());
-            day = i64::from(date.day());
-        }
-    }
-    if weekday.is_none() {
-        py_date(year, month, day)?;
-    }
-    if leap_year_fix {
-        year = 1900;
-    }
-
-    // `datetime(...)`, then `timezone(timedelta(...))`.
-    let date = py_date(year, month, day)?;
-    let time = NaiveTime::from_hms_micro_opt(
-        u32::try_from(hour).ok()?,
-        u32::try_from(minute).ok()?,
-        u32::try_from(second).ok().filter(|s| *s <= 59)?,
-        u32::try_from(fraction).ok()?,
-    )?;
-    let utc_offset_micros = match gmtoff {
-        None => None,
-        Some((secs, micros)) => {
-            let total = secs * 1_000_000 + micros;
-            if total.abs() >= 86_400_000_000 {
-                return None;
-            }
-            Some(total)
-        }
-    };
-    Some(Recorded { naive: NaiveDateTime::new(date, time), utc_offset_micros })
 }
 
 #[cfg(test)]
