@@ -13,15 +13,6 @@ use super::unicode::{ci_match, digit_value};
 use crate::text::py_is_space;
 use crate::time::format::strptime_expansion;
 
-/// Backtracking frames for one match. The frames on the stack are for
-/// distinct nodes of one path through the format, and a frame is only kept
-/// for a node with a second viable candidate: one of the 12 directives with
-/// several candidate ends (`%d %f %H %I %j %m %M %S %U %W %V %z`; each letter
-/// at most once, else the format is refused), whitespace before `%d` (whose
-/// ` [1-9]` alternative starts with a space) or whitespace ending the
-/// format. So at most 14 are ever used: 16 never overflow.
-const MAX_FRAMES: usize = 16;
-
 // --- The format as a sequence of regex nodes ---------------------------------
 
 /// One node of the format's regex.
@@ -388,113 +379,177 @@ impl<P: Pos> Groups for Captures<P> {
 /// ambiguous formats (every numeric directive adjacent) stayed under 400.
 const STEP_BUDGET: u32 = 50_000;
 
+/// Backtracking frames for one match. The frames on the stack are for
+/// distinct nodes of one path through the format, and a frame is only kept
+/// for a node with a second viable candidate: one of the 12 directives with
+/// several candidate ends (`%d %f %H %I %j %m %M %S %U %W %V %z`; each letter
+/// at most once, else the format is refused), whitespace before `%d` (whose
+/// ` [1-9]` alternative starts with a space) or whitespace ending the
+/// format. So at most 14 are ever used: 16 never overflow.
+const MAX_FRAMES: usize = 16;
+
 /// A choice point: the node at `at`/`sub`, matched at `pos`, whose
 /// candidate `next` is the one to try when backtracking to it.
 #[derive(Clone, Copy)]
 struct Frame<P> {
     at: P,
-    sub: Option<(u8, u8)>,
+    /// The cursor's `sub`, packed as [`pack_sub`] packs it: 8-byte frames
+    /// with 16-bit positions, where `Option<(u8, u8)>` would make them 10.
+    sub: u16,
     pos: P,
     next: P,
 }
 
 impl<P: Pos> Frame<P> {
     fn cursor(&self) -> Cursor {
-        Cursor { at: self.at.get(), sub: self.sub }
+        let [which, off] = self.sub.to_be_bytes();
+        Cursor { at: self.at.get(), sub: (self.sub != 0).then_some((which, off)) }
     }
+}
+
+/// (node, position) pairs where the rest of the match failed: matching has
+/// no back-references, so a failure there is a failure whatever came
+/// before. 32 slots, kept as two arrays with the 16-bit half apart: 64
+/// bytes less than triples.
+struct FailureCache<'a, P> {
+    at: &'a mut [(P, P); 32],
+    sub: &'a mut [u16; 32],
+}
+
+impl<P: Pos> FailureCache<'_, P> {
+    fn contains(&self, cur: Cursor, pos: usize) -> bool {
+        let key = cursor_key(cur);
+        self.at.iter().zip(self.sub.iter()).any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos)
+    }
+
+    /// Records a failure, over whatever its slot held.
+    fn insert(&mut self, cur: Cursor, pos: P) -> Option<()> {
+        let key = cursor_key(cur);
+        let slot = (key.0 ^ pos.get().wrapping_mul(31)) % self.at.len();
+        if let (Some(f), Some(sub)) = (self.at.get_mut(slot), self.sub.get_mut(slot)) {
+            *f = (P::of(key.0)?, pos);
+            *sub = key.1;
+        }
+        Some(())
+    }
+}
+
+/// The state of one match.
+struct Matcher<'a, P> {
+    fmt: &'a str,
+    text: &'a str,
+    caps: &'a mut Captures<P>,
+    steps: &'a mut u32,
+    /// The choice points, oldest first; `depth` of them are live.
+    stack: &'a mut [Frame<P>; MAX_FRAMES],
+    depth: usize,
+    failed: FailureCache<'a, P>,
 }
 
 /// Python's `format_regex.match(text)`: the first match in backtracking
 /// order, anchored at the start but not at the end. Returns its end.
+///
+/// Advances node by node through the format; where a node fails, returns
+/// to the newest choice point that has another candidate.
 pub(super) fn regex_match<P: Pos>(fmt: &str, text: &str, caps: &mut Captures<P>, steps: &mut u32) -> Option<usize> {
-    let mut stack = [Frame { at: P::NONE, sub: None, pos: P::NONE, next: P::NONE }; MAX_FRAMES];
-    let mut depth = 0usize;
-    // Failed (node, position) pairs: matching has no back-references, so a
-    // failure there is a failure whatever came before.
-    // Kept as two arrays, the 16-bit half apart: 64 bytes less than triples.
-    let mut failed = [(P::NONE, P::NONE); 32];
+    // The arrays are locals the matcher borrows: built in place, where a
+    // struct that owned them is built aside and copied (opt-level "z"),
+    // taking their size twice on the stack.
+    let mut stack = [Frame { at: P::NONE, sub: 0, pos: P::NONE, next: P::NONE }; MAX_FRAMES];
+    let mut failed_at = [(P::NONE, P::NONE); 32];
     let mut failed_sub = [0u16; 32];
-    let mut cur = Cursor::START;
-    let mut pos = 0usize;
-    'outer: loop {
-        *steps += 1;
-        if *steps > STEP_BUDGET {
-            return None;
-        }
-        // Try to advance from (cur, pos).
-        let advanced = match next_node(fmt, cur) {
-            None => return Some(pos),
-            Some((node, after)) => {
-                let key = cursor_key(cur);
-                if failed.iter().zip(&failed_sub).any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos) {
-                    None
-                } else {
-                    match nth_end(node, text, pos, 0) {
-                        None => None,
-                        Some(end) => {
-                            // A choice point only if another candidate could be
-                            // followed by the next node: this keeps the stack to
-                            // one frame per adjacent numeric directive or so.
-                            let is_choice = !matches!(node, Node::Lit(_))
-                                && (1..).map_while(|k| nth_end(node, text, pos, k)).any(|e| viable(fmt, after, text, e));
-                            if is_choice {
-                                let frame = stack.get_mut(depth)?;
-                                *frame = Frame { at: P::of(cur.at)?, sub: cur.sub, pos: P::of(pos)?, next: P::of(1)? };
-                                depth += 1;
-                            }
-                            if let Node::Field(d) = node {
-                                caps.set(d, (pos, end))?;
-                            }
-                            Some((after, end))
-                        }
-                    }
-                }
-            }
+    let failed = FailureCache { at: &mut failed_at, sub: &mut failed_sub };
+    let mut m = Matcher { fmt, text, caps, steps, stack: &mut stack, depth: 0, failed };
+    let (mut cur, mut pos) = (Cursor::START, 0usize);
+    loop {
+        m.step()?;
+        let Some((node, after)) = next_node(fmt, cur) else { return Some(pos) };
+        (cur, pos) = match m.advance(node, cur, after, pos)? {
+            Some(end) => (after, end),
+            None => m.backtrack()?,
         };
-        if let Some((after, end)) = advanced {
-            cur = after;
-            pos = end;
-            continue;
+    }
+}
+
+impl<P: Pos> Matcher<'_, P> {
+    /// Counts one step; `None` once the budget is spent.
+    fn step(&mut self) -> Option<()> {
+        *self.steps += 1;
+        (*self.steps <= STEP_BUDGET).then_some(())
+    }
+
+    /// Matches `node` (at `cur`, followed by the node at `after`) at `pos`
+    /// with its first candidate: `Some(end)`, or `Some(None)` if it fails
+    /// there. Keeps a choice point only if a later candidate could be
+    /// followed by the next node: this keeps the stack to one frame per
+    /// adjacent numeric directive or so. `None` aborts the match.
+    fn advance(&mut self, node: Node, cur: Cursor, after: Cursor, pos: usize) -> Option<Option<usize>> {
+        if self.failed.contains(cur, pos) {
+            return Some(None);
         }
-        // Backtrack to the newest choice point with another candidate.
+        let Some(end) = nth_end(node, self.text, pos, 0) else { return Some(None) };
+        if !matches!(node, Node::Lit(_)) && self.viable_candidate(node, after, pos, 1).is_some() {
+            let frame = self.stack.get_mut(self.depth)?;
+            *frame = Frame { at: P::of(cur.at)?, sub: pack_sub(cur.sub), pos: P::of(pos)?, next: P::of(1)? };
+            self.depth += 1;
+        }
+        self.capture(node, pos, end)?;
+        Some(Some(end))
+    }
+
+    /// Backtracks to the newest choice point with another viable candidate
+    /// and takes it: the cursor and the position after it. Choice points
+    /// with none left are dropped, and remembered as failures. `None` when
+    /// none is left (no match) or the budget is spent.
+    fn backtrack(&mut self) -> Option<(Cursor, usize)> {
         loop {
-            *steps += 1;
-            if *steps > STEP_BUDGET || depth == 0 {
-                return None;
-            }
-            let frame = *stack.get(depth - 1)?;
-            let (node, after) = next_node(fmt, frame.cursor())?;
-            let frame_pos = frame.pos.get();
-            let mut k = frame.next.get();
-            let found = loop {
-                match nth_end(node, text, frame_pos, k) {
-                    Some(e) if !viable(fmt, after, text, e) => k += 1,
-                    other => break other,
-                }
-            };
-            match found {
-                Some(end) => {
-                    if let Some(f) = stack.get_mut(depth - 1) {
+            self.step()?;
+            let top = self.depth.checked_sub(1)?;
+            let frame = *self.stack.get(top)?;
+            let (node, after) = next_node(self.fmt, frame.cursor())?;
+            let pos = frame.pos.get();
+            match self.viable_candidate(node, after, pos, frame.next.get()) {
+                Some((k, end)) => {
+                    if let Some(f) = self.stack.get_mut(top) {
                         f.next = P::of(k.saturating_add(1))?;
                     }
-                    if let Node::Field(d) = node {
-                        caps.set(d, (frame_pos, end))?;
-                    }
-                    cur = after;
-                    pos = end;
-                    continue 'outer;
+                    self.capture(node, pos, end)?;
+                    return Some((after, end));
                 }
                 None => {
-                    let key = cursor_key(frame.cursor());
-                    let slot = (key.0 ^ frame_pos.wrapping_mul(31)) % failed.len();
-                    if let (Some(f), Some(sub)) = (failed.get_mut(slot), failed_sub.get_mut(slot)) {
-                        *f = (P::of(key.0)?, frame.pos);
-                        *sub = key.1;
-                    }
-                    depth -= 1;
+                    self.failed.insert(frame.cursor(), frame.pos)?;
+                    self.depth = top;
                 }
             }
         }
+    }
+
+    /// The first candidate of `node` at `pos`, from the `k`-th on, that the
+    /// node at `after` can start at: its index and its end.
+    ///
+    /// Inlined into both callers, like the matcher's other steps: out of
+    /// line it would put a frame of its own between the matcher's state
+    /// and the candidate search, 64 bytes more on a device.
+    #[inline(always)]
+    fn viable_candidate(&self, node: Node, after: Cursor, pos: usize, k: usize) -> Option<(usize, usize)> {
+        let mut k = k;
+        loop {
+            let end = nth_end(node, self.text, pos, k)?;
+            if viable(self.fmt, after, self.text, end) {
+                return Some((k, end));
+            }
+            k += 1;
+        }
+    }
+
+    /// Records the group of `node` if it is a directive. Inlined, as
+    /// [`Self::viable_candidate`] is, to keep the matcher one frame.
+    #[inline(always)]
+    fn capture(&mut self, node: Node, start: usize, end: usize) -> Option<()> {
+        if let Node::Field(d) = node {
+            self.caps.set(d, (start, end))?;
+        }
+        Some(())
     }
 }
 
@@ -508,10 +563,15 @@ fn viable(fmt: &str, cur: Cursor, text: &str, pos: usize) -> bool {
 }
 
 fn cursor_key(c: Cursor) -> (usize, u16) {
-    match c.sub {
-        None => (c.at, 0),
+    (c.at, pack_sub(c.sub))
+}
+
+/// A cursor's `sub` in 16 bits: the letter, then the offset; 0 for none.
+fn pack_sub(sub: Option<(u8, u8)>) -> u16 {
+    match sub {
+        None => 0,
         // Never 0: the letter is not NUL.
-        Some((w, off)) => (c.at, u16::from(w) << 8 | u16::from(off)),
+        Some((w, off)) => u16::from(w) << 8 | u16::from(off),
     }
 }
 
