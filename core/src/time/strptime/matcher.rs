@@ -417,14 +417,13 @@ struct FailureCache<'a, P> {
 }
 
 impl<P: Pos> FailureCache<'_, P> {
-    fn contains(&self, cur: Cursor, pos: usize) -> bool {
-        let key = cursor_key(cur);
+    /// Whether the node at the cursor `key` ([`cursor_key`]) failed at `pos`.
+    fn contains(&self, key: (usize, u16), pos: usize) -> bool {
         self.at.iter().zip(self.sub.iter()).any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos)
     }
 
     /// Records a failure, over whatever its slot held.
-    fn insert(&mut self, cur: Cursor, pos: P) -> Option<()> {
-        let key = cursor_key(cur);
+    fn insert(&mut self, key: (usize, u16), pos: P) -> Option<()> {
         let slot = (key.0 ^ pos.get().wrapping_mul(31)) % self.at.len();
         if let (Some(f), Some(sub)) = (self.at.get_mut(slot), self.sub.get_mut(slot)) {
             *f = (P::of(key.0)?, pos);
@@ -484,7 +483,7 @@ impl<P: Pos> Matcher<'_, P> {
     /// followed by the next node: this keeps the stack to one frame per
     /// adjacent numeric directive or so. `None` aborts the match.
     fn advance(&mut self, node: Node, cur: Cursor, after: Cursor, pos: usize) -> Option<Option<usize>> {
-        if self.failed.contains(cur, pos) {
+        if self.failed.contains(cursor_key(cur), pos) {
             return Some(None);
         }
         let Some(end) = nth_end(node, self.text, pos, 0) else { return Some(None) };
@@ -517,7 +516,7 @@ impl<P: Pos> Matcher<'_, P> {
                     return Some((after, end));
                 }
                 None => {
-                    self.failed.insert(frame.cursor(), frame.pos)?;
+                    self.failed.insert((frame.at.get(), frame.sub), frame.pos)?;
                     self.depth = top;
                 }
             }
@@ -527,9 +526,10 @@ impl<P: Pos> Matcher<'_, P> {
     /// The first candidate of `node` at `pos`, from the `k`-th on, that the
     /// node at `after` can start at: its index and its end.
     ///
-    /// Inlined into both callers, like the matcher's other steps: out of
-    /// line it would put a frame of its own between the matcher's state
-    /// and the candidate search, 64 bytes more on a device.
+    /// Inlined into both callers: out of line it would put a frame of its
+    /// own between the matcher's state and the candidate search, 64 bytes
+    /// more on a device. ([`Self::capture`] stays out of line: it calls
+    /// nothing deep, and inlined twice it took 40 bytes more flash.)
     #[inline(always)]
     fn viable_candidate(&self, node: Node, after: Cursor, pos: usize, k: usize) -> Option<(usize, usize)> {
         let mut k = k;
@@ -542,9 +542,7 @@ impl<P: Pos> Matcher<'_, P> {
         }
     }
 
-    /// Records the group of `node` if it is a directive. Inlined, as
-    /// [`Self::viable_candidate`] is, to keep the matcher one frame.
-    #[inline(always)]
+    /// Records the group of `node` if it is a directive.
     fn capture(&mut self, node: Node, start: usize, end: usize) -> Option<()> {
         if let Node::Field(d) = node {
             self.caps.set(d, (start, end))?;
