@@ -62,8 +62,10 @@ fn match_whole<P: Pos>(fmt: &str, text: &str, caps: &mut Captures<P>) -> Option<
     (end == text.len()).then_some(())
 }
 
-/// Phases 2 and 3: the datetime the groups of a match give. Out of line:
-/// its frame and the matcher's state are never needed at once.
+/// Phases 2 and 3: the datetime the groups of a match give. Out of line,
+/// so that its locals do not lie under the matcher's own calls: the
+/// matcher is inlined into `parse_with`, and inlined there too these would
+/// deepen the matcher's deepest path.
 #[inline(never)]
 fn from_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Recorded> {
     resolve_date(convert_groups(fmt, text, caps)?)
