@@ -257,8 +257,50 @@ pub enum Field {
     CompressionToolEnabled,
 }
 
+/// The JSON object a [`Field`] belongs to: the first part of its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    /// `injection_config`.
+    Injection,
+    /// `context_config`.
+    Context,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Injection => "injection_config",
+            Section::Context => "context_config",
+        }
+    }
+}
+
 impl Field {
-    /// The field's path as written in JSON, e.g. `injection_config.template`.
+    /// Every field, in declaration order.
+    const ALL: [Field; 18] = [
+        Field::InjectRuntimeState,
+        Field::Timezone,
+        Field::TimeFormat,
+        Field::TimeInterval,
+        Field::InjectionContextBufferRatio,
+        Field::ToolRetriesLimit,
+        Field::ToolRetriesHint,
+        Field::Template,
+        Field::InjectionSource,
+        Field::TaskToolNames,
+        Field::ExtraFields,
+        Field::EmitHintEvent,
+        Field::Strict,
+        Field::FilteredZoneFallsBackToUtc,
+        Field::TriggerRatio,
+        Field::ReserveRatio,
+        Field::ContextBufferRatio,
+        Field::CompressionToolEnabled,
+    ];
+
+    /// The field's path as written in JSON, e.g. `injection_config.template`:
+    /// the one table of key names, which the JSON loader reads too
+    /// ([`Field::find`]).
     pub fn path(self) -> &'static str {
         match self {
             Field::InjectRuntimeState => "injection_config.inject_runtime_state",
@@ -280,6 +322,17 @@ impl Field {
             Field::ContextBufferRatio => "context_config.context_buffer_ratio",
             Field::CompressionToolEnabled => "context_config.compression_tool_enabled",
         }
+    }
+
+    /// The field's key within its section's JSON object (`template`), if
+    /// it belongs to `section`.
+    pub(crate) fn key_in(self, section: Section) -> Option<&'static str> {
+        self.path().strip_prefix(section.name())?.strip_prefix('.')
+    }
+
+    /// The field of `section` whose key `is_key` accepts.
+    pub(crate) fn find(section: Section, is_key: impl Fn(&str) -> bool) -> Option<Field> {
+        Field::ALL.into_iter().find(|f| f.key_in(section).is_some_and(&is_key))
     }
 }
 
@@ -611,6 +664,25 @@ impl<'a> Config<'a> {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    #[test]
+    fn each_field_is_found_by_its_own_key_in_its_own_section() {
+        for field in Field::ALL {
+            let (section, other) = match field.path().split_once('.') {
+                Some(("injection_config", _)) => (Section::Injection, Section::Context),
+                Some(("context_config", _)) => (Section::Context, Section::Injection),
+                _ => panic!("{field:?}: {}", field.path()),
+            };
+            let key = field.key_in(section).unwrap();
+            assert_eq!(std::format!("{}.{key}", section.name()), field.path());
+            assert_eq!(field.key_in(other), None);
+            assert_eq!(Field::find(section, |k| k == key), Some(field));
+            assert_eq!(field.to_string(), field.path());
+        }
+        assert_eq!(Field::find(Section::Context, |k| k == "context_buffer_ratio"), Some(Field::ContextBufferRatio));
+        assert_eq!(Field::find(Section::Injection, |k| k == "context_buffer_ratio"), Some(Field::InjectionContextBufferRatio));
+        assert_eq!(Field::find(Section::Injection, |k| k == "trigger_ratio"), None);
+    }
 
     #[test]
     fn zone_not_compiled_in_names_the_zone_and_the_fix() {
