@@ -69,11 +69,8 @@ impl<'a> Engine<'a> {
         live: &L,
         out: &'b mut [u8],
     ) -> Result<Option<&'b str>, HintTooLong> {
-        let last = conversation.newest(0);
-        let tool_name = match (&last, decision.tool_error) {
-            (Some(last), Some(_)) => rules::failing_tool(last).unwrap_or(""),
-            _ => "",
-        };
+        let newest = decision.tool_error.and_then(|_| conversation.newest(0));
+        let tool_name = decision.tool_error.zip(newest.as_ref()).and_then(|(e, m)| e.tool_name(m)).unwrap_or("");
         render::render(&self.config, decision, tool_name, live, out)
     }
 

@@ -87,13 +87,37 @@ pub struct ContextLength {
     pub suggest_compression: bool,
 }
 
-/// The tool-error dimension's findings.
+/// The tool-error dimension's findings: how many times the call failed,
+/// and where the rule found the failing tool.
+///
+/// The tool is kept as a position, not as its name: a [`Decision`] is
+/// `Copy` and must not borrow the conversation (the caller appends the
+/// hint to it right after the step), and a copy of the name would either
+/// bound tool names or take their whole length on every decision's stack.
+/// The newest message does not change between deciding and rendering, so
+/// the position names the same block then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ToolError {
-    /// Consecutive identical failures of the newest failing tool (the
-    /// renderer reads its name from the conversation again).
+    /// Consecutive failures of the same call (same tool, same arguments)
+    /// that the newest message ends with.
     pub count: u64,
+    /// The index, in the newest message, of the newest of those failed
+    /// tool results: its `name` is the `{tool_name}` of the hint
+    /// ([`ToolError::tool_name`]).
+    pub result: usize,
+}
+
+impl ToolError {
+    /// The failing tool's name, read from `newest`, the message the
+    /// decision was made on; `None` when the block at
+    /// [`result`](Self::result) is not a tool result (another message).
+    pub fn tool_name<'m, M: Message>(&self, newest: &'m M) -> Option<&'m str> {
+        match newest.block(self.result)? {
+            Block::ToolResult { name, .. } => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// A small set of [`Warning`]s.
@@ -468,10 +492,10 @@ fn call_input<'m, M: Message>(msg: &'m M, id: &str) -> &'m str {
         .unwrap_or("")
 }
 
-/// The tool results of `msg`, newest first, as `(id, name, state)`.
-fn tool_results<M: Message>(msg: &M) -> impl Iterator<Item = (&str, &str, ToolResultState)> {
+/// The tool results of `msg`, newest first, as `(index, id, name, state)`.
+fn tool_results<M: Message>(msg: &M) -> impl Iterator<Item = (usize, &str, &str, ToolResultState)> {
     (0..msg.block_count()).rev().filter_map(move |b| match msg.block(b) {
-        Some(Block::ToolResult { id, name, state }) => Some((id, name, state)),
+        Some(Block::ToolResult { id, name, state }) => Some((b, id, name, state)),
         _ => None,
     })
 }
@@ -481,13 +505,14 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     if last.role() != Role::Assistant || last.name() != agent_name {
         return None;
     }
-    let (_, tool_name, state) = tool_results(last).next()?;
+    let (result, _, tool_name, state) = tool_results(last).next()?;
     if state != ToolResultState::Error {
         return None;
     }
     // The trailing results that failed on the same tool, newest first.
-    let streak =
-        || tool_results(last).take_while(|&(_, name, state)| state == ToolResultState::Error && name == tool_name).map(|(id, _, _)| id);
+    let streak = || {
+        tool_results(last).take_while(|&(_, _, name, state)| state == ToolResultState::Error && name == tool_name).map(|(_, id, _, _)| id)
+    };
     let limit = cfg.config.injection.tool_retries_limit;
     if (streak().count() as u64) < limit {
         return None;
@@ -495,12 +520,7 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     let mut ids = streak();
     let newest = argument_key(call_input(last, ids.next()?));
     let count = 1 + ids.take_while(|id| argument_key(call_input(last, id)) == newest).count() as u64;
-    (count >= limit).then_some(ToolError { count })
-}
-
-/// The name of the tool whose failures the newest message ends with.
-pub(crate) fn failing_tool<M: Message>(last: &M) -> Option<&str> {
-    tool_results(last).next().map(|(_, name, _)| name)
+    (count >= limit).then_some(ToolError { count, result })
 }
 
 /// Decides every dimension for one step.
@@ -550,4 +570,105 @@ pub(crate) fn decide_with<C: Conversation>(
     let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
     Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, InjectionConfig};
+    use crate::conversation::{SliceConversation, SliceMessage};
+    use crate::engine::Engine;
+    use crate::tracker::Tracker;
+
+    const AGENT: &str = "rover";
+
+    fn step() -> Step<'static> {
+        Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1000 }
+    }
+
+    fn engine(limit: u64) -> Engine<'static> {
+        Engine::new(Config { injection: InjectionConfig { tool_retries_limit: limit, ..Default::default() }, ..Default::default() })
+            .unwrap()
+    }
+
+    fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'static> {
+        Block::ToolCall { id, name, input }
+    }
+
+    fn failed(id: &'static str, name: &'static str) -> Block<'static> {
+        Block::ToolResult { id, name, state: ToolResultState::Error }
+    }
+
+    /// The decision of the scan and of a tracker that observed `blocks` as
+    /// the agent's one message, which must agree.
+    fn tool_error_of(engine: &Engine<'_>, name: &str, blocks: &[Block<'_>]) -> Option<ToolError> {
+        let msgs = [SliceMessage { role: Role::Assistant, name, blocks }];
+        let conv = SliceConversation(&msgs);
+        let scanned = engine.decide(&conv, &step(), None);
+        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, &step(), None);
+        assert_eq!(scanned, tracked);
+        scanned.tool_error
+    }
+
+    #[test]
+    fn the_tool_error_points_at_the_newest_failed_result_and_names_its_tool() {
+        let engine = engine(3);
+        let blocks = [
+            call("a", "Drive", r#"{"m": 1}"#),
+            failed("a", "Drive"),
+            call("b", "Drive", r#"{"m":1}"#),
+            Block::Other,
+            failed("b", "Drive"),
+            call("c", "Drive", r#"{ "m": 1 }"#),
+            failed("c", "Drive"),
+            Block::Other,
+        ];
+        let found = tool_error_of(&engine, AGENT, &blocks).unwrap();
+        assert_eq!(found, ToolError { count: 3, result: 6 });
+        let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks };
+        assert_eq!(found.tool_name(&msg), Some("Drive"));
+        // A position that is not a tool result names no tool.
+        assert_eq!(ToolError { count: 3, result: 5 }.tool_name(&msg), None);
+        assert_eq!(ToolError { count: 3, result: 8 }.tool_name(&msg), None);
+        // The rendered hint names it.
+        let conv = [msg];
+        let mut out = [0u8; 1024];
+        let d = engine.decide(&SliceConversation(&conv), &step(), None);
+        let hint = engine.render(&d, &SliceConversation(&conv), &(), &mut out).unwrap().unwrap();
+        assert!(hint.contains("<tool-error>The last 3 calls to 'Drive' with the same arguments all failed."), "{hint}");
+    }
+
+    #[test]
+    fn the_streak_counts_only_the_same_tool_failing_with_the_same_arguments() {
+        let engine = engine(3);
+        // Arguments differ in the oldest failure: two identical, under the limit.
+        let differ = [call("a", "T", "1"), failed("a", "T"), call("b", "T", "2"), failed("b", "T"), call("c", "T", "2"), failed("c", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &differ), None);
+        let four = [
+            call("a", "T", "2"),
+            failed("a", "T"),
+            call("b", "T", "2"),
+            failed("b", "T"),
+            call("c", "T", "2"),
+            failed("c", "T"),
+            call("d", "T", "2"),
+            failed("d", "T"),
+        ];
+        assert_eq!(tool_error_of(&engine, AGENT, &four), Some(ToolError { count: 4, result: 7 }));
+        assert_eq!(tool_error_of(&engine, AGENT, &four[2..]), Some(ToolError { count: 3, result: 5 }));
+        assert_eq!(tool_error_of(&engine, AGENT, &four[4..]), None);
+        assert_eq!(tool_error_of(&self::engine(4), AGENT, &four[2..]), None);
+        assert_eq!(tool_error_of(&self::engine(4), AGENT, &four), Some(ToolError { count: 4, result: 7 }));
+        // Another tool's failure in between ends the streak.
+        let other = [call("a", "T", "2"), failed("a", "T"), call("x", "U", "2"), failed("x", "U"), call("c", "T", "2"), failed("c", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &other), None);
+        // A success last: nothing.
+        let mut ok = four;
+        ok[7] = Block::ToolResult { id: "d", name: "T", state: ToolResultState::Success };
+        assert_eq!(tool_error_of(&engine, AGENT, &ok), None);
+        // Someone else's message, or a user's: nothing.
+        assert_eq!(tool_error_of(&engine, "other", &four), None);
+        let msgs = [SliceMessage { role: Role::User, name: AGENT, blocks: &four }];
+        assert_eq!(engine.decide(&SliceConversation(&msgs), &step(), None).tool_error, None);
+    }
 }
