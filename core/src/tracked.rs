@@ -57,11 +57,10 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
-use core::cell::Cell;
 use core::fmt;
 
 use crate::clock::{Clock, Timestamp};
-use crate::conversation::{Block, Conversation, HintText, Role, ToolResultState};
+use crate::conversation::{Block, Conversation, Counted, HintText, Role, ToolResultState};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
 use crate::rules::{Decision, Step};
@@ -265,9 +264,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// Decides which dimensions fire, in constant time. `now` is `None`
     /// when the wall time is unknown.
     pub fn decide(&mut self, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
-        let counted = Counted { inner: &self.store, reads: Cell::new(0) };
+        let counted = Counted::new(&self.store);
         let decision = self.tracker.decide(&counted, step, now);
-        self.messages_read = counted.reads.get();
+        self.messages_read = counted.reads();
         decision
     }
 
@@ -326,28 +325,6 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Forma
             self.store.evicted_total(),
             self.messages_read
         );
-    }
-}
-
-/// A view of a conversation that counts the messages read through it.
-struct Counted<'c, C> {
-    inner: &'c C,
-    reads: Cell<usize>,
-}
-
-impl<C: Conversation> Conversation for Counted<'_, C> {
-    type Message<'m>
-        = C::Message<'m>
-    where
-        Self: 'm;
-
-    fn message_count(&self) -> usize {
-        self.inner.message_count()
-    }
-
-    fn newest(&self, index: usize) -> Option<Self::Message<'_>> {
-        self.reads.set(self.reads.get() + 1);
-        self.inner.newest(index)
     }
 }
 

@@ -206,7 +206,7 @@ impl<'a> Tracker<'a> {
 mod tests {
     use super::*;
     use crate::config::{Config, StrList};
-    use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::conversation::{Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
     use crate::FixedClock;
@@ -323,26 +323,6 @@ mod tests {
         }
     }
 
-    /// A conversation that counts the messages read.
-    struct Counting<'a> {
-        inner: SliceConversation<'a>,
-        reads: core::cell::Cell<usize>,
-    }
-
-    impl<'a> Conversation for Counting<'a> {
-        type Message<'m>
-            = SliceMessage<'a>
-        where
-            Self: 'm;
-        fn message_count(&self) -> usize {
-            self.inner.message_count()
-        }
-        fn newest(&self, index: usize) -> Option<SliceMessage<'a>> {
-            self.reads.set(self.reads.get() + 1);
-            self.inner.newest(index)
-        }
-    }
-
     /// The full scan reads every message; the tracker reads the newest
     /// twice (to check it is in sync, and for the tool-error rule) and no
     /// other, whatever the context's length: it read the recorded time when
@@ -359,14 +339,14 @@ mod tests {
         for len in [10usize, 10_000] {
             let mut msgs = std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
             msgs.resize(len, SliceMessage { role: Role::Assistant, name: AGENT, blocks: &other });
-            let conv = Counting { inner: SliceConversation(&msgs), reads: 0.into() };
+            let conv = SliceConversation(&msgs);
             let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
-            conv.reads.set(0);
-            let full = engine.decide(&conv, &step, Some(now));
-            assert!(conv.reads.get() >= len);
-            conv.reads.set(0);
-            let tracked = tracker.decide(&conv, &step, Some(now));
-            assert_eq!(conv.reads.get(), 2);
+            let counted = Counted::new(&conv);
+            let full = engine.decide(&counted, &step, Some(now));
+            assert!(counted.reads() >= len);
+            let counted = Counted::new(&conv);
+            let tracked = tracker.decide(&counted, &step, Some(now));
+            assert_eq!(counted.reads(), 2);
             assert_eq!(tracked, full);
             assert_eq!(tracked.time, crate::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());
