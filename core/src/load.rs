@@ -594,6 +594,14 @@ mod tests {
         }
         assert_eq!(load("{").unwrap_err(), LoadError::Syntax { offset: 1 });
         assert_eq!(load("[]").unwrap_err(), LoadError::NotAnObject);
+        for (err, text) in [
+            (LoadError::Syntax { offset: 7 }, "invalid JSON at byte 7"),
+            (LoadError::NotAnObject, "the configuration must be a JSON object"),
+            (LoadError::WrongType { field: Field::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
+            (LoadError::TooLong { field: Field::TriggerRatio }, "context_config.trigger_ratio: too long for the configuration buffer"),
+        ] {
+            assert_eq!(std::format!("{err}"), text);
+        }
     }
 
     #[test]
