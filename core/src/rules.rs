@@ -576,7 +576,7 @@ pub(crate) fn decide_with<C: Conversation>(
 mod tests {
     use super::*;
     use crate::config::{Config, InjectionConfig};
-    use crate::conversation::{SliceConversation, SliceMessage};
+    use crate::conversation::{HintText, SliceConversation, SliceMessage};
     use crate::engine::Engine;
     use crate::tracker::Tracker;
 
@@ -608,6 +608,298 @@ mod tests {
         let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, &step(), None);
         assert_eq!(scanned, tracked);
         scanned.tool_error
+    }
+
+    const NOW: i64 = 1_784_687_400; // 2026-07-22T02:30:00Z
+    const SOURCE: &str = crate::config::DEFAULT_INJECTION_SOURCE;
+
+    fn hint(text: &'static str) -> Block<'static> {
+        Block::Hint { source: Some(SOURCE), text: HintText::Single(text) }
+    }
+
+    /// `body` as envaware renders it with the default template.
+    fn framed(body: &str) -> &'static str {
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+        std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str())
+    }
+
+    fn at(seconds: i64) -> Option<Timestamp> {
+        Some(Timestamp::from_unix_seconds(seconds))
+    }
+
+    fn own<'a>(blocks: &'a [Block<'static>]) -> SliceMessage<'a> {
+        SliceMessage { role: Role::Assistant, name: AGENT, blocks }
+    }
+
+    /// The scan's decision, checked against a tracker that observed the
+    /// same messages.
+    fn decide_on(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        let conv = SliceConversation(msgs);
+        let scanned = engine.decide(&conv, step, now);
+        assert_eq!(Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, step, now), scanned);
+        scanned
+    }
+
+    fn with_injection(f: impl FnOnce(&mut InjectionConfig<'static>)) -> Engine<'static> {
+        let mut injection = InjectionConfig::default();
+        f(&mut injection);
+        Engine::new(Config { injection, ..Default::default() }).unwrap()
+    }
+
+    #[test]
+    fn the_time_is_due_past_the_interval_and_in_the_future_not_at_or_within_it() {
+        let engine = engine(3);
+        for (recorded, due) in [
+            ("<current-time>2026-07-22T02:00:00</current-time>", false), // exactly the interval
+            ("<current-time>2026-07-22T01:59:59</current-time>", true),
+            ("<current-time>2026-07-22T02:30:00</current-time>", false), // now
+            ("<current-time>2026-07-22T02:30:01</current-time>", true),  // the future
+            ("<current-time>2026-07-21T02:30:00</current-time>", true),
+            ("<current-time>not a time</current-time>", true),
+        ] {
+            let blocks = [hint(recorded)];
+            let d = decide_on(&engine, &[own(&blocks)], &step(), at(NOW));
+            let want = if due { TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)) } else { TimeDecision::NotDue };
+            assert_eq!(d.time, want, "{recorded}");
+            assert_eq!(d.fires(), due, "{recorded}");
+        }
+        // No recorded time: inject; no clock, or one Python cannot hold: skipped.
+        assert_eq!(decide_on(&engine, &[], &step(), at(NOW)).time, TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)));
+        assert_eq!(decide_on(&engine, &[], &step(), None).time, TimeDecision::Skipped(TimeSkipped::ClockUnset));
+        let far = Some(Timestamp(i64::MAX));
+        assert_eq!(decide_on(&engine, &[], &step(), far).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        let year_zero = at(-62_135_596_801); // 0000-12-31T23:59:59Z
+        assert_eq!(decide_on(&engine, &[], &step(), year_zero).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&engine, &[], &step(), at(-62_135_596_800)).time, TimeDecision::Inject(_)));
+        // In UTC+14 the local year is 10000 before the UTC one is.
+        let kiribati = with_injection(|i| i.timezone = "Pacific/Kiritimati");
+        let late = at(253_402_300_799 - 3600); // 9999-12-31T22:59:59Z
+        assert_eq!(decide_on(&kiribati, &[], &step(), late).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&engine, &[], &step(), late).time, TimeDecision::Inject(_)));
+    }
+
+    #[test]
+    fn the_newest_recorded_time_counts_and_other_sources_do_not() {
+        let engine = engine(3);
+        let (old, recent) =
+            (hint("<current-time>2026-07-22T01:00:00</current-time>"), hint("<current-time>2026-07-22T02:20:00</current-time>"));
+        let foreign = Block::Hint { source: Some("other"), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
+        let unsourced = Block::Hint { source: None, text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
+        let cases: [(&[Block<'static>], bool); 5] = [
+            (&[old, recent], false),
+            (&[recent, old], true),
+            (&[old, foreign], true),
+            (&[old, unsourced], true),
+            (&[recent, foreign], false),
+        ];
+        for (blocks, due) in cases {
+            let d = decide_on(&engine, &[own(blocks)], &step(), at(NOW));
+            assert_eq!(matches!(d.time, TimeDecision::Inject(_)), due, "{blocks:?}");
+        }
+        // Newest message first, whatever its blocks' order.
+        let older = [recent];
+        let newer = [old];
+        assert!(matches!(decide_on(&engine, &[own(&older), own(&newer)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        assert_eq!(decide_on(&engine, &[own(&newer), own(&older)], &step(), at(NOW)).time, TimeDecision::NotDue);
+        // A user's message is not read; another agent's is, except in strict mode.
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &older }];
+        assert!(matches!(decide_on(&engine, &user, &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &older }];
+        assert_eq!(engine.decide(&SliceConversation(&other), &step(), at(NOW)).time, TimeDecision::NotDue);
+        let strict = with_injection(|i| i.strict = true);
+        let framed_recent = [hint(framed("<current-time>2026-07-22T02:20:00</current-time>"))];
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &framed_recent }];
+        assert!(matches!(strict.decide(&SliceConversation(&other), &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        assert_eq!(decide_on(&strict, &[own(&framed_recent)], &step(), at(NOW)).time, TimeDecision::NotDue);
+    }
+
+    #[test]
+    fn a_recorded_zone_is_read_as_the_reference_reads_it() {
+        // 2026-11-01 01:50 EDT was recorded; now is 01:20 EST, 30 minutes later.
+        let now = at(1_793_514_000);
+        let ny = with_injection(|i| i.timezone = "America/New_York");
+        let same = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>America/New_York</timezone>")];
+        let alias = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>US/Eastern</timezone>")];
+        let untagged = [hint("<current-time>2026-11-01T01:50:00</current-time>")];
+        // The same name: wall clocks, 30 minutes "in the future", re-injected.
+        assert!(matches!(decide_on(&ny, &[own(&same)], &step(), now).time, TimeDecision::Inject(_)));
+        assert!(matches!(decide_on(&ny, &[own(&untagged)], &step(), now).time, TimeDecision::Inject(_)));
+        // Another name for the same rules: instants, 30 minutes ago.
+        assert_eq!(decide_on(&ny, &[own(&alias)], &step(), now).time, TimeDecision::NotDue);
+        // Strict mode: always instants.
+        let strict = with_injection(|i| (i.timezone, i.strict) = ("America/New_York", true));
+        let same_framed = [hint(framed("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>America/New_York</timezone>"))];
+        assert_eq!(decide_on(&strict, &[own(&same_framed)], &step(), now).time, TimeDecision::NotDue);
+        assert!(matches!(decide_on(&ny, &[own(&same_framed)], &step(), now).time, TimeDecision::Inject(_)));
+        // An unknown recorded zone is read as UTC, with a warning: 01:50Z is
+        // 4.5 hours before now.
+        let unknown = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>Mars/Base</timezone>")];
+        let d = decide_on(&ny, &[own(&unknown)], &step(), now);
+        assert!(matches!(d.time, TimeDecision::Inject(_)));
+        assert!(d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        let utc = with_injection(|i| i.time_interval = 5.0);
+        let d = decide_on(&utc, &[own(&unknown)], &step(), now);
+        assert_eq!(d.time, TimeDecision::NotDue);
+        assert!(d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        assert!(!decide_on(&utc, &[own(&untagged)], &step(), now).warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        // A time with its offset needs no zone: the tag is not read.
+        let offset = with_injection(|i| (i.timezone, i.time_format) = ("America/New_York", "%Y-%m-%dT%H:%M:%S%z"));
+        let tagged = [hint("<current-time>2026-11-01T01:50:00-0400</current-time>\n<timezone>Mars/Base</timezone>")];
+        let d = decide_on(&offset, &[own(&tagged)], &step(), now);
+        assert_eq!(d.time, TimeDecision::NotDue);
+        assert!(!d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+    }
+
+    #[test]
+    fn strict_mode_reads_fields_only_where_envaware_writes_them() {
+        let strict = with_injection(|i| i.strict = true);
+        let tasks = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, ..step() };
+        let prefix = &crate::config::DEFAULT_TEMPLATE[..strict.config().state_start];
+        let hint_of =
+            |body: &str| -> &'static str { std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str()) };
+        let first = [hint(hint_of("<current-time>2026-07-22T02:20:00</current-time>\n<tasks>t</tasks>"))];
+        let d = decide_on(&strict, &[own(&first)], &tasks, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        // Not first: a value that carries the tag, not a field.
+        let later = [hint(hint_of("<robot>x<current-time>2026-07-22T02:20:00</current-time><tasks>t</tasks></robot>"))];
+        let d = decide_on(&strict, &[own(&later)], &tasks, at(NOW));
+        assert_eq!((matches!(d.time, TimeDecision::Inject(_)), d.tasks), (true, Some(tasks.tasks)));
+        // Tasks first, or on a line of their own.
+        let tasks_first = [hint(hint_of("<tasks>t</tasks>"))];
+        assert_eq!(decide_on(&strict, &[own(&tasks_first)], &tasks, at(NOW)).tasks, None);
+        // Without the template's opening text, nothing is read.
+        let bare = [hint("<current-time>2026-07-22T02:20:00</current-time>")];
+        assert!(matches!(decide_on(&strict, &[own(&bare)], &tasks, at(NOW)).time, TimeDecision::Inject(_)));
+        // The default mode reads them anywhere.
+        let engine = engine(3);
+        let d = decide_on(&engine, &[own(&later)], &tasks, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+    }
+
+    #[test]
+    fn tasks_are_told_unless_the_context_shows_them_anywhere() {
+        let engine = engine(3);
+        let pending = Step { tasks: TaskCounts { pending: 2, in_progress: 0 }, ..step() };
+        let in_progress = Step { tasks: TaskCounts { pending: 0, in_progress: 1 }, ..step() };
+        assert!(!TaskCounts::default().has_uncompleted());
+        assert!(pending.tasks.has_uncompleted() && in_progress.tasks.has_uncompleted());
+        assert_eq!(decide_on(&engine, &[], &pending, None).tasks, Some(pending.tasks));
+        assert_eq!(decide_on(&engine, &[], &in_progress, None).tasks, Some(in_progress.tasks));
+        assert_eq!(decide_on(&engine, &[], &step(), None).tasks, None);
+        let list = [call("c", "TaskList", "{}")];
+        let bash = [call("c", "Bash", "{}")];
+        let told = [hint("<tasks>x</tasks>")];
+        let time = [hint("<current-time>2026-07-22T02:20:00</current-time>")];
+        assert_eq!(decide_on(&engine, &[own(&list)], &pending, None).tasks, None);
+        assert_eq!(decide_on(&engine, &[own(&told)], &pending, None).tasks, None);
+        assert_eq!(decide_on(&engine, &[own(&bash)], &pending, None).tasks, Some(pending.tasks));
+        // Older than the newest recorded time: still read.
+        let d = decide_on(&engine, &[own(&list), own(&time)], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        // Only assistant messages.
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &list }];
+        assert_eq!(decide_on(&engine, &user, &pending, None).tasks, Some(pending.tasks));
+    }
+
+    #[test]
+    fn the_context_length_is_told_at_iteration_0_past_the_buffer() {
+        let engine = engine(3); // trigger 0.8, buffer 0.2: told above 600 of 1000
+        let at_iter = |cur_iter, input_tokens, in_progress| Step {
+            cur_iter,
+            input_tokens,
+            tasks: TaskCounts { pending: 0, in_progress },
+            context_size: 1000,
+            ..step()
+        };
+        let want = |input_tokens, suggest_compression| Some(ContextLength { input_tokens, trigger_tokens: 800, suggest_compression });
+        assert_eq!(decide_on(&engine, &[], &at_iter(0, 601, 0), None).context, want(601, false));
+        assert_eq!(decide_on(&engine, &[], &at_iter(0, 600, 0), None).context, None);
+        assert_eq!(decide_on(&engine, &[], &at_iter(1, 900, 0), None).context, None);
+        let tool = Engine::new(Config {
+            context: crate::ContextConfig { compression_tool_enabled: true, ..Default::default() },
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(decide_on(&tool, &[], &at_iter(0, 601, 0), None).context, want(601, true));
+        assert_eq!(decide_on(&tool, &[], &at_iter(0, 601, 1), None).context.map(|c| c.suggest_compression), Some(false));
+        let d = Decision { context: want(601, false), ..Decision::NONE };
+        assert!(d.fires());
+    }
+
+    #[test]
+    fn python_int_float_comparison_and_total_seconds_are_exact() {
+        for (i, f, gt) in [
+            (5, 4.5, true),
+            (4, 4.5, false),
+            (-4, -4.5, true),
+            (-5, -4.5, false),
+            (4, 3.0, true),
+            (3, 3.0, false),
+            (-3, -3.0, false),
+            (-2, -3.0, true),
+            (i64::MAX, 9_223_372_036_854_775_808.0, false),
+            (i64::MAX, 9_223_372_036_854_774_784.0, true),
+            (i64::MIN, -9.3e18, true),
+            (i64::MIN, -9_223_372_036_854_775_808.0, false),
+            (0, f64::NAN, false),
+            (0, f64::NEG_INFINITY, true),
+            (i64::MAX, f64::INFINITY, false),
+            // 2^53 + 1 is not a double: a conversion to float would say "equal".
+            (9_007_199_254_740_993, 9_007_199_254_740_992.0, true),
+        ] {
+            assert_eq!(int_gt_float(i, f), gt, "{i} > {f}");
+        }
+        for (micros, seconds) in [
+            (9_007_199_254_740_993, 9007199254.740993),
+            (-9_007_199_254_740_993, -9007199254.740993),
+            (123_456_789_012_345_678_901, 123456789012345.67),
+            (-123_456_789_012_345_678_901, -123456789012345.67),
+            (1_500_000, 1.5),
+            (-1, -0.000001),
+        ] {
+            assert_eq!(python_total_seconds(micros), seconds, "{micros}");
+        }
+    }
+
+    #[test]
+    fn warnings_keep_one_bit_each_and_injection_off_keeps_only_the_configurations() {
+        let mut w = Warnings::default();
+        assert!(w.is_empty() && w.iter().next().is_none());
+        for (n, warning) in ALL_WARNINGS.into_iter().enumerate() {
+            assert!(!w.contains(warning));
+            w.insert(warning);
+            assert!(w.contains(warning) && !w.is_empty());
+            assert_eq!(w.iter().collect::<std::vec::Vec<_>>(), ALL_WARNINGS[..=n]);
+            let mut alone = Warnings::default();
+            alone.insert(warning);
+            assert_eq!(ALL_WARNINGS.iter().filter(|x| alone.contains(**x)).count(), 1);
+        }
+        let off = with_injection(|i| (i.inject_runtime_state, i.timezone) = (false, "Mars/Base"));
+        let pending = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 0, input_tokens: 10_000, ..step() };
+        let d = decide_on(&off, &[], &pending, at(NOW));
+        assert!(!d.fires());
+        assert_eq!(d.warnings.iter().collect::<std::vec::Vec<_>>(), [Warning::TimezoneFellBackToUtc]);
+        for fired in [
+            Decision { time: TimeDecision::Inject(Timestamp(0)), ..Decision::NONE },
+            Decision { tasks: Some(TaskCounts::default()), ..Decision::NONE },
+            Decision { tool_error: Some(ToolError { count: 3, result: 0 }), ..Decision::NONE },
+        ] {
+            assert!(fired.fires());
+        }
+        assert!(!Decision { time: TimeDecision::Skipped(TimeSkipped::ClockUnset), ..Decision::NONE }.fires());
+    }
+
+    #[test]
+    fn a_call_s_input_is_its_later_duplicate_and_a_missing_call_reads_as_empty() {
+        let msg = own(&[]);
+        assert_eq!(call_input(&msg, "a"), "");
+        let blocks = [call("a", "T", "1"), call("b", "T", "2"), call("a", "T", "3")];
+        let msg = own(&blocks);
+        assert_eq!((call_input(&msg, "a"), call_input(&msg, "b"), call_input(&msg, "c")), ("3", "2", ""));
+        // Three failures whose calls are missing compare as "" and match.
+        let engine = engine(3);
+        let results = [failed("x", "T"), failed("y", "T"), failed("z", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &results), Some(ToolError { count: 3, result: 2 }));
     }
 
     #[test]
