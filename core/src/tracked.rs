@@ -387,7 +387,9 @@ mod tests {
     fn appends_follow_agentscope_reply_rules() {
         let engine = Engine::new(Config::default()).unwrap();
         let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, AGENT);
+        assert_eq!((context.agent_name(), context.is_empty(), context.len(), context.sequence(0)), (AGENT, true, 0, None));
         assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
+        assert_eq!((context.is_empty(), context.sequence(0)), (false, Some(0)));
         context.tool_call("c1", "Bash", "{}").unwrap();
         context.append_hint("<tasks>x</tasks>").unwrap();
         assert_eq!(context.len(), 1);
@@ -470,5 +472,22 @@ mod tests {
         let mut small = [0u8; 8];
         assert!(matches!(context.render_step(decision, &mut (), &mut small), Err(StepError::HintTooLong(_))));
         assert_eq!(context.len(), 2);
+    }
+
+    #[test]
+    fn a_step_error_says_which_capacity_was_short() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut context: TrackedContext<'_, 2, 2, 64> = TrackedContext::new(&engine, AGENT);
+        let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+        let mut small = [0u8; 16];
+        let err = context.step(&step(0, 0), &mut clock, &mut (), &mut small).unwrap_err();
+        let StepError::HintTooLong(inner) = err else { panic!("{err:?}") };
+        assert_eq!(std::format!("{err}"), std::format!("{inner}"));
+        // The hint fits the buffer but not the store's 64 bytes of text.
+        let mut roomy = [0u8; 1024];
+        let err = context.step(&step(0, 0), &mut clock, &mut (), &mut roomy).unwrap_err();
+        let StepError::Store(inner) = err else { panic!("{err:?}") };
+        assert_eq!(std::format!("{err}"), std::format!("the hint could not be appended: {inner}"));
+        assert!(context.is_empty());
     }
 }

@@ -407,4 +407,43 @@ mod tests {
         let empty = SliceConversation(&[]);
         assert!(tracker.decide(&empty, &step, None).tasks.is_some());
     }
+
+    /// A conversation that counts a message it cannot show.
+    struct Gappy<'a>(SliceConversation<'a>);
+
+    impl<'a> Conversation for Gappy<'a> {
+        type Message<'m>
+            = SliceMessage<'a>
+        where
+            Self: 'm;
+        fn message_count(&self) -> usize {
+            self.0.message_count() + 1
+        }
+        fn newest(&self, index: usize) -> Option<SliceMessage<'a>> {
+            self.0.newest(index)
+        }
+    }
+
+    #[test]
+    fn a_step_for_another_agent_or_a_message_it_could_not_see_is_scanned() {
+        let strict = Config { injection: crate::config::InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
+        let engine = Engine::new(strict).unwrap();
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap();
+        let text = std::format!("{prefix}<current-time>2026-07-22T02:20:00</current-time>\n</system-reminder>");
+        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text) }];
+        let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
+        let conv = SliceConversation(&msgs);
+        let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
+        let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+        let mine = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        assert_eq!(tracker.decide(&conv, &mine, now).time, crate::TimeDecision::NotDue);
+        // In strict mode another agent does not read this agent's hints.
+        let theirs = Step { agent_name: "other", ..mine };
+        let d = tracker.decide(&conv, &theirs, now);
+        assert_eq!(d, engine.decide(&conv, &theirs, now));
+        assert!(matches!(d.time, crate::TimeDecision::Inject(_)));
+        // A message counted but not shown is counted, so decisions scan.
+        let gappy = Gappy(conv);
+        assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
+    }
 }
