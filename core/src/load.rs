@@ -531,6 +531,11 @@ mod tests {
         assert!(!c.injection.emit_hint_event);
         assert!(!c.injection.filtered_zone_falls_back_to_utc);
         assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
+        // Python's json reads NaN and the infinities; pydantic takes them as floats.
+        let c = load(r#"{"time_interval": NaN, "context_buffer_ratio": -Infinity}"#).unwrap();
+        assert!(c.injection.time_interval.is_nan());
+        assert_eq!(c.injection.context_buffer_ratio, Some(f64::NEG_INFINITY));
+        assert_eq!(load(r#"{"time_interval": Infinity}"#).unwrap().injection.time_interval, f64::INFINITY);
     }
 
     #[test]
