@@ -531,6 +531,9 @@ mod tests {
         assert!(!c.injection.emit_hint_event);
         assert!(!c.injection.filtered_zone_falls_back_to_utc);
         assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
+        // pydantic reads a boolean as 0 or 1 (which then fails `>= 3`).
+        assert_eq!(load(r#"{"tool_retries_limit": true}"#).unwrap().injection.tool_retries_limit, 1);
+        assert_eq!(load(r#"{"tool_retries_limit": false}"#).unwrap().injection.tool_retries_limit, 0);
         // Python's json reads NaN and the infinities; pydantic takes them as floats.
         let c = load(r#"{"time_interval": NaN, "context_buffer_ratio": -Infinity}"#).unwrap();
         assert!(c.injection.time_interval.is_nan());
