@@ -266,70 +266,63 @@ pub(crate) enum Section {
     Context,
 }
 
-impl Section {
-    fn name(self) -> &'static str {
-        match self {
-            Section::Injection => "injection_config",
-            Section::Context => "context_config",
+/// The one table of the fields' JSON keys, by section: it writes
+/// [`Field::path`] (for messages) and [`Field::key_in`] (for the loader).
+/// The keys stand as literals, so that a program that never prints a path
+/// does not carry the paths' text.
+macro_rules! field_keys {
+    (injection_config { $($i:ident => $ik:literal,)* } context_config { $($c:ident => $ck:literal,)* }) => {
+        impl Field {
+            /// Every field, in declaration order.
+            const ALL: [Field; 18] = [$(Field::$i,)* $(Field::$c,)*];
+
+            /// The field's path as written in JSON, e.g. `injection_config.template`.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $(Field::$i => concat!("injection_config.", $ik),)*
+                    $(Field::$c => concat!("context_config.", $ck),)*
+                }
+            }
+
+            /// The field's key within its section's JSON object
+            /// (`template`), if it belongs to `section`.
+            pub(crate) fn key_in(self, section: Section) -> Option<&'static str> {
+                match (self, section) {
+                    $((Field::$i, Section::Injection) => Some($ik),)*
+                    $((Field::$c, Section::Context) => Some($ck),)*
+                    _ => None,
+                }
+            }
         }
+    };
+}
+
+field_keys! {
+    injection_config {
+        InjectRuntimeState => "inject_runtime_state",
+        Timezone => "timezone",
+        TimeFormat => "time_format",
+        TimeInterval => "time_interval",
+        InjectionContextBufferRatio => "context_buffer_ratio",
+        ToolRetriesLimit => "tool_retries_limit",
+        ToolRetriesHint => "tool_retries_hint",
+        Template => "template",
+        InjectionSource => "injection_source",
+        TaskToolNames => "task_tool_names",
+        ExtraFields => "extra_fields",
+        EmitHintEvent => "emit_hint_event",
+        Strict => "strict",
+        FilteredZoneFallsBackToUtc => "filtered_zone_falls_back_to_utc",
+    }
+    context_config {
+        TriggerRatio => "trigger_ratio",
+        ReserveRatio => "reserve_ratio",
+        ContextBufferRatio => "context_buffer_ratio",
+        CompressionToolEnabled => "compression_tool_enabled",
     }
 }
 
 impl Field {
-    /// Every field, in declaration order.
-    const ALL: [Field; 18] = [
-        Field::InjectRuntimeState,
-        Field::Timezone,
-        Field::TimeFormat,
-        Field::TimeInterval,
-        Field::InjectionContextBufferRatio,
-        Field::ToolRetriesLimit,
-        Field::ToolRetriesHint,
-        Field::Template,
-        Field::InjectionSource,
-        Field::TaskToolNames,
-        Field::ExtraFields,
-        Field::EmitHintEvent,
-        Field::Strict,
-        Field::FilteredZoneFallsBackToUtc,
-        Field::TriggerRatio,
-        Field::ReserveRatio,
-        Field::ContextBufferRatio,
-        Field::CompressionToolEnabled,
-    ];
-
-    /// The field's path as written in JSON, e.g. `injection_config.template`:
-    /// the one table of key names, which the JSON loader reads too
-    /// ([`Field::find`]).
-    pub fn path(self) -> &'static str {
-        match self {
-            Field::InjectRuntimeState => "injection_config.inject_runtime_state",
-            Field::Timezone => "injection_config.timezone",
-            Field::TimeFormat => "injection_config.time_format",
-            Field::TimeInterval => "injection_config.time_interval",
-            Field::InjectionContextBufferRatio => "injection_config.context_buffer_ratio",
-            Field::ToolRetriesLimit => "injection_config.tool_retries_limit",
-            Field::ToolRetriesHint => "injection_config.tool_retries_hint",
-            Field::Template => "injection_config.template",
-            Field::InjectionSource => "injection_config.injection_source",
-            Field::TaskToolNames => "injection_config.task_tool_names",
-            Field::ExtraFields => "injection_config.extra_fields",
-            Field::EmitHintEvent => "injection_config.emit_hint_event",
-            Field::Strict => "injection_config.strict",
-            Field::FilteredZoneFallsBackToUtc => "injection_config.filtered_zone_falls_back_to_utc",
-            Field::TriggerRatio => "context_config.trigger_ratio",
-            Field::ReserveRatio => "context_config.reserve_ratio",
-            Field::ContextBufferRatio => "context_config.context_buffer_ratio",
-            Field::CompressionToolEnabled => "context_config.compression_tool_enabled",
-        }
-    }
-
-    /// The field's key within its section's JSON object (`template`), if
-    /// it belongs to `section`.
-    pub(crate) fn key_in(self, section: Section) -> Option<&'static str> {
-        self.path().strip_prefix(section.name())?.strip_prefix('.')
-    }
-
     /// The field of `section` whose key `is_key` accepts.
     pub(crate) fn find(section: Section, is_key: impl Fn(&str) -> bool) -> Option<Field> {
         Field::ALL.into_iter().find(|f| f.key_in(section).is_some_and(&is_key))
@@ -856,13 +849,13 @@ mod tests {
     #[test]
     fn each_field_is_found_by_its_own_key_in_its_own_section() {
         for field in Field::ALL {
-            let (section, other) = match field.path().split_once('.') {
-                Some(("injection_config", _)) => (Section::Injection, Section::Context),
-                Some(("context_config", _)) => (Section::Context, Section::Injection),
+            let (section, other, name) = match field.path().split_once('.') {
+                Some(("injection_config", _)) => (Section::Injection, Section::Context, "injection_config"),
+                Some(("context_config", _)) => (Section::Context, Section::Injection, "context_config"),
                 _ => panic!("{field:?}: {}", field.path()),
             };
             let key = field.key_in(section).unwrap();
-            assert_eq!(std::format!("{}.{key}", section.name()), field.path());
+            assert_eq!(std::format!("{name}.{key}"), field.path());
             assert_eq!(field.key_in(other), None);
             assert_eq!(Field::find(section, |k| k == key), Some(field));
             assert_eq!(field.to_string(), field.path());
