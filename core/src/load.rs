@@ -374,9 +374,10 @@ fn integer_string(text: &str) -> Option<u64> {
     let text = text.strip_prefix('+').unwrap_or(text);
     let (digits, fraction) = text.split_once('.').unwrap_or((text, ""));
     let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
         return None;
     }
+    // No digits ("", "+", ".0") fail to parse.
     digits.parse().ok()
 }
 
@@ -520,6 +521,9 @@ mod tests {
             ("\"1e1\"", None),
             ("\"0x3\"", None),
             ("\"-3\"", None),
+            ("\"+\"", None),
+            ("\".0\"", None),
+            ("\"\"", None),
             ("3.5", None),
         ]) {
             let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}")).ok().map(|c| c.injection.tool_retries_limit);
