@@ -529,6 +529,11 @@ mod tests {
             let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}")).ok().map(|c| c.injection.tool_retries_limit);
             assert_eq!(got, limit, "{text}");
         }
+        for (text, value) in [("1", Some(true)), ("1.0", Some(true)), ("0", Some(false)), ("-0.0", Some(false)), ("2", None), ("0.5", None)]
+        {
+            let got = load(&std::format!("{{\"strict\": {text}}}")).ok().map(|c| c.injection.strict);
+            assert_eq!(got, value, "{text}");
+        }
         let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#).unwrap();
         assert_eq!(c.injection.tool_retries_limit, 3);
         assert_eq!(c.injection.time_interval, 1.0);
@@ -568,7 +573,7 @@ mod tests {
             let got = exact_f64(text).unwrap_or_else(|| panic!("{text}: off the fast path"));
             assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{text}");
         }
-        for text in ["", ".", "e5", "1e", "1e+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
+        for text in ["", ".", "e5", "1e", "1e+", "0e", "0e-", "0.0E+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
             assert_eq!(exact_f64(text), None, "{text:?}");
             assert!(text.parse::<f64>().is_err(), "{text:?}");
         }
