@@ -714,6 +714,23 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_time_split_across_parts_is_read_back() {
+        let engine = with_injection(|i| i.timezone = "Asia/Tokyo");
+        // 11:20 in Tokyo is 02:20Z, ten minutes before now.
+        for parts in [
+            &["<current-time>2026-07-22T11:", "20:00</current-time>\n<timezone>Asia/", "Tokyo</timezone>"][..],
+            &["<current-", "time>2026-07-22T11:20:00</current-time>"],
+        ] {
+            let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(parts) }];
+            assert_eq!(decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time, TimeDecision::NotDue, "{parts:?}");
+        }
+        // Read in another zone, the same parts are nine hours off.
+        const SPLIT_ZONE: [&str; 2] = ["<current-time>2026-07-22T11:20:00</current-time>\n<timezone>Europe/", "London</timezone>"];
+        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&SPLIT_ZONE) }];
+        assert!(matches!(decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
+    }
+
+    #[test]
     fn a_recorded_zone_is_read_as_the_reference_reads_it() {
         // 2026-11-01 01:50 EDT was recorded; now is 01:20 EST, 30 minutes later.
         let now = at(1_793_514_000);
