@@ -676,6 +676,11 @@ mod tests {
         let late = at(253_402_300_799 - 3600); // 9999-12-31T22:59:59Z
         assert_eq!(decide_on(&kiribati, &[], &step(), late).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
         assert!(matches!(decide_on(&engine, &[], &step(), late).time, TimeDecision::Inject(_)));
+        // In New York the UTC year is 10000 first: Python cannot hold it either.
+        let ny = with_injection(|i| i.timezone = "America/New_York");
+        let new_year = at(253_402_300_800 + 3600); // 10000-01-01T01:00Z, 9999-12-31T20:00 in New York
+        assert_eq!(decide_on(&ny, &[], &step(), new_year).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&ny, &[], &step(), at(253_402_300_799)).time, TimeDecision::Inject(_)));
     }
 
     #[test]
@@ -859,6 +864,7 @@ mod tests {
             (i64::MIN, -9.3e18, true),
             (i64::MIN, -9_223_372_036_854_775_808.0, false),
             (0, f64::NAN, false),
+            (1, f64::NAN, false),
             (0, f64::NEG_INFINITY, true),
             (i64::MAX, f64::INFINITY, false),
             // 2^53 + 1 is not a double: a conversion to float would say "equal".
