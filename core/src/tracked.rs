@@ -374,6 +374,10 @@ mod tests {
             assert_eq!(decision.time, crate::TimeDecision::NotDue);
             assert!(decision.tasks.is_some());
             reads.push(context.messages_read());
+            // What the tracker's decision reads through a counting view.
+            let counted = Counted::new(context.store());
+            assert_eq!(context.tracker.decide(&counted, &step(1, 1), Some(now)), decision);
+            assert_eq!(context.messages_read(), counted.reads());
         }
         // The same few messages at every length (the newest, and the one
         // holding the recorded time when the tracker reads it back).

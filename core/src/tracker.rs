@@ -446,4 +446,22 @@ mod tests {
         let gappy = Gappy(conv);
         assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
     }
+
+    #[test]
+    fn blocks_appended_to_no_message_are_not_observed() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut tracker = Tracker::new(&engine, AGENT);
+        let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
+        let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time };
+        let step = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+        // Before any message, and after every message was evicted.
+        tracker.append_blocks(&msg, 0);
+        assert_eq!(tracker.message_count(), 0);
+        tracker.push_message(&SliceMessage { role: Role::User, name: "user", blocks: &[] });
+        tracker.evict_oldest(1);
+        tracker.append_blocks(&msg, 0);
+        let empty = SliceConversation(&[]);
+        assert!(matches!(tracker.decide(&empty, &step, now).time, crate::TimeDecision::Inject(_)));
+    }
 }
