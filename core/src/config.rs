@@ -257,29 +257,75 @@ pub enum Field {
     CompressionToolEnabled,
 }
 
-impl Field {
-    /// The field's path as written in JSON, e.g. `injection_config.template`.
-    pub fn path(self) -> &'static str {
-        match self {
-            Field::InjectRuntimeState => "injection_config.inject_runtime_state",
-            Field::Timezone => "injection_config.timezone",
-            Field::TimeFormat => "injection_config.time_format",
-            Field::TimeInterval => "injection_config.time_interval",
-            Field::InjectionContextBufferRatio => "injection_config.context_buffer_ratio",
-            Field::ToolRetriesLimit => "injection_config.tool_retries_limit",
-            Field::ToolRetriesHint => "injection_config.tool_retries_hint",
-            Field::Template => "injection_config.template",
-            Field::InjectionSource => "injection_config.injection_source",
-            Field::TaskToolNames => "injection_config.task_tool_names",
-            Field::ExtraFields => "injection_config.extra_fields",
-            Field::EmitHintEvent => "injection_config.emit_hint_event",
-            Field::Strict => "injection_config.strict",
-            Field::FilteredZoneFallsBackToUtc => "injection_config.filtered_zone_falls_back_to_utc",
-            Field::TriggerRatio => "context_config.trigger_ratio",
-            Field::ReserveRatio => "context_config.reserve_ratio",
-            Field::ContextBufferRatio => "context_config.context_buffer_ratio",
-            Field::CompressionToolEnabled => "context_config.compression_tool_enabled",
+/// The JSON object a [`Field`] belongs to: the first part of its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Section {
+    /// `injection_config`.
+    Injection,
+    /// `context_config`.
+    Context,
+}
+
+/// The one table of the fields' JSON keys, by section: it writes
+/// [`Field::path`] (for messages) and [`Field::key_in`] (for the loader).
+/// The keys stand as literals, so that a program that never prints a path
+/// does not carry the paths' text.
+macro_rules! field_keys {
+    (injection_config { $($i:ident => $ik:literal,)* } context_config { $($c:ident => $ck:literal,)* }) => {
+        impl Field {
+            /// Every field, in declaration order.
+            const ALL: [Field; 18] = [$(Field::$i,)* $(Field::$c,)*];
+
+            /// The field's path as written in JSON, e.g. `injection_config.template`.
+            pub fn path(self) -> &'static str {
+                match self {
+                    $(Field::$i => concat!("injection_config.", $ik),)*
+                    $(Field::$c => concat!("context_config.", $ck),)*
+                }
+            }
+
+            /// The field's key within its section's JSON object
+            /// (`template`), if it belongs to `section`.
+            pub(crate) fn key_in(self, section: Section) -> Option<&'static str> {
+                match (self, section) {
+                    $((Field::$i, Section::Injection) => Some($ik),)*
+                    $((Field::$c, Section::Context) => Some($ck),)*
+                    _ => None,
+                }
+            }
         }
+    };
+}
+
+field_keys! {
+    injection_config {
+        InjectRuntimeState => "inject_runtime_state",
+        Timezone => "timezone",
+        TimeFormat => "time_format",
+        TimeInterval => "time_interval",
+        InjectionContextBufferRatio => "context_buffer_ratio",
+        ToolRetriesLimit => "tool_retries_limit",
+        ToolRetriesHint => "tool_retries_hint",
+        Template => "template",
+        InjectionSource => "injection_source",
+        TaskToolNames => "task_tool_names",
+        ExtraFields => "extra_fields",
+        EmitHintEvent => "emit_hint_event",
+        Strict => "strict",
+        FilteredZoneFallsBackToUtc => "filtered_zone_falls_back_to_utc",
+    }
+    context_config {
+        TriggerRatio => "trigger_ratio",
+        ReserveRatio => "reserve_ratio",
+        ContextBufferRatio => "context_buffer_ratio",
+        CompressionToolEnabled => "compression_tool_enabled",
+    }
+}
+
+impl Field {
+    /// The field of `section` whose key `is_key` accepts.
+    pub(crate) fn find(section: Section, is_key: impl Fn(&str) -> bool) -> Option<Field> {
+        Field::ALL.into_iter().find(|f| f.key_in(section).is_some_and(&is_key))
     }
 }
 
@@ -611,6 +657,213 @@ impl<'a> Config<'a> {
 mod tests {
     use super::*;
     use std::string::ToString;
+
+    fn with(injection: InjectionConfig<'static>, context: ContextConfig) -> Result<ValidConfig<'static>, ConfigError> {
+        Config { injection, context }.validate()
+    }
+
+    fn inj(f: impl FnOnce(&mut InjectionConfig<'static>)) -> Result<ValidConfig<'static>, ConfigError> {
+        let mut i = InjectionConfig::default();
+        f(&mut i);
+        with(i, ContextConfig::default())
+    }
+
+    fn ctx(f: impl FnOnce(&mut ContextConfig), inject: bool) -> Result<ValidConfig<'static>, ConfigError> {
+        let mut c = ContextConfig::default();
+        f(&mut c);
+        with(InjectionConfig { inject_runtime_state: inject, ..Default::default() }, c)
+    }
+
+    #[test]
+    fn lists_read_the_same_from_slices_and_from_spans() {
+        let text = "TaskGetplankv";
+        let spans = [Span { start: 0, end: 7 }, Span { start: 7, end: 11 }];
+        let names = [StrList::Slice(&["TaskGet", "plan"]), StrList::Spans { text, spans: &spans }];
+        for list in names {
+            assert_eq!((list.len(), list.is_empty()), (2, false));
+            assert_eq!((list.get(0), list.get(1), list.get(2)), (Some("TaskGet"), Some("plan"), None));
+            assert_eq!(list.iter().collect::<std::vec::Vec<_>>(), ["TaskGet", "plan"]);
+            assert!(list.contains("TaskGet") && list.contains("plan"));
+            // Same length and first byte, another first byte, a prefix, a longer name.
+            for other in ["TaskGot", "XaskGet", "Task", "TaskGets", "plam", ""] {
+                assert!(!list.contains(other), "{other}");
+            }
+        }
+        for empty in [StrList::Slice(&[]), StrList::Spans { text, spans: &[] }] {
+            assert_eq!((empty.len(), empty.is_empty(), empty.iter().count()), (0, true, 0));
+            assert!(!empty.contains(""));
+        }
+        let pairs = [(Span { start: 11, end: 12 }, Span { start: 12, end: 13 })];
+        for fields in [FieldList::Slice(&[("k", "v")]), FieldList::Spans { text, spans: &pairs }] {
+            assert_eq!((fields.len(), fields.is_empty()), (1, false));
+            assert_eq!((fields.get(0), fields.get(1)), (Some(("k", "v")), None));
+            assert_eq!(fields.iter().collect::<std::vec::Vec<_>>(), [("k", "v")]);
+        }
+        assert!(FieldList::EMPTY.is_empty() && FieldList::Spans { text, spans: &[] }.is_empty());
+        // A span past the text, or off a char boundary, reads as "".
+        assert_eq!(Span { start: 12, end: 14 }.of(text), "");
+        assert_eq!(Span { start: 0, end: 1 }.of("é"), "");
+        assert_eq!(Span { start: 4, end: 7 }.of(text), "Get");
+    }
+
+    #[test]
+    fn each_warning_says_what_it_is_about() {
+        let cases = [
+            (Warning::DeprecatedContextBufferRatio, "injection_config.context_buffer_ratio is deprecated"),
+            (Warning::TimezoneFellBackToUtc, "injection_config.timezone is not a known IANA zone"),
+            (Warning::RecordedTimezoneFellBackToUtc, "the <timezone> recorded in the context"),
+            (Warning::TimeFormatNotParseable, "injection_config.time_format cannot be parsed back"),
+            (Warning::LiveFieldDropped, "a live field with a built-in key was dropped"),
+        ];
+        for (w, start) in cases {
+            assert!(w.to_string().starts_with(start), "{w:?}: {w}");
+        }
+    }
+
+    #[test]
+    fn validation_accepts_each_bound_and_rejects_just_past_it() {
+        use ConfigError as E;
+        assert!(inj(|_| {}).is_ok());
+        assert_eq!(inj(|i| i.tool_retries_limit = 2).unwrap_err(), E::ToolRetriesLimitBelow3(2));
+        assert!(inj(|i| i.tool_retries_limit = 3).is_ok());
+        assert!(inj(|i| i.time_interval = 0.0).is_ok());
+        assert_eq!(inj(|i| i.time_interval = -0.5).unwrap_err(), E::NegativeTimeInterval(-0.5));
+        assert!(matches!(inj(|i| i.time_interval = f64::NAN), Err(E::NegativeTimeInterval(v)) if v.is_nan()));
+        assert_eq!(inj(|i| i.template = "no state").unwrap_err(), E::TemplateWithoutPlaceholder);
+        assert_eq!(inj(|i| i.template = "ab{runtime_state}{runtime_state}").unwrap().state_start, 2);
+        assert_eq!(inj(|i| i.time_format = "%Y %Y-%m-%d").unwrap_err(), E::TimeFormatRepeatsDirective);
+        assert!(matches!(inj(|i| i.time_format = "%H:%M").unwrap_err(), E::TimeFormat(_)));
+        // The deprecated buffer: [0, 1], and below the trigger ratio.
+        let range = |field, value, range| E::RatioOutOfRange { field, value, range };
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(-0.1)).unwrap_err(), range(Field::InjectionContextBufferRatio, -0.1, "[0, 1]"));
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(1.1)).unwrap_err(), range(Field::InjectionContextBufferRatio, 1.1, "[0, 1]"));
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.0)).unwrap().buffer_ratio(), 0.0);
+        let buffer = |buffer, field| E::BufferNotBelowTrigger { buffer, trigger: 0.8, field };
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.8)).unwrap_err(), buffer(0.8, Field::InjectionContextBufferRatio));
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.3)).unwrap().buffer_ratio(), 0.3);
+        // The context configuration's ratios.
+        assert!(ctx(|c| c.trigger_ratio = 0.9, true).is_ok());
+        assert_eq!(ctx(|c| c.trigger_ratio = 0.91, true).unwrap_err(), range(Field::TriggerRatio, 0.91, "(0, 0.9]"));
+        assert_eq!(ctx(|c| c.trigger_ratio = 0.0, true).unwrap_err(), range(Field::TriggerRatio, 0.0, "(0, 0.9]"));
+        assert_eq!(ctx(|c| c.reserve_ratio = 0.0, true).unwrap_err(), range(Field::ReserveRatio, 0.0, "(0, 0.9)"));
+        assert_eq!(ctx(|c| c.reserve_ratio = 0.9, true).unwrap_err(), range(Field::ReserveRatio, 0.9, "(0, 0.9)"));
+        assert!(ctx(|c| (c.trigger_ratio, c.reserve_ratio, c.context_buffer_ratio) = (0.9, 0.89, 0.0), true).is_ok());
+        assert_eq!(ctx(|c| c.context_buffer_ratio = -0.1, true).unwrap_err(), range(Field::ContextBufferRatio, -0.1, "[0, 1]"));
+        assert_eq!(ctx(|c| c.context_buffer_ratio = 1.1, false).unwrap_err(), range(Field::ContextBufferRatio, 1.1, "[0, 1]"));
+        assert_eq!(ctx(|c| c.reserve_ratio = 0.8, true).unwrap_err(), E::ReserveNotBelowTrigger { reserve: 0.8, trigger: 0.8 });
+        assert!(ctx(|c| c.reserve_ratio = 0.79, true).is_ok());
+        // The buffer must be below the trigger only while injection or the
+        // compression tool is on.
+        assert_eq!(ctx(|c| c.context_buffer_ratio = 0.8, true).unwrap_err(), buffer(0.8, Field::ContextBufferRatio));
+        assert!(ctx(|c| c.context_buffer_ratio = 0.79, true).is_ok());
+        assert_eq!(ctx(|c| c.context_buffer_ratio = 1.0, false).unwrap().buffer_ratio(), 1.0);
+        let tool_on = |c: &mut ContextConfig| (c.context_buffer_ratio, c.compression_tool_enabled) = (0.8, true);
+        assert_eq!(ctx(tool_on, false).unwrap_err(), buffer(0.8, Field::ContextBufferRatio));
+    }
+
+    #[test]
+    fn strict_mode_rejects_markers_in_injected_values_only() {
+        use ConfigError as E;
+        let strict = |f: fn(&mut InjectionConfig<'static>)| {
+            inj(|i| {
+                i.strict = true;
+                f(i)
+            })
+        };
+        assert_eq!(strict(|i| i.timezone = "<UTC").unwrap_err(), E::AngleBracketInStrictMode(Field::Timezone));
+        assert_eq!(strict(|i| i.timezone = "UTC>").unwrap_err(), E::AngleBracketInStrictMode(Field::Timezone));
+        assert_eq!(
+            strict(|i| i.extra_fields = FieldList::Slice(&[("k", "a>b")])).unwrap_err(),
+            E::AngleBracketInStrictMode(Field::ExtraFields)
+        );
+        assert_eq!(
+            strict(|i| i.extra_fields = FieldList::Slice(&[("<k", "v")])).unwrap_err(),
+            E::AngleBracketInStrictMode(Field::ExtraFields)
+        );
+        for key in BUILTIN_KEYS {
+            let fields: &'static [(&str, &str)] = std::boxed::Box::leak(std::vec![(key, "v")].into_boxed_slice());
+            assert_eq!(inj(|i| (i.strict, i.extra_fields) = (true, FieldList::Slice(fields))).unwrap_err(), E::BuiltinKeyInStrictMode);
+            assert!(inj(|i| i.extra_fields = FieldList::Slice(fields)).is_ok());
+        }
+        assert!(strict(|i| i.extra_fields = FieldList::Slice(&[("robot", "R2"), ("tasks-x", "v")])).is_ok());
+        // The operator's own text may hold tags.
+        assert!(strict(|i| i.template = "<r>{runtime_state}</r>").is_ok());
+        assert!(inj(|i| i.timezone = "<UTC>").is_ok());
+    }
+
+    #[test]
+    fn a_valid_configuration_keeps_what_it_was_given_and_says_its_warnings() {
+        let valid = inj(|i| i.timezone = "Asia/Tokyo").unwrap();
+        assert_eq!(valid.config().injection.timezone, "Asia/Tokyo");
+        assert_eq!(valid.buffer_ratio(), 0.2);
+        assert_eq!(valid.warnings().count(), 0);
+        // An unknown zone falls back to UTC, as the reference does.
+        let w: std::vec::Vec<_> = inj(|i| i.timezone = "Mars/Base").unwrap().warnings().collect();
+        assert_eq!(w, [Warning::TimezoneFellBackToUtc]);
+        assert_eq!(inj(|i| i.timezone = "UTC").unwrap().warnings().count(), 0);
+        let all = inj(|i| (i.timezone, i.time_format, i.context_buffer_ratio) = ("Nowhere", "%e %Y-%m", Some(0.1))).unwrap();
+        let w: std::vec::Vec<_> = all.warnings().collect();
+        assert_eq!(w, [Warning::DeprecatedContextBufferRatio, Warning::TimezoneFellBackToUtc, Warning::TimeFormatNotParseable]);
+        // A newline: the tag regex cannot read the time back.
+        let w: std::vec::Vec<_> = inj(|i| i.time_format = "%Y-%m-%d\n%H").unwrap().warnings().collect();
+        assert_eq!(w, [Warning::TimeFormatNotParseable]);
+    }
+
+    #[test]
+    fn each_error_names_its_field_first() {
+        use ConfigError as E;
+        let cases = [
+            (E::TemplateWithoutPlaceholder, Field::Template, "must contain the '{runtime_state}' placeholder"),
+            (E::ToolRetriesLimitBelow3(2), Field::ToolRetriesLimit, "must be at least 3, got 2"),
+            (E::NegativeTimeInterval(-1.5), Field::TimeInterval, "must be >= 0 hours, got -1.5"),
+            (
+                E::RatioOutOfRange { field: Field::ReserveRatio, value: 0.95, range: "(0, 0.9)" },
+                Field::ReserveRatio,
+                "must be in (0, 0.9), got 0.95",
+            ),
+            (
+                E::ReserveNotBelowTrigger { reserve: 0.5, trigger: 0.4 },
+                Field::ReserveRatio,
+                "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
+            ),
+            (
+                E::BufferNotBelowTrigger { buffer: 0.5, trigger: 0.4, field: Field::InjectionContextBufferRatio },
+                Field::InjectionContextBufferRatio,
+                "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
+            ),
+            (E::TimeFormat(TimeFormatError::NoDatePart), Field::TimeFormat, ""),
+            (E::TimeFormatRepeatsDirective, Field::TimeFormat, "a directive repeats"),
+            (E::AngleBracketInStrictMode(Field::ExtraFields), Field::ExtraFields, "in strict mode it may not contain '<' or '>'"),
+            (E::BuiltinKeyInStrictMode, Field::ExtraFields, "in strict mode no key may be a built-in one"),
+            (E::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo")), Field::Timezone, "\"Asia/Tokyo\" is an IANA zone"),
+        ];
+        for (e, field, text) in cases {
+            assert_eq!(e.field(), field, "{e:?}");
+            let shown = e.to_string();
+            let rest = shown.strip_prefix(field.path()).and_then(|r| r.strip_prefix(": "));
+            assert!(rest.is_some_and(|r| r.starts_with(text) && r.len() > 10), "{shown}");
+        }
+        assert_eq!(std::format!("{:?}", ZoneName::new("Asia/Tokyo")), "\"Asia/Tokyo\"");
+    }
+
+    #[test]
+    fn each_field_is_found_by_its_own_key_in_its_own_section() {
+        for field in Field::ALL {
+            let (section, other, name) = match field.path().split_once('.') {
+                Some(("injection_config", _)) => (Section::Injection, Section::Context, "injection_config"),
+                Some(("context_config", _)) => (Section::Context, Section::Injection, "context_config"),
+                _ => panic!("{field:?}: {}", field.path()),
+            };
+            let key = field.key_in(section).unwrap();
+            assert_eq!(std::format!("{name}.{key}"), field.path());
+            assert_eq!(field.key_in(other), None);
+            assert_eq!(Field::find(section, |k| k == key), Some(field));
+            assert_eq!(field.to_string(), field.path());
+        }
+        assert_eq!(Field::find(Section::Context, |k| k == "context_buffer_ratio"), Some(Field::ContextBufferRatio));
+        assert_eq!(Field::find(Section::Injection, |k| k == "context_buffer_ratio"), Some(Field::InjectionContextBufferRatio));
+        assert_eq!(Field::find(Section::Injection, |k| k == "trigger_ratio"), None);
+    }
 
     #[test]
     fn zone_not_compiled_in_names_the_zone_and_the_fix() {

@@ -178,6 +178,42 @@ pub trait Conversation {
     fn newest(&self, index: usize) -> Option<Self::Message<'_>>;
 }
 
+/// A view of a conversation that counts the messages read through it
+/// ([`TrackedContext::messages_read`](crate::TrackedContext::messages_read),
+/// and the tests that show a decision's cost).
+pub(crate) struct Counted<'c, C> {
+    inner: &'c C,
+    reads: core::cell::Cell<usize>,
+}
+
+impl<'c, C> Counted<'c, C> {
+    /// A view of `inner` that has read nothing yet.
+    pub(crate) fn new(inner: &'c C) -> Self {
+        Counted { inner, reads: core::cell::Cell::new(0) }
+    }
+
+    /// The messages read through this view so far.
+    pub(crate) fn reads(&self) -> usize {
+        self.reads.get()
+    }
+}
+
+impl<C: Conversation> Conversation for Counted<'_, C> {
+    type Message<'m>
+        = C::Message<'m>
+    where
+        Self: 'm;
+
+    fn message_count(&self) -> usize {
+        self.inner.message_count()
+    }
+
+    fn newest(&self, index: usize) -> Option<Self::Message<'_>> {
+        self.reads.set(self.reads.get() + 1);
+        self.inner.newest(index)
+    }
+}
+
 /// A message held as plain slices: handy for tests and host tools.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

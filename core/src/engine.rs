@@ -69,11 +69,8 @@ impl<'a> Engine<'a> {
         live: &L,
         out: &'b mut [u8],
     ) -> Result<Option<&'b str>, HintTooLong> {
-        let last = conversation.newest(0);
-        let tool_name = match (&last, decision.tool_error) {
-            (Some(last), Some(_)) => rules::failing_tool(last).unwrap_or(""),
-            _ => "",
-        };
+        let newest = decision.tool_error.and_then(|_| conversation.newest(0));
+        let tool_name = decision.tool_error.zip(newest.as_ref()).and_then(|(e, m)| e.tool_name(m)).unwrap_or("");
         render::render(&self.config, decision, tool_name, live, out)
     }
 
@@ -135,5 +132,87 @@ impl<'a> Engine<'a> {
         }
         let hint = self.render(&decision, conversation, live, out)?;
         Ok(Outcome { hint, decision, event: hint.is_some() && self.config.config().injection.emit_hint_event, warnings })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{FixedClock, Timestamp};
+    use crate::config::{FieldList, InjectionConfig};
+    use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage};
+
+    const NOW: i64 = 1_784_687_400;
+
+    fn step() -> Step<'static> {
+        Step { agent_name: "rover", tasks: Default::default(), cur_iter: 1, input_tokens: 0, context_size: 1000 }
+    }
+
+    /// Live fields that count their refreshes.
+    struct Counting<'a> {
+        refreshed: u32,
+        fields: FieldList<'a>,
+    }
+
+    impl LiveFields for Counting<'_> {
+        fn refresh(&mut self) {
+            self.refreshed += 1;
+        }
+        fn len(&self) -> usize {
+            self.fields.len()
+        }
+        fn field(&self, i: usize) -> Option<(&str, &str)> {
+            self.fields.get(i)
+        }
+    }
+
+    #[test]
+    fn the_event_is_raised_only_with_a_hint_and_only_when_asked() {
+        let recorded = [Block::Hint {
+            source: Some(crate::config::DEFAULT_INJECTION_SOURCE),
+            text: HintText::Single("<current-time>2026-07-22T02:25:00</current-time>"),
+        }];
+        let msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &recorded }];
+        let (fresh, empty) = (SliceConversation(&msgs), SliceConversation(&[]));
+        for emit in [true, false] {
+            let config = Config { injection: InjectionConfig { emit_hint_event: emit, ..Default::default() }, ..Default::default() };
+            let engine = Engine::new(config).unwrap();
+            assert_eq!(engine.config().config().injection.emit_hint_event, emit);
+            let mut out = [0u8; 512];
+            let mut clock = FixedClock::at(Timestamp::from_unix_seconds(NOW));
+            let fired = engine.step(&empty, &step(), &mut clock, &mut (), &mut out).unwrap();
+            assert!(fired.hint.is_some());
+            assert_eq!(fired.event, emit);
+            let quiet = engine.step(&fresh, &step(), &mut clock, &mut (), &mut out).unwrap();
+            assert_eq!(
+                (quiet.hint, quiet.event, quiet.decision),
+                (None, false, Decision { time: crate::TimeDecision::NotDue, ..quiet.decision })
+            );
+        }
+    }
+
+    #[test]
+    fn live_fields_are_refreshed_only_when_something_fires_and_a_dropped_one_is_a_warning() {
+        let config = Config { injection: InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
+        let engine = Engine::new(config).unwrap();
+        let fields = [("tasks", "spoofed"), ("temperature", "21 °C")];
+        let mut live = Counting { refreshed: 0, fields: FieldList::Slice(&fields) };
+        let mut out = [0u8; 1024];
+        let empty = SliceConversation(&[]);
+        let now = Some(Timestamp::from_unix_seconds(NOW));
+        let outcome = engine.render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out).unwrap();
+        assert_eq!(live.refreshed, 1);
+        assert!(outcome.warnings.contains(Warning::LiveFieldDropped));
+        let hint = outcome.hint.unwrap();
+        assert!(hint.contains("<temperature>21 °C</temperature>") && !hint.contains("spoofed"), "{hint}");
+        // Nothing fires: no refresh, no warning.
+        let outcome = engine.render_step(Decision::NONE, &empty, &mut live, &mut out).unwrap();
+        assert_eq!((live.refreshed, outcome.hint), (1, None));
+        assert!(!outcome.warnings.contains(Warning::LiveFieldDropped));
+        // Outside strict mode the live key replaces the built-in one.
+        let engine = Engine::new(Config::default()).unwrap();
+        let outcome = engine.render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out).unwrap();
+        assert!(outcome.warnings.is_empty());
+        assert_eq!(live.refreshed, 2);
     }
 }

@@ -103,8 +103,10 @@ mod tests {
     #[test]
     fn a_reading_too_long_or_failed_is_unavailable() {
         let mut live: LiveReadings<'_, 2, 4> = LiveReadings::new(["a", "b"]);
-        assert_eq!(live.field(0), Some(("a", UNAVAILABLE)));
+        assert_eq!((live.len(), live.field(0)), (2, Some(("a", UNAVAILABLE))));
+        assert!(!live.is_available(0));
         assert!(live.record(0, Ok::<_, ()>("1234")));
+        assert!(live.is_available(0) && !live.is_available(1) && !live.is_available(2));
         assert!(!live.record(1, Ok::<_, ()>("12345")));
         assert_eq!(live.field(0), Some(("a", "1234")));
         assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));

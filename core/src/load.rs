@@ -25,7 +25,7 @@
 
 use core::fmt::{self, Write};
 
-use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Span, StrList};
+use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Section, Span, StrList};
 use crate::json::{self, JsonStr, Kind, Value};
 use crate::text::py_strip;
 
@@ -81,6 +81,12 @@ impl core::error::Error for LoadError {}
 #[derive(Debug, Clone)]
 pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIELDS: usize = 8> {
     text: heapless::String<TEXT>,
+    values: Values<NAMES, FIELDS>,
+}
+
+/// Everything but the text arena: what a load copies to roll back.
+#[derive(Debug, Clone)]
+struct Values<const NAMES: usize, const FIELDS: usize> {
     inject_runtime_state: bool,
     timezone: Option<Span>,
     time_format: Option<Span>,
@@ -111,8 +117,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
     pub fn new() -> Self {
         let () = Self::CHECK;
         let d = InjectionConfig::default();
-        ConfigBuf {
-            text: heapless::String::new(),
+        let values = Values {
             inject_runtime_state: d.inject_runtime_state,
             timezone: None,
             time_format: None,
@@ -128,163 +133,168 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             strict: d.strict,
             filtered_zone_falls_back_to_utc: d.filtered_zone_falls_back_to_utc,
             context: ContextConfig::default(),
-        }
+        };
+        ConfigBuf { text: heapless::String::new(), values }
     }
 
     /// The configuration, borrowing this buffer's strings.
     pub fn config(&self) -> Config<'_> {
         let text = self.text.as_str();
+        let v = &self.values;
         let d = InjectionConfig::default();
         let s = |span: Option<Span>, default: &'static str| span.map_or(default, |sp| sp.of(text));
         Config {
             injection: InjectionConfig {
-                inject_runtime_state: self.inject_runtime_state,
-                timezone: s(self.timezone, d.timezone),
-                time_format: s(self.time_format, d.time_format),
-                time_interval: self.time_interval,
-                context_buffer_ratio: self.context_buffer_ratio,
-                tool_retries_limit: self.tool_retries_limit,
-                tool_retries_hint: s(self.tool_retries_hint, d.tool_retries_hint),
-                template: s(self.template, d.template),
-                injection_source: s(self.injection_source, d.injection_source),
-                task_tool_names: match &self.task_tool_names {
+                inject_runtime_state: v.inject_runtime_state,
+                timezone: s(v.timezone, d.timezone),
+                time_format: s(v.time_format, d.time_format),
+                time_interval: v.time_interval,
+                context_buffer_ratio: v.context_buffer_ratio,
+                tool_retries_limit: v.tool_retries_limit,
+                tool_retries_hint: s(v.tool_retries_hint, d.tool_retries_hint),
+                template: s(v.template, d.template),
+                injection_source: s(v.injection_source, d.injection_source),
+                task_tool_names: match &v.task_tool_names {
                     Some(spans) => StrList::Spans { text, spans },
                     None => d.task_tool_names,
                 },
-                extra_fields: FieldList::Spans { text, spans: &self.extra_fields },
-                emit_hint_event: self.emit_hint_event,
-                strict: self.strict,
-                filtered_zone_falls_back_to_utc: self.filtered_zone_falls_back_to_utc,
+                extra_fields: FieldList::Spans { text, spans: &v.extra_fields },
+                emit_hint_event: v.emit_hint_event,
+                strict: v.strict,
+                filtered_zone_falls_back_to_utc: v.filtered_zone_falls_back_to_utc,
             },
-            context: self.context,
+            context: v.context,
         }
     }
 
     /// Reads an `InjectionConfig` JSON object. On error this buffer is
     /// unchanged.
     pub fn load_injection(&mut self, json_text: &str) -> Result<(), LoadError> {
-        let mut next = self.clone();
-        for (key, value) in object(json_text)? {
-            next.injection_member(key, value)?;
-        }
-        *self = next;
-        Ok(())
+        self.load(json_text, Section::Injection)
     }
 
     /// Reads a `ContextConfig` JSON object (only the fields the rules use
     /// or validate). On error this buffer is unchanged.
     pub fn load_context(&mut self, json_text: &str) -> Result<(), LoadError> {
-        let mut ctx = self.context;
-        for (key, value) in object(json_text)? {
-            if key.eq_str("trigger_ratio") {
-                ctx.trigger_ratio = lax_float(value, Field::TriggerRatio)?;
-            } else if key.eq_str("reserve_ratio") {
-                ctx.reserve_ratio = lax_float(value, Field::ReserveRatio)?;
-            } else if key.eq_str("context_buffer_ratio") {
-                ctx.context_buffer_ratio = lax_float(value, Field::ContextBufferRatio)?;
-            } else if key.eq_str("compression_tool_enabled") {
-                ctx.compression_tool_enabled = lax_bool(value, Field::CompressionToolEnabled)?;
+        self.load(json_text, Section::Context)
+    }
+
+    /// Reads the members of `section` into a copy of the values, and keeps
+    /// it only if every member reads. The arena is not copied (it is most
+    /// of the buffer, 2 KiB by default, on a device's stack): strings are
+    /// only ever appended to it, so a failed load cuts it back to its
+    /// length before the load, and the old spans stay as they were.
+    fn load(&mut self, json_text: &str, section: Section) -> Result<(), LoadError> {
+        let members = object(json_text)?;
+        let arena_len = self.text.len();
+        let mut next = self.values.clone();
+        let mut arena = Arena(&mut self.text);
+        let read = members.into_iter().try_for_each(|(key, value)| match Field::find(section, |k| key.eq_str(k)) {
+            Some(field) => next.member(&mut arena, field, value),
+            None => Ok(()), // unknown keys are ignored, as pydantic ignores them
+        });
+        match read {
+            Ok(()) => self.values = next,
+            // `arena_len` was a length of this string: a char boundary.
+            Err(_) if self.text.is_char_boundary(arena_len) => self.text.truncate(arena_len),
+            Err(_) => {}
+        }
+        read
+    }
+}
+
+impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
+    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: Field, value: Value<'_>) -> Result<(), LoadError> {
+        let string = |arena: &mut Arena<'_, TEXT>| arena.push_str(value, field).map(Some);
+        match field {
+            Field::InjectRuntimeState => self.inject_runtime_state = lax_bool(value, field)?,
+            Field::Timezone => self.timezone = string(arena)?,
+            Field::TimeFormat => self.time_format = string(arena)?,
+            Field::TimeInterval => self.time_interval = lax_float(value, field)?,
+            Field::InjectionContextBufferRatio => {
+                self.context_buffer_ratio = match value.kind() {
+                    Kind::Null => None,
+                    _ => Some(lax_float(value, field)?),
+                }
             }
-        }
-        self.context = ctx;
-        Ok(())
-    }
-
-    fn injection_member(&mut self, key: JsonStr<'_>, value: Value<'_>) -> Result<(), LoadError> {
-        macro_rules! string {
-            ($slot:ident, $field:expr) => {
-                self.$slot = Some(self.push_str(value, $field)?)
-            };
-        }
-        if key.eq_str("inject_runtime_state") {
-            self.inject_runtime_state = lax_bool(value, Field::InjectRuntimeState)?;
-        } else if key.eq_str("timezone") {
-            string!(timezone, Field::Timezone);
-        } else if key.eq_str("time_format") {
-            string!(time_format, Field::TimeFormat);
-        } else if key.eq_str("time_interval") {
-            self.time_interval = lax_float(value, Field::TimeInterval)?;
-        } else if key.eq_str("context_buffer_ratio") {
-            self.context_buffer_ratio = match value.kind() {
-                Kind::Null => None,
-                _ => Some(lax_float(value, Field::InjectionContextBufferRatio)?),
-            };
-        } else if key.eq_str("tool_retries_limit") {
-            self.tool_retries_limit = lax_uint(value, Field::ToolRetriesLimit)?;
-        } else if key.eq_str("tool_retries_hint") {
-            string!(tool_retries_hint, Field::ToolRetriesHint);
-        } else if key.eq_str("template") {
-            string!(template, Field::Template);
-        } else if key.eq_str("injection_source") {
-            string!(injection_source, Field::InjectionSource);
-        } else if key.eq_str("task_tool_names") {
-            self.load_names(value)?;
-        } else if key.eq_str("extra_fields") {
-            self.load_extra_fields(value)?;
-        } else if key.eq_str("emit_hint_event") {
-            self.emit_hint_event = lax_bool(value, Field::EmitHintEvent)?;
-        } else if key.eq_str("strict") {
-            self.strict = lax_bool(value, Field::Strict)?;
-        } else if key.eq_str("filtered_zone_falls_back_to_utc") {
-            self.filtered_zone_falls_back_to_utc = lax_bool(value, Field::FilteredZoneFallsBackToUtc)?;
+            Field::ToolRetriesLimit => self.tool_retries_limit = lax_uint(value, field)?,
+            Field::ToolRetriesHint => self.tool_retries_hint = string(arena)?,
+            Field::Template => self.template = string(arena)?,
+            Field::InjectionSource => self.injection_source = string(arena)?,
+            Field::TaskToolNames => self.task_tool_names = Some(names(arena, value)?),
+            Field::ExtraFields => self.extra_fields = extra_fields(arena, value)?,
+            Field::EmitHintEvent => self.emit_hint_event = lax_bool(value, field)?,
+            Field::Strict => self.strict = lax_bool(value, field)?,
+            Field::FilteredZoneFallsBackToUtc => self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?,
+            Field::TriggerRatio => self.context.trigger_ratio = lax_float(value, field)?,
+            Field::ReserveRatio => self.context.reserve_ratio = lax_float(value, field)?,
+            Field::ContextBufferRatio => self.context.context_buffer_ratio = lax_float(value, field)?,
+            Field::CompressionToolEnabled => self.context.compression_tool_enabled = lax_bool(value, field)?,
         }
         Ok(())
     }
+}
 
-    fn load_names(&mut self, value: Value<'_>) -> Result<(), LoadError> {
-        if value.kind() != Kind::Array {
-            return Err(LoadError::WrongType { field: Field::TaskToolNames, expected: "a list of strings" });
-        }
-        let mut names = heapless::Vec::new();
-        for item in value.items() {
-            let span = self.push_str(item, Field::TaskToolNames)?;
-            names.push(span).map_err(|_| LoadError::TooLong { field: Field::TaskToolNames })?;
-        }
-        self.task_tool_names = Some(names);
-        Ok(())
+fn names<const TEXT: usize, const NAMES: usize>(
+    arena: &mut Arena<'_, TEXT>,
+    value: Value<'_>,
+) -> Result<heapless::Vec<Span, NAMES>, LoadError> {
+    const FIELD: Field = Field::TaskToolNames;
+    if value.kind() != Kind::Array {
+        return Err(LoadError::WrongType { field: FIELD, expected: "a list of strings" });
     }
-
-    fn load_extra_fields(&mut self, value: Value<'_>) -> Result<(), LoadError> {
-        const FIELD: Field = Field::ExtraFields;
-        if value.kind() != Kind::Object {
-            return Err(LoadError::WrongType { field: FIELD, expected: "an object of string values" });
-        }
-        self.extra_fields.clear();
-        for (key, item) in value.members() {
-            let k = self.push_json_str(key, FIELD)?;
-            let v = self.push_str(item, FIELD)?;
-            // A duplicate key keeps its first place and takes the last value,
-            // as a Python dict built by json.loads does.
-            let text = self.text.as_str();
-            match self.extra_fields.iter_mut().find(|(old, _)| old.of(text) == k.of(text)) {
-                Some(slot) => slot.1 = v,
-                None => self.extra_fields.push((k, v)).map_err(|_| LoadError::TooLong { field: FIELD })?,
-            }
-        }
-        Ok(())
+    let mut names = heapless::Vec::new();
+    for item in value.items() {
+        let span = arena.push_str(item, FIELD)?;
+        names.push(span).map_err(|_| LoadError::TooLong { field: FIELD })?;
     }
+    Ok(names)
+}
 
+fn extra_fields<const TEXT: usize, const FIELDS: usize>(
+    arena: &mut Arena<'_, TEXT>,
+    value: Value<'_>,
+) -> Result<heapless::Vec<(Span, Span), FIELDS>, LoadError> {
+    const FIELD: Field = Field::ExtraFields;
+    if value.kind() != Kind::Object {
+        return Err(LoadError::WrongType { field: FIELD, expected: "an object of string values" });
+    }
+    let mut fields: heapless::Vec<(Span, Span), FIELDS> = heapless::Vec::new();
+    for (key, item) in value.members() {
+        let k = arena.push_json_str(key, FIELD)?;
+        let v = arena.push_str(item, FIELD)?;
+        // A duplicate key keeps its first place and takes the last value,
+        // as a Python dict built by json.loads does.
+        let text = arena.0.as_str();
+        match fields.iter_mut().find(|(old, _)| old.of(text) == k.of(text)) {
+            Some(slot) => slot.1 = v,
+            None => fields.push((k, v)).map_err(|_| LoadError::TooLong { field: FIELD })?,
+        }
+    }
+    Ok(fields)
+}
+
+/// The text arena, written only at its end. A string that fails halfway is
+/// left there: the failed load cuts the arena back as a whole.
+struct Arena<'t, const TEXT: usize>(&'t mut heapless::String<TEXT>);
+
+impl<const TEXT: usize> Arena<'_, TEXT> {
     fn push_str(&mut self, value: Value<'_>, field: Field) -> Result<Span, LoadError> {
         let s = value.as_str().ok_or(LoadError::WrongType { field, expected: "a string" })?;
         self.push_json_str(s, field)
     }
 
     fn push_json_str(&mut self, s: JsonStr<'_>, field: Field) -> Result<Span, LoadError> {
-        let start = self.text.len();
-        let mut w = ArenaWriter { text: &mut self.text, overflow: false };
+        let start = self.0.len();
+        let mut w = ArenaWriter { text: &mut *self.0, overflow: false };
         let ok = s.write_to(&mut w).is_ok();
-        let overflow = w.overflow;
-        if !ok || overflow {
-            if self.text.is_char_boundary(start) {
-                self.text.truncate(start);
-            }
-            return Err(if overflow {
-                LoadError::TooLong { field }
-            } else {
-                LoadError::WrongType { field, expected: "a string without lone surrogates" }
-            });
+        if w.overflow {
+            return Err(LoadError::TooLong { field });
         }
-        Ok(Span { start: start as u32, end: self.text.len() as u32 })
+        if !ok {
+            return Err(LoadError::WrongType { field, expected: "a string without lone surrogates" });
+        }
+        Ok(Span { start: start as u32, end: self.0.len() as u32 })
     }
 }
 
@@ -364,9 +374,10 @@ fn integer_string(text: &str) -> Option<u64> {
     let text = text.strip_prefix('+').unwrap_or(text);
     let (digits, fraction) = text.split_once('.').unwrap_or((text, ""));
     let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
+    if !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
         return None;
     }
+    // No digits ("", "+", ".0") fail to parse.
     digits.parse().ok()
 }
 
@@ -510,10 +521,18 @@ mod tests {
             ("\"1e1\"", None),
             ("\"0x3\"", None),
             ("\"-3\"", None),
+            ("\"+\"", None),
+            ("\".0\"", None),
+            ("\"\"", None),
             ("3.5", None),
         ]) {
             let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}")).ok().map(|c| c.injection.tool_retries_limit);
             assert_eq!(got, limit, "{text}");
+        }
+        for (text, value) in [("1", Some(true)), ("1.0", Some(true)), ("0", Some(false)), ("-0.0", Some(false)), ("2", None), ("0.5", None)]
+        {
+            let got = load(&std::format!("{{\"strict\": {text}}}")).ok().map(|c| c.injection.strict);
+            assert_eq!(got, value, "{text}");
         }
         let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#).unwrap();
         assert_eq!(c.injection.tool_retries_limit, 3);
@@ -521,6 +540,14 @@ mod tests {
         assert!(!c.injection.emit_hint_event);
         assert!(!c.injection.filtered_zone_falls_back_to_utc);
         assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
+        // pydantic reads a boolean as 0 or 1 (which then fails `>= 3`).
+        assert_eq!(load(r#"{"tool_retries_limit": true}"#).unwrap().injection.tool_retries_limit, 1);
+        assert_eq!(load(r#"{"tool_retries_limit": false}"#).unwrap().injection.tool_retries_limit, 0);
+        // Python's json reads NaN and the infinities; pydantic takes them as floats.
+        let c = load(r#"{"time_interval": NaN, "context_buffer_ratio": -Infinity}"#).unwrap();
+        assert!(c.injection.time_interval.is_nan());
+        assert_eq!(c.injection.context_buffer_ratio, Some(f64::NEG_INFINITY));
+        assert_eq!(load(r#"{"time_interval": Infinity}"#).unwrap().injection.time_interval, f64::INFINITY);
     }
 
     #[test]
@@ -546,7 +573,7 @@ mod tests {
             let got = exact_f64(text).unwrap_or_else(|| panic!("{text}: off the fast path"));
             assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{text}");
         }
-        for text in ["", ".", "e5", "1e", "1e+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
+        for text in ["", ".", "e5", "1e", "1e+", "0e", "0e-", "0.0E+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
             assert_eq!(exact_f64(text), None, "{text:?}");
             assert!(text.parse::<f64>().is_err(), "{text:?}");
         }
@@ -584,6 +611,14 @@ mod tests {
         }
         assert_eq!(load("{").unwrap_err(), LoadError::Syntax { offset: 1 });
         assert_eq!(load("[]").unwrap_err(), LoadError::NotAnObject);
+        for (err, text) in [
+            (LoadError::Syntax { offset: 7 }, "invalid JSON at byte 7"),
+            (LoadError::NotAnObject, "the configuration must be a JSON object"),
+            (LoadError::WrongType { field: Field::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
+            (LoadError::TooLong { field: Field::TriggerRatio }, "context_config.trigger_ratio: too long for the configuration buffer"),
+        ] {
+            assert_eq!(std::format!("{err}"), text);
+        }
     }
 
     #[test]
@@ -596,11 +631,73 @@ mod tests {
 
     #[test]
     fn a_failed_load_leaves_the_buffer_unchanged() {
-        let mut buf: ConfigBuf<64> = ConfigBuf::new();
-        buf.load_injection(r#"{"timezone": "Asia/Tokyo"}"#).unwrap();
-        let long = r#"{"timezone": "Europe/Paris", "template": "0123456789012345678901234567890123456789012345678901234567890123456789{runtime_state}"}"#;
-        assert_eq!(buf.load_injection(long), Err(LoadError::TooLong { field: Field::Template }));
-        assert_eq!(buf.config().injection.timezone, "Asia/Tokyo");
+        let mut buf: ConfigBuf<96, 2, 2> = ConfigBuf::new();
+        buf.load_injection(r#"{"timezone": "Asia/Tokyo", "task_tool_names": ["Plan"], "extra_fields": {"robot": "R2"}}"#).unwrap();
+        buf.load_context(r#"{"trigger_ratio": 0.7}"#).unwrap();
+        let before = std::format!("{buf:?}");
+        // Each document changes scalars, strings, names and fields before
+        // it fails: in the last member, or halfway through a string.
+        let everything = r#""inject_runtime_state": false, "time_interval": 2, "tool_retries_limit": 9,
+            "context_buffer_ratio": 0.1, "strict": true, "emit_hint_event": false,
+            "filtered_zone_falls_back_to_utc": true, "timezone": "Europe/Paris", "time_format": "%Y",
+            "tool_retries_hint": "h", "injection_source": "s", "task_tool_names": ["A", "B"],
+            "extra_fields": {"k": "v"}"#;
+        let long = "x".repeat(80);
+        for (tail, err) in [
+            (std::format!(r#""template": "{long}{{runtime_state}}""#), LoadError::TooLong { field: Field::Template }),
+            (std::format!(r#""extra_fields": {{"a": "{long}"}}"#), LoadError::TooLong { field: Field::ExtraFields }),
+            (r#""task_tool_names": ["A", "B", "C"]"#.into(), LoadError::TooLong { field: Field::TaskToolNames }),
+            (r#""extra_fields": {"a": "1", "b": "2", "c": "3"}"#.into(), LoadError::TooLong { field: Field::ExtraFields }),
+            (r#""strict": "maybe""#.into(), LoadError::WrongType { field: Field::Strict, expected: "a boolean" }),
+            (
+                r#""template": "\ud800""#.into(),
+                LoadError::WrongType { field: Field::Template, expected: "a string without lone surrogates" },
+            ),
+        ] {
+            let doc = std::format!("{{{everything}, {tail}}}");
+            assert_eq!(buf.load_injection(&doc), Err(err), "{tail}");
+            assert_eq!(std::format!("{buf:?}"), before, "{tail}");
+        }
+        let doc = r#"{"trigger_ratio": 0.5, "reserve_ratio": 0.2, "compression_tool_enabled": true, "context_buffer_ratio": "x"}"#;
+        assert_eq!(buf.load_context(doc), Err(LoadError::WrongType { field: Field::ContextBufferRatio, expected: "a number" }));
+        assert_eq!(std::format!("{buf:?}"), before);
+        let c = buf.config();
+        assert_eq!((c.injection.timezone, c.injection.task_tool_names.get(0), c.context.trigger_ratio), ("Asia/Tokyo", Some("Plan"), 0.7));
+        assert_eq!(c.injection.extra_fields.get(0), Some(("robot", "R2")));
+        // The same members without the failing one load, and the arena
+        // goes on from where the first load left it.
+        buf.load_injection(r#"{"timezone": "Europe/Paris", "strict": true}"#).unwrap();
+        assert_eq!((buf.config().injection.timezone, buf.config().injection.strict), ("Europe/Paris", true));
+        assert_eq!(buf.text.as_str(), "Asia/TokyoPlanrobotR2Europe/Paris");
+    }
+
+    #[test]
+    fn every_field_loads_from_its_own_key() {
+        let mut buf: ConfigBuf = ConfigBuf::new();
+        buf.load_injection(
+            r#"{"inject_runtime_state": false, "timezone": "Asia/Tokyo", "time_format": "%Y-%m-%d %H", "time_interval": 2,
+                "context_buffer_ratio": 0.1, "tool_retries_limit": 5, "tool_retries_hint": "h {count}", "template": "t {runtime_state}",
+                "injection_source": "src", "task_tool_names": ["Plan"], "extra_fields": {"k": "v"}, "emit_hint_event": false,
+                "strict": true, "filtered_zone_falls_back_to_utc": true, "trigger_ratio": 0.1, "reserve_ratio": 0.01}"#,
+        )
+        .unwrap();
+        buf.load_context(r#"{"trigger_ratio": 0.7, "reserve_ratio": 0.3, "context_buffer_ratio": 0.4, "compression_tool_enabled": true, "strict": false}"#)
+            .unwrap();
+        let Config { injection: i, context: c } = buf.config();
+        assert_eq!((i.inject_runtime_state, i.timezone, i.time_format, i.time_interval), (false, "Asia/Tokyo", "%Y-%m-%d %H", 2.0));
+        assert_eq!((i.context_buffer_ratio, i.tool_retries_limit, i.tool_retries_hint), (Some(0.1), 5, "h {count}"));
+        assert_eq!(
+            (i.template, i.injection_source, i.task_tool_names.get(0), i.task_tool_names.len()),
+            ("t {runtime_state}", "src", Some("Plan"), 1)
+        );
+        assert_eq!(
+            (i.extra_fields.get(0), i.emit_hint_event, i.strict, i.filtered_zone_falls_back_to_utc),
+            (Some(("k", "v")), false, true, true)
+        );
+        // Each section reads only its own keys.
+        assert_eq!(c, ContextConfig { trigger_ratio: 0.7, reserve_ratio: 0.3, context_buffer_ratio: 0.4, compression_tool_enabled: true });
+        buf.load_injection(r#"{"context_buffer_ratio": null}"#).unwrap();
+        assert_eq!(buf.config().injection.context_buffer_ratio, None);
     }
 
     #[test]

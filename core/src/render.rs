@@ -245,3 +245,107 @@ pub(crate) fn render<'b, L: LiveFields + ?Sized>(
 pub(crate) fn drops_live_field<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, live: &L) -> bool {
     cfg.config.injection.strict && (0..live.len()).any(|i| live.field(i).is_some_and(|(k, _)| is_builtin_key(k)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, InjectionConfig};
+    use crate::rules::{Decision, ToolError, Warnings};
+    use std::string::ToString;
+
+    const NOW: i64 = 1_784_687_400; // 2026-07-22T02:30:00Z
+
+    fn valid(f: impl FnOnce(&mut InjectionConfig<'static>)) -> ValidConfig<'static> {
+        let mut injection = InjectionConfig { template: "A{runtime_state}B{runtime_state}C", ..Default::default() };
+        f(&mut injection);
+        Config { injection, ..Default::default() }.validate().unwrap()
+    }
+
+    fn everything() -> Decision {
+        Decision {
+            time: TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)),
+            tasks: Some(TaskCounts { pending: 2, in_progress: 1 }),
+            context: Some(ContextLength { input_tokens: 601, trigger_tokens: 800, suggest_compression: true }),
+            tool_error: Some(ToolError { count: 10, result: 0 }),
+            warnings: Warnings::default(),
+        }
+    }
+
+    fn rendered<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, d: &Decision, tool: &str, live: &L) -> std::string::String {
+        let mut out = [0u8; 2048];
+        render(cfg, d, tool, live, &mut out).unwrap().unwrap().into()
+    }
+
+    #[test]
+    fn every_field_in_the_reference_s_order_with_dict_update_for_extra_and_live_keys() {
+        const EXTRA: [(&str, &str); 2] = [("timezone", "Mars"), ("robot", "R2")];
+        let cfg = valid(|i| (i.extra_fields, i.tool_retries_hint) = (FieldList::Slice(&EXTRA), "{count}x '{tool_name}' {count}"));
+        let live = FieldList::Slice(&[("robot", "R3"), ("temp", "<21>")]);
+        let state = "<current-time>2026-07-22T02:30:00</current-time>\n\
+            <timezone>Mars</timezone>\n\
+            <tasks>You have 1 in-progress tasks and 2 pending tasks. Use `TaskList` to view them if you don't know.</tasks>\n\
+            <context-length>Your current context contains 601 tokens. When reaching 800 tokens, your context will be compressed. \
+            No task is in progress, so judge by yourself whether the context should be compressed now by calling `CompressContext`.</context-length>\n\
+            <tool-error>10x 'Dr10ive' 10</tool-error>\n\
+            <robot>R3</robot>\n\
+            <temp><21></temp>";
+        // `{tool_name}` is replaced first: a `{count}` in the name is replaced too, as Python's chained replace does.
+        assert_eq!(rendered(&cfg, &everything(), "Dr{count}ive", &live), std::format!("A{state}B{state}C"));
+    }
+
+    #[test]
+    fn only_the_fired_dimensions_are_written() {
+        let cfg = valid(|_| {});
+        let tasks_only = Decision { tasks: Some(TaskCounts { pending: 0, in_progress: 0 }), ..Decision::NONE };
+        let text = "<tasks>You have 0 in-progress tasks and 0 pending tasks. Use `TaskList` to view them if you don't know.</tasks>";
+        assert_eq!(rendered(&cfg, &tasks_only, "", &()), std::format!("A{text}B{text}C"));
+        let context =
+            Decision { context: Some(ContextLength { input_tokens: 0, trigger_tokens: 7, suggest_compression: false }), ..Decision::NONE };
+        let text = "<context-length>Your current context contains 0 tokens. When reaching 7 tokens, your context will be compressed.</context-length>";
+        assert_eq!(rendered(&cfg, &context, "", &()), std::format!("A{text}B{text}C"));
+        let mut out = [0u8; 64];
+        assert_eq!(render(&cfg, &Decision::NONE, "x", &(), &mut out), Ok(None));
+        // Live fields alone never fire.
+        assert_eq!(render(&cfg, &Decision::NONE, "x", &FieldList::Slice(&[("a", "b")]), &mut out), Ok(None));
+    }
+
+    #[test]
+    fn strict_mode_escapes_what_it_did_not_write_itself() {
+        let cfg = valid(|i| (i.strict, i.tool_retries_hint) = (true, "<b>{tool_name}</b> {count}"));
+        let d = Decision { tool_error: Some(ToolError { count: 3, result: 0 }), ..Decision::NONE };
+        let live = FieldList::Slice(&[("<k>", "<v>"), ("tasks", "spoofed")]);
+        let state = "<tool-error><b>&lt;T&gt;</b> 3</tool-error>\n<&lt;k&gt;>&lt;v&gt;</&lt;k&gt;>";
+        assert_eq!(rendered(&cfg, &d, "<T>", &live), std::format!("A{state}B{state}C"));
+        assert!(drops_live_field(&cfg, &live));
+        assert!(!drops_live_field(&cfg, &FieldList::Slice(&[("robot", "x")])));
+        assert!(!drops_live_field(&valid(|_| {}), &live));
+    }
+
+    #[test]
+    fn counts_are_written_in_full() {
+        let mut digits = [0u8; 20];
+        for n in [0, 7, 10, 1_000_000_007, u64::MAX] {
+            assert_eq!(u64_str(n, &mut digits), n.to_string());
+        }
+    }
+
+    #[test]
+    fn a_hint_too_long_says_what_it_needs_and_fits_with_that() {
+        let cfg = valid(|_| {});
+        let mut small = [0u8; 8];
+        let err = render(&cfg, &everything(), "Drive", &(), &mut small).unwrap_err();
+        assert_eq!(err.capacity, 8);
+        assert_eq!(err.to_string(), std::format!("the hint needs {} bytes but the buffer holds 8", err.needed));
+        let mut exact = std::vec![0u8; err.needed];
+        assert_eq!(render(&cfg, &everything(), "Drive", &(), &mut exact).unwrap().map(str::len), Some(err.needed));
+        let mut short = std::vec![0u8; err.needed - 1];
+        assert!(render(&cfg, &everything(), "Drive", &(), &mut short).is_err());
+    }
+
+    #[test]
+    fn live_field_sources_report_their_fields() {
+        assert_eq!((LiveFields::len(&()), ().field(0), LiveFields::is_empty(&())), (0, None, true));
+        let list = FieldList::Slice(&[("a", "1"), ("b", "2")]);
+        assert_eq!((LiveFields::len(&list), list.field(1), list.field(2), LiveFields::is_empty(&list)), (2, Some(("b", "2")), None, false));
+    }
+}

@@ -87,13 +87,37 @@ pub struct ContextLength {
     pub suggest_compression: bool,
 }
 
-/// The tool-error dimension's findings.
+/// The tool-error dimension's findings: how many times the call failed,
+/// and where the rule found the failing tool.
+///
+/// The tool is kept as a position, not as its name: a [`Decision`] is
+/// `Copy` and must not borrow the conversation (the caller appends the
+/// hint to it right after the step), and a copy of the name would either
+/// bound tool names or take their whole length on every decision's stack.
+/// The newest message does not change between deciding and rendering, so
+/// the position names the same block then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ToolError {
-    /// Consecutive identical failures of the newest failing tool (the
-    /// renderer reads its name from the conversation again).
+    /// Consecutive failures of the same call (same tool, same arguments)
+    /// that the newest message ends with.
     pub count: u64,
+    /// The index, in the newest message, of the newest of those failed
+    /// tool results: its `name` is the `{tool_name}` of the hint
+    /// ([`ToolError::tool_name`]).
+    pub result: usize,
+}
+
+impl ToolError {
+    /// The failing tool's name, read from `newest`, the message the
+    /// decision was made on; `None` when the block at
+    /// [`result`](Self::result) is not a tool result (another message).
+    pub fn tool_name<'m, M: Message>(&self, newest: &'m M) -> Option<&'m str> {
+        match newest.block(self.result)? {
+            Block::ToolResult { name, .. } => Some(name),
+            _ => None,
+        }
+    }
 }
 
 /// A small set of [`Warning`]s.
@@ -468,10 +492,10 @@ fn call_input<'m, M: Message>(msg: &'m M, id: &str) -> &'m str {
         .unwrap_or("")
 }
 
-/// The tool results of `msg`, newest first, as `(id, name, state)`.
-fn tool_results<M: Message>(msg: &M) -> impl Iterator<Item = (&str, &str, ToolResultState)> {
+/// The tool results of `msg`, newest first, as `(index, id, name, state)`.
+fn tool_results<M: Message>(msg: &M) -> impl Iterator<Item = (usize, &str, &str, ToolResultState)> {
     (0..msg.block_count()).rev().filter_map(move |b| match msg.block(b) {
-        Some(Block::ToolResult { id, name, state }) => Some((id, name, state)),
+        Some(Block::ToolResult { id, name, state }) => Some((b, id, name, state)),
         _ => None,
     })
 }
@@ -481,13 +505,14 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     if last.role() != Role::Assistant || last.name() != agent_name {
         return None;
     }
-    let (_, tool_name, state) = tool_results(last).next()?;
+    let (result, _, tool_name, state) = tool_results(last).next()?;
     if state != ToolResultState::Error {
         return None;
     }
     // The trailing results that failed on the same tool, newest first.
-    let streak =
-        || tool_results(last).take_while(|&(_, name, state)| state == ToolResultState::Error && name == tool_name).map(|(id, _, _)| id);
+    let streak = || {
+        tool_results(last).take_while(|&(_, _, name, state)| state == ToolResultState::Error && name == tool_name).map(|(_, id, _, _)| id)
+    };
     let limit = cfg.config.injection.tool_retries_limit;
     if (streak().count() as u64) < limit {
         return None;
@@ -495,12 +520,7 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     let mut ids = streak();
     let newest = argument_key(call_input(last, ids.next()?));
     let count = 1 + ids.take_while(|id| argument_key(call_input(last, id)) == newest).count() as u64;
-    (count >= limit).then_some(ToolError { count })
-}
-
-/// The name of the tool whose failures the newest message ends with.
-pub(crate) fn failing_tool<M: Message>(last: &M) -> Option<&str> {
-    tool_results(last).next().map(|(_, name, _)| name)
+    (count >= limit).then_some(ToolError { count, result })
 }
 
 /// Decides every dimension for one step.
@@ -550,4 +570,420 @@ pub(crate) fn decide_with<C: Conversation>(
     let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
     Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, InjectionConfig};
+    use crate::conversation::{HintText, SliceConversation, SliceMessage};
+    use crate::engine::Engine;
+    use crate::tracker::Tracker;
+
+    const AGENT: &str = "rover";
+
+    fn step() -> Step<'static> {
+        Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1000 }
+    }
+
+    fn engine(limit: u64) -> Engine<'static> {
+        Engine::new(Config { injection: InjectionConfig { tool_retries_limit: limit, ..Default::default() }, ..Default::default() })
+            .unwrap()
+    }
+
+    fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'static> {
+        Block::ToolCall { id, name, input }
+    }
+
+    fn failed(id: &'static str, name: &'static str) -> Block<'static> {
+        Block::ToolResult { id, name, state: ToolResultState::Error }
+    }
+
+    /// The decision of the scan and of a tracker that observed `blocks` as
+    /// the agent's one message, which must agree.
+    fn tool_error_of(engine: &Engine<'_>, name: &str, blocks: &[Block<'_>]) -> Option<ToolError> {
+        let msgs = [SliceMessage { role: Role::Assistant, name, blocks }];
+        let conv = SliceConversation(&msgs);
+        let scanned = engine.decide(&conv, &step(), None);
+        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, &step(), None);
+        assert_eq!(scanned, tracked);
+        scanned.tool_error
+    }
+
+    const NOW: i64 = 1_784_687_400; // 2026-07-22T02:30:00Z
+    const SOURCE: &str = crate::config::DEFAULT_INJECTION_SOURCE;
+
+    fn hint(text: &'static str) -> Block<'static> {
+        Block::Hint { source: Some(SOURCE), text: HintText::Single(text) }
+    }
+
+    /// `body` as envaware renders it with the default template.
+    fn framed(body: &str) -> &'static str {
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+        std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str())
+    }
+
+    fn at(seconds: i64) -> Option<Timestamp> {
+        Some(Timestamp::from_unix_seconds(seconds))
+    }
+
+    fn own<'a>(blocks: &'a [Block<'static>]) -> SliceMessage<'a> {
+        SliceMessage { role: Role::Assistant, name: AGENT, blocks }
+    }
+
+    /// The scan's decision, checked against a tracker that observed the
+    /// same messages.
+    fn decide_on(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        let conv = SliceConversation(msgs);
+        let scanned = engine.decide(&conv, step, now);
+        assert_eq!(Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, step, now), scanned);
+        scanned
+    }
+
+    fn with_injection(f: impl FnOnce(&mut InjectionConfig<'static>)) -> Engine<'static> {
+        let mut injection = InjectionConfig::default();
+        f(&mut injection);
+        Engine::new(Config { injection, ..Default::default() }).unwrap()
+    }
+
+    #[test]
+    fn the_time_is_due_past_the_interval_and_in_the_future_not_at_or_within_it() {
+        let engine = engine(3);
+        for (recorded, due) in [
+            ("<current-time>2026-07-22T02:00:00</current-time>", false), // exactly the interval
+            ("<current-time>2026-07-22T01:59:59</current-time>", true),
+            ("<current-time>2026-07-22T02:30:00</current-time>", false), // now
+            ("<current-time>2026-07-22T02:30:01</current-time>", true),  // the future
+            ("<current-time>2026-07-21T02:30:00</current-time>", true),
+            ("<current-time>not a time</current-time>", true),
+        ] {
+            let blocks = [hint(recorded)];
+            let d = decide_on(&engine, &[own(&blocks)], &step(), at(NOW));
+            let want = if due { TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)) } else { TimeDecision::NotDue };
+            assert_eq!(d.time, want, "{recorded}");
+            assert_eq!(d.fires(), due, "{recorded}");
+        }
+        // No recorded time: inject; no clock, or one Python cannot hold: skipped.
+        assert_eq!(decide_on(&engine, &[], &step(), at(NOW)).time, TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)));
+        assert_eq!(decide_on(&engine, &[], &step(), None).time, TimeDecision::Skipped(TimeSkipped::ClockUnset));
+        let far = Some(Timestamp(i64::MAX));
+        assert_eq!(decide_on(&engine, &[], &step(), far).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        let year_zero = at(-62_135_596_801); // 0000-12-31T23:59:59Z
+        assert_eq!(decide_on(&engine, &[], &step(), year_zero).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&engine, &[], &step(), at(-62_135_596_800)).time, TimeDecision::Inject(_)));
+        // In UTC+14 the local year is 10000 before the UTC one is.
+        let kiribati = with_injection(|i| i.timezone = "Pacific/Kiritimati");
+        let late = at(253_402_300_799 - 3600); // 9999-12-31T22:59:59Z
+        assert_eq!(decide_on(&kiribati, &[], &step(), late).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&engine, &[], &step(), late).time, TimeDecision::Inject(_)));
+        // In New York the UTC year is 10000 first: Python cannot hold it either.
+        let ny = with_injection(|i| i.timezone = "America/New_York");
+        let new_year = at(253_402_300_800 + 3600); // 10000-01-01T01:00Z, 9999-12-31T20:00 in New York
+        assert_eq!(decide_on(&ny, &[], &step(), new_year).time, TimeDecision::Skipped(TimeSkipped::OutOfRange));
+        assert!(matches!(decide_on(&ny, &[], &step(), at(253_402_300_799)).time, TimeDecision::Inject(_)));
+    }
+
+    #[test]
+    fn the_newest_recorded_time_counts_and_other_sources_do_not() {
+        let engine = engine(3);
+        let (old, recent) =
+            (hint("<current-time>2026-07-22T01:00:00</current-time>"), hint("<current-time>2026-07-22T02:20:00</current-time>"));
+        let foreign = Block::Hint { source: Some("other"), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
+        let unsourced = Block::Hint { source: None, text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
+        let cases: [(&[Block<'static>], bool); 5] = [
+            (&[old, recent], false),
+            (&[recent, old], true),
+            (&[old, foreign], true),
+            (&[old, unsourced], true),
+            (&[recent, foreign], false),
+        ];
+        for (blocks, due) in cases {
+            let d = decide_on(&engine, &[own(blocks)], &step(), at(NOW));
+            assert_eq!(matches!(d.time, TimeDecision::Inject(_)), due, "{blocks:?}");
+        }
+        // Newest message first, whatever its blocks' order.
+        let older = [recent];
+        let newer = [old];
+        assert!(matches!(decide_on(&engine, &[own(&older), own(&newer)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        assert_eq!(decide_on(&engine, &[own(&newer), own(&older)], &step(), at(NOW)).time, TimeDecision::NotDue);
+        // A user's message is not read; another agent's is, except in strict mode.
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &older }];
+        assert!(matches!(decide_on(&engine, &user, &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &older }];
+        assert_eq!(engine.decide(&SliceConversation(&other), &step(), at(NOW)).time, TimeDecision::NotDue);
+        let strict = with_injection(|i| i.strict = true);
+        let framed_recent = [hint(framed("<current-time>2026-07-22T02:20:00</current-time>"))];
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &framed_recent }];
+        assert!(matches!(strict.decide(&SliceConversation(&other), &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        assert_eq!(decide_on(&strict, &[own(&framed_recent)], &step(), at(NOW)).time, TimeDecision::NotDue);
+    }
+
+    #[test]
+    fn a_recorded_time_split_across_parts_is_read_back() {
+        let engine = with_injection(|i| i.timezone = "Asia/Tokyo");
+        // 11:20 in Tokyo is 02:20Z, ten minutes before now.
+        for parts in [
+            &["<current-time>2026-07-22T11:", "20:00</current-time>\n<timezone>Asia/", "Tokyo</timezone>"][..],
+            &["<current-", "time>2026-07-22T11:20:00</current-time>"],
+        ] {
+            let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(parts) }];
+            assert_eq!(decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time, TimeDecision::NotDue, "{parts:?}");
+        }
+        // Read in another zone, the same parts are nine hours off.
+        const SPLIT_ZONE: [&str; 2] = ["<current-time>2026-07-22T11:20:00</current-time>\n<timezone>Europe/", "London</timezone>"];
+        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&SPLIT_ZONE) }];
+        assert!(matches!(decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
+    }
+
+    #[test]
+    fn a_recorded_zone_is_read_as_the_reference_reads_it() {
+        // 2026-11-01 01:50 EDT was recorded; now is 01:20 EST, 30 minutes later.
+        let now = at(1_793_514_000);
+        let ny = with_injection(|i| i.timezone = "America/New_York");
+        let same = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>America/New_York</timezone>")];
+        let alias = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>US/Eastern</timezone>")];
+        let untagged = [hint("<current-time>2026-11-01T01:50:00</current-time>")];
+        // The same name: wall clocks, 30 minutes "in the future", re-injected.
+        assert!(matches!(decide_on(&ny, &[own(&same)], &step(), now).time, TimeDecision::Inject(_)));
+        assert!(matches!(decide_on(&ny, &[own(&untagged)], &step(), now).time, TimeDecision::Inject(_)));
+        // Another name for the same rules: instants, 30 minutes ago.
+        assert_eq!(decide_on(&ny, &[own(&alias)], &step(), now).time, TimeDecision::NotDue);
+        // Strict mode: always instants.
+        let strict = with_injection(|i| (i.timezone, i.strict) = ("America/New_York", true));
+        let same_framed = [hint(framed("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>America/New_York</timezone>"))];
+        assert_eq!(decide_on(&strict, &[own(&same_framed)], &step(), now).time, TimeDecision::NotDue);
+        assert!(matches!(decide_on(&ny, &[own(&same_framed)], &step(), now).time, TimeDecision::Inject(_)));
+        // An unknown recorded zone is read as UTC, with a warning: 01:50Z is
+        // 4.5 hours before now.
+        let unknown = [hint("<current-time>2026-11-01T01:50:00</current-time>\n<timezone>Mars/Base</timezone>")];
+        let d = decide_on(&ny, &[own(&unknown)], &step(), now);
+        assert!(matches!(d.time, TimeDecision::Inject(_)));
+        assert!(d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        let utc = with_injection(|i| i.time_interval = 5.0);
+        let d = decide_on(&utc, &[own(&unknown)], &step(), now);
+        assert_eq!(d.time, TimeDecision::NotDue);
+        assert!(d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        assert!(!decide_on(&utc, &[own(&untagged)], &step(), now).warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+        // A time with its offset needs no zone: the tag is not read.
+        let offset = with_injection(|i| (i.timezone, i.time_format) = ("America/New_York", "%Y-%m-%dT%H:%M:%S%z"));
+        let tagged = [hint("<current-time>2026-11-01T01:50:00-0400</current-time>\n<timezone>Mars/Base</timezone>")];
+        let d = decide_on(&offset, &[own(&tagged)], &step(), now);
+        assert_eq!(d.time, TimeDecision::NotDue);
+        assert!(!d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
+    }
+
+    #[test]
+    fn strict_mode_reads_fields_only_where_envaware_writes_them() {
+        let strict = with_injection(|i| i.strict = true);
+        let tasks = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, ..step() };
+        let prefix = &crate::config::DEFAULT_TEMPLATE[..strict.config().state_start];
+        let hint_of =
+            |body: &str| -> &'static str { std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str()) };
+        let first = [hint(hint_of("<current-time>2026-07-22T02:20:00</current-time>\n<tasks>t</tasks>"))];
+        let d = decide_on(&strict, &[own(&first)], &tasks, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        // Not first: a value that carries the tag, not a field.
+        let later = [hint(hint_of("<robot>x<current-time>2026-07-22T02:20:00</current-time><tasks>t</tasks></robot>"))];
+        let d = decide_on(&strict, &[own(&later)], &tasks, at(NOW));
+        assert_eq!((matches!(d.time, TimeDecision::Inject(_)), d.tasks), (true, Some(tasks.tasks)));
+        // Tasks first, or on a line of their own.
+        let tasks_first = [hint(hint_of("<tasks>t</tasks>"))];
+        assert_eq!(decide_on(&strict, &[own(&tasks_first)], &tasks, at(NOW)).tasks, None);
+        // Without the template's opening text, nothing is read.
+        let bare = [hint("<current-time>2026-07-22T02:20:00</current-time>")];
+        assert!(matches!(decide_on(&strict, &[own(&bare)], &tasks, at(NOW)).time, TimeDecision::Inject(_)));
+        // The default mode reads them anywhere.
+        let engine = engine(3);
+        let d = decide_on(&engine, &[own(&later)], &tasks, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+    }
+
+    #[test]
+    fn tasks_are_told_unless_the_context_shows_them_anywhere() {
+        let engine = engine(3);
+        let pending = Step { tasks: TaskCounts { pending: 2, in_progress: 0 }, ..step() };
+        let in_progress = Step { tasks: TaskCounts { pending: 0, in_progress: 1 }, ..step() };
+        assert!(!TaskCounts::default().has_uncompleted());
+        assert!(pending.tasks.has_uncompleted() && in_progress.tasks.has_uncompleted());
+        assert_eq!(decide_on(&engine, &[], &pending, None).tasks, Some(pending.tasks));
+        assert_eq!(decide_on(&engine, &[], &in_progress, None).tasks, Some(in_progress.tasks));
+        assert_eq!(decide_on(&engine, &[], &step(), None).tasks, None);
+        let list = [call("c", "TaskList", "{}")];
+        let bash = [call("c", "Bash", "{}")];
+        let told = [hint("<tasks>x</tasks>")];
+        let time = [hint("<current-time>2026-07-22T02:20:00</current-time>")];
+        assert_eq!(decide_on(&engine, &[own(&list)], &pending, None).tasks, None);
+        assert_eq!(decide_on(&engine, &[own(&told)], &pending, None).tasks, None);
+        assert_eq!(decide_on(&engine, &[own(&bash)], &pending, None).tasks, Some(pending.tasks));
+        // Older than the newest recorded time: still read.
+        let d = decide_on(&engine, &[own(&list), own(&time)], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        // Only assistant messages.
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &list }];
+        assert_eq!(decide_on(&engine, &user, &pending, None).tasks, Some(pending.tasks));
+    }
+
+    #[test]
+    fn the_context_length_is_told_at_iteration_0_past_the_buffer() {
+        let engine = engine(3); // trigger 0.8, buffer 0.2: told above 600 of 1000
+        let at_iter = |cur_iter, input_tokens, in_progress| Step {
+            cur_iter,
+            input_tokens,
+            tasks: TaskCounts { pending: 0, in_progress },
+            context_size: 1000,
+            ..step()
+        };
+        let want = |input_tokens, suggest_compression| Some(ContextLength { input_tokens, trigger_tokens: 800, suggest_compression });
+        assert_eq!(decide_on(&engine, &[], &at_iter(0, 601, 0), None).context, want(601, false));
+        assert_eq!(decide_on(&engine, &[], &at_iter(0, 600, 0), None).context, None);
+        assert_eq!(decide_on(&engine, &[], &at_iter(1, 900, 0), None).context, None);
+        let tool = Engine::new(Config {
+            context: crate::ContextConfig { compression_tool_enabled: true, ..Default::default() },
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(decide_on(&tool, &[], &at_iter(0, 601, 0), None).context, want(601, true));
+        assert_eq!(decide_on(&tool, &[], &at_iter(0, 601, 1), None).context.map(|c| c.suggest_compression), Some(false));
+        let d = Decision { context: want(601, false), ..Decision::NONE };
+        assert!(d.fires());
+    }
+
+    #[test]
+    fn python_int_float_comparison_and_total_seconds_are_exact() {
+        for (i, f, gt) in [
+            (5, 4.5, true),
+            (4, 4.5, false),
+            (-4, -4.5, true),
+            (-5, -4.5, false),
+            (4, 3.0, true),
+            (3, 3.0, false),
+            (-3, -3.0, false),
+            (-2, -3.0, true),
+            (i64::MAX, 9_223_372_036_854_775_808.0, false),
+            (i64::MAX, 9_223_372_036_854_774_784.0, true),
+            (i64::MIN, -9.3e18, true),
+            (i64::MIN, -9_223_372_036_854_775_808.0, false),
+            (0, f64::NAN, false),
+            (1, f64::NAN, false),
+            (0, f64::NEG_INFINITY, true),
+            (i64::MAX, f64::INFINITY, false),
+            // 2^53 + 1 is not a double: a conversion to float would say "equal".
+            (9_007_199_254_740_993, 9_007_199_254_740_992.0, true),
+        ] {
+            assert_eq!(int_gt_float(i, f), gt, "{i} > {f}");
+        }
+        for (micros, seconds) in [
+            (9_007_199_254_740_993, 9007199254.740993),
+            (-9_007_199_254_740_993, -9007199254.740993),
+            (123_456_789_012_345_678_901, 123456789012345.67),
+            (-123_456_789_012_345_678_901, -123456789012345.67),
+            (1_500_000, 1.5),
+            (-1, -0.000001),
+        ] {
+            assert_eq!(python_total_seconds(micros), seconds, "{micros}");
+        }
+    }
+
+    #[test]
+    fn warnings_keep_one_bit_each_and_injection_off_keeps_only_the_configurations() {
+        let mut w = Warnings::default();
+        assert!(w.is_empty() && w.iter().next().is_none());
+        for (n, warning) in ALL_WARNINGS.into_iter().enumerate() {
+            assert!(!w.contains(warning));
+            w.insert(warning);
+            assert!(w.contains(warning) && !w.is_empty());
+            assert_eq!(w.iter().collect::<std::vec::Vec<_>>(), ALL_WARNINGS[..=n]);
+            let mut alone = Warnings::default();
+            alone.insert(warning);
+            assert_eq!(ALL_WARNINGS.iter().filter(|x| alone.contains(**x)).count(), 1);
+        }
+        let off = with_injection(|i| (i.inject_runtime_state, i.timezone) = (false, "Mars/Base"));
+        let pending = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 0, input_tokens: 10_000, ..step() };
+        let d = decide_on(&off, &[], &pending, at(NOW));
+        assert!(!d.fires());
+        assert_eq!(d.warnings.iter().collect::<std::vec::Vec<_>>(), [Warning::TimezoneFellBackToUtc]);
+        for fired in [
+            Decision { time: TimeDecision::Inject(Timestamp(0)), ..Decision::NONE },
+            Decision { tasks: Some(TaskCounts::default()), ..Decision::NONE },
+            Decision { tool_error: Some(ToolError { count: 3, result: 0 }), ..Decision::NONE },
+        ] {
+            assert!(fired.fires());
+        }
+        assert!(!Decision { time: TimeDecision::Skipped(TimeSkipped::ClockUnset), ..Decision::NONE }.fires());
+    }
+
+    #[test]
+    fn a_call_s_input_is_its_later_duplicate_and_a_missing_call_reads_as_empty() {
+        let msg = own(&[]);
+        assert_eq!(call_input(&msg, "a"), "");
+        let blocks = [call("a", "T", "1"), call("b", "T", "2"), call("a", "T", "3")];
+        let msg = own(&blocks);
+        assert_eq!((call_input(&msg, "a"), call_input(&msg, "b"), call_input(&msg, "c")), ("3", "2", ""));
+        // Three failures whose calls are missing compare as "" and match.
+        let engine = engine(3);
+        let results = [failed("x", "T"), failed("y", "T"), failed("z", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &results), Some(ToolError { count: 3, result: 2 }));
+    }
+
+    #[test]
+    fn the_tool_error_points_at_the_newest_failed_result_and_names_its_tool() {
+        let engine = engine(3);
+        let blocks = [
+            call("a", "Drive", r#"{"m": 1}"#),
+            failed("a", "Drive"),
+            call("b", "Drive", r#"{"m":1}"#),
+            Block::Other,
+            failed("b", "Drive"),
+            call("c", "Drive", r#"{ "m": 1 }"#),
+            failed("c", "Drive"),
+            Block::Other,
+        ];
+        let found = tool_error_of(&engine, AGENT, &blocks).unwrap();
+        assert_eq!(found, ToolError { count: 3, result: 6 });
+        let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks };
+        assert_eq!(found.tool_name(&msg), Some("Drive"));
+        // A position that is not a tool result names no tool.
+        assert_eq!(ToolError { count: 3, result: 5 }.tool_name(&msg), None);
+        assert_eq!(ToolError { count: 3, result: 8 }.tool_name(&msg), None);
+        // The rendered hint names it.
+        let conv = [msg];
+        let mut out = [0u8; 1024];
+        let d = engine.decide(&SliceConversation(&conv), &step(), None);
+        let hint = engine.render(&d, &SliceConversation(&conv), &(), &mut out).unwrap().unwrap();
+        assert!(hint.contains("<tool-error>The last 3 calls to 'Drive' with the same arguments all failed."), "{hint}");
+    }
+
+    #[test]
+    fn the_streak_counts_only_the_same_tool_failing_with_the_same_arguments() {
+        let engine = engine(3);
+        // Arguments differ in the oldest failure: two identical, under the limit.
+        let differ = [call("a", "T", "1"), failed("a", "T"), call("b", "T", "2"), failed("b", "T"), call("c", "T", "2"), failed("c", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &differ), None);
+        let four = [
+            call("a", "T", "2"),
+            failed("a", "T"),
+            call("b", "T", "2"),
+            failed("b", "T"),
+            call("c", "T", "2"),
+            failed("c", "T"),
+            call("d", "T", "2"),
+            failed("d", "T"),
+        ];
+        assert_eq!(tool_error_of(&engine, AGENT, &four), Some(ToolError { count: 4, result: 7 }));
+        assert_eq!(tool_error_of(&engine, AGENT, &four[2..]), Some(ToolError { count: 3, result: 5 }));
+        assert_eq!(tool_error_of(&engine, AGENT, &four[4..]), None);
+        assert_eq!(tool_error_of(&self::engine(4), AGENT, &four[2..]), None);
+        assert_eq!(tool_error_of(&self::engine(4), AGENT, &four), Some(ToolError { count: 4, result: 7 }));
+        // Another tool's failure in between ends the streak.
+        let other = [call("a", "T", "2"), failed("a", "T"), call("x", "U", "2"), failed("x", "U"), call("c", "T", "2"), failed("c", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &other), None);
+        // A success last: nothing.
+        let mut ok = four;
+        ok[7] = Block::ToolResult { id: "d", name: "T", state: ToolResultState::Success };
+        assert_eq!(tool_error_of(&engine, AGENT, &ok), None);
+        // Someone else's message, or a user's: nothing.
+        assert_eq!(tool_error_of(&engine, "other", &four), None);
+        let msgs = [SliceMessage { role: Role::User, name: AGENT, blocks: &four }];
+        assert_eq!(engine.decide(&SliceConversation(&msgs), &step(), None).tool_error, None);
+    }
 }

@@ -57,11 +57,10 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
-use core::cell::Cell;
 use core::fmt;
 
 use crate::clock::{Clock, Timestamp};
-use crate::conversation::{Block, Conversation, HintText, Role, ToolResultState};
+use crate::conversation::{Block, Conversation, Counted, HintText, Role, ToolResultState};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
 use crate::rules::{Decision, Step};
@@ -265,9 +264,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// Decides which dimensions fire, in constant time. `now` is `None`
     /// when the wall time is unknown.
     pub fn decide(&mut self, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
-        let counted = Counted { inner: &self.store, reads: Cell::new(0) };
+        let counted = Counted::new(&self.store);
         let decision = self.tracker.decide(&counted, step, now);
-        self.messages_read = counted.reads.get();
+        self.messages_read = counted.reads();
         decision
     }
 
@@ -329,28 +328,6 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Forma
     }
 }
 
-/// A view of a conversation that counts the messages read through it.
-struct Counted<'c, C> {
-    inner: &'c C,
-    reads: Cell<usize>,
-}
-
-impl<C: Conversation> Conversation for Counted<'_, C> {
-    type Message<'m>
-        = C::Message<'m>
-    where
-        Self: 'm;
-
-    fn message_count(&self) -> usize {
-        self.inner.message_count()
-    }
-
-    fn newest(&self, index: usize) -> Option<Self::Message<'_>> {
-        self.reads.set(self.reads.get() + 1);
-        self.inner.newest(index)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -397,6 +374,10 @@ mod tests {
             assert_eq!(decision.time, crate::TimeDecision::NotDue);
             assert!(decision.tasks.is_some());
             reads.push(context.messages_read());
+            // What the tracker's decision reads through a counting view.
+            let counted = Counted::new(context.store());
+            assert_eq!(context.tracker.decide(&counted, &step(1, 1), Some(now)), decision);
+            assert_eq!(context.messages_read(), counted.reads());
         }
         // The same few messages at every length (the newest, and the one
         // holding the recorded time when the tracker reads it back).
@@ -410,7 +391,9 @@ mod tests {
     fn appends_follow_agentscope_reply_rules() {
         let engine = Engine::new(Config::default()).unwrap();
         let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, AGENT);
+        assert_eq!((context.agent_name(), context.is_empty(), context.len(), context.sequence(0)), (AGENT, true, 0, None));
         assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
+        assert_eq!((context.is_empty(), context.sequence(0)), (false, Some(0)));
         context.tool_call("c1", "Bash", "{}").unwrap();
         context.append_hint("<tasks>x</tasks>").unwrap();
         assert_eq!(context.len(), 1);
@@ -493,5 +476,22 @@ mod tests {
         let mut small = [0u8; 8];
         assert!(matches!(context.render_step(decision, &mut (), &mut small), Err(StepError::HintTooLong(_))));
         assert_eq!(context.len(), 2);
+    }
+
+    #[test]
+    fn a_step_error_says_which_capacity_was_short() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut context: TrackedContext<'_, 2, 2, 64> = TrackedContext::new(&engine, AGENT);
+        let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+        let mut small = [0u8; 16];
+        let err = context.step(&step(0, 0), &mut clock, &mut (), &mut small).unwrap_err();
+        let StepError::HintTooLong(inner) = err else { panic!("{err:?}") };
+        assert_eq!(std::format!("{err}"), std::format!("{inner}"));
+        // The hint fits the buffer but not the store's 64 bytes of text.
+        let mut roomy = [0u8; 1024];
+        let err = context.step(&step(0, 0), &mut clock, &mut (), &mut roomy).unwrap_err();
+        let StepError::Store(inner) = err else { panic!("{err:?}") };
+        assert_eq!(std::format!("{err}"), std::format!("the hint could not be appended: {inner}"));
+        assert!(context.is_empty());
     }
 }

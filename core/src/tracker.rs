@@ -206,7 +206,7 @@ impl<'a> Tracker<'a> {
 mod tests {
     use super::*;
     use crate::config::{Config, StrList};
-    use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::conversation::{Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
     use crate::FixedClock;
@@ -323,26 +323,6 @@ mod tests {
         }
     }
 
-    /// A conversation that counts the messages read.
-    struct Counting<'a> {
-        inner: SliceConversation<'a>,
-        reads: core::cell::Cell<usize>,
-    }
-
-    impl<'a> Conversation for Counting<'a> {
-        type Message<'m>
-            = SliceMessage<'a>
-        where
-            Self: 'm;
-        fn message_count(&self) -> usize {
-            self.inner.message_count()
-        }
-        fn newest(&self, index: usize) -> Option<SliceMessage<'a>> {
-            self.reads.set(self.reads.get() + 1);
-            self.inner.newest(index)
-        }
-    }
-
     /// The full scan reads every message; the tracker reads the newest
     /// twice (to check it is in sync, and for the tool-error rule) and no
     /// other, whatever the context's length: it read the recorded time when
@@ -359,14 +339,14 @@ mod tests {
         for len in [10usize, 10_000] {
             let mut msgs = std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
             msgs.resize(len, SliceMessage { role: Role::Assistant, name: AGENT, blocks: &other });
-            let conv = Counting { inner: SliceConversation(&msgs), reads: 0.into() };
+            let conv = SliceConversation(&msgs);
             let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
-            conv.reads.set(0);
-            let full = engine.decide(&conv, &step, Some(now));
-            assert!(conv.reads.get() >= len);
-            conv.reads.set(0);
-            let tracked = tracker.decide(&conv, &step, Some(now));
-            assert_eq!(conv.reads.get(), 2);
+            let counted = Counted::new(&conv);
+            let full = engine.decide(&counted, &step, Some(now));
+            assert!(counted.reads() >= len);
+            let counted = Counted::new(&conv);
+            let tracked = tracker.decide(&counted, &step, Some(now));
+            assert_eq!(counted.reads(), 2);
             assert_eq!(tracked, full);
             assert_eq!(tracked.time, crate::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());
@@ -426,5 +406,62 @@ mod tests {
         tracker.evict_oldest(1);
         let empty = SliceConversation(&[]);
         assert!(tracker.decide(&empty, &step, None).tasks.is_some());
+    }
+
+    /// A conversation that counts a message it cannot show.
+    struct Gappy<'a>(SliceConversation<'a>);
+
+    impl<'a> Conversation for Gappy<'a> {
+        type Message<'m>
+            = SliceMessage<'a>
+        where
+            Self: 'm;
+        fn message_count(&self) -> usize {
+            self.0.message_count() + 1
+        }
+        fn newest(&self, index: usize) -> Option<SliceMessage<'a>> {
+            self.0.newest(index)
+        }
+    }
+
+    #[test]
+    fn a_step_for_another_agent_or_a_message_it_could_not_see_is_scanned() {
+        let strict = Config { injection: crate::config::InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
+        let engine = Engine::new(strict).unwrap();
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap();
+        let text = std::format!("{prefix}<current-time>2026-07-22T02:20:00</current-time>\n</system-reminder>");
+        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text) }];
+        let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
+        let conv = SliceConversation(&msgs);
+        let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
+        let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+        let mine = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        assert_eq!(tracker.decide(&conv, &mine, now).time, crate::TimeDecision::NotDue);
+        // In strict mode another agent does not read this agent's hints.
+        let theirs = Step { agent_name: "other", ..mine };
+        let d = tracker.decide(&conv, &theirs, now);
+        assert_eq!(d, engine.decide(&conv, &theirs, now));
+        assert!(matches!(d.time, crate::TimeDecision::Inject(_)));
+        // A message counted but not shown is counted, so decisions scan.
+        let gappy = Gappy(conv);
+        assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
+    }
+
+    #[test]
+    fn blocks_appended_to_no_message_are_not_observed() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let mut tracker = Tracker::new(&engine, AGENT);
+        let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
+        let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time };
+        let step = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+        // Before any message, and after every message was evicted.
+        tracker.append_blocks(&msg, 0);
+        assert_eq!(tracker.message_count(), 0);
+        tracker.push_message(&SliceMessage { role: Role::User, name: "user", blocks: &[] });
+        tracker.evict_oldest(1);
+        tracker.append_blocks(&msg, 0);
+        let empty = SliceConversation(&[]);
+        assert!(matches!(tracker.decide(&empty, &step, now).time, crate::TimeDecision::Inject(_)));
     }
 }

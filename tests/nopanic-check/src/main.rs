@@ -128,6 +128,7 @@ fn load_and_step() -> Option<usize> {
     let slice = SliceConversation(&messages);
     let decision = engine.decide(&slice, &step(agent), Some(Timestamp(number())));
     sink(engine.render(&decision, &slice, &live, &mut out).map(|h| h.map(str::len)));
+    sink(envaware::ToolError { count: number() as u64, result: number() as usize }.tool_name(&messages[0]).map(str::len));
     let mut tracker = Tracker::from_conversation(&engine, agent, &store);
     tracker.push_message(&messages[0]);
     tracker.append_blocks(&messages[0], number() as usize);
