@@ -84,23 +84,9 @@ fn view(b: &B) -> Block<'_> {
     }
 }
 
-/// JSON string literal.
+/// JSON string literal (serde_json's: the scenarios only need valid JSON).
 fn js(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    serde_json::Value::from(s).to_string()
 }
 
 /// The scenario (format v1) of one decision on `msgs`.

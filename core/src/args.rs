@@ -1348,6 +1348,91 @@ mod tests {
     }
 
     #[test]
+    fn the_key_exposes_its_hash() {
+        let one = argument_key("[1]");
+        assert_eq!(one.as_u128(), argument_key(" [1] ").as_u128());
+        assert_ne!(one.as_u128(), argument_key("[2]").as_u128());
+        let mut sink = HashSink::new();
+        sink.write(b"[1]");
+        assert_eq!(sink.finish().as_u128(), one.as_u128());
+    }
+
+    #[test]
+    fn the_length_bound_is_inclusive() {
+        // A string value of exactly `MAX_LEN` bytes, quotes included, is
+        // still canonicalized; one byte more is not.
+        let fits = std::format!("\"{}\"", "x".repeat(MAX_LEN.min(1 << 20) - 2));
+        if fits.len() == MAX_LEN {
+            assert_eq!(canonical(&fits), (fits.clone(), Canonical::Json));
+            let over = std::format!("\"{}\"", "x".repeat(MAX_LEN - 1));
+            assert_eq!(canonical(&over), (over.clone(), Canonical::Fallback(Bound::Length)));
+        }
+    }
+
+    #[test]
+    fn past_the_small_capacity_the_wide_dump_writes_it() {
+        // 40 levels: deeper than the small capacity tried first, within the
+        // wider bound given here; the keys need sorting at each level.
+        let mut raw: String = core::iter::repeat_n("{\"b\":0,\"a\":[", 20).collect();
+        raw.push('1');
+        raw.extend(core::iter::repeat_n("]}", 20));
+        let mut want: String = core::iter::repeat_n("{\"a\": [", 20).collect();
+        want.push('1');
+        want.extend(core::iter::repeat_n("], \"b\": 0}", 20));
+        let mut text = Text(Vec::new());
+        assert_eq!(write_canonical_with::<_, 64, 256>(&raw, &mut text), Canonical::Json);
+        assert_eq!(String::from_utf8(text.0).unwrap(), want);
+        // Past the members of the small capacity, likewise.
+        let wide = object((0..SMALL_MEMBERS + 8).rev());
+        let mut text = Text(Vec::new());
+        assert_eq!(write_canonical_with::<_, 8, 256>(&wide, &mut text), Canonical::Json);
+        assert_eq!(String::from_utf8(text.0).unwrap(), object(0..SMALL_MEMBERS + 8));
+    }
+
+    #[test]
+    fn the_end_cache_remembers_every_container_it_skips() {
+        // Strings holding brackets must not count as nesting.
+        let text = "{\"a\": \"]}\", \"b\": [1, {\"c\": \"{[\"}, []], \"d\": {}}";
+        let inner: Vec<usize> =
+            text.char_indices().filter(|&(i, c)| matches!(c, '{' | '[') && i > 0 && !in_string(text, i)).map(|(i, _)| i).collect();
+        assert_eq!(inner.len(), 4);
+        let mut ends = Ends::<64>::new();
+        assert_eq!(ends.skip(text, 0), json::value_end(text.as_bytes(), 0));
+        assert_eq!(ends.skip(text, 0), Some(text.len()));
+        for &start in &inner {
+            let end = json::value_end(text.as_bytes(), start).unwrap();
+            assert!(ends.slots.contains(&(offset(start).unwrap(), offset(end).unwrap())), "container at {start} not cached");
+            assert_eq!(ends.skip(text, start), Some(end));
+            // A hit answers from memory: the text is not read again, so a
+            // text cut short inside the container still gets its end.
+            assert_eq!(ends.skip(&text[..start + 1], start), Some(end), "container at {start} not answered from the cache");
+        }
+        // A slot keyed by another start is not a hit: with three slots the
+        // containers collide, and every skip still finds its own end.
+        let mut small = Ends::<3>::new();
+        for &start in inner.iter().chain(&inner) {
+            assert_eq!(small.skip(text, start), json::value_end(text.as_bytes(), start), "at {start}");
+        }
+        // Scalars are not containers: no cache involved.
+        assert_eq!(Ends::<4>::new().skip("[12, 3]", 1), Some(3));
+    }
+
+    /// Whether byte `at` of `text` lies inside a JSON string.
+    fn in_string(text: &str, at: usize) -> bool {
+        let mut inside = false;
+        let mut escaped = false;
+        for &b in &text.as_bytes()[..at] {
+            match (inside, escaped, b) {
+                (true, true, _) => escaped = false,
+                (true, false, b'\\') => escaped = true,
+                (_, false, b'"') => inside = !inside,
+                _ => {}
+            }
+        }
+        inside
+    }
+
+    #[test]
     fn duplicate_keys_last_wins() {
         let members: Vec<String> = (0..MAX_MEMBERS).map(|i| std::format!("\"k{}\": {i}", i % 3)).collect();
         let dups = std::format!("{{{}}}", members.join(","));

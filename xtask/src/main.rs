@@ -17,6 +17,8 @@
 //!   tests with many cases (see [`fuzz`]).
 //! - `cargo xtask nopanic [--link] [--demo-panic]`: proves no panic is
 //!   reachable in the core (see `nopanic.rs`); part of `test`.
+//! - `cargo xtask mutants [ARGS]`: `cargo mutants` over the core's unit
+//!   tests, then the mutation score (see `mutants.rs`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
@@ -29,6 +31,7 @@ mod bench;
 mod bench_args;
 mod firmware;
 mod footprint;
+mod mutants;
 mod nopanic;
 
 /// Targets the core must build for with no allocator.
@@ -361,7 +364,8 @@ fn main() -> ExitCode {
         Some("bench-args") => bench_args::bench_args(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]>".into()),
+        Some("mutants") => mutants::mutants(&args[1..]),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
