@@ -47,10 +47,15 @@ impl Score {
     }
 }
 
-/// Installs cargo-mutants when missing, runs it, and prints the score.
+/// Installs cargo-mutants and cargo-nextest when missing, runs the
+/// mutants, and prints the score.
 pub fn mutants(args: &[String]) -> Result<(), String> {
-    if !succeeds(Command::new("cargo").args(["mutants", "--version"])) {
-        run("cargo install --locked cargo-mutants", Command::new("cargo").args(["install", "--locked", "cargo-mutants"]))?;
+    // `.cargo/mutants.toml` runs the tests with nextest.
+    for tool in ["cargo-mutants", "cargo-nextest"] {
+        let sub = tool.trim_start_matches("cargo-");
+        if !succeeds(Command::new("cargo").args([sub, "--version"])) {
+            run(&format!("cargo install --locked {tool}"), Command::new("cargo").args(["install", "--locked", tool]))?;
+        }
     }
     // The zone-rule tests compare with Python's zoneinfo; the copy of the
     // tree cargo-mutants tests in has no `.venv`, so name it.
