@@ -1259,6 +1259,27 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "python-floats")]
+    #[test]
+    fn exactly_tells_exact_decimals_from_near_ones() {
+        // Negative exponents (halves, quarters) and positive ones (1e22 is
+        // the largest exact power of ten), against values that only round.
+        assert!(exactly(0.5, 5, -1));
+        assert!(exactly(1.25, 125, -2));
+        assert!(exactly(90334340623357.125, 90334340623357125, -3));
+        assert!(!exactly(0.1, 1, -1));
+        assert!(!exactly(0.5, 6, -1));
+        assert!(exactly(1e22, 1, 22));
+        assert!(exactly(1e22, 1000, 19));
+        assert!(exactly(3.0 * 2f64.powi(60), 3_458_764_513_820_540_928, 0));
+        assert!(!exactly(1e23, 1, 23));
+        assert!(!exactly(2e22, 3, 22));
+        // A zero mantissa is exactly nothing but zero.
+        assert!(!exactly(1.0, 0, 0));
+        assert!(exactly(0.0, 0, 5));
+        assert!(!exactly(0.0, 5, 0));
+    }
+
     #[test]
     fn float_repr_boundaries() {
         for (raw, want) in [

@@ -263,3 +263,42 @@ impl<'a> Conversation for SliceConversation<'a> {
         self.0.get(len - 1 - index).copied()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn role_and_state_names_are_agentscopes_both_ways() {
+        for role in [Role::User, Role::Assistant, Role::System] {
+            assert_eq!(Role::from_name(role.name()), Some(role));
+        }
+        assert_eq!(Role::System.name(), "system");
+        for state in [
+            ToolResultState::Success,
+            ToolResultState::Error,
+            ToolResultState::Interrupted,
+            ToolResultState::Denied,
+            ToolResultState::Running,
+        ] {
+            assert_eq!(ToolResultState::from_name(state.name()), Some(state));
+        }
+        assert_eq!(ToolResultState::Error.name(), "error");
+        // Exact and case-sensitive, as AgentScope's string enums.
+        for unknown in ["", "User", "tool", "ERROR", "failed"] {
+            assert_eq!(Role::from_name(unknown), None, "{unknown:?}");
+            assert_eq!(ToolResultState::from_name(unknown), None, "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn a_slice_conversation_reads_newest_first() {
+        let message = |name| SliceMessage { role: Role::User, name, blocks: &[] };
+        let messages = [message("a"), message("b"), message("c")];
+        let conversation = SliceConversation(&messages);
+        assert_eq!(conversation.message_count(), 3);
+        let names: [Option<&str>; 4] = core::array::from_fn(|i| conversation.newest(i).map(|m| m.name));
+        assert_eq!(names, [Some("c"), Some("b"), Some("a"), None]);
+        assert!(SliceConversation(&[]).newest(0).is_none());
+    }
+}
