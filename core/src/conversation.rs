@@ -301,4 +301,17 @@ mod tests {
         assert_eq!(names, [Some("c"), Some("b"), Some("a"), None]);
         assert!(SliceConversation(&[]).newest(0).is_none());
     }
+
+    #[test]
+    fn a_borrowed_message_reads_as_the_message() {
+        fn view<M: Message>(m: M) -> (Role, usize, bool, bool) {
+            let call = matches!(m.block(0), Some(Block::ToolCall { id: "c1", .. }));
+            (m.role(), m.block_count(), call, m.block(2).is_none())
+        }
+        let blocks = [Block::ToolCall { id: "c1", name: "OpenVent", input: "{}" }, Block::Other];
+        let message = SliceMessage { role: Role::Assistant, name: "rover", blocks: &blocks };
+        assert_eq!(view(&message), (Role::Assistant, 2, true, true));
+        assert_eq!(view(&&message), view(message));
+        assert_eq!(Message::name(&&message), "rover");
+    }
 }
