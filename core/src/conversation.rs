@@ -303,6 +303,8 @@ mod tests {
     }
 
     #[test]
+    // The borrows are what is tested: `impl Message for &M`.
+    #[allow(clippy::needless_borrows_for_generic_args, clippy::needless_borrow)]
     fn a_borrowed_message_reads_as_the_message() {
         fn view<M: Message>(m: M) -> (Role, usize, bool, bool) {
             let call = matches!(m.block(0), Some(Block::ToolCall { id: "c1", .. }));
