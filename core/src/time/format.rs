@@ -425,6 +425,56 @@ mod tests {
     }
 
     #[test]
+    fn am_and_pm_turn_at_noon() {
+        // 2026-01-01 in UTC: 00:00, 11:59, 12:00, 23:59.
+        let day = 1_767_225_600i64;
+        for (minutes, want) in [(0, "AM am"), (11 * 60 + 59, "AM am"), (12 * 60, "PM pm"), (23 * 60 + 59, "PM pm")] {
+            let mut s = String::new();
+            format_time(&mut s, "%p %P", Timestamp::from_unix_seconds(day + minutes * 60), Zone::Utc).unwrap();
+            assert_eq!(s, want, "{minutes} minutes past midnight");
+        }
+    }
+
+    #[test]
+    fn letters_hold_ascii_only() {
+        let mut set = Letters::default();
+        assert!(!set.add('Y'));
+        assert!(set.add('Y'));
+        assert!(set.has('Y') && !set.has('y'));
+        // Past ASCII nothing is held, and nothing overflows the bit set.
+        for c in ['\u{80}', 'é', '\u{10ffff}'] {
+            assert!(!set.add(c), "{c:?}");
+            assert!(!set.has(c), "{c:?}");
+        }
+        // The last ASCII letter is held like the others.
+        assert!(!set.has('\u{7f}') && !set.add('\u{7f}') && set.has('\u{7f}'));
+    }
+
+    #[test]
+    fn a_date_needs_every_part_of_one_of_its_forms() {
+        use ParseBack::*;
+        let ok = |parse_back| Ok(FormatInfo { has_utc_offset: false, parse_back });
+        // Year, week and weekday; ISO year, ISO week and weekday.
+        assert_eq!(check_format("%Y %U %a"), ok(Possible));
+        assert_eq!(check_format("%G %V %u"), ok(Possible));
+        for partial in ["%U %a", "%Y %U", "%Y %a", "%G %a", "%V %a", "%G %V", "%Y %V %a", "%G %U %a", "%m %d"] {
+            assert_eq!(check_format(partial), Err(TimeFormatError::NoDatePart), "{partial}");
+        }
+    }
+
+    #[test]
+    fn a_repeat_crashes_the_reference_wherever_it_is() {
+        use ParseBack::*;
+        // Inside an expansion after the plain directive, and in two
+        // expansions; `%%` is no group, however often it stands.
+        assert_eq!(strptime_verdict("%Y %c"), ReferenceCrashes);
+        assert_eq!(strptime_verdict("%x %c"), ReferenceCrashes);
+        assert_eq!(strptime_verdict("%X %Y-%m-%d"), Possible);
+        assert_eq!(strptime_verdict("%Y-%m-%d %% %%"), Possible);
+        assert_eq!(strptime_verdict("%Y-%m-%d %%%% %%"), Possible);
+    }
+
+    #[test]
     fn formats_are_checked() {
         use ParseBack::*;
         let ok = |has_utc_offset, parse_back| Ok(FormatInfo { has_utc_offset, parse_back });

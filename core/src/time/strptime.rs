@@ -424,6 +424,13 @@ mod tests {
     type ParseCase = (&'static str, &'static str, Option<(&'static str, Option<i64>)>);
 
     #[test]
+    fn full_month_names_parse() {
+        let got = parse_time("5 march 2026", "%d %B %Y").map(|r| iso(r.naive));
+        assert_eq!(got.as_deref(), Some("2026-03-05T00:00:00.000000"));
+        assert_eq!(parse_time("5 Mar 2026", "%d %B %Y"), None);
+    }
+
+    #[test]
     fn parses_like_python_strptime() {
         let cases: &[ParseCase] = &[
             ("2026-07-01T12:00:00", "%Y-%m-%dT%H:%M:%S", Some(("2026-07-01T12:00:00.000000", None))),
