@@ -11,11 +11,13 @@
 
 use std::cell::Cell;
 
+mod common;
+
+use common::{configure, data, select};
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::{EpochTickClock, Timestamp};
 use envaware_firmware::agent::{self, Output, Pacer, Summary, SCRIPT};
-use envaware_firmware::tmp105::DEFAULT_ADDRESS;
 use serde_json::{json, Value};
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin
@@ -40,18 +42,6 @@ const DUE: [Option<&[&str]>; 10] = [
 /// The steps that inject, in order.
 fn injecting() -> Vec<usize> {
     (0..DUE.len()).filter(|&i| DUE[i].is_some()).collect()
-}
-
-fn configure() -> Transaction {
-    Transaction::write(DEFAULT_ADDRESS, vec![0x01, 0x60])
-}
-
-fn select() -> Transaction {
-    Transaction::write(DEFAULT_ADDRESS, vec![0x00])
-}
-
-fn data(bytes: [u8; 2]) -> Transaction {
-    Transaction::read(DEFAULT_ADDRESS, bytes.to_vec())
 }
 
 /// What the pacer was asked to do, in order.

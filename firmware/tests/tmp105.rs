@@ -4,24 +4,12 @@
 //! hung bus (the board's I2C gives up with a timeout), and readings no
 //! TMP105 can send.
 
+mod common;
+
+use common::{configure, data, select};
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware_firmware::tmp105::{Error, Temperature, Tmp105, DEFAULT_ADDRESS};
-
-/// Setting 12-bit mode: the configuration register (pointer 0x01), R1 = R0 = 1.
-fn configure() -> Transaction {
-    Transaction::write(DEFAULT_ADDRESS, vec![0x01, 0x60])
-}
-
-/// Selecting the temperature register (pointer 0x00).
-fn select() -> Transaction {
-    Transaction::write(DEFAULT_ADDRESS, vec![0x00])
-}
-
-/// The temperature register's two bytes.
-fn data(bytes: [u8; 2]) -> Transaction {
-    Transaction::read(DEFAULT_ADDRESS, bytes.to_vec())
-}
 
 /// A sensor over a mock expecting `transactions`, and a handle on the mock
 /// to check them with `done()`.
