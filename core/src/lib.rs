@@ -38,6 +38,8 @@ mod iana;
 mod json;
 mod live;
 mod load;
+#[cfg(test)]
+mod reference;
 mod render;
 mod rules;
 mod store;

@@ -138,9 +138,6 @@ pub(crate) fn offset_for_local(tz: Tz, local: &NaiveDateTime) -> Option<i32> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader, Write as _};
-    use std::path::PathBuf;
-    use std::process::{Command, Stdio};
     use std::string::{String, ToString};
     use std::vec::Vec;
     use std::{format, println};
@@ -149,6 +146,7 @@ mod tests {
 
     use super::*;
     use crate::clock::Timestamp;
+    use crate::reference::SplitMix;
     use crate::time::{format_time, local_naive, local_to_timestamp, resolve_zone, Zone};
 
     fn named(name: &str) -> Tz {
@@ -203,19 +201,6 @@ mod tests {
         format!("{d}T{:02}:{:02}:{:02}.{us:06}", t.hour(), t.minute(), t.second())
     }
 
-    fn workspace() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-    }
-
-    fn reference_python() -> PathBuf {
-        if let Some(p) = std::env::var_os("ENVAWARE_REF_PYTHON") {
-            return workspace().join(p);
-        }
-        let venv = workspace().join(".venv/bin/python");
-        assert!(venv.exists(), "no reference Python: set ENVAWARE_REF_PYTHON, or run `cargo xtask test` to create {}", venv.display());
-        venv
-    }
-
     /// Reads `u NAME MICROS` (a UTC instant) or `l NAME WALL` (a wall time)
     /// lines and answers each with what zoneinfo gives.
     const ZONEINFO: &str = r#"
@@ -238,23 +223,6 @@ for line in sys.stdin:
         out.append(f"{(t - EPOCH) // US} {'gap' if off1 > off0 else 'fold' if off1 < off0 else '-'}")
 sys.stdout.write("\n".join(out) + "\n")
 "#;
-
-    struct SplitMix(u64);
-    impl SplitMix {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn range(&mut self, lo: i64, hi: i64) -> i64 {
-            lo + self.below((hi - lo) as u64) as i64
-        }
-    }
 
     enum Case {
         Utc(&'static str, i64),
@@ -315,17 +283,7 @@ sys.stdout.write("\n".join(out) + "\n")
                 Case::Wall(name, wall) => input += &format!("l {name} {}\n", iso(wall)),
             }
         }
-        let mut child = Command::new(reference_python())
-            .args(["-c", ZONEINFO])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("the reference Python starts");
-        let mut stdin = child.stdin.take().unwrap();
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let lines: Vec<String> = BufReader::new(child.stdout.take().unwrap()).lines().map(Result::unwrap).collect();
-        writer.join().unwrap().unwrap();
-        assert!(child.wait().unwrap().success(), "the zoneinfo script failed");
+        let lines = crate::reference::answers(ZONEINFO, &input);
         assert_eq!(lines.len(), cases.len());
         lines
     }

@@ -417,11 +417,20 @@ mod tests {
 
     use super::*;
     use crate::clock::Timestamp;
+    use crate::reference::SplitMix;
     use crate::time::tests::{iso, zone_strategy};
     use crate::time::{format_time, local_naive, Zone};
 
     /// Text, format, and Python's result (wall time, UTC offset in µs).
     type ParseCase = (&'static str, &'static str, Option<(&'static str, Option<i64>)>);
+
+    fn assert_parse_cases(cases: &[ParseCase]) {
+        for (text, fmt, want) in cases {
+            let got = parse_time(text, fmt).map(|r| (iso(r.naive), r.utc_offset_micros));
+            let want = want.map(|(n, o)| (String::from(n), o));
+            assert_eq!(got, want, "{text:?} {fmt:?}");
+        }
+    }
 
     #[test]
     fn full_month_names_parse() {
@@ -501,11 +510,182 @@ mod tests {
             ("2026 2026", "%Y %Y", None),
             ("2026-03-08%", "%Y-%m-%d%", None),
         ];
-        for (text, fmt, want) in cases {
-            let got = parse_time(text, fmt).map(|r| (iso(r.naive), r.utc_offset_micros));
-            let want = want.map(|(n, o)| (String::from(n), o));
-            assert_eq!(got, want, "{text:?} {fmt:?}");
+        assert_parse_cases(cases);
+    }
+
+    /// The date arithmetic: weekdays by name and number inside a week, the
+    /// week 0 that starts in the year before (leap or not, by each of the
+    /// leap rules), ISO weeks, `%j` without a year, `%p` in the afternoon,
+    /// and offsets with fractions.
+    #[test]
+    fn weeks_days_and_offsets_resolve_like_python() {
+        let cases: &[ParseCase] = &[
+            ("2026 10 Sunday", "%Y %U %A", Some(("2026-03-08T00:00:00.000000", None))),
+            ("2026 10 wednesday", "%Y %W %A", Some(("2026-03-11T00:00:00.000000", None))),
+            ("2026 10 3", "%Y %U %w", Some(("2026-03-11T00:00:00.000000", None))),
+            ("2026 10 Wed", "%Y %U %a", Some(("2026-03-11T00:00:00.000000", None))),
+            ("2026 00 6", "%Y %U %w", Some(("2026-01-03T00:00:00.000000", None))),
+            ("2026 01 0", "%Y %U %w", Some(("2026-01-04T00:00:00.000000", None))),
+            ("2026 05 4", "%Y %W %u", Some(("2026-02-05T00:00:00.000000", None))),
+            ("2026 05 4", "%Y %U %u", Some(("2026-02-05T00:00:00.000000", None))),
+            // Week 0 reaching into a leap year (2024, 2000) and a common one (1900).
+            ("2025 00 1", "%Y %W %u", Some(("2024-12-30T00:00:00.000000", None))),
+            ("2001 00 0", "%Y %U %w", Some(("2000-12-31T00:00:00.000000", None))),
+            ("1901 00 1", "%Y %W %u", Some(("1900-12-31T00:00:00.000000", None))),
+            ("2000 00 0", "%Y %U %w", Some(("1999-12-26T00:00:00.000000", None))),
+            ("2001 00 1", "%Y %U %w", Some(("2001-01-01T00:00:00.000000", None))),
+            ("0001 00 0", "%Y %U %w", None),
+            ("3 PM 2026-01-01", "%I %p %Y-%m-%d", Some(("2026-01-01T15:00:00.000000", None))),
+            ("11 pm", "%I %p", Some(("1900-01-01T23:00:00.000000", None))),
+            ("2026-W10-7", "%G-W%V-%u", Some(("2026-03-08T00:00:00.000000", None))),
+            ("2026-W10", "%G-W%V", None),
+            ("2026-W10-7 100", "%G-W%V-%u %j", None),
+            ("2026-W01-1", "%G-W%V-%u", Some(("2025-12-29T00:00:00.000000", None))),
+            ("2021-W01-1", "%G-W%V-%u", Some(("2021-01-04T00:00:00.000000", None))),
+            ("2021-W53-7", "%G-W%V-%u", Some(("2022-01-09T00:00:00.000000", None))),
+            ("2027-W01-3", "%G-W%V-%u", Some(("2027-01-06T00:00:00.000000", None))),
+            // Without a year, `%j` counts in 1900, whatever the month and day.
+            ("02-01 100", "%m-%d %j", Some(("1900-04-10T00:00:00.000000", None))),
+            ("02-28 100", "%m-%d %j", Some(("1900-04-10T00:00:00.000000", None))),
+            ("5 MARCH 2026", "%d %B %Y", Some(("2026-03-05T00:00:00.000000", None))),
+            ("5 january 2026", "%d %B %Y", Some(("2026-01-05T00:00:00.000000", None))),
+            ("2026-03-08 02:05:09 +010000.25", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(3600250000)))),
+            ("2026-03-08 02:05:09 -010000.5", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(-3600500000)))),
+            ("2026-03-08 02:05:09 +01:00:00.123456", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(3600123456)))),
+            ("2026-03-08 02:05:09 +0530", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(19800000000)))),
+        ];
+        assert_parse_cases(cases);
+    }
+
+    /// Reads `TEXT\tFORMAT` lines; answers each with `datetime.strptime`'s
+    /// wall time and offset in µs (`-` for none), or `None` where it raises.
+    const STRPTIME: &str = r#"
+import sys
+from datetime import datetime
+out = []
+for line in sys.stdin.read().split("\n")[:-1]:
+    text, fmt = line.split("\t")
+    try:
+        d = datetime.strptime(text, fmt)
+    except Exception:
+        out.append("None")
+        continue
+    off = d.utcoffset()
+    us = "-" if off is None else str((off.days * 86400 + off.seconds) * 10**6 + off.microseconds)
+    out.append(d.replace(tzinfo=None).isoformat(timespec="microseconds") + " " + us)
+sys.stdout.write("\n".join(out) + "\n")
+"#;
+
+    /// One directive's text: a value in (or near) its range, padded or not,
+    /// so that adjacent directives are ambiguous and the matcher backtracks.
+    fn directive_text(rng: &mut SplitMix, d: char, out: &mut String) {
+        use std::fmt::Write as _;
+        let names = |list: &[&str], rng: &mut SplitMix, full: bool| {
+            let n = list[rng.below(list.len() as u64) as usize];
+            let n = if full { n } else { &n[..3] };
+            if rng.below(2) == 0 {
+                n.to_uppercase()
+            } else {
+                String::from(n)
+            }
+        };
+        let number = |rng: &mut SplitMix, lo: i64, hi: i64, width: usize| {
+            let v = rng.range(lo, hi + 1);
+            match rng.below(3) {
+                0 => std::format!("{v}"),
+                1 if width == 2 && v < 10 => std::format!(" {v}"),
+                _ => std::format!("{v:0width$}"),
+            }
+        };
+        let t = match d {
+            'd' => number(rng, 0, 32, 2),
+            'm' => number(rng, 0, 13, 2),
+            'H' => number(rng, 0, 24, 2),
+            'I' => number(rng, 0, 13, 2),
+            'M' | 'S' => number(rng, 0, 61, 2),
+            'j' => number(rng, 0, 367, 3),
+            'U' | 'W' | 'V' => number(rng, 0, 54, 2),
+            'w' => number(rng, 0, 7, 1),
+            'u' => number(rng, 0, 8, 1),
+            'y' => number(rng, 0, 99, 2),
+            'Y' | 'G' => number(rng, 1, 9999, 4),
+            'f' => {
+                let width = 1 + rng.below(6) as usize;
+                number(rng, 0, 10i64.pow(width as u32) - 1, width)
+            }
+            'p' => String::from(["AM", "pm", "Am", "PM"][rng.below(4) as usize]),
+            'b' => names(&MONTHS_LOWER, rng, false),
+            'B' => names(&MONTHS_LOWER, rng, true),
+            'a' => names(&WEEKDAYS_LOWER, rng, false),
+            'A' => names(&WEEKDAYS_LOWER, rng, true),
+            _ => {
+                // 'z': every spelling `_strptime` takes, and near misses.
+                let sign = if rng.below(2) == 0 { '+' } else { '-' };
+                let (h, m, sec) = (rng.range(0, 25), rng.range(0, 60), rng.range(0, 60));
+                match rng.below(5) {
+                    0 => String::from("Z"),
+                    1 => std::format!("{sign}{h:02}{m:02}"),
+                    2 => std::format!("{sign}{h:02}:{m:02}"),
+                    3 => std::format!("{sign}{h:02}:{m:02}:{sec:02}"),
+                    _ => std::format!("{sign}{h:02}{m:02}{sec:02}.{}", rng.range(0, 1000)),
+                }
+            }
+        };
+        let _ = write!(out, "{t}");
+    }
+
+    /// Random formats of two to six distinct directives, adjacent or with
+    /// separators, and texts built for them (some with a character changed
+    /// or dropped), against CPython 3.11's `strptime`: 4,000 cases.
+    #[test]
+    fn ambiguous_texts_parse_like_python_strptime() {
+        const DIRECTIVES: &[char] =
+            &['d', 'f', 'H', 'I', 'j', 'm', 'M', 'S', 'U', 'W', 'V', 'w', 'u', 'y', 'Y', 'G', 'z', 'p', 'b', 'B', 'a', 'A'];
+        const SEPARATORS: &[&str] = &["", "", "", " ", "  ", "-", ":"];
+        let mut rng = SplitMix(0x5714_9713);
+        let mut cases = std::vec::Vec::new();
+        let mut input = String::new();
+        while cases.len() < 4_000 {
+            let (mut fmt, mut text) = (String::new(), String::new());
+            let mut used = std::vec::Vec::new();
+            for _ in 0..2 + rng.below(5) {
+                let d = DIRECTIVES[rng.below(DIRECTIVES.len() as u64) as usize];
+                if used.contains(&d) {
+                    continue;
+                }
+                used.push(d);
+                let sep = SEPARATORS[rng.below(SEPARATORS.len() as u64) as usize];
+                fmt += sep;
+                text += if rng.below(8) == 0 { " " } else { sep };
+                fmt.push('%');
+                fmt.push(d);
+                directive_text(&mut rng, d, &mut text);
+            }
+            if rng.below(10) == 0 && !text.is_empty() {
+                let at = text.char_indices().nth(rng.below(text.chars().count() as u64) as usize).map_or(0, |(i, _)| i);
+                let c = text[at..].chars().next().unwrap();
+                let with = ["", "1", " ", "0"][rng.below(4) as usize];
+                text.replace_range(at..at + c.len_utf8(), with);
+            }
+            input += &std::format!("{text}\t{fmt}\n");
+            cases.push((text, fmt));
         }
+        let answers = crate::reference::answers(STRPTIME, &input);
+        let (mut mismatches, mut parsed) = (std::vec::Vec::new(), 0);
+        for ((text, fmt), want) in cases.iter().zip(&answers) {
+            let got = match parse_time(text, fmt) {
+                None => String::from("None"),
+                Some(r) => std::format!("{} {}", iso(r.naive), r.utc_offset_micros.map_or(String::from("-"), |o| std::format!("{o}"))),
+            };
+            parsed += usize::from(want != "None");
+            if got != *want {
+                mismatches.push(std::format!("{text:?} {fmt:?}: {got}, Python {want}"));
+            }
+        }
+        assert!(mismatches.is_empty(), "{} of {}:\n{}", mismatches.len(), cases.len(), mismatches[..mismatches.len().min(20)].join("\n"));
+        // The cases must reach the date arithmetic, not only fail to match.
+        assert!(parsed > cases.len() / 4, "only {parsed} parsed");
+        std::println!("{parsed} of {} parsed, as Python does", cases.len());
     }
 
     proptest! {

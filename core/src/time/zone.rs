@@ -86,11 +86,11 @@ enum Package {
 
 fn lookup(name: &str) -> Lookup {
     // A NUL byte: `open` raises ValueError ("embedded null byte").
-    if name.contains('\0') || name.starts_with('/') {
+    if name.contains('\0') {
         return Lookup::NotFound;
     }
     // `os.path.normpath` must keep the length and the key must stay below
-    // the base: no empty, `.` or `..` component.
+    // the base: no empty (also no leading `/`), `.` or `..` component.
     if name.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
         return Lookup::NotFound;
     }
@@ -104,7 +104,6 @@ fn lookup(name: &str) -> Lookup {
     if !pkg.is_empty() {
         for piece in pkg.split(['/', '.']) {
             at = match at {
-                _ if piece.is_empty() => return Lookup::NotFound,
                 Package::Root | Package::Top(_) | Package::America(_) if piece == "__init__" => Package::InitModule,
                 Package::Root | Package::Top(_) | Package::America(_) if piece == "__pycache__" => Package::Pycache,
                 Package::Root => match ROOT_DIRS.iter().position(|d| *d == piece) {
@@ -127,8 +126,10 @@ fn lookup(name: &str) -> Lookup {
         _ => &[],
     };
     // `open` of a name longer than NAME_MAX (OSError) or of a directory
-    // (IsADirectoryError).
-    if last.len() > 255 || last == "__pycache__" || subdirs.contains(&last) {
+    // (IsADirectoryError): every package has a `__pycache__` but
+    // `__pycache__` itself.
+    let is_dir = subdirs.contains(&last) || (last == "__pycache__" && at != Package::Pycache);
+    if last.len() > 255 || is_dir {
         return Lookup::Crash;
     }
     let dir = match at {
@@ -317,6 +318,16 @@ mod tests {
         }
         assert!(!zone_name_crashes_reference(&"a".repeat(255)));
         assert!(!zone_name_crashes_reference(&long_in_nowhere));
+        // A too-long name crashes `open` only once the key is a valid path
+        // (Python 3.11, tzdata 2025.2).
+        assert!(zone_name_crashes_reference(&std::format!("__pycache__/{long_a}")));
+        assert!(zone_name_crashes_reference(&std::format!("Etc/__pycache__/{long_a}")));
+        for refused_first in ["../", "./", "a/../", "America/./", "\0", "/"] {
+            let name = std::format!("{refused_first}{long_a}");
+            assert!(!zone_name_crashes_reference(&name), "{name:?}");
+        }
+        assert!(!zone_name_crashes_reference("__pycache__/__pycache__"));
+        assert!(!zone_name_crashes_reference("__pycache__/x"));
         for tz in chrono_tz::TZ_VARIANTS {
             assert_eq!(resolve_zone(tz.name()), Some(Zone::Named(tz)));
         }

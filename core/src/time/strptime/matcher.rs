@@ -596,6 +596,26 @@ mod tests {
     }
 
     #[test]
+    fn the_step_budget_ends_a_long_match() {
+        // One step per node, and each literal character is one: a format of
+        // 50,001 characters is past the budget, where Python still matches.
+        for (len, matches) in [(49_000, true), (50_001, false)] {
+            let lit = "x".repeat(len);
+            let parsed = parse_time(&std::format!("{lit}2026"), &std::format!("{lit}%Y"));
+            assert_eq!(parsed.is_some(), matches, "{len}");
+        }
+    }
+
+    #[test]
+    fn digit_runs_and_whitespace_take_what_python_takes() {
+        // `%f` is `[0-9]{1,6}`: never the space that `%d`'s ` [1-9]` starts with.
+        let parsed = parse_time("1 2", "%f%d").map(|r| iso(r.naive));
+        assert_eq!(parsed.as_deref(), Some("1900-01-02T00:00:00.100000"));
+        // Whitespace in the format is `\s+`: at least one character.
+        assert_eq!(parse_time("202603", "%Y %m"), None);
+    }
+
+    #[test]
     fn the_deepest_choice_stack_fits() {
         // Every choice-capable node is a live choice point when the match
         // ends: leading whitespace before `%d`, the 11 directives with a
@@ -618,5 +638,9 @@ mod tests {
         let fmt = std::format!("%Y{}%m%d", " ".repeat(70_000));
         let parsed = parse_time("2026 7 5", &fmt).map(|r| iso(r.naive));
         assert_eq!(parsed.as_deref(), Some("2026-07-05T00:00:00.000000"));
+        // A choice point (`%d` as "11" or "1") past 65,535 bytes of format.
+        let fmt = std::format!("%Y{}%d%m", " ".repeat(70_000));
+        let parsed = parse_time("2026 111", &fmt).map(|r| iso(r.naive));
+        assert_eq!(parsed.as_deref(), Some("2026-01-11T00:00:00.000000"));
     }
 }
