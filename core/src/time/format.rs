@@ -350,20 +350,20 @@ fn write_format<W: Write>(w: &mut W, fmt: &str, t: &Fields) -> fmt::Result {
 /// does, or if the local year is outside Python's 1..=9999.
 pub fn format_time<W: Write>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
     let utc = utc_naive(at).ok_or(fmt::Error)?;
-    let past_2099 = match zone {
-        Zone::Named(tz) => zone_rules::at_utc(tz, &utc),
-        Zone::Utc | Zone::Factory => None,
-    };
-    let tz_offset = match zone {
-        Zone::Named(tz) if past_2099.is_none() => Some(tz.offset_from_utc_datetime(&utc)),
-        _ => None,
-    };
-    let offset = past_2099.map_or_else(|| tz_offset.as_ref().map_or(0, |o| o.fix().local_minus_utc()), |(o, _)| o);
-    let abbr = match (zone, past_2099, &tz_offset) {
-        (Zone::Factory, ..) => Abbr::Text("-00"),
-        (_, Some((_, abbr)), _) => Abbr::Text(abbr),
-        (_, None, Some(o)) => o.abbreviation().map_or(Abbr::Numeric(offset), Abbr::Text),
-        (_, None, None) => Abbr::Text("UTC"),
+    // Past 2099 the zone's own rules answer (chrono-tz's tables end there).
+    // The offset the abbreviation borrows from, set where chrono-tz answers.
+    let tz_offset;
+    let (offset, abbr) = match zone {
+        Zone::Factory => (0, Abbr::Text("-00")),
+        Zone::Utc => (0, Abbr::Text("UTC")),
+        Zone::Named(tz) => match zone_rules::at_utc(tz, &utc) {
+            Some((offset, abbr)) => (offset, Abbr::Text(abbr)),
+            None => {
+                tz_offset = tz.offset_from_utc_datetime(&utc);
+                let offset = tz_offset.fix().local_minus_utc();
+                (offset, tz_offset.abbreviation().map_or(Abbr::Numeric(offset), Abbr::Text))
+            }
+        },
     };
     let local = utc.checked_add_signed(TimeDelta::seconds(i64::from(offset))).ok_or(fmt::Error)?;
     if !(1..=9999).contains(&local.year()) {

@@ -121,6 +121,22 @@ mod tests {
     /// The lowercase table is CPython 3.11's: an FNV-1a hash over (char,
     /// lowercase) of every character `_sre.unicode_tolower` changes.
     #[test]
+    fn case_fixes_match_their_alternatives_only() {
+        // CPython 3.11: `re.match(re.escape(p), c, re.I)`.
+        for (p, c, matches) in [
+            ('\u{1fd3}', '\u{390}', true),
+            ('\u{1fd3}', 'a', false),
+            ('\u{1fd3}', '\0', false),
+            ('\u{fb05}', '\u{fb06}', true),
+            ('\u{1fbe}', '\u{345}', true),
+            ('\u{1fbe}', '\u{3b9}', true),
+            ('\u{1fbe}', 'x', false),
+        ] {
+            assert_eq!(ci_match(p, c), matches, "{p:?} {c:?}");
+        }
+    }
+
+    #[test]
     fn case_mapping_is_python_3_11s() {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for c in (0..0x11_0000u32).filter_map(char::from_u32) {
