@@ -1720,6 +1720,12 @@ mod decimal_tests {
             "123456789012345e-20",
             "1e308",
             "1e-307",
+            // Past the range, where a double rounds: to infinity, to zero,
+            // and the subnormals that are exact enough to agree.
+            "1e309",
+            "1e-325",
+            "5e-324",
+            "1.5e-320",
         ] {
             let (python, decimal) = both(text);
             assert_eq!(python, decimal, "{text}");

@@ -304,10 +304,10 @@ fn ordinal(d: NaiveDate) -> i64 {
     i64::from(d.num_days_from_ce())
 }
 
-/// Python's `date.fromordinal(n)`.
+/// Python's `date.fromordinal(n)`, for the `n` here: a day of a year from
+/// 1 on, so at least 1; a year past 9999 is refused by [`py_date`] after.
 fn from_ordinal(n: i64) -> Option<NaiveDate> {
-    let d = NaiveDate::from_num_days_from_ce_opt(i32::try_from(n).ok()?)?;
-    (n >= 1 && d.year() <= 9999).then_some(d)
+    NaiveDate::from_num_days_from_ce_opt(i32::try_from(n).ok()?)
 }
 
 fn is_leap(year: i64) -> bool {
@@ -535,6 +535,10 @@ mod tests {
             ("2000 00 0", "%Y %U %w", Some(("1999-12-26T00:00:00.000000", None))),
             ("2001 00 1", "%Y %U %w", Some(("2001-01-01T00:00:00.000000", None))),
             ("0001 00 0", "%Y %U %w", None),
+            ("0001 01 1", "%Y %W %u", Some(("0001-01-01T00:00:00.000000", None))),
+            ("0001 01 0", "%Y %U %w", Some(("0001-01-07T00:00:00.000000", None))),
+            ("9999 52 5", "%Y %W %u", Some(("9999-12-31T00:00:00.000000", None))),
+            ("9999 53 5", "%Y %W %u", None),
             ("3 PM 2026-01-01", "%I %p %Y-%m-%d", Some(("2026-01-01T15:00:00.000000", None))),
             ("11 pm", "%I %p", Some(("1900-01-01T23:00:00.000000", None))),
             ("2026-W10-7", "%G-W%V-%u", Some(("2026-03-08T00:00:00.000000", None))),
