@@ -222,9 +222,8 @@ fn resolve_date(f: Fields) -> Option<Recorded> {
             if let Some(week) = week_of_year {
                 julian = Some(julian_from_u_or_w(year, week, wd, week_starts_mon)?);
             } else if let (Some(iy), Some(iw)) = (iso_year, iso_week) {
-                let (y, j) = julian_from_v(iy, iw, wd + 1)?;
-                year = y;
-                julian = Some(j);
+                year = iy;
+                julian = Some(julian_from_v(iy, iw, wd + 1)?);
             }
             if let Some(j) = julian.filter(|j| *j <= 0) {
                 year -= 1;
@@ -326,17 +325,12 @@ fn julian_from_u_or_w(year: i64, week: i64, day_of_week: i64, starts_mon: bool) 
     Some(if week == 0 { 1 + dow - first } else { 1 + week0_len + 7 * (week - 1) + dow })
 }
 
-/// `_strptime._calc_julian_from_V`.
-fn julian_from_v(iso_year: i64, iso_week: i64, iso_weekday: i64) -> Option<(i64, i64)> {
+/// `_strptime._calc_julian_from_V`, without its step into the year before
+/// for a day before the ISO year's January 1st: [`resolve_date`] takes that
+/// step for every day of the year below 1, to the same day.
+fn julian_from_v(iso_year: i64, iso_week: i64, iso_weekday: i64) -> Option<i64> {
     let correction = i64::from(py_date(iso_year, 1, 4)?.weekday().number_from_monday()) + 3;
-    let mut ordinal_ = iso_week * 7 + iso_weekday - correction;
-    let mut year = iso_year;
-    if ordinal_ < 1 {
-        ordinal_ += ordinal(py_date(year, 1, 1)?);
-        year -= 1;
-        ordinal_ -= ordinal(py_date(year, 1, 1)?);
-    }
-    Some((year, ordinal_))
+    Some(iso_week * 7 + iso_weekday - correction)
 }
 
 /// The `%z` group: seconds and microseconds east of UTC, following
@@ -548,6 +542,9 @@ mod tests {
             ("2021-W01-1", "%G-W%V-%u", Some(("2021-01-04T00:00:00.000000", None))),
             ("2021-W53-7", "%G-W%V-%u", Some(("2022-01-09T00:00:00.000000", None))),
             ("2027-W01-3", "%G-W%V-%u", Some(("2027-01-06T00:00:00.000000", None))),
+            ("0001-W01-1", "%G-W%V-%u", Some(("0001-01-01T00:00:00.000000", None))),
+            ("9999-W52-5", "%G-W%V-%u", Some(("9999-12-31T00:00:00.000000", None))),
+            ("9999-W53-1", "%G-W%V-%u", None),
             // Without a year, `%j` counts in 1900, whatever the month and day.
             ("02-01 100", "%m-%d %j", Some(("1900-04-10T00:00:00.000000", None))),
             ("02-28 100", "%m-%d %j", Some(("1900-04-10T00:00:00.000000", None))),

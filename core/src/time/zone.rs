@@ -90,8 +90,10 @@ fn lookup(name: &str) -> Lookup {
         return Lookup::NotFound;
     }
     // `os.path.normpath` must keep the length and the key must stay below
-    // the base: no empty (also no leading `/`), `.` or `..` component.
-    if name.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+    // the base: no empty component (nor a leading `/`). `.` and `..` are
+    // refused below: the package part splits on dots too, and no package
+    // has an empty name.
+    if name.split('/').any(str::is_empty) {
         return Lookup::NotFound;
     }
     let (pkg, last) = match name.rfind('/') {
