@@ -596,6 +596,33 @@ mod tests {
     }
 
     #[test]
+    fn the_failure_cache_holds_each_failure_by_its_whole_key() {
+        let (mut at, mut sub) = ([(u16::NONE, u16::NONE); 32], [0u16; 32]);
+        let mut cache = FailureCache { at: &mut at, sub: &mut sub };
+        // Slots 30, 31, 0 and 17: all kept (a hash of `|` or `&` instead of
+        // `^` would put two in one slot, `/` instead of `%` one past the end).
+        let failures = [((1, 0), 1), ((31, 0), 0), ((0, pack_sub(Some((b'c', 2)))), 0), ((5000, 0), 7)];
+        for (key, pos) in failures {
+            assert_eq!(cache.insert(key, u16::of(pos).unwrap()), Some(()));
+        }
+        for (key, pos) in failures {
+            assert!(cache.contains(key, pos), "{key:?} {pos}");
+        }
+        // Another node, position or place inside an expansion is no failure.
+        for (key, pos) in [((2, 0), 1), ((1, 0), 2), ((0, pack_sub(Some((b'c', 3)))), 0), ((0, 0), 0), ((5000, 1), 7)] {
+            assert!(!cache.contains(key, pos), "{key:?} {pos}");
+        }
+    }
+
+    #[test]
+    fn a_frame_gives_back_the_place_inside_an_expansion() {
+        for sub in [None, Some((b'c', 0)), Some((b'x', 7)), Some((b'X', 255))] {
+            let frame = Frame { at: 3u16, sub: pack_sub(sub), pos: 0, next: 1 };
+            assert_eq!(frame.cursor(), Cursor { at: 3, sub }, "{sub:?}");
+        }
+    }
+
+    #[test]
     fn the_step_budget_ends_a_long_match() {
         // One step per node, and each literal character is one: a format of
         // 50,001 characters is past the budget, where Python still matches.
