@@ -768,6 +768,17 @@ mod tests {
     }
 
     #[test]
+    fn errors_say_what_and_where() {
+        use std::string::ToString;
+        let err = parse("{\"a\" 1}", 64).unwrap_err();
+        assert_eq!(err, JsonError { kind: JsonErrorKind::ExpectedColon, offset: 5 });
+        assert_eq!(err.to_string(), "expecting ':' delimiter at byte 5");
+        assert_eq!(JsonErrorKind::TooDeep.to_string(), "nesting exceeds the depth limit");
+        assert_eq!(StrError::LoneSurrogate.to_string(), "string holds a lone surrogate");
+        assert_eq!(StrError::Fmt.to_string(), "writer failed");
+    }
+
+    #[test]
     fn accepts_what_python_accepts() {
         for s in [
             "0",
