@@ -768,6 +768,24 @@ mod tests {
     }
 
     #[test]
+    fn every_value_has_its_kind() {
+        for (text, kind) in [
+            ("{}", Kind::Object),
+            ("[1]", Kind::Array),
+            ("\"a\"", Kind::String),
+            ("true", Kind::Bool(true)),
+            ("false", Kind::Bool(false)),
+            ("null", Kind::Null),
+            ("NaN", Kind::NaN),
+            ("Infinity", Kind::Infinity),
+            ("-Infinity", Kind::NegInfinity),
+            ("-1.5e3", Kind::Number),
+        ] {
+            assert_eq!(parse(text, 64).map(|v| v.kind()), Ok(kind), "{text}");
+        }
+    }
+
+    #[test]
     fn errors_say_what_and_where() {
         use std::string::ToString;
         let err = parse("{\"a\" 1}", 64).unwrap_err();

@@ -321,6 +321,12 @@ mod tests {
     extern crate std;
 
     #[test]
+    fn a_full_buffer_says_its_size() {
+        use std::string::ToString;
+        assert_eq!(BufferFull { capacity: 64 }.to_string(), "the JSON does not fit the 64-byte buffer");
+    }
+
+    #[test]
     fn hint_block_as_append_context_adds_it() {
         let at = IsoTime { at: Timestamp::from_unix_micros(1_767_225_600_123_456), zone: time::resolve_zone("Europe/Berlin").unwrap() };
         let json = written(|b| write_hint_block("h1", "{\"label\": \"System\"}", "<x>\"a\"\n</x>", at, b));
