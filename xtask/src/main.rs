@@ -143,6 +143,11 @@ fn test() -> Result<(), String> {
         "core unit tests at the device argument capacity",
         cargo().args(["test", "-p", "envaware", "--lib"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
     )?;
+    // And as the firmware builds it: floats by the exact-decimal path.
+    run(
+        "core unit tests without python-floats (the firmware's build)",
+        cargo().args(["test", "-p", "envaware", "--lib", "--no-default-features"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
+    )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.
     let chromium = firmware::ensure_apt_tool(
