@@ -768,6 +768,20 @@ mod tests {
     }
 
     #[test]
+    fn keys_compare_by_their_own_text() {
+        // Equal keys whose closing quotes fall in the first eight bytes:
+        // what follows them does not count.
+        let text = r#"{"ab":11111111,"ab":11111112}"#;
+        let second = text.rfind(r#""ab""#).unwrap();
+        assert_eq!(cmp_keys_at(text, 1, second), Ordering::Equal);
+        // An escape across the eighth byte compares decoded: `\u00e9` is `\u00E9`.
+        let text = r#"{"1234567\u00e9":1,"1234567\u00E9":2}"#;
+        let second = text.find(r#","1234567"#).unwrap() + 1;
+        assert_eq!(cmp_keys_at(text, 1, second), Ordering::Equal);
+        assert_eq!(cmp_keys_at(text, second, 1), Ordering::Equal);
+    }
+
+    #[test]
     fn every_value_has_its_kind() {
         for (text, kind) in [
             ("{}", Kind::Object),
