@@ -643,6 +643,21 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_is_cut_back_whole() {
+        // The undo the write paths keep for a mistake in `plan`: cutting the
+        // pools back to their lengths before a write removes all of it.
+        let mut store: ContextStore<4, 8, 256> = ContextStore::new();
+        store.push_message(Role::User, "user", &[hint("kept")]).unwrap();
+        let before = snapshot(&store);
+        let (messages, blocks, text) = store.lengths();
+        store.push_message(Role::Assistant, "friday", &[hint("dropped"), Block::Other]).unwrap();
+        store.append_blocks_to_last(&[hint("also dropped")]).unwrap();
+        store.truncate(messages, blocks, text);
+        assert_eq!(snapshot(&store), before);
+        assert_eq!(store.lengths(), (messages, blocks, text));
+    }
+
+    #[test]
     fn message_capacity_evicts_oldest_first() {
         let mut store: ContextStore<3, 64, 1024> = ContextStore::new();
         for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
