@@ -254,7 +254,15 @@ sys.stdout.write("\n".join(out) + "\n")
                     _ if kind < 4 => rng.range(seam_lo, seam_hi),
                     Some(rule) if kind < 54 => {
                         let change = if rng.below(2) == 0 { rule.start } else { rule.end };
-                        let local = change.local_seconds(rng.range(2100, 9999) as i32) + rng.range(-3 * 3600, 3 * 3600);
+                        // A fifth exactly at the change, or at the other end
+                        // of its gap or fold, or a second either side.
+                        let shift = if kind < 14 {
+                            let diff = (i64::from(rule.dst_offset) - i64::from(rule.std_offset)).abs();
+                            [-1, 0, 1, diff - 1, diff, diff + 1][rng.below(6) as usize]
+                        } else {
+                            rng.range(-3 * 3600, 3 * 3600)
+                        };
+                        let local = change.local_seconds(rng.range(2100, 9999) as i32) + shift;
                         // As a UTC instant: through the offset before the change.
                         let before = if change.month == rule.start.month { rule.std_offset } else { rule.dst_offset };
                         if wall {
@@ -264,6 +272,10 @@ sys.stdout.write("\n".join(out) + "\n")
                         }
                     }
                     _ => rng.range(lo, hi),
+                };
+                let micros = match rule {
+                    Some(_) if (4..14).contains(&kind) => [0, 999_999][rng.below(2) as usize],
+                    _ => micros,
                 };
                 let micros = second * 1_000_000 + micros;
                 if wall {
