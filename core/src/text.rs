@@ -384,6 +384,18 @@ mod tests {
     }
 
     #[test]
+    fn formatted_text_is_replaced_too() {
+        use core::fmt::Write as _;
+        let mut buf = [0u8; 64];
+        let mut w = ByteWriter::new(&mut buf);
+        let mut r = Replace::new(&mut w, "{n}", "7");
+        // The pattern across two pieces of the formatting.
+        write!(r, "{}n}} and {{n}}", "x{").unwrap();
+        r.finish();
+        assert_eq!(w.finish().unwrap(), "x7 and 7");
+    }
+
+    #[test]
     fn streaming_replace_matches_str_replace() {
         for (text, pat, rep) in [
             ("{count}{count}x{cou", "{count}", "3"),
