@@ -779,6 +779,12 @@ mod tests {
         let second = text.find(r#","1234567"#).unwrap() + 1;
         assert_eq!(cmp_keys_at(text, 1, second), Ordering::Equal);
         assert_eq!(cmp_keys_at(text, second, 1), Ordering::Equal);
+        // A key that ends first sorts first, even against a space or `!`,
+        // which come before the quote's byte.
+        for (text, want) in [(r#"{"a":1,"a b":2}"#, Ordering::Less), (r#"{"a!":1,"a":2}"#, Ordering::Greater)] {
+            let second = text.find(",\"").unwrap() + 1;
+            assert_eq!(cmp_keys_at(text, 1, second), want, "{text}");
+        }
     }
 
     #[test]

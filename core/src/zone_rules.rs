@@ -175,6 +175,22 @@ mod tests {
     }
 
     #[test]
+    fn calendar_arithmetic_matches_chrono() {
+        use chrono::NaiveDate;
+        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap();
+        for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2100, 1, 31), (2100, 2, 28), (2100, 3, 1), (2400, 2, 29), (9999, 12, 31)] {
+            let date = NaiveDate::from_ymd_opt(y, u32::from(m), d as u32).unwrap();
+            assert_eq!(i64::from(days_from_civil(y, m, d)), (date - epoch).num_days(), "{date}");
+        }
+        // The last Sunday of a December (no zone changes then today), and
+        // the first Monday of a January, at 02:00.
+        let last_sunday = Change { month: 12, week: 5, weekday: 0, time: 7200 };
+        assert_eq!(last_sunday.local_seconds(2100), at("2100-12-26 02:00:00").and_utc().timestamp());
+        let first_monday = Change { month: 1, week: 1, weekday: 1, time: 7200 };
+        assert_eq!(first_monday.local_seconds(2101), at("2101-01-03 02:00:00").and_utc().timestamp());
+    }
+
+    #[test]
     fn known_changes_past_2099_match_zoneinfo() {
         // Each from Python 3.11's zoneinfo, tzdata 2025.2.
         assert_eq!(show("America/New_York", "2100-07-01 12:00:00"), "2100-07-01 08:00:00 -0400 EDT");
