@@ -390,7 +390,8 @@ mod tests {
         let mut w = ByteWriter::new(&mut buf);
         let mut r = Replace::new(&mut w, "{n}", "7");
         // The pattern across two pieces of the formatting.
-        write!(r, "{}n}} and {{n}}", "x{").unwrap();
+        let first = "x{";
+        write!(r, "{first}n}} and {{n}}").unwrap();
         r.finish();
         assert_eq!(w.finish().unwrap(), "x7 and 7");
     }
