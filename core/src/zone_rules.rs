@@ -186,6 +186,8 @@ mod tests {
         // the first Monday of a January, at 02:00.
         let last_sunday = Change { month: 12, week: 5, weekday: 0, time: 7200 };
         assert_eq!(last_sunday.local_seconds(2100), at("2100-12-26 02:00:00").and_utc().timestamp());
+        // December 2109 starts on a Sunday: its fifth is still in December.
+        assert_eq!(last_sunday.local_seconds(2109), at("2109-12-29 02:00:00").and_utc().timestamp());
         let first_monday = Change { month: 1, week: 1, weekday: 1, time: 7200 };
         assert_eq!(first_monday.local_seconds(2101), at("2101-01-03 02:00:00").and_utc().timestamp());
     }
