@@ -85,15 +85,11 @@ enum Package {
 }
 
 fn lookup(name: &str) -> Lookup {
-    // A NUL byte: `open` raises ValueError ("embedded null byte").
-    if name.contains('\0') {
-        return Lookup::NotFound;
-    }
-    // `os.path.normpath` must keep the length and the key must stay below
-    // the base: no empty component (nor a leading `/`). `.` and `..` are
-    // refused below: the package part splits on dots too, and no package
-    // has an empty name.
-    if name.split('/').any(str::is_empty) {
+    // A NUL byte (`open` raises ValueError), or an empty component or a
+    // leading `/` (`os.path.normpath` must keep the key as it is). `.` and
+    // `..` are refused below: the package part splits on dots too, and no
+    // package has an empty name.
+    if name.contains('\0') || name.split('/').any(str::is_empty) {
         return Lookup::NotFound;
     }
     let (pkg, last) = match name.rfind('/') {
