@@ -268,13 +268,14 @@ sys.stdout.write("\n".join(out) + "\n")
                 let micros = rng.range(0, 1_000_000);
                 let kind = rng.below(100);
                 let wall = kind.is_multiple_of(2);
+                // A fifth of the cases near a change fall exactly on it, on
+                // the other end of its gap or fold, or a second either side.
+                let edge = rule.is_some() && (4..14).contains(&kind);
                 let second = match rule {
                     _ if kind < 4 => rng.range(seam_lo, seam_hi),
                     Some(rule) if kind < 54 => {
                         let change = if rng.below(2) == 0 { rule.start } else { rule.end };
-                        // A fifth exactly at the change, or at the other end
-                        // of its gap or fold, or a second either side.
-                        let shift = if kind < 14 {
+                        let shift = if edge {
                             let diff = (i64::from(rule.dst_offset) - i64::from(rule.std_offset)).abs();
                             [-1, 0, 1, diff - 1, diff, diff + 1][rng.below(6) as usize]
                         } else {
@@ -291,10 +292,7 @@ sys.stdout.write("\n".join(out) + "\n")
                     }
                     _ => rng.range(lo, hi),
                 };
-                let micros = match rule {
-                    Some(_) if (4..14).contains(&kind) => [0, 999_999][rng.below(2) as usize],
-                    _ => micros,
-                };
+                let micros = if edge { [0, 999_999][rng.below(2) as usize] } else { micros };
                 let micros = second * 1_000_000 + micros;
                 if wall {
                     Case::Wall(name, DateTime::from_timestamp_micros(micros).unwrap().naive_utc())
@@ -313,9 +311,8 @@ sys.stdout.write("\n".join(out) + "\n")
                 Case::Wall(name, wall) => input += &format!("l {name} {}\n", iso(wall)),
             }
         }
-        let lines = crate::reference::answers(ZONEINFO, &input);
-        assert_eq!(lines.len(), cases.len());
-        lines
+        // One answer per line, so one per case.
+        crate::reference::answers(ZONEINFO, &input)
     }
 
     /// The core against zoneinfo for 2100–9999: wall time, `%z` and `%Z` of
