@@ -51,6 +51,32 @@ mod tracker;
 pub mod wire;
 mod zone_rules;
 
+/// The code blocks of the repository's README and `docs/` pages, compiled
+/// and run as doc tests (`cargo test --doc -p envaware`) so the
+/// documentation cannot drift. Only rustdoc's doc-test pass sees them: the
+/// files are outside the published package.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    mod readme {}
+    #[doc = include_str!("../../docs/integrating.md")]
+    mod integrating {}
+    #[doc = include_str!("../../docs/differences.md")]
+    mod differences {}
+    #[doc = include_str!("../../docs/footprint.md")]
+    mod footprint {}
+    #[doc = include_str!("../../docs/time-zones.md")]
+    mod time_zones {}
+    #[doc = include_str!("../../docs/sim.md")]
+    mod sim {}
+    #[doc = include_str!("../../docs/testing.md")]
+    mod testing {}
+    #[doc = include_str!("../../docs/benchmarks.md")]
+    mod benchmarks {}
+    #[doc = include_str!("../../firmware/README.md")]
+    mod firmware {}
+}
+
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{
     Config, ConfigError, ContextConfig, Field, FieldList, InjectionConfig, Span, StrList, ValidConfig, Warning, ZoneName,
