@@ -36,6 +36,15 @@ pub struct Outcome<'b> {
 /// assert!(outcome.hint.unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
+///
+/// # The hint text
+///
+/// The fields are `<key>value</key>` lines in the reference's dict order:
+/// `current-time`, `timezone`, `tasks`, `context-length`, `tool-error`, then
+/// the extra fields with `dict.update` semantics (a colliding key keeps its
+/// place and takes the new value). Every `{runtime_state}` in the template is
+/// replaced, and the tool-error hint is `hint.replace("{tool_name}",
+/// name).replace("{count}", count)`, all streamed: nothing is materialized.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Engine<'a> {
