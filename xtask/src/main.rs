@@ -117,6 +117,10 @@ fn test() -> Result<(), String> {
         cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire"]).env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run("the async sensor example (checks its own outcomes)", cargo().args(["run", "-q", "-p", "envaware", "--example", "async_sensor"]))?;
+    run(
+        "the agent loop example: JSON configuration, a live sensor, AgentScope JSON out (checks its own outcomes)",
+        cargo().args(["run", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
+    )?;
     run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
     run(
         "link the core into a thumbv7m binary with no allocator",
@@ -124,6 +128,18 @@ fn test() -> Result<(), String> {
             .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
+    )?;
+    // The bare-metal example as a device project builds it: its own
+    // .cargo/config.toml (target, link.x, the zone filter), read here with
+    // --config since cargo reads that file from the directory it runs in.
+    run(
+        "build the bare-metal example for thumbv7em-none-eabihf (memory.x, the release profile, the zone filter)",
+        cargo()
+            .arg("--config")
+            .arg(root().join("examples/bare-metal/.cargo/config.toml"))
+            .args(["build", "--release", "--manifest-path"])
+            .arg(root().join("examples/bare-metal/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", root().join("target/bare-metal")),
     )?;
     nopanic::nopanic(&[])?;
     // The fuzz targets run only under `cargo xtask fuzz` (nightly); checking
