@@ -4,7 +4,7 @@
 //! the picture's titled marks must match the report's `fires:` lines one to
 //! one, each at its step's x and on its dimension's lane, with the reminder
 //! threshold and the compression trigger at the configured token counts,
-//! and one mark per compression. The committed README picture must equal a
+//! and one mark per compression. The committed docs/sim.md picture must equal a
 //! fresh render.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -237,5 +237,5 @@ fn the_readme_picture_is_what_the_command_draws() {
         committed_svg == fresh_svg,
         "docs/greenhouse-timeline.svg is stale: run `cargo run -p envaware-sim -- replay examples/greenhouse.trace.jsonl --plot docs/greenhouse-timeline.svg`"
     );
-    assert!(committed_svg.len() < 100_000, "the README picture is {} bytes", committed_svg.len());
+    assert!(committed_svg.len() < 100_000, "the docs/sim.md picture is {} bytes", committed_svg.len());
 }

@@ -32,7 +32,7 @@ const MIN_COMPARED_AT_DEFAULT: usize = 5000;
 const SHOWN: usize = 5;
 
 /// A configuration AgentScope accepts and envaware rejects on purpose: a
-/// name (as in the README's list), and whether a scenario and envaware's
+/// name (as in docs/differences.md's table), and whether a scenario and envaware's
 /// error message match it.
 struct KnownDifference {
     name: &'static str,

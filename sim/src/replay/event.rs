@@ -51,7 +51,7 @@ pub(super) enum UserEvent {
     Message(Map<String, Value>),
 }
 
-/// One event of a trace (the README's "Replay traces" section).
+/// One event of a trace ("Replay traces" in docs/sim.md).
 pub(super) enum Event {
     Config(ConfigEvent),
     /// `None`: the clock is unset.

@@ -1,8 +1,8 @@
 //! `envaware-sim replay`: runs a session trace through the core with a
 //! simulated clock and prints the hints as they would be injected.
 //!
-//! A trace is JSON Lines, one event a line (the README's "Replay traces"
-//! section is the reference). The replay keeps the session's state (the
+//! A trace is JSON Lines, one event a line ("Replay traces" in docs/sim.md
+//! is the reference). The replay keeps the session's state (the
 //! configuration, the clock, the plan's tasks, the token count and the
 //! context as AgentScope `Msg` JSON) and, at each `step`, runs
 //! [`Engine::step`] on it. A hint is appended to the context exactly as
