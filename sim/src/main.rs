@@ -335,7 +335,10 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
                 );
             }
             if !opts.json {
-                eprintln!("{} steps, {} hints", summary.steps, summary.hints);
+                let checked = summary
+                    .cross_check
+                    .map_or(String::new(), |c| format!("; the tracker decided each step, {} checked against the full scan", c.checked));
+                eprintln!("{} steps, {} hints{checked}", summary.steps, summary.hints);
             }
             if let Some(path) = &args.plot {
                 let name = args.file.as_ref().and_then(|p| p.file_name()).map_or("standard input".into(), |n| n.to_string_lossy());

@@ -302,3 +302,26 @@ pub fn run_step(engine: &Engine<'_>, conversation: &VecConversation, step: &Step
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// AgentScope's pydantic `Task` refuses a task that is not an object;
+    /// one without a state is pending.
+    #[test]
+    fn tasks_are_read_as_agentscopes_task_model_reads_them() {
+        let now = "\"now\": \"2026-07-22T02:00:00Z\"";
+        for (tasks, error) in [
+            ("[\"completed\"]", "tasks[0]: expected a task object (AgentScope's Task), got \"completed\""),
+            ("[{}, null]", "tasks[1]: expected a task object (AgentScope's Task), got null"),
+            ("[{\"state\": \"done\"}]", "tasks[0].state: expected pending, in_progress or completed"),
+        ] {
+            assert_eq!(evaluate(&format!("{{{now}, \"tasks\": {tasks}}}")), Evaluation::Error(error.into()), "{tasks}");
+        }
+        let counts =
+            count_tasks(&serde_json::from_str::<Vec<Value>>("[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]").unwrap());
+        assert_eq!(counts, Ok(TaskCounts { pending: 1, in_progress: 1 }));
+        assert!(short_json(&Value::String("x".repeat(100))).ends_with("xxx..."));
+    }
+}

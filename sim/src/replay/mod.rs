@@ -4,11 +4,22 @@
 //! A trace is JSON Lines, one event a line (the README's "Replay traces"
 //! section is the reference). The replay keeps the session's state (the
 //! configuration, the clock, the plan's tasks, the token count and the
-//! context as AgentScope `Msg` JSON) and, at each `step`, runs
-//! [`Engine::step`] on it. A hint is appended to the context exactly as
+//! context as AgentScope `Msg` JSON) and, at each `step`, decides on the
+//! device path: the core's `Tracker`, cross-checked against the full scan
+//! (`decide`), then renders. A hint is appended to the context exactly as
 //! AgentScope's `AgentState.append_context` does: to the agent's own message
 //! of the current reply when that is the newest message, else as a new
 //! assistant message.
+//!
+//! The work per event is bounded by the event, not by the session: the
+//! context keeps each message as written and as the core reads it
+//! (`context`), so a replay runs in time linear in its trace (a `config`
+//! event that changes the configuration re-reads the context once, as a
+//! device does; `--emit-scenarios` writes the whole context at each step).
+//!
+//! A device's log (its lines after [`STREAM_PREFIX`]) is read as the trace
+//! it streamed; which lines are events is decided per line (`lines`), and
+//! an input mixing the two is refused.
 //!
 //! The input may instead be an AgentScope context dump: a JSON array of
 //! `Msg` objects, or an object with a `"context"` list (an `AgentState`
@@ -22,7 +33,8 @@
 //!
 //! Each trace line is read once into a typed `Event` (`event`), which one
 //! short handler of the `Session` (`session`) applies; a handler never
-//! re-checks a shape. Only `config` and `step` lines are read a second
+//! re-checks a shape. A new event is a variant there and a handler here; a
+//! new dimension needs nothing of the replay but its report and record. Only `config` and `step` lines are read a second
 //! time, for their value's own text: a configuration is kept as written
 //! (the core reads its numbers, `--emit-scenarios` writes it unchanged),
 //! and `step`'s errors name a column of it. The command line is in
