@@ -66,6 +66,8 @@ pub fn mutants(args: &[String]) -> Result<(), String> {
         .arg(&out)
         .args(args)
         .env("ENVAWARE_REF_PYTHON", &python)
+        // A check that skipped would let its mutants live.
+        .env(xtask::needs::REQUIRE_VAR, "1")
         .current_dir(root())
         .status()
         .map_err(|e| format!("cargo mutants: cannot start: {e}"))?;
