@@ -20,7 +20,7 @@
 //! | time | `rules` | `read_time_hint` (what a recorded hint says), `time_due` (compared with now) |
 //! | tasks | `rules` | `marks` (task tool calls and tasks hints, scanned or tracked) |
 //! | context length | `rules` | `context_length` |
-//! | tool error | `rules` | `tool_error` (arguments compared by `args::argument_key`): a [`ToolError`] with the count and the failing result's position, whose name [`ToolError::tool_name`] reads |
+//! | tool error | `rules` | `tool_error` (arguments compared at the engine's [`args::Capacity`], the device's unless [`Engine::with_argument_capacity`] chose the host's): a [`ToolError`] with the count and the failing result's position, whose name [`ToolError::tool_name`] reads |
 //! | the hint text | `render` | `render` (template, fields, live values; the tool name from the [`ToolError`]) |
 #![no_std]
 #![forbid(unsafe_code)]

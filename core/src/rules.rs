@@ -11,7 +11,6 @@
 //! - **tool error**: when the agent's last message ends with the same call
 //!   failing `tool_retries_limit` times in a row.
 
-use crate::args::argument_key;
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
@@ -518,8 +517,8 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
         return None;
     }
     let mut ids = streak();
-    let newest = argument_key(call_input(last, ids.next()?));
-    let count = 1 + ids.take_while(|id| argument_key(call_input(last, id)) == newest).count() as u64;
+    let newest = cfg.arguments.key(call_input(last, ids.next()?));
+    let count = 1 + ids.take_while(|id| cfg.arguments.key(call_input(last, id)) == newest).count() as u64;
     (count >= limit).then_some(ToolError { count, result })
 }
 

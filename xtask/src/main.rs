@@ -142,16 +142,11 @@ fn test() -> Result<(), String> {
     )?;
     check_msrv()?;
     footprint::check_stack()?;
-    // The workspace turns `host-arguments` on (sim, tests); the core's own
-    // tests also run at the device capacity, with the feature checked off.
-    run(
-        "core unit tests at the device argument capacity",
-        cargo_test(&["-p", "envaware", "--lib"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
-    )?;
-    // And as the firmware builds it: floats by the exact-decimal path.
+    // The workspace run below tests the core with its default features; it
+    // also runs as the firmware builds it: floats by the exact-decimal path.
     run(
         "core unit tests without python-floats (the firmware's build)",
-        cargo_test(&["-p", "envaware", "--lib", "--no-default-features"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
+        &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features"]),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.

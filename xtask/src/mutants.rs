@@ -5,8 +5,8 @@
 //! The ARGS go to cargo-mutants as they are: `-f core/src/args.rs` for one
 //! file, `--shard 0/8 --sharding round-robin` for an eighth of every file
 //! (the whole core is about 2,300 mutants at a few seconds each on two
-//! cores, so sessions take shards), `--features host-arguments` for the code
-//! only the host build compiles, `--iterate` to skip what was caught before.
+//! cores, so sessions take shards), `--iterate` to skip what was caught
+//! before.
 //! The results stay in `target/mutants/mutants.out/`.
 
 use std::path::Path;

@@ -6,15 +6,15 @@
 use core::cmp::Ordering;
 
 use super::floats::write_number;
-use super::sort::{dedup_last, sort};
+use super::sort::dedup_last;
 use super::{at, offset, Bound, Offset, Sink};
 use crate::json::{self, JsonStr, Kind};
 
 /// Dumps a value known to fit the bounds.
-pub(super) fn dump_whole<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
+pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
     let mut out = Buffered::new(sink);
     // Cannot fail: the caller checked the bounds.
-    let _ = dump::<_, DEPTH, MEMBERS, ENDS>(text, &mut out);
+    let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
     out.flush();
 }
 
@@ -72,23 +72,17 @@ impl<S: Sink> Sink for Buffered<'_, S> {
 /// `N` entries. Collecting an object's members skips each value to find
 /// the next key, so without it a chain of nested objects is read once per
 /// level; with it, once. The host has one; a device (`N` = 0) reads again.
-pub(super) struct Ends<const N: usize> {
+pub(super) struct Ends<O, const N: usize> {
     /// `(start, end)` of a container; start 0 (the outermost value, never
     /// skipped) marks a free slot.
-    pub(super) slots: [(Offset, Offset); N],
+    pub(super) slots: [(O, O); N],
     /// The start of each container open during one skip, by depth.
-    opens: [Offset; N],
+    opens: [O; N],
 }
 
-/// The cache's size for arguments past the small capacity.
-#[cfg(not(feature = "host-arguments"))]
-pub(super) const END_CACHE: usize = 0;
-#[cfg(feature = "host-arguments")]
-pub(super) const END_CACHE: usize = 1024;
-
-impl<const N: usize> Ends<N> {
+impl<O: Offset, const N: usize> Ends<O, N> {
     pub(super) fn new() -> Self {
-        Ends { slots: [(0, 0); N], opens: [0; N] }
+        Ends { slots: [(O::default(), O::default()); N], opens: [O::default(); N] }
     }
 
     /// Offset just past the (validated) value at `start`, remembering the
@@ -99,7 +93,7 @@ impl<const N: usize> Ends<N> {
             return json::value_end(b, start);
         }
         if let Some(&(s, e)) = self.slots.get(start % N) {
-            if at(s) == start && s != 0 {
+            if at(s) == start && s != O::default() {
                 return Some(at(e));
             }
         }
@@ -136,16 +130,16 @@ impl<const N: usize> Ends<N> {
 /// An open container of the dump, as offsets into the value's text (or
 /// into the scratch): 8 bytes on a device.
 #[derive(Clone, Copy)]
-pub(super) struct Frame {
+pub(super) struct Frame<O> {
     kind: FrameKind,
     /// Array: where to read the next item. Object: the first of its sorted
     /// members in the scratch (they run to the scratch's end while the
     /// object is the innermost one open).
-    a: Offset,
+    a: O,
     /// Object: the next member to write, in the scratch.
-    b: Offset,
+    b: O,
     /// Object: the offset just past its closing brace.
-    c: Offset,
+    c: O,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -157,10 +151,13 @@ pub(super) enum FrameKind {
 
 /// Writes the (validated) value `text` as Python's `json.dumps(...,
 /// sort_keys=True)`, iteratively: nesting costs a frame, not a call.
-pub(super) fn dump<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, out: &mut S) -> Result<(), Bound> {
-    let mut frames: heapless::Vec<Frame, DEPTH> = heapless::Vec::new();
-    let mut scratch: heapless::Vec<Offset, MEMBERS> = heapless::Vec::new();
-    let mut ends = Ends::<ENDS>::new();
+pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    text: &str,
+    out: &mut S,
+) -> Result<(), Bound> {
+    let mut frames: heapless::Vec<Frame<O>, DEPTH> = heapless::Vec::new();
+    let mut scratch: heapless::Vec<O, MEMBERS> = heapless::Vec::new();
+    let mut ends = Ends::<O, ENDS>::new();
     open(text, 0, &mut frames, &mut scratch, &mut ends, out)?;
     loop {
         let Some(top) = frames.last_mut() else {
@@ -190,7 +187,7 @@ pub(super) fn dump<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS
                         if top.b != top.a {
                             out.write(b", ");
                         }
-                        top.b = top.b.saturating_add(1);
+                        top.b = offset(at(top.b).saturating_add(1))?;
                         let key = at(key);
                         let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
                         write_string(name, out);
@@ -217,7 +214,7 @@ pub(super) fn dump<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS
 
 /// A container ending at `end` was closed: an array around it reads on from
 /// there (an object around it reads its members from the scratch).
-pub(super) fn closed<const DEPTH: usize>(frames: &mut heapless::Vec<Frame, DEPTH>, end: usize) -> Result<(), Bound> {
+pub(super) fn closed<O: Offset, const DEPTH: usize>(frames: &mut heapless::Vec<Frame<O>, DEPTH>, end: usize) -> Result<(), Bound> {
     if let Some(parent) = frames.last_mut() {
         if parent.kind != FrameKind::Object {
             parent.a = offset(end)?;
@@ -229,12 +226,12 @@ pub(super) fn closed<const DEPTH: usize>(frames: &mut heapless::Vec<Frame, DEPTH
 /// Writes the scalar at `start`, or writes the container's opening bracket
 /// there and pushes its frame (collecting, sorting and deduplicating an
 /// object's members).
-pub(super) fn open<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
     text: &str,
     start: usize,
-    frames: &mut heapless::Vec<Frame, DEPTH>,
-    scratch: &mut heapless::Vec<Offset, MEMBERS>,
-    ends: &mut Ends<ENDS>,
+    frames: &mut heapless::Vec<Frame<O>, DEPTH>,
+    scratch: &mut heapless::Vec<O, MEMBERS>,
+    ends: &mut Ends<O, ENDS>,
     out: &mut S,
 ) -> Result<(), Bound> {
     let b = text.as_bytes();
@@ -261,7 +258,7 @@ pub(super) fn open<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS
             if !sorted {
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
-                sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
                 let kept = dedup_last(text, run);
                 scratch.truncate(first.saturating_add(kept));
             }
@@ -271,7 +268,7 @@ pub(super) fn open<S: Sink, const DEPTH: usize, const MEMBERS: usize, const ENDS
         }
         Some(b'[') => {
             out.write(b"[");
-            Frame { kind: FrameKind::ArrayFirst, a: offset(start.saturating_add(1))?, b: 0, c: 0 }
+            Frame { kind: FrameKind::ArrayFirst, a: offset(start.saturating_add(1))?, b: O::default(), c: O::default() }
         }
         _ => {
             let Some((value, end)) = json::value_at(text, start) else {

@@ -1,26 +1,14 @@
-//! Sorting an object's members by key (then position) and keeping the last
-//! of each run of equal keys, as Python's `dict` keeps the last duplicate.
+//! An object's members in key order: a heapsort (the device's sort, see
+//! `Offset::sort`) and keeping the last of each run of equal keys, as
+//! Python's `dict` keeps the last duplicate.
 
 use core::cmp::Ordering;
 
 use super::{at, Offset};
 use crate::json;
 
-/// Sorts the members of one object. A device sorts with a heapsort: no
-/// recursion, a few words of stack. The host sorts with `core`'s pattern-
-/// defeating quicksort, which compares about half as often.
-#[cfg(not(feature = "host-arguments"))]
-pub(super) fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
-    heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
-}
-#[cfg(feature = "host-arguments")]
-pub(super) fn sort(run: &mut [Offset], cmp: impl Fn(Offset, Offset) -> Ordering) {
-    run.sort_unstable_by(|&x, &y| cmp(x, y));
-}
-
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
-#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 pub(super) fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
     let len = v.len();
     let mut i = len / 2;
@@ -36,7 +24,6 @@ pub(super) fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
     }
 }
 
-#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T, T) -> bool) {
     loop {
         let mut child = root.saturating_mul(2).saturating_add(1);
@@ -62,7 +49,6 @@ fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T
 }
 
 /// `slice::swap` without its bounds panic.
-#[cfg_attr(feature = "host-arguments", allow(dead_code))]
 pub(super) fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
     if let (Some(&x), Some(&y)) = (v.get(a), v.get(b)) {
         if let Some(slot) = v.get_mut(a) {
@@ -75,7 +61,7 @@ pub(super) fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
 }
 /// Keeps the last entry of each run of equal keys in the sorted `run`,
 /// moved to the front; returns how many are kept.
-pub(super) fn dedup_last(text: &str, run: &mut [Offset]) -> usize {
+pub(super) fn dedup_last<O: Offset>(text: &str, run: &mut [O]) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&first) = run.get(i) {

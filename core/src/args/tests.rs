@@ -20,9 +20,14 @@ impl Sink for Text {
     }
 }
 
+/// The canonical string at the default capacity.
 fn canonical(raw: &str) -> (String, Canonical) {
+    canonical_at::<DeviceCapacity>(raw)
+}
+
+fn canonical_at<C: Capacity>(raw: &str) -> (String, Canonical) {
     let mut text = Text(Vec::new());
-    let path = write_canonical(raw, &mut text);
+    let path = C::write_canonical(raw, &mut text);
     (String::from_utf8(text.0).unwrap(), path)
 }
 
@@ -371,24 +376,29 @@ fn nested(depth: usize) -> String {
     s
 }
 
-#[test]
-fn depth_bound() {
+fn depth_bound_at<C: Capacity>() {
     // Each level here is two containers.
-    let ok = nested(MAX_DEPTH / 2);
-    assert_eq!(canonical(&ok), (ok.clone(), Canonical::Json));
-    let deep = std::format!(" {} ", nested(MAX_DEPTH / 2 + 1).replace(": ", ":"));
-    assert_eq!(canonical(&deep), (String::from(deep.trim()), Canonical::Fallback(Bound::Depth)));
+    let ok = nested(C::MAX_DEPTH / 2);
+    assert_eq!(canonical_at::<C>(&ok), (ok.clone(), Canonical::Json));
+    let deep = std::format!(" {} ", nested(C::MAX_DEPTH / 2 + 1).replace(": ", ":"));
+    assert_eq!(canonical_at::<C>(&deep), (String::from(deep.trim()), Canonical::Fallback(Bound::Depth)));
     // Invalid text deeper than the bound is plain invalid text (as far
     // as the parser can track nesting).
     let broken = &deep[..deep.len() - 2];
-    if MAX_DEPTH < json::DEPTH_CAPACITY {
-        assert_eq!(canonical(broken).1, Canonical::RawStripped);
+    if C::MAX_DEPTH < json::DEPTH_CAPACITY {
+        assert_eq!(canonical_at::<C>(broken).1, Canonical::RawStripped);
     }
     // Deeper than the reference can go (it raises RecursionError): no
     // crash, the text is compared as such.
     let huge: String = core::iter::repeat_n('[', 100_000).collect();
-    assert_eq!(canonical(&huge), (huge.clone(), Canonical::Fallback(Bound::Depth)));
-    assert_eq!(argument_key(&huge), argument_key(&huge));
+    assert_eq!(canonical_at::<C>(&huge), (huge.clone(), Canonical::Fallback(Bound::Depth)));
+    assert_eq!(C::argument_key(&huge), C::argument_key(&huge));
+}
+
+#[test]
+fn depth_bound() {
+    depth_bound_at::<DeviceCapacity>();
+    depth_bound_at::<HostCapacity>();
 }
 
 fn object(keys: impl Iterator<Item = usize>) -> String {
@@ -396,25 +406,30 @@ fn object(keys: impl Iterator<Item = usize>) -> String {
     std::format!("{{{}}}", members.join(", "))
 }
 
-#[test]
-fn member_bound() {
-    let full = object(0..MAX_MEMBERS);
-    assert_eq!(canonical(&full), (full.clone(), Canonical::Json));
-    let over = object(0..MAX_MEMBERS + 1).replace(", ", ",");
-    assert_eq!(canonical(&over), (over.clone(), Canonical::Fallback(Bound::Members)));
+fn member_bound_at<C: Capacity>() {
+    let full = object(0..C::MAX_MEMBERS);
+    assert_eq!(canonical_at::<C>(&full), (full.clone(), Canonical::Json));
+    let over = object(0..C::MAX_MEMBERS + 1).replace(", ", ",");
+    assert_eq!(canonical_at::<C>(&over), (over.clone(), Canonical::Fallback(Bound::Members)));
     // Siblings reuse the scratch; only members open at once count.
     let siblings = std::format!("[{full}, {full}, {{\"x\": {full}}}]");
-    assert_eq!(canonical(&siblings).1, Canonical::Fallback(Bound::Members));
+    assert_eq!(canonical_at::<C>(&siblings).1, Canonical::Fallback(Bound::Members));
     let siblings = std::format!("[{full}, {full}]");
-    assert_eq!(canonical(&siblings), (siblings.clone(), Canonical::Json));
+    assert_eq!(canonical_at::<C>(&siblings), (siblings.clone(), Canonical::Json));
     // The outer object's two members stay open while `a` is written.
-    let inner = object(0..MAX_MEMBERS - 2);
+    let inner = object(0..C::MAX_MEMBERS - 2);
     let fits = std::format!("{{\"a\": {inner}, \"b\": {{}}}}");
-    assert_eq!(canonical(&fits).1, Canonical::Json);
+    assert_eq!(canonical_at::<C>(&fits).1, Canonical::Json);
     let fits = std::format!("{{\"a\": {inner}, \"b\": {{\"c\": 1}}}}");
-    assert_eq!(canonical(&fits).1, Canonical::Json);
+    assert_eq!(canonical_at::<C>(&fits).1, Canonical::Json);
     let over = std::format!("{{\"a\": {full}}}");
-    assert_eq!(canonical(&over).1, Canonical::Fallback(Bound::Members));
+    assert_eq!(canonical_at::<C>(&over).1, Canonical::Fallback(Bound::Members));
+}
+
+#[test]
+fn member_bound() {
+    member_bound_at::<DeviceCapacity>();
+    member_bound_at::<HostCapacity>();
 }
 
 #[test]
@@ -427,16 +442,21 @@ fn the_key_exposes_its_hash() {
     assert_eq!(sink.finish().as_u128(), one.as_u128());
 }
 
+fn the_length_bound_is_inclusive_at<C: Capacity>() {
+    // A string value of exactly `C::MAX_LEN` bytes, quotes included, is
+    // still canonicalized; one byte more is not.
+    let fits = std::format!("\"{}\"", "x".repeat(C::MAX_LEN.min(1 << 20) - 2));
+    if fits.len() == C::MAX_LEN {
+        assert_eq!(canonical_at::<C>(&fits), (fits.clone(), Canonical::Json));
+        let over = std::format!("\"{}\"", "x".repeat(C::MAX_LEN - 1));
+        assert_eq!(canonical_at::<C>(&over), (over.clone(), Canonical::Fallback(Bound::Length)));
+    }
+}
+
 #[test]
 fn the_length_bound_is_inclusive() {
-    // A string value of exactly `MAX_LEN` bytes, quotes included, is
-    // still canonicalized; one byte more is not.
-    let fits = std::format!("\"{}\"", "x".repeat(MAX_LEN.min(1 << 20) - 2));
-    if fits.len() == MAX_LEN {
-        assert_eq!(canonical(&fits), (fits.clone(), Canonical::Json));
-        let over = std::format!("\"{}\"", "x".repeat(MAX_LEN - 1));
-        assert_eq!(canonical(&over), (over.clone(), Canonical::Fallback(Bound::Length)));
-    }
+    the_length_bound_is_inclusive_at::<DeviceCapacity>();
+    the_length_bound_is_inclusive_at::<HostCapacity>();
 }
 
 #[test]
@@ -466,7 +486,7 @@ fn the_end_cache_remembers_every_container_it_skips() {
     let inner: Vec<usize> =
         text.char_indices().filter(|&(i, c)| matches!(c, '{' | '[') && i > 0 && !in_string(text, i)).map(|(i, _)| i).collect();
     assert_eq!(inner.len(), 4);
-    let mut ends = Ends::<64>::new();
+    let mut ends = Ends::<u32, 64>::new();
     assert_eq!(ends.skip(text, 0), json::value_end(text.as_bytes(), 0));
     assert_eq!(ends.skip(text, 0), Some(text.len()));
     for &start in &inner {
@@ -479,12 +499,12 @@ fn the_end_cache_remembers_every_container_it_skips() {
     }
     // A slot keyed by another start is not a hit: with three slots the
     // containers collide, and every skip still finds its own end.
-    let mut small = Ends::<3>::new();
+    let mut small = Ends::<u32, 3>::new();
     for &start in inner.iter().chain(&inner) {
         assert_eq!(small.skip(text, start), json::value_end(text.as_bytes(), start), "at {start}");
     }
     // Scalars are not containers: no cache involved.
-    assert_eq!(Ends::<4>::new().skip("[12, 3]", 1), Some(3));
+    assert_eq!(Ends::<u32, 4>::new().skip("[12, 3]", 1), Some(3));
 }
 
 /// Whether byte `at` of `text` lies inside a JSON string.
@@ -502,13 +522,18 @@ fn in_string(text: &str, at: usize) -> bool {
     inside
 }
 
+fn duplicate_keys_last_wins_at<C: Capacity>() {
+    let members: Vec<String> = (0..C::MAX_MEMBERS).map(|i| std::format!("\"k{}\": {i}", i % 3)).collect();
+    let dups = std::format!("{{{}}}", members.join(","));
+    let last = |k: usize| (0..C::MAX_MEMBERS).filter(|i| i % 3 == k).max().unwrap();
+    assert_eq!(canonical_at::<C>(&dups).0, std::format!("{{\"k0\": {}, \"k1\": {}, \"k2\": {}}}", last(0), last(1), last(2)));
+    assert_eq!(canonical_at::<C>("{\"a\": 1, \"\\u0061\": 2, \"b\": 0, \"a\": 3, \"\\u0062\": 4}").0, "{\"a\": 3, \"b\": 4}");
+}
+
 #[test]
 fn duplicate_keys_last_wins() {
-    let members: Vec<String> = (0..MAX_MEMBERS).map(|i| std::format!("\"k{}\": {i}", i % 3)).collect();
-    let dups = std::format!("{{{}}}", members.join(","));
-    let last = |k: usize| (0..MAX_MEMBERS).filter(|i| i % 3 == k).max().unwrap();
-    assert_eq!(canonical(&dups).0, std::format!("{{\"k0\": {}, \"k1\": {}, \"k2\": {}}}", last(0), last(1), last(2)));
-    assert_eq!(canonical("{\"a\": 1, \"\\u0061\": 2, \"b\": 0, \"a\": 3, \"\\u0062\": 4}").0, "{\"a\": 3, \"b\": 4}");
+    duplicate_keys_last_wins_at::<DeviceCapacity>();
+    duplicate_keys_last_wins_at::<HostCapacity>();
 }
 
 #[test]
@@ -548,26 +573,25 @@ fn keys() {
 }
 
 #[test]
-fn capacity_is_the_builds() {
-    // `cargo xtask test` runs this crate's tests once with and once
-    // without `host-arguments` (features unify across the workspace);
-    // the device run sets this variable, so a leaked feature fails it.
-    if std::env::var_os("ENVAWARE_EXPECT_DEVICE_ARGUMENTS").is_some() {
-        assert_eq!(MAX_DEPTH, 32, "the device-bound run has `host-arguments` on");
-    }
-    if cfg!(feature = "host-arguments") {
-        assert_eq!((MAX_DEPTH, MAX_MEMBERS, MAX_LEN), (1024, 65_536, u32::MAX as usize));
-    } else {
-        assert_eq!((MAX_DEPTH, MAX_MEMBERS, MAX_LEN), (32, 128, 65_535));
-    }
-    assert_eq!(size_of::<Frame>(), 4 * size_of::<Offset>());
+fn each_capacity_has_its_bounds_and_frames() {
+    assert_eq!((MAX_DEPTH, MAX_MEMBERS, MAX_LEN), (32, 128, 65_535));
+    assert_eq!((DeviceCapacity::MAX_DEPTH, DeviceCapacity::MAX_MEMBERS, DeviceCapacity::MAX_LEN), (MAX_DEPTH, MAX_MEMBERS, MAX_LEN));
+    assert_eq!((HostCapacity::MAX_DEPTH, HostCapacity::MAX_MEMBERS, HostCapacity::MAX_LEN), (1024, 65_536, u32::MAX as usize));
+    // Three offsets and the kind, padded to an offset: 8 bytes on a device.
+    assert_eq!(size_of::<Frame<u16>>(), 8);
+    assert_eq!(size_of::<Frame<u32>>(), 16);
+    // The default is the device's: the same keys, whichever way it is named.
+    // 40 levels, written without spaces: past the device's depth it is
+    // compared as written, within the host's it is dumped with spaces.
+    let deep = nested(20).replace(": ", ":");
+    assert_eq!(argument_key(&deep), DeviceCapacity::argument_key(&deep));
+    assert_ne!(argument_key(&deep), HostCapacity::argument_key(&deep));
 }
 
-#[test]
-fn length_bound() {
-    let long = std::format!("[\"{}\", {{\"b\": 1, \"a\": 2}}]", "x".repeat(MAX_LEN.min(1 << 20)));
-    let (text, path) = canonical(&long);
-    if long.len() > MAX_LEN {
+fn length_bound_at<C: Capacity>() {
+    let long = std::format!("[\"{}\", {{\"b\": 1, \"a\": 2}}]", "x".repeat(C::MAX_LEN.min(1 << 20)));
+    let (text, path) = canonical_at::<C>(&long);
+    if long.len() > C::MAX_LEN {
         assert_eq!(path, Canonical::Fallback(Bound::Length));
         assert_eq!(text, long);
     } else {
@@ -576,20 +600,31 @@ fn length_bound() {
     }
 }
 
+#[test]
+fn length_bound() {
+    length_bound_at::<DeviceCapacity>();
+    length_bound_at::<HostCapacity>();
+}
+
 /// The reference answers up to about 984 levels; the host capacity
 /// covers them, a device compares them as text.
-#[test]
-fn deep_arguments() {
-    for depth in [MAX_DEPTH - 1, MAX_DEPTH, 984.min(MAX_DEPTH)] {
+fn deep_arguments_at<C: Capacity>() {
+    for depth in [C::MAX_DEPTH - 1, C::MAX_DEPTH, 984.min(C::MAX_DEPTH)] {
         let objects = std::format!("{}1{}", "{\"b\":2,\"a\":".repeat(depth), "}".repeat(depth));
         let want = std::format!("{}1{}", "{\"a\": ".repeat(depth), ", \"b\": 2}".repeat(depth));
-        assert_eq!(canonical(&objects), (want, Canonical::Json), "{depth}");
+        assert_eq!(canonical_at::<C>(&objects), (want, Canonical::Json), "{depth}");
         let arrays = std::format!("{}{}", "[1,".repeat(depth), "]".repeat(depth)).replace(",]", "]");
         let want = arrays.replace(',', ", ");
-        assert_eq!(canonical(&arrays), (want, Canonical::Json), "{depth}");
+        assert_eq!(canonical_at::<C>(&arrays), (want, Canonical::Json), "{depth}");
     }
-    let over = std::format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
-    assert_eq!(canonical(&over), (over.clone(), Canonical::Fallback(Bound::Depth)));
+    let over = std::format!("{}{}", "[".repeat(C::MAX_DEPTH + 1), "]".repeat(C::MAX_DEPTH + 1));
+    assert_eq!(canonical_at::<C>(&over), (over.clone(), Canonical::Fallback(Bound::Depth)));
+}
+
+#[test]
+fn deep_arguments() {
+    deep_arguments_at::<DeviceCapacity>();
+    deep_arguments_at::<HostCapacity>();
 }
 
 /// The dump as the old recursive walker wrote it, over `json`'s own
@@ -687,8 +722,11 @@ proptest! {
                 // The end cache, small enough to collide and to be
                 // outgrown by the nesting.
                 let mut cached = Text(Vec::new());
-                dump_whole::<_, 64, 1024, 3>(value.raw(), &mut cached);
-                prop_assert_eq!(String::from_utf8(cached.0).unwrap(), got);
+                dump_whole::<_, u32, 64, 1024, 3>(value.raw(), &mut cached);
+                prop_assert_eq!(String::from_utf8(cached.0).unwrap(), got.clone());
+                // Within the device's bounds the host's layout (32-bit
+                // offsets, quicksort) writes the same bytes.
+                prop_assert_eq!(canonical_at::<HostCapacity>(text), (got, Canonical::Json));
             }
         }
     }

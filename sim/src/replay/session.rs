@@ -124,7 +124,7 @@ impl Session {
         }
         let mut buf = Box::new(SimConfigBuf::new());
         self.load(&mut buf)?;
-        Engine::new(buf.config()).map_err(|e| e.to_string())?;
+        scenario::engine(buf.config()).map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -301,7 +301,7 @@ impl Session {
         let invalid = |message: String| ReplayError::Invalid { line, message };
         let mut buf = Box::new(SimConfigBuf::new());
         self.load(&mut buf).map_err(invalid)?;
-        let engine = Engine::new(buf.config()).map_err(|e| invalid(e.to_string()))?;
+        let engine = scenario::engine(buf.config()).map_err(|e| invalid(e.to_string()))?;
         let conversation = scenario::parse_context(&self.context).map_err(invalid)?;
         let counts = scenario::count_tasks(&self.tasks).map_err(invalid)?;
         let step = Step {
