@@ -36,7 +36,7 @@ pub fn or_skip<T>(found: Result<T, String>) -> Option<T> {
     assert!(!required(), "{missing}: under `cargo xtask test` and CI (`CI=true`) no check may skip");
     // Past the test harness's capture (which keeps a passing test's
     // `eprintln!`), so a plain `cargo test` shows what it did not check.
-    let line = format!("skipped {test}: {missing}; `cargo xtask test` installs it and runs the check\n");
+    let line = format!("skipped {test}: {missing}; `cargo xtask test` provides it and runs the check\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
     None
 }
