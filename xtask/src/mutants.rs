@@ -2,7 +2,7 @@
 //! core's own unit tests (settings in `.cargo/mutants.toml`: the optimized
 //! `mutants` profile, nextest, `--lib`), then the score it measured.
 //!
-//! The ARGS go to cargo-mutants as they are: `-f core/src/args.rs` for one
+//! The ARGS go to cargo-mutants as they are: `-f core/src/args/floats.rs` for one
 //! file, `--shard 0/8 --sharding round-robin` for an eighth of every file
 //! (the whole core is about 2,300 mutants at a few seconds each on two
 //! cores, so sessions take shards), `--iterate` to skip what was caught

@@ -294,7 +294,7 @@ fn round_trips(x: f64, digits: u64, exp: i32) -> bool {
 /// the `python-floats` path, differentially tested against Python) for up
 /// to 15 significant digits within 1e-307..1e308.
 #[cfg(all(test, feature = "python-floats"))]
-mod tests {
+mod decimal_tests {
     extern crate std;
 
     use super::*;
