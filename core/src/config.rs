@@ -561,6 +561,9 @@ pub struct ValidConfig<'a> {
     /// the text every hint envaware renders starts with (strict mode reads
     /// fields only after it).
     pub(crate) state_start: usize,
+    /// How the tool-error rule compares arguments (the device's capacity
+    /// unless [`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity) chose another).
+    pub(crate) arguments: crate::args::Comparison,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -658,7 +661,7 @@ impl<'a> Config<'a> {
         }
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.contains('\n');
-        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start })
+        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start, arguments: Default::default() })
     }
 }
 

@@ -23,7 +23,7 @@
 //! | time | [`Decision::time`] | a [`TimeDecision`]: inject the clock's [`Timestamp`], not due, or skipped with a [`TimeSkipped`] reason |
 //! | tasks | [`Decision::tasks`] | the [`TaskCounts`] to remind of |
 //! | context length | [`Decision::context`] | a [`ContextLength`]: the tokens, the trigger, whether to suggest compressing |
-//! | tool error | [`Decision::tool_error`] | a [`ToolError`]: the count of identical failed calls (arguments compared by [`args::argument_key`]) and the failing tool, [`ToolError::tool_name`] |
+//! | tool error | [`Decision::tool_error`] | a [`ToolError`]: the count of identical failed calls (arguments compared at the engine's [`args::Capacity`], the device's unless [`Engine::with_argument_capacity`] chose the host's) and the failing tool, [`ToolError::tool_name`] |
 //! | the hint text | [`Engine::render`] (or [`Engine::step`]) | the [`Outcome`]: the hint, the event flag, the [`Warnings`] |
 //!
 //! When each dimension fires, and when it fires again, is on [`Decision`].
@@ -44,7 +44,9 @@ mod iana;
 mod json;
 mod live;
 mod load;
+// Starts CPython: a test helper, kept out of the no_std sources.
 #[cfg(test)]
+#[path = "../tests/support/reference.rs"]
 mod reference;
 mod render;
 mod rules;

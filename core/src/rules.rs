@@ -1,7 +1,6 @@
 //! The four dimensions, decided exactly as AgentScope 2.0.11's
 //! `Agent._inject_runtime_state` and `_get_repeated_tool_error` decide them.
 
-use crate::args::argument_key;
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
@@ -530,8 +529,8 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
         return None;
     }
     let mut ids = streak();
-    let newest = argument_key(call_input(last, ids.next()?));
-    let count = 1 + ids.take_while(|id| argument_key(call_input(last, id)) == newest).count() as u64;
+    let newest = cfg.arguments.key(call_input(last, ids.next()?));
+    let count = 1 + ids.take_while(|id| cfg.arguments.key(call_input(last, id)) == newest).count() as u64;
     (count >= limit).then_some(ToolError { count, result })
 }
 

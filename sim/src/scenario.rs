@@ -1,9 +1,10 @@
 //! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
 //! everything the rules read at one reasoning step, evaluated by the core.
 
+use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::{Engine, FixedClock, Step, TaskCounts, Timestamp};
+use envaware::{Config, ConfigError, Engine, FixedClock, Step, TaskCounts, Timestamp};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -259,6 +260,13 @@ pub fn load_config(buf: &mut SimConfigBuf, injection: Option<&str>, context: Opt
     Ok(())
 }
 
+/// The engine the sim decides with: arguments compared at the host's
+/// capacity, so every argument AgentScope answers (up to about 985 levels
+/// of nesting) compares as it does.
+pub fn engine(config: Config<'_>) -> Result<Engine<'_>, ConfigError> {
+    Engine::new(config).map(Engine::with_argument_capacity::<HostCapacity>)
+}
+
 /// Evaluates one scenario line.
 pub fn evaluate(line: &str) -> Evaluation {
     match evaluate_inner(line) {
@@ -271,7 +279,7 @@ fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
     let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
     let mut buf = SimConfigBuf::new();
     load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
-    let engine = Engine::new(buf.config()).map_err(|e| e.to_string())?;
+    let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_context(&raw.context)?;
     let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
     let step = Step {

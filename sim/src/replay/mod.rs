@@ -327,7 +327,7 @@ fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -
         session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
     }
     let buf = configuration(session, 0)?;
-    let engine = Engine::new(buf.config()).map_err(|e| start(e.to_string()))?;
+    let engine = scenario::engine(buf.config()).map_err(|e| start(e.to_string()))?;
     let agent = session.agent_name.clone();
     let mut decider = Decider::new(engine, &agent, &session.context, session.check);
     session.context.replace(msgs, read, &mut decider);
@@ -349,7 +349,7 @@ fn replay_trace<'t>(
     let mut line = 0;
     loop {
         let buf = configuration(session, line)?;
-        let engine = Engine::new(buf.config()).map_err(|e| ReplayError::Invalid { line, message: e.to_string() })?;
+        let engine = scenario::engine(buf.config()).map_err(|e| ReplayError::Invalid { line, message: e.to_string() })?;
         let agent = session.agent_name.clone();
         let mut decider = Decider::new(engine, &agent, &session.context, session.check);
         loop {

@@ -134,7 +134,7 @@ impl Session {
         }
         let mut buf = Box::new(SimConfigBuf::new());
         self.load(&mut buf)?;
-        Engine::new(buf.config()).map_err(|e| e.to_string())?;
+        scenario::engine(buf.config()).map_err(|e| e.to_string())?;
         Ok(())
     }
 
