@@ -44,7 +44,7 @@ use std::io::{self, Write};
 
 use std::ops::RangeInclusive;
 
-use envaware::{Engine, Timestamp};
+use envaware::Timestamp;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
