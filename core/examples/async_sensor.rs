@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 use envaware::{
-    Config, Engine, FixedClock, InjectionConfig, LiveReadings, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
+    Config, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
     UNAVAILABLE,
 };
 
@@ -122,7 +122,7 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
                 context.tool_result(id, "Drive", ToolResultState::Error)?;
             }
         }
-        let step = Step { agent_name: "rover", tasks, cur_iter, input_tokens: 900, context_size: 8192 };
+        let step = StepInput { tasks, cur_iter, input_tokens: 900, context_size: 8192 };
         let decision = context.decide(&step, clock.0);
         if decision.fires() {
             // Only now is the sensor read: awaited, between decide and render.
