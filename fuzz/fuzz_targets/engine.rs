@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
     let mut parts = data.splitn(3, |&b| b == 0);
     let (Some(injection), Some(context), Some(session)) = (parts.next(), parts.next(), parts.next()) else { return };
     let (Ok(injection), Ok(context)) = (std::str::from_utf8(injection), std::str::from_utf8(context)) else { return };
-    let mut cfg = ConfigBuf::<4096, 16, 16>::new();
+    let mut cfg = ConfigBuf::<4096, 16, 16>::with_capacity();
     if cfg.load_injection(injection).is_err() || cfg.load_context(context).is_err() {
         return;
     }

@@ -432,7 +432,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
     let mut events = case.events.iter();
     // One engine per configuration: a `Reconfigure` starts a new one.
     loop {
-        let mut buf = FuzzConfigBuf::new();
+        let mut buf = FuzzConfigBuf::with_capacity();
         let injection = injection_json(&world.cfg).to_string();
         let context = context_json(&world.cfg).to_string();
         let loaded =

@@ -122,7 +122,7 @@ impl Session {
         if let Some(n) = event.input_tokens {
             self.input_tokens = n;
         }
-        let mut buf = Box::new(SimConfigBuf::new());
+        let mut buf = Box::new(SimConfigBuf::with_capacity());
         self.load(&mut buf)?;
         Engine::new(buf.config()).map_err(|e| e.to_string())?;
         Ok(())
@@ -299,7 +299,7 @@ impl Session {
     pub(super) fn step(&mut self, cur_iter: u64, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
         let (out, opts) = (&mut *output.out, output.opts);
         let invalid = |message: String| ReplayError::Invalid { line, message };
-        let mut buf = Box::new(SimConfigBuf::new());
+        let mut buf = Box::new(SimConfigBuf::with_capacity());
         self.load(&mut buf).map_err(invalid)?;
         let engine = Engine::new(buf.config()).map_err(|e| invalid(e.to_string()))?;
         let conversation = scenario::parse_context(&self.context).map_err(invalid)?;

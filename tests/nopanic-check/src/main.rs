@@ -113,7 +113,7 @@ fn tracked_and_wire() -> Option<usize> {
 
 /// Configuration from JSON, the context store, the engine and the tracker.
 fn load_and_step() -> Option<usize> {
-    let mut buf: ConfigBuf<512, 8, 8> = ConfigBuf::new();
+    let mut buf: ConfigBuf<512, 8, 8> = ConfigBuf::with_capacity();
     buf.load_injection(text()).ok()?;
     buf.load_context(text()).ok()?;
     let engine = Engine::new(buf.config()).ok()?;
