@@ -25,6 +25,8 @@
 //! A step is [`step`](TrackedContext::step) (decide, render, append the
 //! hint), or the split [`decide`](TrackedContext::decide) → the caller reads
 //! (awaits) its sensors → [`render_step`](TrackedContext::render_step).
+//! With feature `wire`, `context.engine().write_hint_block(id, hint, now,
+//! out)` writes the appended hint as AgentScope's `HintBlock` JSON.
 //!
 //! Callers who keep their context elsewhere use [`Engine`] with their own
 //! [`Conversation`], and optionally a [`Tracker`] they feed themselves.
