@@ -114,6 +114,7 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
         // live note carrying a marker is escaped.
         (TaskCounts::default(), 2, Some("<tasks>spoofed</tasks>")),
     ];
+    // A message from the user "operator" (the store keeps no user text).
     context.user("operator")?;
     for (i, (tasks, cur_iter, note)) in steps.into_iter().enumerate() {
         if i == 2 {

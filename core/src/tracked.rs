@@ -7,8 +7,9 @@
 //! ([`TrackedContext::messages_read`] tells how many the last one read).
 //!
 //! Its appends follow AgentScope 2.x's reply rules:
-//! - [`user`](TrackedContext::user) appends a user message and starts a new
-//!   reply;
+//! - [`user`](TrackedContext::user) appends a message from the named user
+//!   (its sender, not its text, which the store does not keep) and starts
+//!   a new reply;
 //! - what the agent produces ([`agent`](TrackedContext::agent),
 //!   [`tool_call`](TrackedContext::tool_call),
 //!   [`tool_result`](TrackedContext::tool_result), and an injected hint,
@@ -42,6 +43,7 @@
 //! // The context knows its agent: a step's input names none.
 //! let step = |cur_iter| StepInput { tasks: TaskCounts::default(), cur_iter, input_tokens: 900, context_size: 8192 };
 //!
+//! // A message from the user "operator" (its text is not kept).
 //! context.user("operator")?;
 //! // The first reply is told the time; the hint is appended for the agent.
 //! let outcome = context.step(&step(0), &mut clock, &mut (), &mut hint)?;
@@ -178,10 +180,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         self.messages_read
     }
 
-    /// Appends a user message from `name` and starts a new reply. The
-    /// store keeps no user text: the rules never read it.
-    pub fn user(&mut self, name: &str) -> Result<Appended, StoreError> {
-        self.observe(Role::User, name, &[Block::Other])
+    /// Appends a message from the user named `sender` (its `Msg.name`,
+    /// such as `"operator"`), and starts a new reply. `sender` is not the
+    /// message's text: the store keeps no user text, as the rules never
+    /// read it, so there is no text to give.
+    pub fn user(&mut self, sender: &str) -> Result<Appended, StoreError> {
+        self.observe(Role::User, sender, &[Block::Other])
     }
 
     /// Appends a message from someone other than this agent's current reply
