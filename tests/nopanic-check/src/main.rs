@@ -107,6 +107,7 @@ fn tracked_and_wire() -> Option<usize> {
     sink(engine.render_step(decision, context.store(), &mut live, &mut out).map(|o| o.hint.map(str::len)));
     let created_at = envaware::wire::IsoTime { at: Timestamp(number()), zone: envaware::resolve_zone(text()).unwrap_or(envaware::Zone::Utc) };
     sink(envaware::wire::write_hint_block(text(), text(), text(), created_at, &mut out));
+    sink(engine.write_hint_block(text(), text(), Timestamp(number()), &mut out));
     let msg = context.newest(number() as usize)?;
     envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: text(), created_at }, &mut out).ok()
 }
