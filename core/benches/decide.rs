@@ -12,7 +12,7 @@ use envaware::args::argument_key;
 use envaware::Tracker;
 use envaware::DEFAULT_INJECTION_SOURCE;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::{Config, Conversation, Engine, Role, Step, TaskCounts, Timestamp, ToolResultState};
+use envaware::{Config, Conversation, Engine, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
 use std::fmt::Write;
 use std::hint::black_box;
 
@@ -123,8 +123,8 @@ fn scenario(msgs: &[M]) -> String {
 
 fn decide(c: &mut Criterion) {
     let engine = Engine::new(Config::default()).unwrap();
-    let step =
-        Step { agent_name: AGENT, tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let input = StepInput { tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let step = input.for_agent(AGENT);
     let now = Some(Timestamp::from_unix_seconds(RECORDED_AT + 60));
     let out_dir = std::env::var_os("ENVAWARE_BENCH_CONTEXTS").map(std::path::PathBuf::from);
     let mut group = c.benchmark_group("decide");
@@ -142,14 +142,14 @@ fn decide(c: &mut Criterion) {
         // Both must agree, and decide not to inject (as AgentScope does on
         // the same context), before their speed means anything.
         let full = engine.decide(&conversation, &step, now);
-        assert_eq!(full, tracker.decide(&conversation, &step, now));
+        assert_eq!(full, tracker.decide(&conversation, &input, now));
         assert!(!full.fires(), "the benchmark context must not inject: {full:?}");
         assert_eq!(conversation.message_count(), len);
         group.bench_with_input(BenchmarkId::new("full_scan", len), &len, |b, _| {
             b.iter(|| engine.decide(black_box(&conversation), &step, now))
         });
         group.bench_with_input(BenchmarkId::new("tracker", len), &len, |b, _| {
-            b.iter(|| tracker.decide(black_box(&conversation), &step, now))
+            b.iter(|| tracker.decide(black_box(&conversation), &input, now))
         });
     }
     group.finish();

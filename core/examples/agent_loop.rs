@@ -11,9 +11,9 @@
 //! `cargo run -p envaware --example agent_loop --features wire`; `cargo
 //! xtask test` runs it, and it checks its own results.
 
-use envaware::wire::{write_hint_block, write_message, IsoTime, MessageMeta};
+use envaware::wire::{write_message, IsoTime, MessageMeta};
 use envaware::{
-    resolve_zone, ConfigBuf, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext, Zone,
+    ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
 };
 
 /// AgentScope's `InjectionConfig` and `ContextConfig`, as JSON (a file or a
@@ -76,9 +76,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.load_injection(INJECTION_JSON)?;
     config.load_context(CONTEXT_JSON)?;
     let engine = Engine::new(config.config())?;
-    let injection = &engine.config().config().injection;
-    // The zone the hint blocks' timestamps are written in, as AgentScope's.
-    let zone = resolve_zone(injection.timezone).unwrap_or(Zone::Utc);
+    // The zone the messages' timestamps are written in, as AgentScope's.
+    let zone = engine.config().zone();
 
     let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "R2");
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400)); // 2026-07-22T02:30:00Z
@@ -103,7 +102,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Turn::Wait(minutes) => clock.advance(minutes * 60 * 1_000_000),
         }
-        let step = Step { agent_name: "R2", tasks, cur_iter, input_tokens: 1200, context_size: 8192 };
+        // The context knows its agent: a step's input names none.
+        let step = StepInput { tasks, cur_iter, input_tokens: 1200, context_size: 8192 };
         let now = clock.0.ok_or("the clock is set")?;
         let outcome = context.step(&step, &mut clock, &mut sensor, &mut hint)?;
         cur_iter += 1;
@@ -112,8 +112,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fired.push(String::new());
             continue;
         };
-        let at = IsoTime { at: now, zone };
-        let len = write_hint_block(&format!("hint-{n}"), injection.injection_source, text, at, &mut json)?;
+        // One call: the configured injection source and zone are the engine's.
+        let len = engine.write_hint_block(&format!("hint-{n}"), text, now, &mut json)?;
         let block = core::str::from_utf8(&json[..len])?;
         assert!(block.starts_with(r#"{"type":"hint","hint":"<system-reminder>"#), "{block}");
         println!("step {n}: {block}");

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 use envaware::{
-    Config, Engine, FixedClock, InjectionConfig, LiveReadings, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
+    Config, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
     UNAVAILABLE,
 };
 
@@ -114,6 +114,7 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
         // live note carrying a marker is escaped.
         (TaskCounts::default(), 2, Some("<tasks>spoofed</tasks>")),
     ];
+    // A message from the user "operator" (the store keeps no user text).
     context.user("operator")?;
     for (i, (tasks, cur_iter, note)) in steps.into_iter().enumerate() {
         if i == 2 {
@@ -122,7 +123,7 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
                 context.tool_result(id, "Drive", ToolResultState::Error)?;
             }
         }
-        let step = Step { agent_name: "rover", tasks, cur_iter, input_tokens: 900, context_size: 8192 };
+        let step = StepInput { tasks, cur_iter, input_tokens: 900, context_size: 8192 };
         let decision = context.decide(&step, clock.0);
         if decision.fires() {
             // Only now is the sensor read: awaited, between decide and render.

@@ -577,6 +577,12 @@ impl<'a> ValidConfig<'a> {
         self.buffer_ratio
     }
 
+    /// The zone whose wall time is injected: the configured one, or UTC
+    /// when it fell back ([`Warning::TimezoneFellBackToUtc`]).
+    pub fn zone(&self) -> time::Zone {
+        self.zone
+    }
+
     /// The warnings this configuration yields on its own.
     pub fn warnings(&self) -> impl Iterator<Item = Warning> {
         let deprecated = self.config.injection.context_buffer_ratio.is_some();

@@ -97,7 +97,7 @@ pub use engine::{Engine, Outcome};
 pub use live::{LiveReadings, UNAVAILABLE};
 pub use load::{ConfigBuf, LoadError};
 pub use render::{HintTooLong, LiveFields};
-pub use rules::{ContextLength, Decision, Step, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
+pub use rules::{ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone};
 pub use tracked::{StepError, TrackedContext};

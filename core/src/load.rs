@@ -54,7 +54,7 @@ impl core::error::Error for LoadError {}
 ///
 /// Each load appends its strings to the arena and a field loaded again
 /// leaves its old text behind: to load a whole new configuration, start
-/// from [`ConfigBuf::new`] rather than loading into a used buffer.
+/// from an empty buffer rather than loading into a used one.
 ///
 /// The JSON shapes are AgentScope's (`InjectionConfig`, `ContextConfig`).
 /// Values go through pydantic's lax mode as the reference's do: `"0.5"` or
@@ -67,15 +67,21 @@ impl core::error::Error for LoadError {}
 /// `deserialize_any`. The loader reads with the crate's own Python-exact
 /// JSON reader, the one the argument comparison uses.
 ///
+/// [`ConfigBuf::new`] makes one of the default sizes (2 KiB of text, 8
+/// task tool names, 8 extra fields) with no annotation;
+/// [`ConfigBuf::with_capacity`] one of the sizes its type names:
+///
 /// ```
 /// use envaware::ConfigBuf;
-/// let mut buf: ConfigBuf = ConfigBuf::new();
-/// buf.load_injection(r#"{"timezone": "Asia/Shanghai", "time_interval": "0.25",
-///                       "template": "<r>\n{runtime_state}\n</r>", "extra_fields": {"robot": "R2"}}"#)?;
-/// let config = buf.config();
-/// assert_eq!(config.injection.time_interval, 0.25);
-/// assert_eq!(config.injection.template, "<r>\n{runtime_state}\n</r>");
-/// assert!(envaware::Engine::new(config).is_ok());
+///
+/// let mut cfg = ConfigBuf::new();
+/// cfg.load_injection(r#"{"timezone": "Europe/Berlin"}"#)?;
+/// assert_eq!(cfg.config().injection.timezone, "Europe/Berlin");
+///
+/// // 512 bytes of text, 2 task tool names, 4 extra fields.
+/// let mut small = ConfigBuf::<512, 2, 4>::with_capacity();
+/// small.load_injection(r#"{"extra_fields": {"robot": "R2", "site": "greenhouse"}}"#)?;
+/// assert_eq!(small.config().injection.extra_fields.len(), 2);
 /// # Ok::<(), envaware::LoadError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -106,15 +112,25 @@ struct Values<const NAMES: usize, const FIELDS: usize> {
 
 impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> Default for ConfigBuf<TEXT, NAMES, FIELDS> {
     fn default() -> Self {
-        Self::new()
+        Self::with_capacity()
+    }
+}
+
+/// The default sizes, on their own so that `ConfigBuf::new()` needs no
+/// annotation: default const parameters do not drive type inference.
+impl ConfigBuf {
+    /// The reference's defaults, in a buffer of the default sizes.
+    pub fn new() -> Self {
+        Self::with_capacity()
     }
 }
 
 impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT, NAMES, FIELDS> {
     const CHECK: () = assert!(TEXT <= u32::MAX as usize, "spans are u32");
 
-    /// The reference's defaults.
-    pub fn new() -> Self {
+    /// The reference's defaults, in a buffer of the sizes its type names
+    /// (`ConfigBuf::<TEXT, NAMES, FIELDS>::with_capacity()`).
+    pub fn with_capacity() -> Self {
         let () = Self::CHECK;
         let d = InjectionConfig::default();
         let values = Values {
@@ -631,7 +647,7 @@ mod tests {
 
     #[test]
     fn a_failed_load_leaves_the_buffer_unchanged() {
-        let mut buf: ConfigBuf<96, 2, 2> = ConfigBuf::new();
+        let mut buf: ConfigBuf<96, 2, 2> = ConfigBuf::with_capacity();
         buf.load_injection(r#"{"timezone": "Asia/Tokyo", "task_tool_names": ["Plan"], "extra_fields": {"robot": "R2"}}"#).unwrap();
         buf.load_context(r#"{"trigger_ratio": 0.7}"#).unwrap();
         let before = std::format!("{buf:?}");
@@ -771,7 +787,7 @@ mod tests {
         }
 
         fn exercise(doc: &str) {
-            let mut buf: ConfigBuf<128, 2, 2> = ConfigBuf::new();
+            let mut buf: ConfigBuf<128, 2, 2> = ConfigBuf::with_capacity();
             let _ = buf.load_injection(doc);
             let _ = buf.load_context(doc);
             if let Ok(engine) = Engine::new(buf.config()) {

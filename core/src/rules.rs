@@ -24,11 +24,58 @@ impl TaskCounts {
     }
 }
 
-/// What the caller knows about this reasoning step besides the context.
+/// What the caller knows about an agent's reasoning step besides the
+/// context: the input of [`TrackedContext`](crate::TrackedContext)'s and
+/// [`Tracker`](crate::Tracker)'s steps. Both were given their agent's name
+/// when built, so the input has no name of its own that could disagree
+/// with it. [`StepInput::for_agent`] makes the [`Step`] an
+/// [`Engine`](crate::Engine) takes.
+///
+/// ```
+/// use envaware::{Step, StepInput};
+///
+/// let input = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
+/// let step: Step<'_> = input.for_agent("rover");
+/// assert_eq!((step.agent_name, step.context_size), ("rover", 8192));
+/// ```
+///
+/// A name cannot be given here:
+///
+/// ```compile_fail,E0560
+/// use envaware::StepInput;
+///
+/// let input = StepInput { agent_name: "rover", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StepInput {
+    /// The plan's task counts.
+    pub tasks: TaskCounts,
+    /// The iteration within the current reply; context length is checked at 0.
+    pub cur_iter: u64,
+    /// Token count of the prepared model input.
+    pub input_tokens: i64,
+    /// The model's context window, in tokens.
+    pub context_size: i64,
+}
+
+impl StepInput {
+    /// The step of the agent named `agent_name`, for an
+    /// [`Engine`](crate::Engine), which serves any agent.
+    pub const fn for_agent(self, agent_name: &str) -> Step<'_> {
+        let StepInput { tasks, cur_iter, input_tokens, context_size } = self;
+        Step { agent_name, tasks, cur_iter, input_tokens, context_size }
+    }
+}
+
+/// What the caller knows about a reasoning step besides the context, with
+/// the agent's name: the input of an [`Engine`](crate::Engine), which
+/// serves any agent. The same fields as [`StepInput`], plus the name.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Step<'a> {
-    /// This agent's name: the tool-error rule reads only its own last message.
+    /// This agent's name: the tool-error rule reads only its own last
+    /// message, and in strict mode the other rules only its own hints.
     pub agent_name: &'a str,
     /// The plan's task counts.
     pub tasks: TaskCounts,
@@ -616,7 +663,7 @@ mod tests {
         let msgs = [SliceMessage { role: Role::Assistant, name, blocks }];
         let conv = SliceConversation(&msgs);
         let scanned = engine.decide(&conv, &step(), None);
-        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, &step(), None);
+        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, &input(&step()), None);
         assert_eq!(scanned, tracked);
         scanned.tool_error
     }
@@ -647,8 +694,13 @@ mod tests {
     fn decide_on(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], step: &Step<'_>, now: Option<Timestamp>) -> Decision {
         let conv = SliceConversation(msgs);
         let scanned = engine.decide(&conv, step, now);
-        assert_eq!(Tracker::from_conversation(engine, AGENT, &conv).decide(&conv, step, now), scanned);
+        assert_eq!(Tracker::from_conversation(engine, step.agent_name, &conv).decide(&conv, &input(step), now), scanned);
         scanned
+    }
+
+    /// `step` without its agent's name, for a tracker built with it.
+    fn input(step: &Step<'_>) -> StepInput {
+        StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: step.context_size }
     }
 
     fn with_injection(f: impl FnOnce(&mut InjectionConfig<'static>)) -> Engine<'static> {

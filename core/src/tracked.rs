@@ -6,7 +6,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Block, Conversation, Counted, HintText, Role, ToolResultState};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{Decision, Step};
+use crate::rules::{Decision, StepInput};
 use crate::store::{Appended, ContextStore, StoreError, StoredMessage};
 use crate::tracker::Tracker;
 
@@ -54,8 +54,9 @@ impl From<StoreError> for StepError {
 /// ([`TrackedContext::messages_read`] tells how many the last one read).
 ///
 /// Its appends follow AgentScope 2.x's reply rules:
-/// - [`user`](TrackedContext::user) appends a user message and starts a new
-///   reply;
+/// - [`user`](TrackedContext::user) appends a message from the named user
+///   (its sender, not its text, which the store does not keep) and starts
+///   a new reply;
 /// - what the agent produces ([`agent`](TrackedContext::agent),
 ///   [`tool_call`](TrackedContext::tool_call),
 ///   [`tool_result`](TrackedContext::tool_result), and an injected hint,
@@ -72,21 +73,24 @@ impl From<StoreError> for StepError {
 /// A step is [`step`](TrackedContext::step) (decide, render, append the
 /// hint), or the split [`decide`](TrackedContext::decide) → the caller reads
 /// (awaits) its sensors → [`render_step`](TrackedContext::render_step).
+/// With feature `wire`, `context.engine().write_hint_block(id, hint, now,
+/// out)` writes the appended hint as AgentScope's `HintBlock` JSON.
 ///
 /// Callers who keep their context elsewhere use [`Engine`] with their own
 /// [`Conversation`], and optionally a [`Tracker`] they feed themselves.
 ///
 /// ```
-/// use envaware::{Config, Engine, FixedClock, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+/// use envaware::{Config, Engine, FixedClock, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
 ///
 /// let engine = Engine::new(Config::default())?;
 /// // 16 messages, 64 blocks, 4 KiB of text.
 /// let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
 /// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
 /// let mut hint = [0u8; 1024];
-/// let step = |cur_iter| Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter,
-///                              input_tokens: 900, context_size: 8192 };
+/// // The context knows its agent: a step's input names none.
+/// let step = |cur_iter| StepInput { tasks: TaskCounts::default(), cur_iter, input_tokens: 900, context_size: 8192 };
 ///
+/// // A message from the user "operator" (its text is not kept).
 /// context.user("operator")?;
 /// // The first reply is told the time; the hint is appended for the agent.
 /// let outcome = context.step(&step(0), &mut clock, &mut (), &mut hint)?;
@@ -176,10 +180,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         self.messages_read
     }
 
-    /// Appends a user message from `name` and starts a new reply. The
-    /// store keeps no user text: the rules never read it.
-    pub fn user(&mut self, name: &str) -> Result<Appended, StoreError> {
-        self.observe(Role::User, name, &[Block::Other])
+    /// Appends a message from the user named `sender` (its `Msg.name`,
+    /// such as `"operator"`), and starts a new reply. `sender` is not the
+    /// message's text: the store keeps no user text, as the rules never
+    /// read it, so there is no text to give.
+    pub fn user(&mut self, sender: &str) -> Result<Appended, StoreError> {
+        self.observe(Role::User, sender, &[Block::Other])
     }
 
     /// Appends a message from someone other than this agent's current reply
@@ -261,9 +267,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         Ok(appended)
     }
 
-    /// Decides which dimensions fire, in constant time. `now` is `None`
-    /// when the wall time is unknown.
-    pub fn decide(&mut self, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+    /// Decides which dimensions fire for this context's agent, in constant
+    /// time. `now` is `None` when the wall time is unknown.
+    pub fn decide(&mut self, step: &StepInput, now: Option<Timestamp>) -> Decision {
         let counted = Counted::new(&self.store);
         let decision = self.tracker.decide(&counted, step, now);
         self.messages_read = counted.reads();
@@ -294,16 +300,45 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         Ok(outcome)
     }
 
-    /// One reasoning step: reads the clock, decides, refreshes the live
-    /// fields only when something fires, renders the hint into `out` and
-    /// appends it to the context.
+    /// One reasoning step of this context's agent: reads the clock,
+    /// decides, refreshes the live fields only when something fires,
+    /// renders the hint into `out` and appends it to the context.
+    ///
+    /// The agent is the one named in [`new`](Self::new):
+    ///
+    /// ```
+    /// use envaware::{Config, Engine, FixedClock, StepInput, TrackedContext};
+    ///
+    /// let engine = Engine::new(Config::default())?;
+    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
+    /// let mut hint = [0u8; 512];
+    /// context.step(&step, &mut FixedClock::unset(), &mut (), &mut hint)?;
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// A [`Step`] naming an agent, as an [`Engine`] takes, is not accepted,
+    /// so the two names cannot disagree:
+    ///
+    /// ```compile_fail,E0308
+    /// use envaware::{Config, Engine, FixedClock, Step, TrackedContext};
+    ///
+    /// let engine = Engine::new(Config::default())?;
+    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let step = Step { agent_name: "rover", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
+    /// let mut hint = [0u8; 512];
+    /// context.step(&step, &mut FixedClock::unset(), &mut (), &mut hint)?;
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// [`Step`]: crate::Step
     ///
     /// # Errors
     ///
     /// As [`render_step`](Self::render_step).
     pub fn step<'b, K: Clock + ?Sized, L: LiveFields + ?Sized>(
         &mut self,
-        step: &Step<'_>,
+        step: &StepInput,
         clock: &mut K,
         live: &mut L,
         out: &'b mut [u8],
@@ -340,8 +375,8 @@ mod tests {
 
     const AGENT: &str = "rover";
 
-    fn step(cur_iter: u64, pending: u64) -> Step<'static> {
-        Step { agent_name: AGENT, tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: 0, context_size: 8192 }
+    fn step(cur_iter: u64, pending: u64) -> StepInput {
+        StepInput { tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: 0, context_size: 8192 }
     }
 
     /// Grows the context to `len` messages (a reply of tool calls for every
@@ -370,7 +405,7 @@ mod tests {
             assert_eq!(context.len(), len);
             now = Timestamp(now.unix_micros() + 60_000_000);
             let decision = context.decide(&step(1, 1), Some(now));
-            assert_eq!(decision, engine.decide(context.store(), &step(1, 1), Some(now)));
+            assert_eq!(decision, engine.decide(context.store(), &step(1, 1).for_agent(AGENT), Some(now)));
             assert_eq!(decision.time, crate::TimeDecision::NotDue);
             assert!(decision.tasks.is_some());
             reads.push(context.messages_read());
@@ -437,7 +472,7 @@ mod tests {
                 _ => {
                     now = Timestamp(now.unix_micros() + 7 * 60_000_000);
                     let s = step(i % 3, i % 2);
-                    let full = engine.decide(context.store(), &s, Some(now));
+                    let full = engine.decide(context.store(), &s.for_agent(AGENT), Some(now));
                     assert_eq!(context.decide(&s, Some(now)), full, "at {i}");
                     assert!(context.messages_read() <= 3);
                     context.step(&s, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();

@@ -1,10 +1,11 @@
 //! Incremental awareness: decisions in constant time, whatever the
+//! context's length.
 
 use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, Step, TimeHint, TimeReading};
+use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading};
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -41,23 +42,23 @@ struct At {
 ///
 /// The tracker must see every change of the context, in order. If the
 /// conversation it is asked to decide on does not hold as many messages as
-/// it observed, or its newest message not as many blocks, or the step is for
-/// another agent, it falls back to the full scan. A change it was not told
-/// of that keeps both counts (a message rewritten in place, a push and an
-/// eviction of one message together) is not detected: tell it of every
-/// change.
+/// it observed, or its newest message not as many blocks, it falls back to
+/// the full scan. A change it was not told of that keeps both counts (a
+/// message rewritten in place, a push and an eviction of one message
+/// together) is not detected: tell it of every change. It decides for the
+/// agent named when it was built: its steps take a
+/// [`StepInput`](crate::StepInput), which names no agent.
 ///
 /// ```
 /// use envaware::{Block, Conversation, HintText, Role};
 /// use envaware::ContextStore;
 /// use envaware::Tracker;
-/// use envaware::{Config, Engine, FixedClock, Step, Timestamp};
+/// use envaware::{Config, Engine, FixedClock, StepInput, Timestamp};
 ///
 /// let engine = Engine::new(Config::default())?;
 /// let mut store: ContextStore<4, 16, 2048> = ContextStore::new();
 /// let mut tracker = Tracker::new(&engine, "friday");
-/// let step = Step { agent_name: "friday", tasks: Default::default(), cur_iter: 1,
-///                   input_tokens: 0, context_size: 128_000 };
+/// let step = StepInput { tasks: Default::default(), cur_iter: 1, input_tokens: 0, context_size: 128_000 };
 /// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
 /// let mut buf = [0u8; 512];
 ///
@@ -170,16 +171,18 @@ impl<'a> Tracker<'a> {
         }
     }
 
-    /// Decides as [`Engine::decide`] does, from what was observed.
-    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+    /// Decides as [`Engine::decide`] does for this tracker's agent, from
+    /// what was observed.
+    pub fn decide<C: Conversation>(&self, conversation: &C, step: &StepInput, now: Option<Timestamp>) -> Decision {
         let cfg = self.engine.config();
+        let step = step.for_agent(self.agent_name);
         let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
         let in_sync = conversation.message_count() as u64 == self.message_count()
             && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
-        if !in_sync || step.agent_name != self.agent_name {
-            return self.engine.decide(conversation, step, now);
+        if !in_sync {
+            return self.engine.decide(conversation, &step, now);
         }
-        rules::decide_with(cfg, conversation, step, now, |on_time_hint| {
+        rules::decide_with(cfg, conversation, &step, now, |on_time_hint| {
             if let Some(at) = self.time_hint {
                 on_time_hint(TimeHint::Read(at.reading));
             }
@@ -193,7 +196,7 @@ impl<'a> Tracker<'a> {
     pub fn step<'b, C: Conversation, K: Clock + ?Sized, L: LiveFields + ?Sized>(
         &self,
         conversation: &C,
-        step: &Step<'_>,
+        step: &StepInput,
         clock: &mut K,
         live: &mut L,
         out: &'b mut [u8],
@@ -285,14 +288,13 @@ mod tests {
                 }
                 Op::Step { pending, advance_min } => {
                     now = Timestamp(now.unix_micros() + advance_min * 60_000_000);
-                    let step = Step {
-                        agent_name: AGENT,
+                    let step = StepInput {
                         tasks: TaskCounts { pending: *pending, in_progress: 0 },
                         cur_iter: 1,
                         input_tokens: 0,
                         context_size: 1000,
                     };
-                    let full = engine.decide(&store, &step, Some(now));
+                    let full = engine.decide(&store, &step.for_agent(AGENT), Some(now));
                     prop_assert_eq!(tracker.decide(&store, &step, Some(now)), full);
                     let mut buf = [0u8; 1024];
                     let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
@@ -335,15 +337,14 @@ mod tests {
         let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
         let other = [Block::Other, Block::ToolCall { id: "c", name: "Bash", input: "{}" }];
         // Unfinished tasks the agent is not aware of: the scan cannot stop early.
-        let step =
-            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
         for len in [10usize, 10_000] {
             let mut msgs = std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
             msgs.resize(len, SliceMessage { role: Role::Assistant, name: AGENT, blocks: &other });
             let conv = SliceConversation(&msgs);
             let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
             let counted = Counted::new(&conv);
-            let full = engine.decide(&counted, &step, Some(now));
+            let full = engine.decide(&counted, &step.for_agent(AGENT), Some(now));
             assert!(counted.reads() >= len);
             let counted = Counted::new(&conv);
             let tracked = tracker.decide(&counted, &step, Some(now));
@@ -361,10 +362,9 @@ mod tests {
         let blocks = [Block::ToolCall { id: "c", name: "TaskList", input: "{}" }];
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
         let conv = SliceConversation(&msgs);
-        let step =
-            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
         // The tracker never saw the task call, but the count tells it so.
-        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step, None));
+        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step.for_agent(AGENT), None));
         assert!(tracker.decide(&conv, &step, None).tasks.is_none());
         let rebuilt = Tracker::from_conversation(&engine, AGENT, &conv);
         assert_eq!(rebuilt.message_count(), 1);
@@ -382,10 +382,9 @@ mod tests {
         // the tracker: the message count is the same, the block count is not.
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &grown }];
         let conv = SliceConversation(&msgs);
-        let step =
-            Step { agent_name: AGENT, tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
-        assert!(engine.decide(&conv, &step, None).tasks.is_none());
-        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step, None));
+        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        assert!(engine.decide(&conv, &step.for_agent(AGENT), None).tasks.is_none());
+        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step.for_agent(AGENT), None));
     }
 
     #[test]
@@ -401,8 +400,7 @@ mod tests {
         let conv = SliceConversation(&msgs);
         let mut tracker = Tracker::new(&engine, AGENT);
         tracker.push_message(&msgs[0]);
-        let step =
-            Step { agent_name: AGENT, tasks: TaskCounts { pending: 2, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput { tasks: TaskCounts { pending: 2, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
         assert!(tracker.decide(&conv, &step, None).tasks.is_none());
         tracker.evict_oldest(1);
         let empty = SliceConversation(&[]);
@@ -426,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn a_step_for_another_agent_or_a_message_it_could_not_see_is_scanned() {
+    fn a_tracker_for_another_agent_or_a_message_it_could_not_see() {
         let strict = Config { injection: crate::config::InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
         let engine = Engine::new(strict).unwrap();
         let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap();
@@ -434,14 +432,15 @@ mod tests {
         let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text) }];
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
         let conv = SliceConversation(&msgs);
-        let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
-        let mine = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
-        assert_eq!(tracker.decide(&conv, &mine, now).time, crate::TimeDecision::NotDue);
-        // In strict mode another agent does not read this agent's hints.
-        let theirs = Step { agent_name: "other", ..mine };
-        let d = tracker.decide(&conv, &theirs, now);
-        assert_eq!(d, engine.decide(&conv, &theirs, now));
+        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let mine = Tracker::from_conversation(&engine, AGENT, &conv);
+        assert_eq!(mine.decide(&conv, &step, now).time, crate::TimeDecision::NotDue);
+        // In strict mode another agent's tracker does not read this agent's
+        // hints, as the scan for that agent does not.
+        let theirs = Tracker::from_conversation(&engine, "other", &conv);
+        let d = theirs.decide(&conv, &step, now);
+        assert_eq!(d, engine.decide(&conv, &step.for_agent("other"), now));
         assert!(matches!(d.time, crate::TimeDecision::Inject(_)));
         // A message counted but not shown is counted, so decisions scan.
         let gappy = Gappy(conv);
@@ -454,7 +453,7 @@ mod tests {
         let mut tracker = Tracker::new(&engine, AGENT);
         let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
         let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time };
-        let step = Step { agent_name: AGENT, tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
         // Before any message, and after every message was evicted.
         tracker.append_blocks(&msg, 0);

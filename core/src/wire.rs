@@ -2,9 +2,11 @@
 //!
 //! Writes what the model side expects, into a caller's buffer, with serde
 //! and serde-json-core:
-//! - [`write_hint_block`]: the `HintBlock` that `AgentState.append_context`
-//!   adds for an injection (`{"type": "hint", "hint", "id", "source",
-//!   "created_at", "finished_at"}`);
+//! - [`Engine::write_hint_block`]: the `HintBlock` that
+//!   `AgentState.append_context` adds for an injection (`{"type": "hint",
+//!   "hint", "id", "source", "created_at", "finished_at"}`), with the
+//!   engine's configured source and zone; [`write_hint_block`] takes them
+//!   from the caller;
 //! - [`write_message`]: a whole `Msg` in `Msg.model_dump_json()`'s key
 //!   order (`name`, `content`, `role`, `id`, `metadata`, `created_at`,
 //!   `usage`, `finished_at`, `finished_reason`, `structured_output`,
@@ -48,6 +50,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Seriali
 
 use crate::clock::Timestamp;
 use crate::conversation::{Block, HintText, Message};
+use crate::engine::Engine;
 use crate::time::{self, Zone};
 
 /// The JSON did not fit the buffer.
@@ -115,6 +118,42 @@ fn to_slice<T: Serialize>(value: &T, out: &mut [u8]) -> Result<usize, BufferFull
 /// [`BufferFull`] when the JSON does not fit `out`.
 pub fn write_hint_block(id: &str, source: &str, hint: &str, at: IsoTime, out: &mut [u8]) -> Result<usize, BufferFull> {
     to_slice(&HintOut { id: BlockId::Own(id), source: Some(source), text: HintText::Single(hint), at: Some(at) }, out)
+}
+
+impl Engine<'_> {
+    /// Writes `hint`, a hint this engine rendered, as the hint block
+    /// AgentScope appends for it: with the configured `injection_source`,
+    /// and `at` (its `created_at` and `finished_at`) as the wall time in
+    /// the configured zone ([`ValidConfig::zone`](crate::ValidConfig::zone)),
+    /// the device's local time where AgentScope writes the host's. `id` is
+    /// the block's id. Returns the bytes written. Feature `wire`.
+    ///
+    /// ```
+    /// use envaware::{Config, Engine, FixedClock, InjectionConfig, StepInput, Timestamp, TrackedContext};
+    ///
+    /// let config = Config { injection: InjectionConfig { timezone: "Europe/Berlin", ..Default::default() }, ..Default::default() };
+    /// let engine = Engine::new(config)?;
+    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let now = Timestamp::from_unix_seconds(1_784_687_400);
+    /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
+    /// let mut hint = [0u8; 512];
+    /// let hint = context.step(&step, &mut FixedClock::at(now), &mut (), &mut hint)?.hint.unwrap();
+    /// let mut json = [0u8; 1024];
+    /// let n = context.engine().write_hint_block("h1", hint, now, &mut json)?;
+    /// let json = core::str::from_utf8(&json[..n])?;
+    /// assert!(json.starts_with(r#"{"type":"hint","hint":"<system-reminder>"#));
+    /// assert!(json.contains("<current-time>2026-07-22T04:30:00</current-time>"));
+    /// assert!(json.ends_with(r#""created_at":"2026-07-22T04:30:00","finished_at":"2026-07-22T04:30:00"}"#));
+    /// # Ok::<(), Box<dyn core::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`BufferFull`] when the JSON does not fit `out`.
+    pub fn write_hint_block(&self, id: &str, hint: &str, at: Timestamp, out: &mut [u8]) -> Result<usize, BufferFull> {
+        let config = self.config();
+        write_hint_block(id, config.config().injection.injection_source, hint, IsoTime { at, zone: config.zone() }, out)
+    }
 }
 
 /// Writes `msg` as an AgentScope `Msg`. Returns the bytes written.
@@ -333,6 +372,34 @@ mod tests {
         assert_eq!(
             json,
             r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T01:00:00.123456","finished_at":"2026-01-01T01:00:00.123456"}"#
+        );
+    }
+
+    /// The engine's one call writes what [`write_hint_block`] writes with
+    /// the configured source and zone (UTC when the zone fell back).
+    #[test]
+    fn the_engines_hint_block_has_its_source_and_zone() {
+        use crate::config::{Config, InjectionConfig};
+        let source = "{\"label\": \"System\"}";
+        let (at, hint) = (Timestamp::from_unix_micros(1_767_225_600_123_456), "<x>\"a\"\n</x>");
+        let berlin = time::resolve_zone("Europe/Berlin").unwrap();
+        let mut outputs = std::vec::Vec::new();
+        for (timezone, zone) in [("Europe/Berlin", berlin), ("Mars/Olympus_Mons", Zone::Utc)] {
+            let injection = InjectionConfig { timezone, injection_source: source, ..Default::default() };
+            let engine = Engine::new(Config { injection, ..Default::default() }).unwrap();
+            assert_eq!(engine.config().zone(), zone);
+            let json = written(|b| engine.write_hint_block("h1", hint, at, b));
+            assert_eq!(json, written(|b| write_hint_block("h1", source, hint, IsoTime { at, zone }, b)));
+            let mut small = [0u8; 40];
+            assert_eq!(engine.write_hint_block("h1", hint, at, &mut small), Err(BufferFull { capacity: 40 }));
+            outputs.push(json);
+        }
+        assert_eq!(
+            outputs,
+            [
+                r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T01:00:00.123456","finished_at":"2026-01-01T01:00:00.123456"}"#,
+                r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T00:00:00.123456","finished_at":"2026-01-01T00:00:00.123456"}"#,
+            ]
         );
     }
 

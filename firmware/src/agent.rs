@@ -25,7 +25,7 @@ use core::fmt::Write as _;
 
 use embedded_hal::i2c::I2c;
 use envaware::Block;
-use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, Step, TaskCounts, ToolResultState, TrackedContext};
+use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState, TrackedContext};
 
 use crate::fmt::Debug2Format;
 use crate::stream::Stream;
@@ -379,8 +379,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
                 }
             }
         }
-        let step =
-            Step { agent_name: AGENT, tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
+        let step = StepInput { tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
         let reads_before = live.reads + live.failures;
         // The clock is read once, so the stream carries the very time decided on.
         let now = clock.now();

@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let mut parts = data.splitn(2, |&b| b == 0);
     let injection = parts.next().unwrap_or_default();
     let context = parts.next();
-    let mut buf = ConfigBuf::<4096, 16, 16>::new();
+    let mut buf = ConfigBuf::<4096, 16, 16>::with_capacity();
     if let Ok(text) = std::str::from_utf8(injection) {
         let before = format!("{:?}", buf.config());
         if buf.load_injection(text).is_err() {

@@ -15,7 +15,7 @@ use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use envaware::ConfigBuf;
 use envaware::ContextStore;
 use envaware::Tracker;
-use envaware::{Clock, Engine, FieldList, FixedClock, Step, TaskCounts, Timestamp};
+use envaware::{Clock, Engine, FieldList, FixedClock, StepInput, TaskCounts, Timestamp};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -73,7 +73,7 @@ fuzz_target!(|data: &[u8]| {
     let mut parts = data.splitn(3, |&b| b == 0);
     let (Some(injection), Some(context), Some(session)) = (parts.next(), parts.next(), parts.next()) else { return };
     let (Ok(injection), Ok(context)) = (std::str::from_utf8(injection), std::str::from_utf8(context)) else { return };
-    let mut cfg = ConfigBuf::<4096, 16, 16>::new();
+    let mut cfg = ConfigBuf::<4096, 16, 16>::with_capacity();
     if cfg.load_injection(injection).is_err() || cfg.load_context(context).is_err() {
         return;
     }
@@ -113,19 +113,19 @@ fuzz_target!(|data: &[u8]| {
                 tracker.evict_oldest(store.compact(usize::from(keep % 16)));
             }
             Op::Step { pending, in_progress, cur_iter, input_tokens, context_size } => {
-                let step = Step {
-                    agent_name: AGENT,
+                let input = StepInput {
                     tasks: TaskCounts { pending: pending.into(), in_progress: in_progress.into() },
                     cur_iter: cur_iter.into(),
                     input_tokens,
                     context_size: context_size.into(),
                 };
+                let step = input.for_agent(AGENT);
                 let now = {
                     let mut c = clock;
                     c.now()
                 };
                 let decided = engine.decide(&store, &step, now);
-                assert_eq!(tracker.decide(&store, &step, now), decided, "the tracker and the full scan disagree");
+                assert_eq!(tracker.decide(&store, &input, now), decided, "the tracker and the full scan disagree");
                 let mut big;
                 let hint = match engine.step(&store, &step, &mut clock, &mut live, &mut out) {
                     Ok(outcome) => {

@@ -277,7 +277,7 @@ pub fn evaluate(line: &str) -> Evaluation {
 
 fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
     let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
-    let mut buf = SimConfigBuf::new();
+    let mut buf = SimConfigBuf::with_capacity();
     load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
     let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_context(&raw.context)?;

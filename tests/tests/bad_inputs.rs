@@ -8,7 +8,7 @@ use envaware::{Engine, FixedClock, Role, Step, TaskCounts, TimeDecision, Timesta
 use envaware::{Field, DEFAULT_INJECTION_SOURCE};
 
 fn load(injection: &str) -> Result<String, LoadError> {
-    let mut buf: ConfigBuf<512, 4, 4> = ConfigBuf::new();
+    let mut buf: ConfigBuf<512, 4, 4> = ConfigBuf::with_capacity();
     let before = format!("{:?}", buf.config());
     let result = buf.load_injection(injection);
     if result.is_err() {

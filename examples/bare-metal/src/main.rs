@@ -13,7 +13,7 @@ use core::cell::Cell;
 use cortex_m::interrupt::Mutex;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
-use envaware::{Config, Engine, EpochTickClock, InjectionConfig, Step, TaskCounts, Timestamp, TrackedContext};
+use envaware::{Config, Engine, EpochTickClock, InjectionConfig, StepInput, TaskCounts, Timestamp, TrackedContext};
 
 /// The core clock at reset, for SysTick: 16 MHz on an STM32F411.
 const CORE_HZ: u32 = 16_000_000;
@@ -60,7 +60,7 @@ fn main() -> ! {
     let tasks = TaskCounts { pending: 1, in_progress: 0 };
     loop {
         if context.user("operator").is_ok() {
-            let step = Step { agent_name: "rover", tasks, cur_iter: 0, input_tokens: 900, context_size: 8192 };
+            let step = StepInput { tasks, cur_iter: 0, input_tokens: 900, context_size: 8192 };
             if let Ok(outcome) = context.step(&step, &mut clock, &mut (), &mut hint) {
                 if let Some(text) = outcome.hint {
                     send_to_model(text);

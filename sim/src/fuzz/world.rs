@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use envaware::Tracker;
 use envaware::{Block, Conversation, HintText, Role, ToolResultState};
-use envaware::{Engine, FixedClock, Outcome, Step, TaskCounts, TimeDecision, Timestamp, Warning};
+use envaware::{Engine, FixedClock, Outcome, StepInput, TaskCounts, TimeDecision, Timestamp, Warning};
 use serde_json::{json, Map, Value};
 
 use super::case::{
@@ -432,7 +432,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
     let mut events = case.events.iter();
     // One engine per configuration: a `Reconfigure` starts a new one.
     loop {
-        let mut buf = FuzzConfigBuf::new();
+        let mut buf = FuzzConfigBuf::with_capacity();
         let injection = injection_json(&world.cfg).to_string();
         let context = context_json(&world.cfg).to_string();
         let loaded =
@@ -478,7 +478,8 @@ fn step(
     scenarios: &mut Vec<String>,
 ) -> Result<(), Mismatch> {
     let tasks = TaskCounts { pending: world.pending, in_progress: world.in_progress };
-    let core_step = Step { agent_name: AGENT, tasks, cur_iter, input_tokens: world.input_tokens, context_size: world.context_size };
+    let input = StepInput { tasks, cur_iter, input_tokens: world.input_tokens, context_size: world.context_size };
+    let core_step = input.for_agent(AGENT);
     let now = Timestamp::from_unix_micros(world.now);
     let mut out = vec![0u8; 1 << 16];
     let outcome = match engine.step(&world.conv, &core_step, &mut FixedClock::at(now), &mut (), &mut out) {
@@ -503,7 +504,7 @@ fn step(
         stats.bump(note);
     }
 
-    let problems = compare(world, engine, tracker, &core_step, now, &outcome, &expected, stats);
+    let problems = compare(world, engine, tracker, &input, now, &outcome, &expected, stats);
     if !problems.is_empty() {
         return Err(Mismatch { message: problems.join("\n"), scenarios: scenarios.clone() });
     }
@@ -526,13 +527,14 @@ fn compare(
     world: &World,
     engine: &Engine<'_>,
     tracker: &mut Trackers<'_>,
-    core_step: &Step<'_>,
+    input: &StepInput,
     now: Timestamp,
     outcome: &Outcome<'_>,
     expected: &MOutcome,
     stats: &mut Stats,
 ) -> Vec<String> {
     let mut problems = Vec::new();
+    let core_step = &input.for_agent(AGENT);
     let core_warnings: std::collections::BTreeSet<MWarning> = outcome.warnings.iter().filter_map(model_warning).collect();
     if outcome.hint != expected.hint.as_deref() {
         problems.push(format!("hint differs:\n  core:  {:?}\n  model: {:?}", outcome.hint, expected.hint));
@@ -546,7 +548,7 @@ fn compare(
     if core_warnings != expected.warnings {
         problems.push(format!("warnings differ: core {:?} model {:?}", core_warnings, expected.warnings));
     }
-    let tracked = tracker.vec.decide(&world.conv, core_step, Some(now));
+    let tracked = tracker.vec.decide(&world.conv, input, Some(now));
     if tracked != outcome.decision {
         problems.push(format!(
             "the tracker decides differently from the full scan:\n  tracker: {tracked:?}\n  scan:    {:?}",
@@ -566,7 +568,7 @@ fn compare(
             problems.push(format!("the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"));
         }
         let mut out = vec![0u8; 1 << 16];
-        let tracked = tracker.store.step(&*world.store, core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        let tracked = tracker.store.step(&*world.store, input, &mut FixedClock::at(now), &mut (), &mut out);
         if tracked != Ok(*outcome) {
             problems.push(format!("the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"));
         }

@@ -20,7 +20,7 @@
 
 use std::cell::Cell;
 
-use envaware::{Conversation, Decision, Engine, Role, Step, Timestamp, Tracker};
+use envaware::{Conversation, Decision, Engine, Role, Step, StepInput, Timestamp, Tracker};
 
 use super::context::Context;
 use crate::plot;
@@ -153,7 +153,9 @@ impl<'c> Decider<'c> {
             return Ok(self.engine.decide(context, step, now));
         };
         let counted = Counted::new(context);
-        let tracked = tracker.decide(&counted, step, now);
+        // The tracker decides for the agent it was built for: its input names none.
+        let input = StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: step.context_size };
+        let tracked = tracker.decide(&counted, &input, now);
         self.check.tracker_reads = self.check.tracker_reads.max(counted.reads.get());
         self.check.credit = self.check.credit.saturating_add(CHECK_READS_PER_STEP);
         if self.check.credit >= 0 {

@@ -292,7 +292,7 @@ fn start(opts: &Options) -> Result<Session, String> {
 
 /// The session's configuration, loaded; `line` names it in errors.
 fn configuration(session: &Session, line: usize) -> Result<Box<SimConfigBuf>, ReplayError> {
-    let mut buf = Box::new(SimConfigBuf::new());
+    let mut buf = Box::new(SimConfigBuf::with_capacity());
     session.load(&mut buf).map_err(|message| ReplayError::Invalid { line, message })?;
     Ok(buf)
 }

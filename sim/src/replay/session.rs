@@ -132,7 +132,7 @@ impl Session {
         if let Some(n) = event.input_tokens {
             self.input_tokens = n;
         }
-        let mut buf = Box::new(SimConfigBuf::new());
+        let mut buf = Box::new(SimConfigBuf::with_capacity());
         self.load(&mut buf)?;
         scenario::engine(buf.config()).map_err(|e| e.to_string())?;
         Ok(())

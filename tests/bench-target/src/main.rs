@@ -20,7 +20,7 @@ use envaware::args::argument_key;
 use envaware::DEFAULT_INJECTION_SOURCE;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::Tracker;
-use envaware::{Config, Engine, FixedClock, Role, Step, TaskCounts, Timestamp, ToolResultState};
+use envaware::{Config, Engine, FixedClock, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
 use lm3s6965 as _;
 
 /// Repetitions per case.
@@ -110,8 +110,8 @@ fn main() -> ! {
     syst.enable_counter();
 
     let Ok(engine) = Engine::new(Config::default()) else { fail("configuration") };
-    let step =
-        Step { agent_name: AGENT, tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let input = StepInput { tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let step = input.for_agent(AGENT);
     let quiet = Timestamp::from_unix_seconds(RECORDED_AT + 60);
     let due = Timestamp::from_unix_seconds(RECORDED_AT + 3_600);
     let bench = Bench { overhead: ticks(|| black_box(())) };
@@ -125,11 +125,11 @@ fn main() -> ! {
         let conversation = SliceConversation(messages);
         let tracker = Tracker::from_conversation(&engine, AGENT, &conversation);
         // The cases must decide as their names say.
-        let quiet_decision = tracker.decide(&conversation, &step, Some(quiet));
+        let quiet_decision = tracker.decide(&conversation, &input, Some(quiet));
         if quiet_decision.fires() || quiet_decision != engine.decide(&conversation, &step, Some(quiet)) {
             fail("the quiet decision fires or differs from the scan");
         }
-        match tracker.step(&conversation, &step, &mut FixedClock::at(due), &mut (), &mut hint) {
+        match tracker.step(&conversation, &input, &mut FixedClock::at(due), &mut (), &mut hint) {
             Ok(outcome) if outcome.hint.is_some() => {}
             _ => fail("the due step renders no hint"),
         }
@@ -137,10 +137,10 @@ fn main() -> ! {
             black_box(engine.decide(black_box(&conversation), &step, Some(quiet)));
         });
         bench.report("tracked, nothing to inject, messages=", label, || {
-            black_box(tracker.decide(black_box(&conversation), &step, Some(quiet)));
+            black_box(tracker.decide(black_box(&conversation), &input, Some(quiet)));
         });
         bench.report("tracked step that renders the time, messages=", label, || {
-            let outcome = tracker.step(black_box(&conversation), &step, &mut FixedClock::at(due), &mut (), &mut hint);
+            let outcome = tracker.step(black_box(&conversation), &input, &mut FixedClock::at(due), &mut (), &mut hint);
             black_box(outcome.map(|o| o.hint.map(str::len)).ok());
         });
     }

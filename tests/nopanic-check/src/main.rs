@@ -13,7 +13,7 @@ use envaware::ConfigBuf;
 use envaware::ContextStore;
 use envaware::Tracker;
 use envaware::{
-    Clock, Config, Engine, EpochTickClock, FieldList, FixedClock, LiveReadings, Role, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext,
+    Clock, Config, Engine, EpochTickClock, FieldList, FixedClock, LiveReadings, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
 };
 
 #[cfg(feature = "link")]
@@ -51,9 +51,13 @@ fn sink<T>(value: T) {
     black_box(value);
 }
 
-fn step(agent_name: &str) -> Step<'_> {
+fn input() -> StepInput {
     let tasks = TaskCounts { pending: number() as u64, in_progress: number() as u64 };
-    Step { agent_name, tasks, cur_iter: number() as u64, input_tokens: number(), context_size: number() }
+    StepInput { tasks, cur_iter: number() as u64, input_tokens: number(), context_size: number() }
+}
+
+fn step(agent_name: &str) -> Step<'_> {
+    input().for_agent(agent_name)
 }
 
 fn blocks() -> [Block<'static>; 4] {
@@ -94,22 +98,23 @@ fn tracked_and_wire() -> Option<usize> {
     sink(context.compress(number() as usize));
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
     sink(live.record(number() as usize, if number() == 0 { Ok(number()) } else { Err(()) }));
-    let decision = context.decide(&step("agent"), Some(Timestamp(number())));
+    let decision = context.decide(&input(), Some(Timestamp(number())));
     let mut out = [0u8; 512];
     sink(context.render_step(decision, &mut live, &mut out).map(|o| o.hint.map(str::len)));
     let mut clock = FixedClock::at(Timestamp(number()));
-    sink(context.step(&step("agent"), &mut clock, &mut (), &mut out).map(|o| o.hint.map(str::len)));
+    sink(context.step(&input(), &mut clock, &mut (), &mut out).map(|o| o.hint.map(str::len)));
     let decision = engine.decide(context.store(), &step("agent"), None);
     sink(engine.render_step(decision, context.store(), &mut live, &mut out).map(|o| o.hint.map(str::len)));
     let created_at = envaware::wire::IsoTime { at: Timestamp(number()), zone: envaware::resolve_zone(text()).unwrap_or(envaware::Zone::Utc) };
     sink(envaware::wire::write_hint_block(text(), text(), text(), created_at, &mut out));
+    sink(engine.write_hint_block(text(), text(), Timestamp(number()), &mut out));
     let msg = context.newest(number() as usize)?;
     envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: text(), created_at }, &mut out).ok()
 }
 
 /// Configuration from JSON, the context store, the engine and the tracker.
 fn load_and_step() -> Option<usize> {
-    let mut buf: ConfigBuf<512, 8, 8> = ConfigBuf::new();
+    let mut buf: ConfigBuf<512, 8, 8> = ConfigBuf::with_capacity();
     buf.load_injection(text()).ok()?;
     buf.load_context(text()).ok()?;
     let engine = Engine::new(buf.config()).ok()?;
@@ -133,7 +138,7 @@ fn load_and_step() -> Option<usize> {
     tracker.push_message(&messages[0]);
     tracker.append_blocks(&messages[0], number() as usize);
     tracker.evict_oldest(number() as usize);
-    sink(tracker.step(&store, &step(agent), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));
+    sink(tracker.step(&store, &input(), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));
     #[cfg(feature = "demo-panic")]
     sink(out[number() as usize]); // a panic made reachable on purpose
     Some(out.len())

@@ -21,7 +21,7 @@ use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::ContextStore;
 use envaware::Tracker;
 use envaware::{
-    Config, ConfigError, Engine, FieldList, FixedClock, InjectionConfig, LiveFields, Role, Step, TaskCounts, Timestamp, ToolResultState,
+    Config, ConfigError, Engine, FieldList, FixedClock, InjectionConfig, LiveFields, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState,
 };
 use semihosting::println;
 
@@ -80,6 +80,8 @@ struct Run<'a> {
     store: &'a Store,
     slice: SliceConversation<'a>,
     step: Step<'a>,
+    /// The same step without the name, for the tracker.
+    input: StepInput,
     live: Sensors,
     hint: &'a mut [u8],
 }
@@ -94,7 +96,7 @@ fn engine_step(run: &mut Run<'_>) -> usize {
 
 fn tracker_step(run: &mut Run<'_>) -> usize {
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
-    match run.tracker.step(run.store, &run.step, &mut clock, &mut run.live, run.hint) {
+    match run.tracker.step(run.store, &run.input, &mut clock, &mut run.live, run.hint) {
         Ok(o) => o.hint.map_or(1, str::len),
         Err(_) => 0,
     }
@@ -310,13 +312,9 @@ fn main() -> ! {
     let mut store = Store::new();
     let mut hint = [0u8; 8192];
     let mut arg = Text::<4400>::new();
-    let step = Step {
-        agent_name: "rover",
-        tasks: TaskCounts { pending: u64::MAX, in_progress: u64::MAX },
-        cur_iter: 0,
-        input_tokens: i64::MAX,
-        context_size: i64::MAX,
-    };
+    let input =
+        StepInput { tasks: TaskCounts { pending: u64::MAX, in_progress: u64::MAX }, cur_iter: 0, input_tokens: i64::MAX, context_size: i64::MAX };
+    let step = input.for_agent("rover");
     // The recorded time itself spans two parts: read through the copy scratch.
     let parts_long = ["Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), ", "day 298, week 43/42"];
     let parts = ["<current-time>", parts_long[0], parts_long[1], "</current-time>\n<timezone>Europe/", "Berlin</timezone>"];
@@ -331,7 +329,7 @@ fn main() -> ! {
         };
         let live = Sensors { reads: 0, values: [const { Text::new() }; 6] };
         let tracker = Tracker::from_conversation(&engine, step.agent_name, &*store);
-        let mut run = Run { engine, tracker, store, slice: SliceConversation(&slice_msgs), step, live, hint };
+        let mut run = Run { engine, tracker, store, slice: SliceConversation(&slice_msgs), step, input, live, hint };
         let (used, len) = measure(case, &mut run);
         let fired = len > 1;
         println!("stack {name}: {used} B (hint {len} B){}", if filled && fired { "" } else { " FAIL: no context or no hint" });
