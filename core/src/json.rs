@@ -62,6 +62,7 @@ pub enum Kind {
 /// Why a text is not JSON as Python reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum JsonErrorKind {
     /// The text starts with a byte-order mark (U+FEFF).
     ByteOrderMark,
@@ -119,6 +120,20 @@ pub struct JsonError {
     pub kind: JsonErrorKind,
     /// Byte offset in the text where it was found.
     pub offset: usize,
+}
+
+impl JsonError {
+    /// Where the error is in `text`, the text [`parse`] was given, as
+    /// Python's `json` says it: the line (from 1, lines ending at `\n`) and
+    /// the column (in characters, from 1).
+    pub fn line_column(&self, text: &str) -> (usize, usize) {
+        let before = text.as_bytes().get(..self.offset).unwrap_or(text.as_bytes());
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1);
+        let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+        // A character starts at every byte that is not a UTF-8 continuation.
+        let column = 1 + before.get(line_start..).unwrap_or(&[]).iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        (line, column)
+    }
 }
 
 impl fmt::Display for JsonError {

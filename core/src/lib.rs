@@ -94,6 +94,7 @@ pub use config::{
 };
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
+pub use json::JsonErrorKind;
 pub use live::{LiveReadings, UNAVAILABLE};
 pub use load::{ConfigBuf, LoadError};
 pub use render::{HintTooLong, LiveFields};

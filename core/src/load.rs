@@ -3,21 +3,30 @@
 use core::fmt::{self, Write};
 
 use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Section, Span, StrList};
-use crate::json::{self, JsonStr, Kind, Value};
+use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
 
-/// Deepest nesting accepted in a configuration document.
-const MAX_DEPTH: usize = 8;
+/// Deepest nesting accepted in a configuration document, unknown values
+/// included: as deep as the reader can check (a bit of stack a level),
+/// deeper than Python's `json.loads` reads (about 990 levels, then
+/// `RecursionError`), so every configuration the reference loads loads.
+const MAX_DEPTH: usize = json::DEPTH_CAPACITY;
 
 /// Why a configuration document could not be loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum LoadError {
-    /// Not valid JSON.
+    /// Not valid JSON, or nested deeper than 1,024 levels.
     Syntax {
+        /// What is wrong.
+        kind: JsonErrorKind,
         /// Byte offset of the error.
         offset: usize,
+        /// Its line, from 1 (lines end at `\n`).
+        line: usize,
+        /// Its column, in characters from 1, as Python's `json` counts.
+        column: usize,
     },
     /// The document is not a JSON object.
     NotAnObject,
@@ -38,7 +47,13 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Syntax { offset } => write!(f, "invalid JSON at byte {offset}"),
+            LoadError::Syntax { kind, offset, line, column } => {
+                write!(f, "invalid JSON at line {line} column {column} (byte {offset}): ")?;
+                match kind {
+                    JsonErrorKind::TooDeep => write!(f, "nested deeper than {MAX_DEPTH} levels"),
+                    _ => write!(f, "{kind}"),
+                }
+            }
             LoadError::NotAnObject => f.write_str("the configuration must be a JSON object"),
             LoadError::WrongType { field, expected } => write!(f, "{field}: expected {expected}"),
             LoadError::TooLong { field } => write!(f, "{field}: too long for the configuration buffer"),
@@ -329,7 +344,10 @@ impl<const N: usize> Write for ArenaWriter<'_, N> {
 }
 
 fn object(json_text: &str) -> Result<json::Members<'_>, LoadError> {
-    let doc = json::parse(json_text, MAX_DEPTH).map_err(|e| LoadError::Syntax { offset: e.offset })?;
+    let doc = json::parse(json_text, MAX_DEPTH).map_err(|e| {
+        let (line, column) = e.line_column(json_text);
+        LoadError::Syntax { kind: e.kind, offset: e.offset, line, column }
+    })?;
     if doc.kind() != Kind::Object {
         return Err(LoadError::NotAnObject);
     }
@@ -625,16 +643,40 @@ mod tests {
                 other => panic!("{doc}: {other:?}"),
             }
         }
-        assert_eq!(load("{").unwrap_err(), LoadError::Syntax { offset: 1 });
+        assert_eq!(load("{").unwrap_err(), LoadError::Syntax { kind: JsonErrorKind::ExpectedKey, offset: 1, line: 1, column: 2 });
         assert_eq!(load("[]").unwrap_err(), LoadError::NotAnObject);
         for (err, text) in [
-            (LoadError::Syntax { offset: 7 }, "invalid JSON at byte 7"),
+            (
+                LoadError::Syntax { kind: JsonErrorKind::ExpectedValue, offset: 7, line: 2, column: 3 },
+                "invalid JSON at line 2 column 3 (byte 7): expecting value",
+            ),
+            (
+                LoadError::Syntax { kind: JsonErrorKind::TooDeep, offset: 1030, line: 1, column: 1031 },
+                "invalid JSON at line 1 column 1031 (byte 1030): nested deeper than 1024 levels",
+            ),
             (LoadError::NotAnObject, "the configuration must be a JSON object"),
             (LoadError::WrongType { field: Field::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
             (LoadError::TooLong { field: Field::TriggerRatio }, "context_config.trigger_ratio: too long for the configuration buffer"),
         ] {
             assert_eq!(std::format!("{err}"), text);
         }
+    }
+
+    #[test]
+    fn unknown_values_of_any_depth_python_reads_are_ignored_and_deeper_is_named() {
+        // The configuration object is level 1: an unknown key holding 1,023
+        // levels is the deepest the reader checks (Python stops near 990).
+        let nested =
+            |levels: usize| std::format!(r#"{{"timezone": "UTC", "x": {{"y": {}{}}}}}"#, "[".repeat(levels - 2), "]".repeat(levels - 2));
+        for levels in [9, 100, 1024] {
+            assert_eq!(load(&nested(levels)).map(|c| c.injection.timezone), Ok("UTC"), "{levels} levels");
+        }
+        let err = load(&nested(1025)).unwrap_err();
+        assert_eq!(err, LoadError::Syntax { kind: JsonErrorKind::TooDeep, offset: 1053, line: 1, column: 1054 });
+        assert!(std::format!("{err}").ends_with("nested deeper than 1024 levels"), "{err}");
+        // A document over several lines: the line, and the column in characters.
+        let err = load("{\n  \"timezone\": \"é\",\n  \"x\": \"é\" ]\n}").unwrap_err();
+        assert_eq!(err, LoadError::Syntax { kind: JsonErrorKind::ExpectedCommaOrEnd, offset: 34, line: 3, column: 12 });
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The four dimensions, decided exactly as AgentScope 2.0.11's
 //! `Agent._inject_runtime_state` and `_get_repeated_tool_error` decide them.
 
+use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
@@ -558,6 +559,87 @@ fn tool_results<M: Message>(msg: &M) -> impl Iterator<Item = (usize, &str, &str,
     })
 }
 
+/// How many calls no looked-up id names a [`CallLookup`] walks past before
+/// it gives up walking and searches the whole message for each id.
+const PASSED_CALLS: usize = 16;
+
+/// The inputs of a streak's calls, looked up newest result first in one
+/// backward walk over the message, so a streak costs one pass, not one
+/// search of the message per failed call.
+///
+/// The walk finds each id's call below the previous one's, which is where
+/// it is when calls come in their results' order (AgentScope's own one by
+/// one or in parallel batches). What the walk passed is either a call it
+/// found for an earlier id of the streak, or one of at most
+/// [`PASSED_CALLS`] kept in `passed`. When the input at hand does not
+/// repeat the newest one, a later call with the same id, which the walk
+/// may have passed, could be the one the reference reads: that verdict is
+/// checked with [`call_input`], a whole search, which ends the count when
+/// it holds. Messages in another order (or with more calls between) fall
+/// back to that search for every id: the same answers, in quadratic time.
+struct CallLookup<'m, M: Message> {
+    msg: &'m M,
+    /// Where the walk resumes: every call at or after it was passed.
+    next: usize,
+    /// The passed calls no looked-up id named, by position.
+    passed: heapless::Vec<usize, PASSED_CALLS>,
+    /// Too many calls passed: the walk has given up.
+    exhausted: bool,
+    /// How arguments compare (the engine's capacity).
+    arguments: Comparison,
+}
+
+impl<'m, M: Message> CallLookup<'m, M> {
+    fn new(msg: &'m M, arguments: Comparison) -> Self {
+        CallLookup { msg, next: msg.block_count(), passed: heapless::Vec::new(), exhausted: false, arguments }
+    }
+
+    fn call_at(&self, index: usize) -> Option<(&'m str, &'m str)> {
+        match self.msg.block(index)? {
+            Block::ToolCall { id, input, .. } => Some((id, input)),
+            _ => None,
+        }
+    }
+
+    /// The input of the newest call named `id` the walk can see (`""` for
+    /// none): the reference's unless a call found for an earlier id of the
+    /// streak has the same id. `None` once the walk has given up.
+    fn walk(&mut self, id: &str) -> Option<&'m str> {
+        if self.exhausted {
+            return None;
+        }
+        // Passed calls are later than any call below `next`, newest first.
+        let newest_passed = self.passed.iter().find_map(|&p| self.call_at(p).filter(|&(call, _)| call == id));
+        if let Some((_, input)) = newest_passed {
+            return Some(input);
+        }
+        while self.next > 0 {
+            self.next -= 1;
+            let Some((call, input)) = self.call_at(self.next) else { continue };
+            if call == id {
+                return Some(input);
+            }
+            if self.passed.push(self.next).is_err() {
+                self.exhausted = true;
+                return None;
+            }
+        }
+        Some("")
+    }
+
+    /// Whether the call the reference reads for `id`, the one of the
+    /// streak's `k`-th result (`k >= 1`, every earlier one repeating the
+    /// newest), has arguments equal to `newest`.
+    fn repeats(&mut self, id: &str, newest: ArgumentKey) -> bool {
+        // Equal: whether the reference reads this call or one found for
+        // an earlier id (which repeats the newest), the arguments repeat.
+        if self.walk(id).is_some_and(|input| self.arguments.key(input) == newest) {
+            return true;
+        }
+        self.arguments.key(call_input(self.msg, id)) == newest
+    }
+}
+
 /// `_get_repeated_tool_error` on the newest message.
 fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> Option<ToolError> {
     if last.role() != Role::Assistant || last.name() != agent_name {
@@ -576,8 +658,11 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
         return None;
     }
     let mut ids = streak();
-    let newest = cfg.arguments.key(call_input(last, ids.next()?));
-    let count = 1 + ids.take_while(|id| cfg.arguments.key(call_input(last, id)) == newest).count() as u64;
+    let mut lookup = CallLookup::new(last, cfg.arguments);
+    let first = ids.next()?;
+    // No call was found before the first: the walk's input is the reference's.
+    let newest = cfg.arguments.key(lookup.walk(first).unwrap_or_else(|| call_input(last, first)));
+    let count = 1 + ids.take_while(|id| lookup.repeats(id, newest)).count() as u64;
     (count >= limit).then_some(ToolError { count, result })
 }
 
@@ -1048,5 +1133,98 @@ mod tests {
         assert_eq!(tool_error_of(&engine, "other", &four), None);
         let msgs = [SliceMessage { role: Role::User, name: AGENT, blocks: &four }];
         assert_eq!(engine.decide(&SliceConversation(&msgs), &step(), None).tool_error, None);
+    }
+
+    /// `_get_repeated_tool_error` as the reference writes it, with a map
+    /// from id to input: the model the one-pass lookup must match.
+    fn tool_error_model(blocks: &[Block<'_>], limit: u64) -> Option<ToolError> {
+        let results: std::vec::Vec<_> = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| match *b {
+                Block::ToolResult { id, name, state } => Some((i, id, name, state)),
+                _ => None,
+            })
+            .collect();
+        let &(result, _, tool_name, state) = results.last()?;
+        if state != ToolResultState::Error {
+            return None;
+        }
+        let streak: std::vec::Vec<&str> =
+            results.iter().rev().take_while(|r| r.3 == ToolResultState::Error && r.2 == tool_name).map(|r| r.1).collect();
+        if (streak.len() as u64) < limit {
+            return None;
+        }
+        let mut inputs = std::collections::HashMap::new();
+        for b in blocks {
+            if let Block::ToolCall { id, input, .. } = *b {
+                inputs.insert(id, input);
+            }
+        }
+        let keys: std::vec::Vec<_> = streak.iter().map(|id| crate::args::argument_key(inputs.get(id).copied().unwrap_or(""))).collect();
+        let count = keys.iter().take_while(|&&k| k == keys[0]).count() as u64;
+        (count >= limit).then_some(ToolError { count, result })
+    }
+
+    const IDS: [&str; 24] =
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x"];
+
+    #[test]
+    fn the_one_pass_lookup_reads_the_calls_the_reference_reads_in_every_order() {
+        let engine = engine(3);
+        let interleaved: std::vec::Vec<_> = IDS.iter().flat_map(|&id| [call(id, "T", "[1]"), failed(id, "T")]).collect();
+        assert_eq!(tool_error_of(&engine, AGENT, &interleaved), Some(ToolError { count: 24, result: 47 }));
+        // All calls first (a parallel batch), or in the results' reverse
+        // order: 23 calls passed before the first is found.
+        let batched: std::vec::Vec<_> = IDS.iter().map(|&id| call(id, "T", " [1]")).chain(IDS.iter().map(|&id| failed(id, "T"))).collect();
+        assert_eq!(tool_error_of(&engine, AGENT, &batched), Some(ToolError { count: 24, result: 47 }));
+        let reversed: std::vec::Vec<_> =
+            IDS.iter().map(|&id| call(id, "T", "[1]")).chain(IDS.iter().rev().map(|&id| failed(id, "T"))).collect();
+        assert_eq!(tool_error_of(&engine, AGENT, &reversed), Some(ToolError { count: 24, result: 47 }));
+        // A later call with a passed id changes that id's arguments: the
+        // reference reads the later one.
+        let mut later = interleaved.clone();
+        later.push(call("c", "T", "[2]"));
+        assert_eq!(tool_error_of(&engine, AGENT, &later), Some(ToolError { count: 21, result: 47 }));
+        // A repeated result id: its call was found already and repeats, while
+        // an older call of the same id (which the walk finds next) does not.
+        let repeated =
+            [call("a", "T", "[2]"), call("a", "T", "1"), failed("a", "T"), call("b", "T", "1"), failed("b", "T"), failed("a", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &repeated), Some(ToolError { count: 3, result: 5 }));
+        // Missing calls read as "": the same for each.
+        let missing = [failed("a", "T"), failed("b", "T"), call("z", "T", ""), failed("c", "T")];
+        assert_eq!(tool_error_of(&engine, AGENT, &missing), Some(ToolError { count: 3, result: 3 }));
+        for blocks in [&interleaved[..], &batched, &reversed, &later, &repeated, &missing] {
+            assert_eq!(tool_error_of(&engine, AGENT, blocks), tool_error_model(blocks, 3));
+        }
+    }
+
+    mod lookup_model {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn block() -> impl Strategy<Value = Block<'static>> {
+            // Few ids, tools and inputs, so duplicates and repeats are common;
+            // 24 ids so that a walk can pass more than `PASSED_CALLS` calls.
+            let id = prop_oneof![4 => 0..4usize, 1 => 0..IDS.len()].prop_map(|i| IDS[i]);
+            let name = prop_oneof![4 => Just("T"), 1 => Just("U")];
+            let input = prop_oneof![Just("1"), Just(" 1"), Just("2"), Just(""), Just("{")];
+            let state = prop_oneof![6 => Just(ToolResultState::Error), 1 => Just(ToolResultState::Success)];
+            prop_oneof![
+                (id.clone(), name.clone(), input).prop_map(|(id, name, input)| Block::ToolCall { id, name, input }),
+                (id, name, state).prop_map(|(id, name, state)| Block::ToolResult { id, name, state }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn the_one_pass_lookup_matches_the_reference_s_map(blocks in prop::collection::vec(block(), 0..80), limit in 3u64..6) {
+                let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
+                let found = engine(limit).decide(&SliceConversation(&msgs), &step(), None).tool_error;
+                prop_assert_eq!(found, tool_error_model(&blocks, limit));
+            }
+        }
     }
 }

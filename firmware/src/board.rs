@@ -22,6 +22,7 @@ use cortex_m::peripheral::SYST;
 use cortex_m_rt::exception;
 use embedded_hal::i2c::{ErrorKind, ErrorType, NoAcknowledgeSource, Operation, SevenBitAddress};
 use envaware::{EpochTickClock, Timestamp};
+use envaware_firmware::clock;
 
 /// The core clock at reset as QEMU models the board: 12.5 MHz. SysTick
 /// counts it (the external reference clock is not modelled).
@@ -48,7 +49,8 @@ fn ticks() -> u64 {
 }
 
 /// The board's wall clock: the host's time read once at boot through
-/// semihosting, then advanced by the SysTick counter.
+/// semihosting, then advanced by the SysTick counter across its wrap
+/// ([`envaware_firmware::clock`]).
 pub type Clock = EpochTickClock<fn() -> u64>;
 
 /// Reads the wall time at boot and returns a clock running from it: the
@@ -63,7 +65,7 @@ pub type Clock = EpochTickClock<fn() -> u64>;
 /// another second can end a step a few microseconds earlier or later and
 /// move a later uptime by a millisecond.
 pub fn wall_clock() -> Clock {
-    let mut clock: Clock = EpochTickClock::new(1000, ticks as fn() -> u64);
+    let mut clock: Clock = clock::wall_clock(ticks as fn() -> u64);
     if let Some(secs) = epoch_argument() {
         defmt::info!("wall clock: epoch {=i64} from the command line", secs);
         clock.set(Timestamp::from_unix_seconds(secs));

@@ -5,6 +5,7 @@
 //! QEMU; the host tests (`tests/`) run it against embedded-hal-mock.
 //!
 //! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
+//! - [`clock`]: the wall clock over the board's wrapping millisecond counter;
 //! - [`agent`]: the session, generic over the bus, the clock, the pacer and
 //!   the output;
 //! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
@@ -20,5 +21,6 @@
 mod fmt;
 
 pub mod agent;
+pub mod clock;
 pub mod stream;
 pub mod tmp105;

@@ -16,8 +16,9 @@ mod common;
 use common::{configure, data, select};
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
-use envaware::{EpochTickClock, Timestamp};
+use envaware::Timestamp;
 use envaware_firmware::agent::{self, Output, Pacer, Summary, SCRIPT};
+use envaware_firmware::clock;
 use serde_json::{json, Value};
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin
@@ -127,13 +128,20 @@ struct Session {
 
 /// Runs the script with the sensor's bus expecting exactly `transactions`.
 fn session(transactions: &[Transaction]) -> Session {
+    session_from(0, transactions)
+}
+
+/// [`session`] with the board's millisecond counter (a `u32`, as SysTick's)
+/// reading `boot_ms` at boot.
+fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
     let mut mock = Mock::new(transactions);
     let ms = Cell::new(0u64);
-    let mut clock = EpochTickClock::new(1000, || ms.get());
+    let counter = || boot_ms.wrapping_add(ms.get() as u32);
+    let mut clock = clock::wall_clock(|| u64::from(counter()));
     clock.set(Timestamp::from_unix_seconds(EPOCH));
     let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new() };
     let mut transcript = Transcript::default();
-    let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, || ms.get() as u32);
+    let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, counter);
     mock.done();
     Session { summary, transcript, paced: pacer.calls }
 }
@@ -241,6 +249,40 @@ fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_only_then() {
         "Your current context contains 2600 tokens. When reaching 3276 tokens, your context will be compressed."
     );
     assert_eq!(field(f(8), "tasks"), "You have 1 in-progress tasks and 1 pending tasks. Use `TaskList` to view them if you don't know.");
+}
+
+#[test]
+fn a_session_across_the_millisecond_counter_s_wrap_tells_the_same_times() {
+    // Booted 20 s before the counter wraps (after 49.7 days of uptime): the
+    // wrap falls between steps 5 and 6, and every time told and streamed
+    // is the one of a board booted at 0.
+    let readings = [[0x15, 0x80], [0x1E, 0x00], [0xFB, 0xC0], [0x0C, 0x10], [0x00, 0x00], [0x21, 0x80]];
+    let from_zero = session(&answering(&readings));
+    let across = session_from(u32::MAX - 19_999, &answering(&readings));
+    assert!(ms_at(5) < 20_000 && ms_at(6) > 20_000);
+    assert_eq!(across.summary, from_zero.summary);
+    let steps = from_zero.transcript.steps.iter().zip(&across.transcript.steps);
+    for (i, (zero, wrapped)) in steps.enumerate() {
+        // Everything but the uptime, which is the counter's own value: the
+        // hint, and the stream's lines up to the clock and the plan.
+        let until_live = zero.stream.len() - 2;
+        let stream = |s: &StepRecord| without_uptime(&serde_json::to_string(&s.stream[..until_live]).unwrap());
+        assert_eq!(stream(wrapped), stream(zero), "step {i}");
+        assert_eq!(wrapped.hint.as_deref().map(without_uptime), zero.hint.as_deref().map(without_uptime), "step {i}");
+    }
+}
+
+/// `text` with every `<uptime>…</uptime>` field emptied.
+fn without_uptime(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some((before, after)) = rest.split_once("<uptime>") {
+        out.push_str(before);
+        out.push_str("<uptime>");
+        rest = after.split_once("</uptime>").map_or("", |(_, tail)| tail);
+        out.push_str("</uptime>");
+    }
+    out + rest
 }
 
 #[test]

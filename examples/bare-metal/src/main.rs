@@ -49,7 +49,8 @@ fn main() -> ! {
     let Ok(engine) = Engine::new(Config { injection, ..Default::default() }) else { halt() };
     // Until the wall time is known the time field is skipped, never faked:
     // set it once from an RTC or the network.
-    let mut clock = EpochTickClock::new(1000, millis);
+    // A 64-bit millisecond count never wraps; a 32-bit one would say 32.
+    let mut clock = EpochTickClock::new(1000, 64, millis);
     clock.set(Timestamp::from_unix_seconds(1_784_687_400));
 
     // 8 messages, 32 blocks, 2 KiB of text, and a 512-byte hint: about

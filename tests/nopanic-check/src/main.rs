@@ -75,7 +75,7 @@ fn entry_points() {
     sink(envaware::args::argument_key(text()));
     sink(envaware::resolve_zone(text()));
     sink({
-        let mut clock = EpochTickClock::new(number() as u32, || number() as u64);
+        let mut clock = EpochTickClock::new(number() as u32, number() as u32, || number() as u64);
         clock.set(Timestamp(number()));
         clock.now()
     });
