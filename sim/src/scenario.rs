@@ -26,10 +26,84 @@ struct RawScenario<'a> {
     input_tokens: Option<i64>,
     #[serde(default)]
     cur_iter: Option<u64>,
-    #[serde(default)]
-    tasks: Vec<Value>,
-    #[serde(default)]
-    context: Vec<Value>,
+    /// Each task's text, read (as a [`SlimTask`]) when it is counted.
+    #[serde(borrow, default)]
+    tasks: Vec<&'a RawValue>,
+    /// Each message as its text, parsed one at a time: a whole context of
+    /// `Value`s takes tens of times the line's size.
+    #[serde(borrow, default)]
+    context: Vec<&'a RawValue>,
+}
+
+/// A task, read small: `serde_json::Value` takes about 25 times a task's
+/// text (`{"state":"pending"}` is an ordered map and two strings), so a
+/// 100 MB `tasks` line held as `Value`s took 2.6 GB. What the rules read of
+/// a task is its JSON type and its `state`: an object keeps only its last
+/// `state` member, shallowly (a string or scalar as it is, an array or
+/// object as an empty one); any other task is kept shallowly too. Tasks are
+/// read one at a time as they are counted.
+struct SlimTask(Value);
+
+/// A value with its type and scalars kept, and an array's or object's
+/// members skipped unread.
+struct Shallow(Value);
+
+impl<'de> Deserialize<'de> for Shallow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimVisitor { keep_state: false }).map(Shallow)
+    }
+}
+
+impl<'de> Deserialize<'de> for SlimTask {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimVisitor { keep_state: true }).map(SlimTask)
+    }
+}
+
+/// Reads a value shallowly; with `keep_state`, an object's `state` member
+/// is kept (shallowly) too.
+struct SlimVisitor {
+    keep_state: bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for SlimVisitor {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if self.keep_state && key == "state" {
+                kept.insert("state".into(), map.next_value::<Shallow>()?.0);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(kept))
+    }
 }
 
 /// A block the sim owns; hint text parts are joined, as the rules read them.
@@ -180,40 +254,57 @@ fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
 pub fn parse_context(context: &[Value]) -> Result<VecConversation, String> {
     let mut messages = Vec::with_capacity(context.len());
     for (i, msg) in context.iter().enumerate() {
-        let at = format!("context[{i}]");
-        let role_name = str_field(msg, "role", &at)?;
-        let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
-        let name = str_field(msg, "name", &at)?.to_string();
-        let blocks = match msg.get("content") {
-            Some(Value::String(_)) => vec![OwnedBlock::Other],
-            Some(Value::Array(items)) => {
-                let mut blocks = Vec::with_capacity(items.len());
-                for (j, b) in items.iter().enumerate() {
-                    let at = format!("{at}.content[{j}]");
-                    let kind = str_field(b, "type", &at)?;
-                    let allowed: &[&str] = match role {
-                        Role::User => &["text", "data"],
-                        Role::System => &["text"],
-                        Role::Assistant => &[],
-                    };
-                    if !allowed.is_empty() && !allowed.contains(&kind) {
-                        return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
-                    }
-                    blocks.push(parse_block(b, &at)?);
-                }
-                blocks
-            }
-            _ => return Err(format!("{at}.content: expected a list of blocks")),
-        };
-        messages.push(OwnedMessage { role, name, blocks });
+        messages.push(parse_message(msg, &format!("context[{i}]"))?);
     }
     Ok(VecConversation(messages))
 }
 
+/// [`parse_context`] over each message's text, read one at a time so that
+/// only one message is ever held as a `Value`.
+fn parse_raw_context(context: &[&RawValue], number: usize) -> Result<VecConversation, String> {
+    let mut messages = Vec::with_capacity(context.len());
+    for (i, raw) in context.iter().enumerate() {
+        let at = format!("context[{i}]");
+        let msg: Value = serde_json::from_str(raw.get()).map_err(|e| format!("{at}: {}", json_error(&e, number)))?;
+        messages.push(parse_message(&msg, &at)?);
+    }
+    Ok(VecConversation(messages))
+}
+
+/// One AgentScope `Msg`, `at` naming it in errors.
+fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
+    let role_name = str_field(msg, "role", at)?;
+    let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
+    let name = str_field(msg, "name", at)?.to_string();
+    let blocks = match msg.get("content") {
+        Some(Value::String(_)) => vec![OwnedBlock::Other],
+        Some(Value::Array(items)) => {
+            let mut blocks = Vec::with_capacity(items.len());
+            for (j, b) in items.iter().enumerate() {
+                let at = format!("{at}.content[{j}]");
+                let kind = str_field(b, "type", &at)?;
+                let allowed: &[&str] = match role {
+                    Role::User => &["text", "data"],
+                    Role::System => &["text"],
+                    Role::Assistant => &[],
+                };
+                if !allowed.is_empty() && !allowed.contains(&kind) {
+                    return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
+                }
+                blocks.push(parse_block(b, &at)?);
+            }
+            blocks
+        }
+        _ => return Err(format!("{at}.content: expected a list of blocks")),
+    };
+    Ok(OwnedMessage { role, name, blocks })
+}
+
 /// Counts the plan's tasks; a task without a state is pending.
-pub fn count_tasks(tasks: &[Value]) -> Result<TaskCounts, String> {
+pub fn count_tasks<T: std::borrow::Borrow<Value>>(tasks: impl IntoIterator<Item = T>) -> Result<TaskCounts, String> {
     let mut counts = TaskCounts::default();
-    for (i, t) in tasks.iter().enumerate() {
+    for (i, t) in tasks.into_iter().enumerate() {
+        let t = t.borrow();
         match t.get("state").map(|s| s.as_str()) {
             None | Some(Some("pending")) => counts.pending += 1,
             Some(Some("in_progress")) => counts.in_progress += 1,
@@ -242,24 +333,42 @@ pub fn load_config(buf: &mut SimConfigBuf, injection: Option<&str>, context: Opt
     Ok(())
 }
 
-/// Evaluates one scenario line.
+/// Evaluates one scenario line (line 1 of its input).
 pub fn evaluate(line: &str) -> Evaluation {
-    match evaluate_inner(line) {
+    evaluate_line(line, 1)
+}
+
+/// Evaluates one scenario line, `number` of its input (JSON errors name it).
+pub fn evaluate_line(line: &str, number: usize) -> Evaluation {
+    match evaluate_inner(line, number) {
         Ok(e) => e,
         Err(e) => Evaluation::Error(e),
     }
 }
 
-fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
-    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
+/// A JSON error of input line `number` (serde reads each line alone, so
+/// its own position always says line 1).
+pub fn json_error(e: &serde_json::Error, number: usize) -> String {
+    let text = e.to_string();
+    let message = text.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&text);
+    match e.line() {
+        0 => format!("{message} (line {number})"),
+        _ => format!("{message} at line {number} column {}", e.column()),
+    }
+}
+
+fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
+    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {}", json_error(&e, number)))?;
     let mut buf = SimConfigBuf::new();
     load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
     let engine = Engine::new(buf.config()).map_err(|e| e.to_string())?;
-    let conversation = parse_context(&raw.context)?;
+    let conversation = parse_raw_context(&raw.context, number)?;
     let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
     let step = Step {
         agent_name,
-        tasks: count_tasks(&raw.tasks)?,
+        // Every task's text is valid JSON (the line parsed) and a
+        // `SlimTask` reads any JSON, so the `null` is never taken.
+        tasks: count_tasks(raw.tasks.iter().map(|t| serde_json::from_str::<SlimTask>(t.get()).map_or(Value::Null, |t| t.0)))?,
         cur_iter: raw.cur_iter.unwrap_or(0),
         input_tokens: raw.input_tokens.unwrap_or(0),
         context_size: raw.context_size.unwrap_or(128_000),

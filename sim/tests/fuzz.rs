@@ -9,7 +9,7 @@ use envaware_sim::scenario::{self, Evaluation};
 use serde_json::Value;
 
 fn options(cases: u32, broken: Option<Breakage>) -> FuzzOptions {
-    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, progress: false, emit: None }
+    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, ..FuzzOptions::default() }
 }
 
 #[test]

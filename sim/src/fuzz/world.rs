@@ -176,6 +176,10 @@ fn role_of(role: &str) -> Role {
     Role::from_name(role).unwrap_or(Role::User)
 }
 
+/// The fuzzer's clock stays in 1900-01-01T00:00Z..=9998-12-31T00:00Z (Unix
+/// microseconds): a day and more from either end of Python's datetime.
+pub const CLOCK_RANGE: std::ops::RangeInclusive<i64> = -2_208_988_800_000_000..=253_370_678_400_000_000;
+
 pub(super) fn rfc3339(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
@@ -310,13 +314,21 @@ impl World {
             Event::Task { op, announce } => self.task(*op, *announce, tracker),
             Event::Advance(a) => {
                 let interval_micros = (self.cfg.time_interval * 3_600_000_000.0) as i64;
-                self.now += match a {
+                let by = match a {
                     Advance::Interval => interval_micros,
                     Advance::IntervalPlus { micros } => interval_micros + micros,
                     Advance::Minutes(m) => m * 60_000_000,
                     Advance::Micros(m) => *m,
                     Advance::Days(d) => d * 86_400_000_000,
                 };
+                // A move off the clock's range is skipped: the written
+                // scenarios must stay RFC 3339 (years 0000–9999) and
+                // Python's datetime (years 1–9999) in every zone.
+                if let Some(now) = self.now.checked_add(by).filter(|t| CLOCK_RANGE.contains(t)) {
+                    self.now = now;
+                } else {
+                    stats.bump("clock move off its range skipped");
+                }
             }
             Event::Compress { keep } => {
                 stats.bump("compressions");
