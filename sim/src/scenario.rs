@@ -4,6 +4,8 @@
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use envaware::{Engine, FixedClock, Step, TaskCounts, Timestamp};
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -95,7 +97,7 @@ impl<'de> serde::de::Visitor<'de> for SlimVisitor {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut kept = serde_json::Map::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
             if self.keep_state && key == "state" {
                 kept.insert("state".into(), map.next_value::<Shallow>()?.0);
             } else {
@@ -259,30 +261,165 @@ pub fn parse_context(context: &[Value]) -> Result<VecConversation, String> {
     Ok(VecConversation(messages))
 }
 
-/// [`parse_context`] over each message's text, read one at a time so that
-/// only one message is ever held as a `Value`.
+/// [`parse_context`] over each message's text, read one at a time and
+/// small (a [`SlimMessage`]), each block read as it is converted: only one
+/// block is ever held as a `Value`.
 fn parse_raw_context(context: &[&RawValue], number: usize) -> Result<VecConversation, String> {
     let mut messages = Vec::with_capacity(context.len());
     for (i, raw) in context.iter().enumerate() {
         let at = format!("context[{i}]");
-        let msg: Value = serde_json::from_str(raw.get()).map_err(|e| format!("{at}: {}", json_error(&e, number)))?;
-        messages.push(parse_message(&msg, &at)?);
+        let json = |e: serde_json::Error| format!("{at}: {}", json_error(&e, number));
+        let msg: SlimMessage = serde_json::from_str(raw.get()).map_err(json)?;
+        let blocks = msg.blocks.as_ref().map(|b| b.iter().map(|r| serde_json::from_str(r.get()).map(Cow::Owned).map_err(json)));
+        messages.push(message_with_blocks(&msg.head, blocks, &at)?);
     }
     Ok(VecConversation(messages))
 }
 
+/// A message, read small: `role` and `name` kept shallowly (see
+/// [`SlimTask`]), a `content` list as its blocks' texts, any other
+/// `content` shallowly, other members skipped. A message that is no
+/// object is kept shallowly.
+struct SlimMessage<'a> {
+    head: Value,
+    blocks: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for SlimMessage<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimMessageVisitor(std::marker::PhantomData))
+    }
+}
+
+struct SlimMessageVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+/// A `content` value: a list as its items' texts, else shallowly.
+enum Content<'a> {
+    List(Vec<&'a RawValue>),
+    Other(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Content<'a>, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(Content::List(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Content<'a>, A::Error> {
+                SlimVisitor { keep_state: false }.visit_map(map).map(Content::Other)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Content<'a>, E> {
+                Ok(Content::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Other(Value::Null))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for SlimMessageVisitor<'a> {
+    type Value = SlimMessage<'a>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SlimMessage<'a>, A::Error> {
+        let mut head = serde_json::Map::new();
+        let mut blocks = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "role" | "name" => {
+                    head.insert(key.into_owned(), map.next_value::<Shallow>()?.0);
+                }
+                // The last `content` wins, as in a `Value`.
+                "content" => match map.next_value::<Content<'a>>()? {
+                    Content::List(items) => {
+                        head.shift_remove("content");
+                        blocks = Some(items);
+                    }
+                    Content::Other(v) => {
+                        head.insert("content".into(), v);
+                        blocks = None;
+                    }
+                },
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(SlimMessage { head: Value::Object(head), blocks })
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<SlimMessage<'a>, A::Error> {
+        SlimVisitor { keep_state: false }.visit_seq(seq).map(|head| SlimMessage { head, blocks: None })
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::Bool(v), blocks: None })
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_str<E>(self, _: &str) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::String(String::new()), blocks: None })
+    }
+    fn visit_unit<E>(self) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::Null, blocks: None })
+    }
+}
+
 /// One AgentScope `Msg`, `at` naming it in errors.
 fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
+    let items = match msg.get("content") {
+        Some(Value::Array(items)) => Some(items.iter().map(|b| Ok(Cow::Borrowed(b)))),
+        _ => None,
+    };
+    message_with_blocks(msg, items, at)
+}
+
+/// One message from its `role`, `name` and `content` (when not a list) in
+/// `msg`, and its content list's blocks, if it has one.
+fn message_with_blocks<'v>(
+    msg: &Value,
+    items: Option<impl Iterator<Item = Result<Cow<'v, Value>, String>>>,
+    at: &str,
+) -> Result<OwnedMessage, String> {
     let role_name = str_field(msg, "role", at)?;
     let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
     let name = str_field(msg, "name", at)?.to_string();
-    let blocks = match msg.get("content") {
-        Some(Value::String(_)) => vec![OwnedBlock::Other],
-        Some(Value::Array(items)) => {
-            let mut blocks = Vec::with_capacity(items.len());
-            for (j, b) in items.iter().enumerate() {
+    let blocks = match (msg.get("content"), items) {
+        (_, Some(items)) => {
+            let mut blocks = Vec::with_capacity(items.size_hint().0);
+            for (j, b) in items.enumerate() {
+                let b = b?;
                 let at = format!("{at}.content[{j}]");
-                let kind = str_field(b, "type", &at)?;
+                let kind = str_field(&b, "type", &at)?;
                 let allowed: &[&str] = match role {
                     Role::User => &["text", "data"],
                     Role::System => &["text"],
@@ -291,10 +428,11 @@ fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
                 if !allowed.is_empty() && !allowed.contains(&kind) {
                     return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
                 }
-                blocks.push(parse_block(b, &at)?);
+                blocks.push(parse_block(&b, &at)?);
             }
             blocks
         }
+        (Some(Value::String(_)), None) => vec![OwnedBlock::Other],
         _ => return Err(format!("{at}.content: expected a list of blocks")),
     };
     Ok(OwnedMessage { role, name, blocks })

@@ -163,3 +163,41 @@ fn shrinking_stops_at_its_bound_and_reports_what_it_has() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("longer than 64 bytes"), "{err}");
 }
+
+/// `eval` reads a context small, message by message and block by block;
+/// what it reads is what [`scenario::parse_context`] reads from whole
+/// `Value`s, errors included.
+#[test]
+fn a_context_read_small_reads_as_the_whole_value() {
+    let whole = |line: &str| -> Evaluation {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let conversation = match scenario::parse_context(v["context"].as_array().unwrap()) {
+            Ok(c) => c,
+            Err(e) => return Evaluation::Error(e),
+        };
+        let buf = scenario::SimConfigBuf::new();
+        let engine = envaware::Engine::new(buf.config()).unwrap();
+        let step = envaware::Step { agent_name: "Friday", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 128_000 };
+        let mut clock = envaware::FixedClock::at(scenario::parse_now("2026-07-22T02:30:00Z").unwrap());
+        scenario::run_step(&engine, &conversation, &step, &mut clock)
+    };
+    let hint = r#"{"type": "hint", "source": "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}", "hint": "<current-time>2026-07-22T02:10:00</current-time>", "extra": [1, {"a": 2}]}"#;
+    let failed = r#"{"type": "tool_call", "id": "c1", "name": "Bash", "input": "{}"}, {"type": "tool_result", "id": "c1", "name": "Bash", "state": "error", "output": [1, 2]}"#;
+    let contexts = [
+        format!(r#"[{{"name": "Friday", "role": "assistant", "metadata": {{"x": [1, 2]}}, "content": [{hint}]}}]"#),
+        format!(r#"[{{"name": "Friday", "role": "assistant", "content": [{failed}, {failed}, {failed}]}}]"#),
+        format!(r#"[{{"name": "Friday", "role": "assistant", "content": "text", "content": [{hint}]}}]"#),
+        format!(r#"[{{"name": "Friday", "role": "assistant", "content": [{hint}], "content": "text"}}]"#),
+        r#"[{"name": "u", "role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "hint", "hint": "x"}]}]"#.into(),
+        r#"[{"name": "u", "role": "user", "content": 5}]"#.into(),
+        r#"[{"name": ["u"], "role": "user", "content": []}]"#.into(),
+        r#"[{"name": "u", "role": "robot", "content": []}]"#.into(),
+        r#"["message", 5, null]"#.into(),
+        r#"[[{"role": "user"}]]"#.into(),
+        r#"[{"name": "Friday", "role": "assistant", "content": [{"type": "tool_result", "id": 5}]}]"#.into(),
+    ];
+    for context in contexts {
+        let line = format!(r#"{{"now": "2026-07-22T02:30:00Z", "agent_name": "Friday", "context": {context}}}"#);
+        assert_eq!(scenario::evaluate(&line), whole(&line), "{context}");
+    }
+}

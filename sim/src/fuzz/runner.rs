@@ -178,7 +178,7 @@ pub fn fuzz(options: &FuzzOptions) -> Result<Report, FuzzError> {
     Ok(Report { stats: stats.into_inner(), failure, shrink_cut })
 }
 
-fn config_default() -> CaseConfig {
+pub(super) fn config_default() -> CaseConfig {
     CaseConfig {
         inject: true,
         zone: 0,
