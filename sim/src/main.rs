@@ -16,6 +16,15 @@ mod tune;
 
 use envaware_sim::{fuzz, scenario};
 
+/// Most sessions `fuzz` runs: it bounds the run's time.
+const MAX_CASES: u64 = 1_000_000;
+
+/// An integer option's value; out of `MIN..=MAX` it is refused with the
+/// range (clap names the option).
+fn in_range<const MIN: u64, const MAX: u64>(text: &str) -> Result<u64, String> {
+    text.parse::<u64>().ok().filter(|n| (MIN..=MAX).contains(n)).ok_or_else(|| format!("expected an integer in {MIN}..={MAX}"))
+}
+
 #[derive(Parser)]
 #[command(name = "envaware-sim", version, about = "Evaluate envaware's injection rules on the host")]
 struct Cli {
@@ -45,14 +54,18 @@ enum Command {
 #[derive(clap::Args)]
 struct FuzzArgs {
     /// Sessions to generate.
-    #[arg(long, default_value_t = 256)]
-    cases: u32,
+    #[arg(long, value_name = "N", default_value = "256", value_parser = in_range::<1, MAX_CASES>)]
+    cases: u64,
     /// The generator's seed (the same seed, the same sessions).
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
     /// Most events per session.
-    #[arg(long, default_value_t = 40)]
-    steps: usize,
+    #[arg(long, value_name = "N", default_value = "40", value_parser = in_range::<1, { fuzz::MAX_STEPS as u64 }>)]
+    steps: u64,
+    /// Most seconds to spend shrinking a failure; when they are up, the
+    /// smallest failing session found so far is reported.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = shrink_time)]
+    shrink_time: std::time::Duration,
     /// Where to write a mismatching session as scenario JSON Lines.
     #[arg(long, default_value = "fuzz-mismatch.jsonl")]
     out: PathBuf,
@@ -72,8 +85,8 @@ struct FuzzArgs {
     config: Option<PathBuf>,
     /// With --config: the device's hint buffer in bytes. A session where a
     /// hint does not fit is shrunk and written as a replay trace.
-    #[arg(long, value_name = "N", requires = "config")]
-    hint_capacity: Option<usize>,
+    #[arg(long, value_name = "N", requires = "config", value_parser = in_range::<1, { tune::MAX_HINT_CAPACITY as u64 }>)]
+    hint_capacity: Option<u64>,
     /// With --config: where to write the shrunk session as a replay trace.
     #[arg(long, value_name = "FILE", default_value = "fuzz-hint-too-long.trace.jsonl", requires = "config")]
     trace_out: PathBuf,
@@ -81,6 +94,15 @@ struct FuzzArgs {
     /// session with the longest hint) to this SVG file.
     #[arg(long, value_name = "FILE.svg", requires = "config")]
     plot: Option<PathBuf>,
+}
+
+/// `--shrink-time`: seconds, fractions allowed, from a millisecond to a day.
+fn shrink_time(text: &str) -> Result<std::time::Duration, String> {
+    let max = fuzz::MAX_SHRINK_TIME.as_secs_f64();
+    match text.parse::<f64>() {
+        Ok(s) if (0.001..=max).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!("expected seconds in 0.001..={max}")),
+    }
 }
 
 /// Writes to standard output; a reader that went away (`| head`) is not
@@ -106,7 +128,14 @@ fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-    let options = tune::TuneOptions { config, hint_capacity: args.hint_capacity, cases: args.cases, seed: args.seed, steps: args.steps };
+    let options = tune::TuneOptions {
+        config,
+        hint_capacity: args.hint_capacity.map(|n| n as usize),
+        cases: args.cases as u32,
+        seed: args.seed,
+        steps: args.steps as usize,
+        shrink_time: args.shrink_time,
+    };
     let report = match tune::tune(&options) {
         Ok(r) => r,
         Err(e) => {
@@ -114,7 +143,7 @@ fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut text = tune::summary(&report, args.hint_capacity);
+    let mut text = tune::summary(&report, options.hint_capacity);
     let plotted = report.shrunk.as_ref().map_or(&report.longest_trace, |s| &s.0);
     if let Some((trace, ..)) = &report.shrunk {
         let comment =
@@ -122,14 +151,14 @@ fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
         match std::fs::write(&args.trace_out, format!("{comment}\n{trace}")) {
             Ok(()) => {
                 let out = args.trace_out.display();
-                let cap = args.hint_capacity.unwrap_or_default();
+                let cap = options.hint_capacity.unwrap_or_default();
                 let _ = writeln!(text, "wrote {out}; replay it: envaware-sim replay {out} --hint-capacity {cap}");
             }
             Err(e) => eprintln!("envaware-sim: cannot write {}: {e}", args.trace_out.display()),
         }
     }
     if let Some(svg) = &args.plot {
-        let opts = replay::Options { json: true, hint_capacity: args.hint_capacity, ..replay::Options::default() };
+        let opts = replay::Options { json: true, hint_capacity: options.hint_capacity, ..replay::Options::default() };
         let drawn = replay::replay_with_records(plotted, &opts, &mut io::sink(), None)
             .map_err(|e| e.to_string())
             .and_then(|(_, records)| plot::render(&records, "envaware-sim fuzz --config: a session"))
@@ -161,22 +190,31 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
         }
     };
     let options = fuzz::FuzzOptions {
-        cases: args.cases,
+        cases: args.cases as u32,
         seed: args.seed,
-        steps: args.steps,
+        steps: args.steps as usize,
         model: envaware_sim::model::Model { broken },
         progress: true,
         emit: args.emit,
+        shrink_time: args.shrink_time,
     };
     let report = match fuzz::fuzz(&options) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("envaware-sim: cannot write the emitted scenarios: {e}");
+            eprintln!("envaware-sim: {e}");
             return ExitCode::from(2);
         }
     };
     let mut text = fuzz::summary(&report.stats);
     if let Some((case, mismatch)) = report.failure {
+        if let Some(took) = report.shrink_cut {
+            let _ = writeln!(
+                text,
+                "shrinking stopped at its bound (--shrink-time {}) after {:.1} s: the session below is the smallest found by then",
+                args.shrink_time.as_secs_f64(),
+                took.as_secs_f64()
+            );
+        }
         text.push_str(&fuzz::describe(&case, &mismatch));
         let lines: String = mismatch.scenarios.iter().map(|l| format!("{l}\n")).collect();
         match std::fs::write(&args.out, lines) {
@@ -205,12 +243,15 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
     }
 }
 
+/// Runs `envaware-sim eval`: whether every line was valid. A reader that
+/// went away (`| head`) ends the run as the end of the input would.
 fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut all_valid = true;
     let mut bytes = Vec::new();
     let mut number = 0usize;
+    let gone = |e: io::Error| if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) };
     // Lines are read as bytes: one that is not UTF-8 is answered with an
     // error naming it, and the run goes on.
     while {
@@ -223,14 +264,16 @@ fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {
         let result = match std::str::from_utf8(raw) {
             // A blank line is not a scenario: skip it rather than fail the run.
             Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => scenario::evaluate(line).to_json(),
+            Ok(line) => scenario::evaluate_line(line, number).to_json(),
             Err(_) => serde_json::json!({ "error": format!("line {number}: not valid UTF-8") }),
         };
         all_valid &= result.get("error").is_none();
-        serde_json::to_writer(&mut out, &result)?;
-        out.write_all(b"\n")?;
+        let written = serde_json::to_writer(&mut out, &result).map_err(io::Error::from).and_then(|()| out.write_all(b"\n"));
+        if let Err(e) = written {
+            return gone(e).map(|()| all_valid);
+        }
     }
-    out.flush()?;
+    out.flush().or_else(gone)?;
     Ok(all_valid)
 }
 

@@ -4,8 +4,8 @@
 //! `Agent._inject_runtime_state` and `_get_repeated_tool_error` (and the
 //! docs/differences.md for envaware's `strict` mode). It shares no code with the core:
 //! its own context types, its own scan, its own time handling (chrono's
-//! `strftime`/parser and chrono-tz, where the core has its own
-//! Python-exact implementation), `json.dumps(sort_keys=True)` over
+//! `strftime`/parser and chrono-tz, with each zone's final rule past 2099
+//! in `zone`, where the core has its own Python-exact implementation), `json.dumps(sort_keys=True)` over
 //! serde_json from the `pyjson` crate (shared with the `args` fuzz target,
 //! not with the core), its own rendering. It covers what the fuzzer generates, not
 //! everything the core does: the time formats in [`FORMATS`], arguments
@@ -18,8 +18,10 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, FixedOffset, NaiveDateTime, TimeZone, Utc};
-use chrono_tz::Tz;
 use serde_json::Value;
+
+mod zone;
+use zone::ModelTz;
 
 /// The time formats the fuzzer generates, all readable back by Python's
 /// `strptime` and by chrono's parser alike.
@@ -191,13 +193,13 @@ pub struct Model {
 /// key, or the one `timezone.utc` every unknown name falls back to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TzInfo<'a> {
-    Zone(&'a str, Tz),
+    Zone(&'a str, ModelTz),
     FallbackUtc,
 }
 
 fn resolve(name: &str) -> TzInfo<'_> {
-    match name.parse::<Tz>() {
-        Ok(tz) if ZONES.contains(&name) => TzInfo::Zone(name, tz),
+    match ModelTz::named(name) {
+        Some(tz) if ZONES.contains(&name) => TzInfo::Zone(name, tz),
         _ => TzInfo::FallbackUtc,
     }
 }

@@ -5,6 +5,8 @@ use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use envaware::{Config, ConfigError, Engine, FixedClock, Step, TaskCounts, Timestamp};
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -27,10 +29,84 @@ struct RawScenario<'a> {
     input_tokens: Option<i64>,
     #[serde(default)]
     cur_iter: Option<u64>,
-    #[serde(default)]
-    tasks: Vec<Value>,
-    #[serde(default)]
-    context: Vec<Value>,
+    /// Each task's text, read (as a [`SlimTask`]) when it is counted.
+    #[serde(borrow, default)]
+    tasks: Vec<&'a RawValue>,
+    /// Each message as its text, parsed one at a time: a whole context of
+    /// `Value`s takes tens of times the line's size.
+    #[serde(borrow, default)]
+    context: Vec<&'a RawValue>,
+}
+
+/// A task, read small: `serde_json::Value` takes about 25 times a task's
+/// text (`{"state":"pending"}` is an ordered map and two strings), so a
+/// 100 MB `tasks` line held as `Value`s took 2.6 GB. What the rules read of
+/// a task is its JSON type and its `state`: an object keeps only its last
+/// `state` member, shallowly (a string or scalar as it is, an array or
+/// object as an empty one); any other task is kept shallowly too. Tasks are
+/// read one at a time as they are counted.
+struct SlimTask(Value);
+
+/// A value with its type and scalars kept, and an array's or object's
+/// members skipped unread.
+struct Shallow(Value);
+
+impl<'de> Deserialize<'de> for Shallow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimVisitor { keep_state: false }).map(Shallow)
+    }
+}
+
+impl<'de> Deserialize<'de> for SlimTask {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimVisitor { keep_state: true }).map(SlimTask)
+    }
+}
+
+/// Reads a value shallowly; with `keep_state`, an object's `state` member
+/// is kept (shallowly) too.
+struct SlimVisitor {
+    keep_state: bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for SlimVisitor {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Array(Vec::new()))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut kept = serde_json::Map::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if self.keep_state && key == "state" {
+                kept.insert("state".into(), map.next_value::<Shallow>()?.0);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(kept))
+    }
 }
 
 /// A block the sim owns; hint text parts are joined, as the rules read them.
@@ -179,23 +255,173 @@ fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
 /// role checks (a user message holds only text and data blocks, a system
 /// message only text).
 pub fn parse_context(context: &[Value]) -> Result<VecConversation, String> {
-    let messages = context.iter().enumerate().map(|(i, msg)| parse_message(msg, &format!("context[{i}]")));
-    Ok(VecConversation(messages.collect::<Result<_, _>>()?))
+    let mut messages = Vec::with_capacity(context.len());
+    for (i, msg) in context.iter().enumerate() {
+        messages.push(parse_message(msg, &format!("context[{i}]"))?);
+    }
+    Ok(VecConversation(messages))
+}
+
+/// [`parse_context`] over each message's text, read one at a time and
+/// small (a [`SlimMessage`]), each block read as it is converted: only one
+/// block is ever held as a `Value`.
+fn parse_raw_context(context: &[&RawValue], number: usize) -> Result<VecConversation, String> {
+    let mut messages = Vec::with_capacity(context.len());
+    for (i, raw) in context.iter().enumerate() {
+        let at = format!("context[{i}]");
+        let json = |e: serde_json::Error| format!("{at}: {}", json_error(&e, number));
+        let msg: SlimMessage = serde_json::from_str(raw.get()).map_err(json)?;
+        let blocks = msg.blocks.as_ref().map(|b| b.iter().map(|r| serde_json::from_str(r.get()).map(Cow::Owned).map_err(json)));
+        messages.push(message_with_blocks(&msg.head, blocks, &at)?);
+    }
+    Ok(VecConversation(messages))
+}
+
+/// A message, read small: `role` and `name` kept shallowly (see
+/// [`SlimTask`]), a `content` list as its blocks' texts, any other
+/// `content` shallowly, other members skipped. A message that is no
+/// object is kept shallowly.
+struct SlimMessage<'a> {
+    head: Value,
+    blocks: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for SlimMessage<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SlimMessageVisitor(std::marker::PhantomData))
+    }
+}
+
+struct SlimMessageVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+/// A `content` value: a list as its items' texts, else shallowly.
+enum Content<'a> {
+    List(Vec<&'a RawValue>),
+    Other(Value),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Content<'a>, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<&'de RawValue>()? {
+                    items.push(item);
+                }
+                Ok(Content::List(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Content<'a>, A::Error> {
+                SlimVisitor { keep_state: false }.visit_map(map).map(Content::Other)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Content<'a>, E> {
+                Ok(Content::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
+                Ok(Content::Other(v.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Other(Value::Null))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for SlimMessageVisitor<'a> {
+    type Value = SlimMessage<'a>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SlimMessage<'a>, A::Error> {
+        let mut head = serde_json::Map::new();
+        let mut blocks = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "role" | "name" => {
+                    head.insert(key.into_owned(), map.next_value::<Shallow>()?.0);
+                }
+                // The last `content` wins, as in a `Value`.
+                "content" => match map.next_value::<Content<'a>>()? {
+                    Content::List(items) => {
+                        head.shift_remove("content");
+                        blocks = Some(items);
+                    }
+                    Content::Other(v) => {
+                        head.insert("content".into(), v);
+                        blocks = None;
+                    }
+                },
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(SlimMessage { head: Value::Object(head), blocks })
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<SlimMessage<'a>, A::Error> {
+        SlimVisitor { keep_state: false }.visit_seq(seq).map(|head| SlimMessage { head, blocks: None })
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::Bool(v), blocks: None })
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: v.into(), blocks: None })
+    }
+    fn visit_str<E>(self, _: &str) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::String(String::new()), blocks: None })
+    }
+    fn visit_unit<E>(self) -> Result<SlimMessage<'a>, E> {
+        Ok(SlimMessage { head: Value::Null, blocks: None })
+    }
 }
 
 /// One AgentScope `Msg`, as [`parse_context`] reads it; `at` names it in
 /// errors.
 pub fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
+    let items = match msg.get("content") {
+        Some(Value::Array(items)) => Some(items.iter().map(|b| Ok(Cow::Borrowed(b)))),
+        _ => None,
+    };
+    message_with_blocks(msg, items, at)
+}
+
+/// One message from its `role`, `name` and `content` (when not a list) in
+/// `msg`, and its content list's blocks, if it has one.
+fn message_with_blocks<'v>(
+    msg: &Value,
+    items: Option<impl Iterator<Item = Result<Cow<'v, Value>, String>>>,
+    at: &str,
+) -> Result<OwnedMessage, String> {
     let role_name = str_field(msg, "role", at)?;
     let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
     let name = str_field(msg, "name", at)?.to_string();
-    let blocks = match msg.get("content") {
-        Some(Value::String(_)) => vec![OwnedBlock::Other],
-        Some(Value::Array(items)) => {
-            let mut blocks = Vec::with_capacity(items.len());
-            for (j, b) in items.iter().enumerate() {
+    let blocks = match (msg.get("content"), items) {
+        (_, Some(items)) => {
+            let mut blocks = Vec::with_capacity(items.size_hint().0);
+            for (j, b) in items.enumerate() {
+                let b = b?;
                 let at = format!("{at}.content[{j}]");
-                let kind = str_field(b, "type", &at)?;
+                let kind = str_field(&b, "type", &at)?;
                 let allowed: &[&str] = match role {
                     Role::User => &["text", "data"],
                     Role::System => &["text"],
@@ -204,10 +430,11 @@ pub fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
                 if !allowed.is_empty() && !allowed.contains(&kind) {
                     return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
                 }
-                blocks.push(parse_block(b, &at)?);
+                blocks.push(parse_block(&b, &at)?);
             }
             blocks
         }
+        (Some(Value::String(_)), None) => vec![OwnedBlock::Other],
         _ => return Err(format!("{at}.content: expected a list of blocks")),
     };
     Ok(OwnedMessage { role, name, blocks })
@@ -217,9 +444,10 @@ pub fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
 /// must be an object (pydantic refuses anything else), and one without a
 /// state is pending. `eval`, `replay` and a dump's `tasks_context.tasks`
 /// all go through here.
-pub fn count_tasks(tasks: &[Value]) -> Result<TaskCounts, String> {
+pub fn count_tasks<T: std::borrow::Borrow<Value>>(tasks: impl IntoIterator<Item = T>) -> Result<TaskCounts, String> {
     let mut counts = TaskCounts::default();
-    for (i, t) in tasks.iter().enumerate() {
+    for (i, t) in tasks.into_iter().enumerate() {
+        let t = t.borrow();
         if !t.is_object() {
             return Err(format!("tasks[{i}]: expected a task object (AgentScope's Task), got {}", short_json(t)));
         }
@@ -267,24 +495,42 @@ pub fn engine(config: Config<'_>) -> Result<Engine<'_>, ConfigError> {
     Engine::new(config).map(Engine::with_argument_capacity::<HostCapacity>)
 }
 
-/// Evaluates one scenario line.
+/// Evaluates one scenario line (line 1 of its input).
 pub fn evaluate(line: &str) -> Evaluation {
-    match evaluate_inner(line) {
+    evaluate_line(line, 1)
+}
+
+/// Evaluates one scenario line, `number` of its input (JSON errors name it).
+pub fn evaluate_line(line: &str, number: usize) -> Evaluation {
+    match evaluate_inner(line, number) {
         Ok(e) => e,
         Err(e) => Evaluation::Error(e),
     }
 }
 
-fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
-    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
+/// A JSON error of input line `number` (serde reads each line alone, so
+/// its own position always says line 1).
+pub fn json_error(e: &serde_json::Error, number: usize) -> String {
+    let text = e.to_string();
+    let message = text.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&text);
+    match e.line() {
+        0 => format!("{message} (line {number})"),
+        _ => format!("{message} at line {number} column {}", e.column()),
+    }
+}
+
+fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
+    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {}", json_error(&e, number)))?;
     let mut buf = SimConfigBuf::with_capacity();
     load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
     let engine = engine(buf.config()).map_err(|e| e.to_string())?;
-    let conversation = parse_context(&raw.context)?;
+    let conversation = parse_raw_context(&raw.context, number)?;
     let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
     let step = Step {
         agent_name,
-        tasks: count_tasks(&raw.tasks)?,
+        // Every task's text is valid JSON (the line parsed) and a
+        // `SlimTask` reads any JSON, so the `null` is never taken.
+        tasks: count_tasks(raw.tasks.iter().map(|t| serde_json::from_str::<SlimTask>(t.get()).map_or(Value::Null, |t| t.0)))?,
         cur_iter: raw.cur_iter.unwrap_or(0),
         input_tokens: raw.input_tokens.unwrap_or(0),
         context_size: raw.context_size.unwrap_or(128_000),

@@ -10,6 +10,7 @@
 //! by proptest to a minimal trace that replays to the same `HintTooLong`.
 
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -107,6 +108,10 @@ fn session_strategy(max_events: usize) -> BoxedStrategy<Session> {
         .boxed()
 }
 
+/// The longest clock move a session makes (a year): longer intervals are
+/// aimed at with it.
+const MAX_MOVE_SECONDS: f64 = 366.0 * 86_400.0;
+
 /// The configuration's numbers the sessions aim at, read by replaying one
 /// step with it.
 #[derive(Debug, Clone, Copy)]
@@ -120,6 +125,7 @@ struct Aims {
 fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
     let mut lines = vec![json!({"config": config}), json!({"set_clock": STARTS[session.start]}), json!({"user": "Start the round."})];
     let mut calls = 0;
+    let mut clock = chrono::DateTime::parse_from_rfc3339(STARTS[session.start]).map_or(0, |t| t.timestamp_micros());
     for e in &session.events {
         match *e {
             Event::Step => lines.push(json!({"step": {}})),
@@ -145,7 +151,13 @@ fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
                     Advance::Minutes(m) => f64::from(m) * 60.0,
                     Advance::Days(d) => f64::from(d) * 86_400.0,
                 };
-                lines.push(json!({ "advance": seconds }));
+                // The clock stays where every tool reads it back (as the
+                // fuzzer's does); a move off that range is left out.
+                let moved = clock + (seconds * 1e6) as i64;
+                if crate::fuzz::CLOCK_RANGE.contains(&moved) {
+                    clock = moved;
+                    lines.push(json!({ "advance": seconds }));
+                }
             }
             Event::Tokens(t) => {
                 let tokens = match t {
@@ -171,9 +183,16 @@ pub struct TuneOptions {
     pub cases: u32,
     /// The generator's seed.
     pub seed: u64,
-    /// Most events per session.
+    /// Most events per session, at most [`fuzz::MAX_STEPS`](crate::fuzz::MAX_STEPS).
     pub steps: usize,
+    /// How long shrinking may take; when it is up, the smallest session
+    /// found so far is reported.
+    pub shrink_time: Duration,
 }
+
+/// The largest hint buffer `fuzz --config` tries (1 MiB): replay allocates
+/// it for every step.
+pub const MAX_HINT_CAPACITY: usize = 1 << 20;
 
 /// The longest hint seen.
 #[derive(Debug, Clone, Default)]
@@ -206,6 +225,9 @@ pub struct TuneReport {
     pub shrunk: Option<(String, usize, usize, Vec<StepRecord>)>,
     /// The trace of the session with the longest hint.
     pub longest_trace: String,
+    /// Shrinking ran out of time after this long: `shrunk` is the smallest
+    /// session found by then.
+    pub shrink_cut: Option<Duration>,
 }
 
 /// The four dimensions, as the summary names them.
@@ -228,12 +250,21 @@ fn seed_rng(seed: u64) -> TestRng {
 ///
 /// # Errors
 ///
-/// When the configuration is invalid (the message names the field).
+/// When an option is out of its range or the configuration is invalid
+/// (the message names the option or the field).
 pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
+    if !(1..=crate::fuzz::MAX_STEPS).contains(&options.steps) {
+        return Err(format!("steps: {} is not in 1..={}", options.steps, crate::fuzz::MAX_STEPS));
+    }
+    if let Some(n) = options.hint_capacity.filter(|n| !(1..=MAX_HINT_CAPACITY).contains(n)) {
+        return Err(format!("hint capacity: {n} is not in 1..={MAX_HINT_CAPACITY}"));
+    }
     let probe = format!("{}\n{{\"step\": {{}}}}\n", json!({"config": options.config}));
     let first = run(&probe, None).map_err(|e| e.replacen("line 1: ", "", 1))?;
     let aims = first.first().map_or(Aims { interval_seconds: 1800.0, reminder_tokens: 0.0, trigger_tokens: 0 }, |r| Aims {
-        interval_seconds: r.time_interval_hours * 3600.0,
+        // An interval no clock move can reach (`inf`, `1e308`) is aimed
+        // at with the longest move instead.
+        interval_seconds: (r.time_interval_hours * 3600.0).min(MAX_MOVE_SECONDS),
         reminder_tokens: r.reminder_tokens,
         trigger_tokens: r.trigger_tokens,
     });
@@ -272,40 +303,55 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
             }
         }
     }
-    if let Some(mut tree) = failing {
+    if let Some(tree) = failing {
         let before = tree.current().events.len();
         let too_long = |s: &Session| {
             run(&trace(&options.config, s, &aims), options.hint_capacity).is_ok_and(|rs| rs.iter().any(|r| r.too_long.is_some()))
         };
-        // proptest's shrinking: simplify while the hint still does not fit,
-        // step back (complicate) when it does.
-        let mut best = tree.current();
-        if tree.simplify() {
-            for _ in 0..4096 {
-                if too_long(&tree.current()) {
-                    best = tree.current();
-                    if !tree.simplify() {
-                        break;
-                    }
-                } else if !tree.complicate() {
-                    break;
-                }
-            }
-        }
-        // proptest keeps an event whose removal it tried before a later
-        // simplification: one more pass drops each event that is not needed.
-        for i in (0..best.events.len()).rev() {
-            let mut fewer = best.clone();
-            fewer.events.remove(i);
-            if !fewer.events.is_empty() && too_long(&fewer) {
-                best = fewer;
-            }
-        }
+        let started = Instant::now();
+        let (best, cut) = shrink(tree, too_long, started + options.shrink_time);
+        report.shrink_cut = cut.then(|| started.elapsed());
         let text = trace(&options.config, &best, &aims);
         let records = run(&text, options.hint_capacity)?;
         report.shrunk = Some((text, before, best.events.len(), records));
     }
     Ok(report)
+}
+
+/// The smallest session `fails` still holds for, and whether `deadline`
+/// cut the search short (the smallest found by then is returned).
+fn shrink(mut tree: impl ValueTree<Value = Session>, fails: impl Fn(&Session) -> bool, deadline: Instant) -> (Session, bool) {
+    // proptest's shrinking: simplify while the session still fails, step
+    // back (complicate) when it does not.
+    let mut best = tree.current();
+    if tree.simplify() {
+        for _ in 0..4096 {
+            if Instant::now() >= deadline {
+                return (best, true);
+            }
+            if fails(&tree.current()) {
+                best = tree.current();
+                if !tree.simplify() {
+                    break;
+                }
+            } else if !tree.complicate() {
+                break;
+            }
+        }
+    }
+    // proptest keeps an event whose removal it tried before a later
+    // simplification: one more pass drops each event that is not needed.
+    for i in (0..best.events.len()).rev() {
+        if Instant::now() >= deadline {
+            return (best, true);
+        }
+        let mut fewer = best.clone();
+        fewer.events.remove(i);
+        if !fewer.events.is_empty() && fails(&fewer) {
+            best = fewer;
+        }
+    }
+    (best, false)
 }
 
 /// The summary printed at the end of a run.
@@ -330,6 +376,13 @@ pub fn summary(report: &TuneReport, capacity: Option<usize>) -> String {
         }
     }
     if let Some((text, before, after, records)) = &report.shrunk {
+        if let Some(took) = report.shrink_cut {
+            let _ = writeln!(
+                s,
+                "shrinking stopped at its bound after {:.1} s: the session below is the smallest found by then",
+                took.as_secs_f64()
+            );
+        }
         if let Some(r) = records.iter().find(|r| r.too_long.is_some()) {
             let (needed, capacity) = r.too_long.unwrap_or_default();
             let _ = writeln!(

@@ -42,6 +42,9 @@ fn a_hint_that_does_not_fit_is_shrunk_to_a_trace_that_replays_to_the_same_hint_t
         "examples/sprout.config.json",
         "--hint-capacity",
         "256",
+        // Not cut short: the shrunk trace must not depend on the machine's speed.
+        "--shrink-time",
+        "86400",
         "--trace-out",
         trace.to_str().unwrap(),
         "--plot",

@@ -152,7 +152,7 @@ fn test() -> Result<(), String> {
     run(
         "check the cargo-fuzz targets compile",
         cargo()
-            .args(["check", "--bins", "--manifest-path"])
+            .args(["check", "--bins", "--workspace", "--manifest-path"])
             .arg(root().join("fuzz/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
     )?;

@@ -51,8 +51,8 @@ mod runner;
 mod world;
 
 pub use case::{case_strategy, Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens};
-pub use runner::{describe, fuzz, summary, FuzzOptions, Report};
-pub use world::{run_case, Mismatch, Stats, DIMENSIONS};
+pub use runner::{describe, fuzz, summary, FuzzError, FuzzOptions, Report, DEFAULT_SHRINK_TIME, MAX_SHRINK_TIME, MAX_STEPS};
+pub use world::{run_case, Mismatch, Stats, CLOCK_RANGE, DIMENSIONS};
 
 use envaware::ConfigBuf;
 use envaware::ContextStore;

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
+use std::time::{Duration, Instant};
 
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::Value;
@@ -29,13 +30,55 @@ pub struct FuzzOptions {
     /// with the model's `expected` result (to check the model against
     /// AgentScope itself).
     pub emit: Option<std::path::PathBuf>,
+    /// How long shrinking a mismatch may take; when it is up, the smallest
+    /// failing session found so far is reported.
+    pub shrink_time: Duration,
 }
 
 impl Default for FuzzOptions {
     fn default() -> Self {
-        FuzzOptions { cases: 256, seed: 0x5EED, steps: 40, model: Model::FAITHFUL, progress: false, emit: None }
+        FuzzOptions {
+            cases: 256,
+            seed: 0x5EED,
+            steps: 40,
+            model: Model::FAITHFUL,
+            progress: false,
+            emit: None,
+            shrink_time: DEFAULT_SHRINK_TIME,
+        }
     }
 }
+
+/// Most events per case: a case's events are held in memory, and each step
+/// scans the context, so the bound keeps both finite.
+pub const MAX_STEPS: usize = 100_000;
+/// Most shrinking time (a day): proptest counts it in `u32` milliseconds.
+pub const MAX_SHRINK_TIME: Duration = Duration::from_secs(86_400);
+/// Shrinking time when none is given.
+pub const DEFAULT_SHRINK_TIME: Duration = Duration::from_secs(60);
+
+/// Why a run could not start or finish.
+#[derive(Debug)]
+pub enum FuzzError {
+    /// `steps` is outside `1..=MAX_STEPS`.
+    Steps(usize),
+    /// `shrink_time` is zero or over [`MAX_SHRINK_TIME`].
+    ShrinkTime(Duration),
+    /// The emitted scenarios could not be written.
+    Emit(std::io::Error),
+}
+
+impl std::fmt::Display for FuzzError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FuzzError::Steps(n) => write!(f, "steps: {n} is not in 1..={MAX_STEPS}"),
+            FuzzError::ShrinkTime(t) => write!(f, "shrink time: {} s is not in 0.001..={}", t.as_secs_f64(), MAX_SHRINK_TIME.as_secs()),
+            FuzzError::Emit(e) => write!(f, "cannot write the emitted scenarios: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FuzzError {}
 
 /// What a run found.
 #[derive(Debug)]
@@ -44,6 +87,9 @@ pub struct Report {
     pub stats: Stats,
     /// The minimal failing session, if any: the case, and the mismatch.
     pub failure: Option<(Case, Mismatch)>,
+    /// Shrinking ran out of time: the failure is the smallest found by then,
+    /// and how long shrinking took.
+    pub shrink_cut: Option<Duration>,
 }
 
 fn seed_rng(seed: u64) -> TestRng {
@@ -58,23 +104,34 @@ fn seed_rng(seed: u64) -> TestRng {
 ///
 /// # Errors
 ///
-/// When `options.emit` cannot be written.
-pub fn fuzz(options: &FuzzOptions) -> std::io::Result<Report> {
+/// When an option is out of its range, or `options.emit` cannot be written.
+pub fn fuzz(options: &FuzzOptions) -> Result<Report, FuzzError> {
+    if !(1..=MAX_STEPS).contains(&options.steps) {
+        return Err(FuzzError::Steps(options.steps));
+    }
+    let shrink_ms = u32::try_from(options.shrink_time.as_millis()).ok().filter(|&ms| ms > 0 && options.shrink_time <= MAX_SHRINK_TIME);
+    let Some(shrink_ms) = shrink_ms else { return Err(FuzzError::ShrinkTime(options.shrink_time)) };
     let emit = match &options.emit {
-        Some(path) => Some(RefCell::new(std::io::BufWriter::new(std::fs::File::create(path)?))),
+        Some(path) => Some(RefCell::new(std::io::BufWriter::new(std::fs::File::create(path).map_err(FuzzError::Emit)?))),
         None => None,
     };
     let emit_error = RefCell::new(None);
-    let config =
-        PtConfig { cases: options.cases, failure_persistence: None, max_shrink_iters: 4096, max_global_rejects: 0, ..PtConfig::default() };
+    let config = PtConfig {
+        cases: options.cases,
+        failure_persistence: None,
+        max_shrink_iters: 4096,
+        max_shrink_time: shrink_ms,
+        max_global_rejects: 0,
+        ..PtConfig::default()
+    };
     let mut runner = TestRunner::new_with_rng(config, seed_rng(options.seed));
     let stats = RefCell::new(Stats::default());
     let bar = progress_bar(options);
-    let shrinking = std::cell::Cell::new(false);
-    let started = std::time::Instant::now();
+    let shrinking = std::cell::Cell::new(None);
+    let started = Instant::now();
     let result = runner.run(&case_strategy(options.steps), |case| match run_case(&case, options.model) {
         Ok((s, scenarios)) => {
-            if !shrinking.get() {
+            if shrinking.get().is_none() {
                 stats.borrow_mut().add(&s);
                 bar.tick(stats.borrow().cases);
                 if let Some(w) = &emit {
@@ -88,8 +145,8 @@ pub fn fuzz(options: &FuzzOptions) -> std::io::Result<Report> {
             Ok(())
         }
         Err(m) => {
-            if !shrinking.get() {
-                shrinking.set(true);
+            if shrinking.get().is_none() {
+                shrinking.set(Some(Instant::now()));
                 bar.note("mismatch found; shrinking");
             }
             Err(TestCaseError::fail(m.message))
@@ -97,11 +154,14 @@ pub fn fuzz(options: &FuzzOptions) -> std::io::Result<Report> {
     });
     bar.finish(stats.borrow().cases, started.elapsed());
     if let Some(w) = emit {
-        w.into_inner().flush()?;
+        w.into_inner().flush().map_err(FuzzError::Emit)?;
     }
     if let Some(e) = emit_error.into_inner() {
-        return Err(e);
+        return Err(FuzzError::Emit(e));
     }
+    // proptest stops shrinking at its time bound and keeps the smallest
+    // failure so far; whether the bound was reached is read off the clock.
+    let shrink_cut = shrinking.get().map(|t| t.elapsed()).filter(|&took| took >= options.shrink_time);
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, case)) => {
@@ -115,10 +175,10 @@ pub fn fuzz(options: &FuzzOptions) -> std::io::Result<Report> {
             Mismatch { message: format!("aborted: {reason}"), scenarios: vec![] },
         )),
     };
-    Ok(Report { stats: stats.into_inner(), failure })
+    Ok(Report { stats: stats.into_inner(), failure, shrink_cut })
 }
 
-fn config_default() -> CaseConfig {
+pub(super) fn config_default() -> CaseConfig {
     CaseConfig {
         inject: true,
         zone: 0,
@@ -182,7 +242,7 @@ impl Progress {
         }
     }
 
-    fn finish(&self, done: u64, elapsed: std::time::Duration) {
+    fn finish(&self, done: u64, elapsed: Duration) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

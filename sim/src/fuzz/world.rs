@@ -176,6 +176,10 @@ fn role_of(role: &str) -> Role {
     Role::from_name(role).unwrap_or(Role::User)
 }
 
+/// The fuzzer's clock stays in 1900-01-01T00:00Z..=9998-12-31T00:00Z (Unix
+/// microseconds): a day and more from either end of Python's datetime.
+pub const CLOCK_RANGE: std::ops::RangeInclusive<i64> = -2_208_988_800_000_000..=253_370_678_400_000_000;
+
 pub(super) fn rfc3339(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
@@ -310,13 +314,21 @@ impl World {
             Event::Task { op, announce } => self.task(*op, *announce, tracker),
             Event::Advance(a) => {
                 let interval_micros = (self.cfg.time_interval * 3_600_000_000.0) as i64;
-                self.now += match a {
+                let by = match a {
                     Advance::Interval => interval_micros,
                     Advance::IntervalPlus { micros } => interval_micros + micros,
                     Advance::Minutes(m) => m * 60_000_000,
                     Advance::Micros(m) => *m,
                     Advance::Days(d) => d * 86_400_000_000,
                 };
+                // A move off the clock's range is skipped: the written
+                // scenarios must stay RFC 3339 (years 0000–9999) and
+                // Python's datetime (years 1–9999) in every zone.
+                if let Some(now) = self.now.checked_add(by).filter(|t| CLOCK_RANGE.contains(t)) {
+                    self.now = now;
+                } else {
+                    stats.bump("clock move off its range skipped");
+                }
             }
             Event::Compress { keep } => {
                 stats.bump("compressions");
@@ -592,5 +604,60 @@ fn count_hint(world: &World, expected: &MOutcome, stats: &mut Stats) {
     }
     if !world.cfg.extra_fields.is_empty() {
         stats.bump("with extra fields");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::runner::config_default;
+    use super::*;
+    use crate::scenario::{self, Evaluation};
+
+    fn case(start: &str, zone: &str, events: Vec<Event>) -> Case {
+        let start_micros = chrono::DateTime::parse_from_rfc3339(start).expect("a time").timestamp_micros();
+        let zone = model::ZONES.iter().position(|z| *z == zone).expect("a fuzzed zone");
+        Case { config: CaseConfig { zone, ..config_default() }, start_micros, args: vec![json!({})], events }
+    }
+
+    /// Past 2099 the model keeps daylight saving (chrono-tz alone holds
+    /// New York at EST for ever, and the core would "mismatch").
+    #[test]
+    fn model_and_core_agree_past_2099() {
+        let step = || Event::Step { cur_iter: 0 };
+        let events = vec![
+            step(),
+            Event::Advance(Advance::Interval),
+            step(),
+            Event::Foreign { hint: Foreign::Time { minutes: -20, zone: 2, tag: 1, label: 0, pad: false }, other_agent: false },
+            step(),
+            Event::Advance(Advance::Days(130)),
+            step(),
+        ];
+        let (_, scenarios) = run_case(&case("2150-07-01T12:00:00Z", "America/New_York", events), Model::FAITHFUL)
+            .unwrap_or_else(|m| panic!("{}", m.message));
+        assert!(scenarios[0].contains("<current-time>2150-07-01T08:00:00</current-time>"), "{}", scenarios[0]);
+        assert!(scenarios[3].contains("<current-time>2150-11-08T07:30:00</current-time>"), "{}", scenarios[3]);
+    }
+
+    /// A clock move off 1900..=9998 is skipped, so every written scenario
+    /// reads back in `eval`.
+    #[test]
+    fn the_clock_stays_where_eval_reads_it() {
+        let events = vec![
+            Event::Advance(Advance::Days(3_000_000)),
+            Event::Step { cur_iter: 0 },
+            Event::Advance(Advance::Minutes(-100_000_000)),
+            Event::Step { cur_iter: 0 },
+            Event::Advance(Advance::Days(2_900_000)),
+            Event::Step { cur_iter: 0 },
+        ];
+        let (stats, scenarios) =
+            run_case(&case("2026-07-22T02:30:00Z", "UTC", events), Model::FAITHFUL).unwrap_or_else(|m| panic!("{}", m.message));
+        assert_eq!(stats.fired.get("clock move off its range skipped"), Some(&2));
+        assert_eq!(scenarios.len(), 3);
+        for line in &scenarios {
+            assert!(matches!(scenario::evaluate(line), Evaluation::Hint { .. }), "{line}");
+        }
+        assert!(scenarios[2].contains("\"now\":\"9966-06-27T02:30:00"), "{}", scenarios[2]);
     }
 }
