@@ -4,7 +4,9 @@
 //!
 //! The types a user needs are at the crate root; the modules behind them are
 //! private, except [`args`] (tool-argument equality, for callers who compare
-//! arguments themselves) and `wire` (feature `wire`: AgentScope JSON output).
+//! arguments themselves), `wire` (feature `wire`: AgentScope JSON output) and
+//! `journal` (feature `journal`: the session as an append-only log, read
+//! back after a reset).
 //! The crate reads in layers, one private module each: `config` (the two
 //! configurations and their validation) and `load` (JSON with pydantic's lax
 //! coercions), `clock`, `time` (Python-exact strftime/strptime over
@@ -35,6 +37,8 @@ mod config;
 mod conversation;
 mod engine;
 mod iana;
+#[cfg(feature = "journal")]
+pub mod journal;
 mod json;
 mod live;
 mod load;
