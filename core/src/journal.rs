@@ -432,8 +432,8 @@ pub struct Journal<const MESSAGES: usize> {
     /// What the log says last, to write `config`, `tasks` and `set_clock`
     /// only when they change.
     said: Said,
-    /// The check pass: items read, the last header's position, the items
-    /// before it that it still needs.
+    /// The check pass: items read, the last header's position and the
+    /// items before it that it still needs.
     checked: u32,
     last_header: Option<(u32, u32)>,
     restored: u32,
@@ -676,8 +676,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             if header.config != self.header.config {
                 return Err(error(ItemError::Config { found: header.config, expected: self.header.config }));
             }
-            let needed_from = index.checked_sub(live).ok_or(error(ItemError::Field("live")))?;
-            self.last_header = Some((index, needed_from));
+            // Only the last header counts: an earlier one may name items a
+            // later compaction popped.
+            self.last_header = Some((index, live));
         }
         self.next = n.wrapping_add(1);
         self.checked = index + 1;
@@ -701,9 +702,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<bool, LogError> {
         let index = self.items;
         let error = |kind| LogError { index, kind };
-        let Some((_, needed_from)) = self.last_header else {
+        let Some((header, live)) = self.last_header else {
             return Err(LogError { index: self.checked, kind: ItemError::MissingHeader });
         };
+        let needed_from = header.checked_sub(live).ok_or(LogError { index: header, kind: ItemError::Field("live") })?;
         if index >= self.checked {
             return Err(error(ItemError::Unchecked));
         }
