@@ -243,10 +243,13 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    fn key(&self) -> &'static str {
+    /// The event's name: a clock moved from the one the log last set is
+    /// written as an `advance`, shorter than a new `set_clock`.
+    fn key(&self, said: &Said) -> &'static str {
         match self {
             Event::Log { .. } => "log",
             Event::Config { .. } => "config",
+            Event::SetClock(now) if said.advance(*now).is_some() => "advance",
             Event::SetClock(_) => "set_clock",
             Event::Tasks(_) => "tasks",
             Event::User { .. } => "user",
@@ -439,11 +442,43 @@ pub struct Journal<const MESSAGES: usize> {
     restored: u32,
 }
 
+/// What the log last said, as the replay keeps it: `None` where it is
+/// unknown (the log's start, or after a header or a restore).
 #[derive(Debug, Clone, Copy, Default)]
 struct Said {
     config: Option<i64>,
     tasks: Option<TaskCounts>,
     clock: Option<Option<Timestamp>>,
+    tokens: Option<i64>,
+    /// The replay's default `cur_iter` for the next step: 0 after a user
+    /// message or a `reply`, one more than the last step's otherwise.
+    iter: Option<u64>,
+}
+
+impl Said {
+    /// How far the clock moved, in microseconds, when the log set it last.
+    fn advance(&self, now: Option<Timestamp>) -> Option<i64> {
+        match (self.clock, now) {
+            (Some(Some(then)), Some(now)) => now.unix_micros().checked_sub(then.unix_micros()),
+            _ => None,
+        }
+    }
+
+    /// Takes `event` into account, as the replay does.
+    fn note(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::Config { context_size, .. } => self.config = Some(context_size),
+            Event::Tasks(counts) => self.tasks = Some(counts),
+            Event::SetClock(now) => self.clock = Some(now),
+            Event::User { .. } | Event::Reply => self.iter = Some(0),
+            Event::Step { cur_iter, tokens, .. } => {
+                self.iter = Some(cur_iter.saturating_add(1));
+                self.tokens = Some(tokens);
+            }
+            Event::Log { .. } => *self = Said::default(),
+            _ => {}
+        }
+    }
 }
 
 impl<const MESSAGES: usize> Journal<MESSAGES> {
@@ -485,11 +520,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.write(&Event::Log { header: self.header, live: 0 }, out)
     }
 
+    /// Writes `event` as the next item. The log says again, after a header,
+    /// what a step needs (configuration, tasks, clock, tokens): a replay
+    /// that starts at a compaction reads it there.
     fn write(&mut self, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
         let capacity = out.len();
-        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event }, out).map_err(|_| BufferFull { capacity })?;
+        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event, said: &self.said }, out).map_err(|_| BufferFull { capacity })?;
         self.next = self.next.wrapping_add(1);
         self.items = self.items.saturating_add(1);
+        self.said.note(event);
         Ok(n)
     }
 
@@ -509,10 +548,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         if matches!(event, Event::Log { .. }) {
             return Err(RecordError::NotRecordable);
         }
-        let (next, items) = (self.next, self.items);
+        let saved = (self.next, self.items, self.said);
         let n = self.write(event, out)?;
-        if let Err(e) = self.apply(context, event, items) {
-            (self.next, self.items) = (next, items);
+        if let Err(e) = self.apply(context, event, saved.1) {
+            (self.next, self.items, self.said) = saved;
             return Err(e.into());
         }
         Ok(n)
@@ -536,10 +575,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             Event::Reply => context.new_reply(),
             Event::Compress { keep } => drop(context.compress(keep)),
             Event::Step { hint: Some(hint), .. } => drop(context.append_hint(hint)?),
-            Event::Config { context_size, .. } => self.said.config = Some(context_size),
-            Event::Tasks(counts) => self.said.tasks = Some(counts),
-            Event::SetClock(now) => self.said.clock = Some(now),
-            Event::Step { hint: None, .. } | Event::Log { .. } => {}
+            Event::Step { hint: None, .. } | Event::Config { .. } | Event::Tasks(_) | Event::SetClock(_) | Event::Log { .. } => {}
         }
         if context.sequence(0).is_some() && context.sequence(0) != newest {
             if self.created.is_full() {
@@ -713,12 +749,18 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.items += 1;
         self.next = n.wrapping_add(1);
         if index < needed_from || key.eq_str("log") {
+            self.said = Said::default();
             return Ok(false);
         }
         let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
         let mut scratch = Scratch { rest: scratch };
-        let event = read_event(key, value, &mut scratch, &mut blocks).map_err(error)?;
+        let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
         self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
+        self.said.note(&event);
+        if let Event::SetClock(_) = event {
+            // Not read back: the context keeps no time.
+            self.said.clock = None;
+        }
         self.restored += 1;
         Ok(true)
     }
@@ -728,19 +770,20 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
 struct ItemOut<'e> {
     n: u32,
     event: &'e Event<'e>,
+    said: &'e Said,
 }
 
 impl Serialize for ItemOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_struct("Item", 2)?;
         m.serialize_field("#", &self.n)?;
-        m.serialize_field(self.event.key(), &EventOut(self.event))?;
+        m.serialize_field(self.event.key(self.said), &EventOut(self.event, self.said))?;
         m.end()
     }
 }
 
-/// An event's value.
-struct EventOut<'e>(&'e Event<'e>);
+/// An event's value, given what the log said before it.
+struct EventOut<'e>(&'e Event<'e>, &'e Said);
 
 impl Serialize for EventOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -758,7 +801,11 @@ impl Serialize for EventOut<'_> {
                 m.serialize_field("context_size", &context_size)?;
                 m.end()
             }
-            Event::SetClock(now) => now.map(Rfc3339).serialize(s),
+            Event::SetClock(now) => match self.1.advance(now) {
+                Some(micros) if micros % 1_000_000 == 0 => s.serialize_i64(micros / 1_000_000),
+                Some(micros) => s.collect_str(&format_args!("{micros}us")),
+                None => now.map(Rfc3339).serialize(s),
+            },
             Event::Tasks(counts) => TasksOut(counts).serialize(s),
             Event::User { name } => {
                 let mut m = s.serialize_struct("User", 2)?;
@@ -790,10 +837,15 @@ impl Serialize for EventOut<'_> {
             }
             Event::Reply => s.serialize_none(),
             Event::Compress { keep } => s.serialize_u64(keep as u64),
+            // What the replay would assume is left out.
             Event::Step { cur_iter, tokens, hint } => {
                 let mut m = s.serialize_struct("Step", 3)?;
-                m.serialize_field("cur_iter", &cur_iter)?;
-                m.serialize_field("tokens", &tokens)?;
+                if self.1.iter != Some(cur_iter) {
+                    m.serialize_field("cur_iter", &cur_iter)?;
+                }
+                if self.1.tokens != Some(tokens) {
+                    m.serialize_field("tokens", &tokens)?;
+                }
                 m.serialize_field("hint", &hint)?;
                 m.end()
             }
@@ -863,6 +915,14 @@ fn number<N: core::str::FromStr>(object: Value<'_>, name: &'static str) -> Resul
     field(object, name)?.number_text().and_then(|t| t.parse().ok()).ok_or(ItemError::Field(name))
 }
 
+/// The number `name`, or what the log last said when it is left out.
+fn number_or<N: core::str::FromStr + Default>(object: Value<'_>, name: &'static str, said: Option<N>) -> Result<N, ItemError> {
+    match field(object, name) {
+        Ok(_) => number(object, name),
+        Err(_) => Ok(said.unwrap_or_default()),
+    }
+}
+
 fn read_header(value: Value<'_>) -> Result<(Header, u32), ItemError> {
     let config = field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
     let header = Header { version: number(value, "version")?, config: config.ok_or(ItemError::Field("config"))? };
@@ -920,15 +980,16 @@ impl fmt::Write for Cursor<'_> {
 fn read_event<'a: 'b, 'b>(
     key: JsonStr<'a>,
     value: Value<'a>,
+    said: &Said,
     scratch: &mut Scratch<'a>,
     blocks: &'b mut [Block<'a>; MAX_EVENT_BLOCKS],
 ) -> Result<Event<'b>, ItemError> {
     let name = |scratch: &mut Scratch<'a>| scratch.text(value, "name");
     Ok(match key.raw() {
         "config" => Event::Config { agent_name: scratch.text(value, "agent_name")?, context_size: number(value, "context_size")? },
-        "set_clock" => match value.kind() {
+        "set_clock" | "advance" => match value.kind() {
             // Read by the desktop replay only: the context does not keep time.
-            Kind::String | Kind::Null => Event::SetClock(None),
+            Kind::String | Kind::Null | Kind::Number => Event::SetClock(None),
             _ => return Err(ItemError::Field("set_clock")),
         },
         "tasks" => Event::Tasks(read_tasks(value)?),
@@ -951,7 +1012,8 @@ fn read_event<'a: 'b, 'b>(
                 Kind::Null => None,
                 _ => Some(scratch.text(value, "hint")?),
             };
-            Event::Step { cur_iter: number(value, "cur_iter")?, tokens: number(value, "tokens")?, hint }
+            let cur_iter = number_or(value, "cur_iter", said.iter)?;
+            Event::Step { cur_iter, tokens: number_or(value, "tokens", said.tokens)?, hint }
         }
         _ => return Err(ItemError::UnknownEvent),
     })
@@ -1166,7 +1228,8 @@ mod tests {
                 let mut scratch = [0u8; 2048];
                 let (_, key, value) = read_item(item).unwrap();
                 let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
-                let event = read_event(key, value, &mut Scratch { rest: &mut scratch }, &mut blocks).unwrap();
+                let said = j.said;
+                let event = read_event(key, value, &said, &mut Scratch { rest: &mut scratch }, &mut blocks).unwrap();
                 let mut buf = [0u8; 2048];
                 j.record(&mut again, &event, &mut buf).unwrap();
             }
@@ -1200,7 +1263,7 @@ mod tests {
         let engine = engine();
         let mut live = Context::new(&engine, AGENT);
         let (mut journal, mut log) = started(&live);
-        run_live(&mut live, &mut journal, &session()[..4], &mut log);
+        run_live(&mut live, &mut journal, &session()[..9], &mut log);
         let text: Vec<&str> = log.iter().map(|i| core::str::from_utf8(i).unwrap()).collect();
         let header = format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{:016x}\",\"live\":0}}}}", journal.header().config);
         assert_eq!(text[0], header);
@@ -1208,9 +1271,16 @@ mod tests {
         assert_eq!(text[2], r##"{"#":2,"config":{"agent_name":"rover","context_size":8192}}"##);
         assert_eq!(text[3], r##"{"#":3,"tasks":["pending","pending"]}"##);
         assert_eq!(text[4], r##"{"#":4,"set_clock":"2026-07-22T02:30:00Z"}"##);
-        assert!(text[5].starts_with(r##"{"#":5,"step":{"cur_iter":0,"tokens":900,"hint":"<system-reminder>"##), "{}", text[5]);
+        // `cur_iter` is left out where the replay's default (0 after a user
+        // message, the last step's plus one) is right.
+        assert!(text[5].starts_with(r##"{"#":5,"step":{"tokens":900,"hint":"<system-reminder>"##), "{}", text[5]);
         assert_eq!(text[6], r##"{"#":6,"tool_call":{"id":"c1","name":"Drive","input":"{\"metres\": 2,\n \"note\": \"é😀\\\\\"}"}}"##);
         assert_eq!(text[7], r##"{"#":7,"tool_result":{"id":"c1","name":"Drive","state":"error"}}"##);
+        // A minute later: the clock advances, configuration and tasks are
+        // as they were.
+        assert_eq!(text[12], r##"{"#":12,"advance":60}"##);
+        assert_eq!(text[13], r##"{"#":13,"step":{"tokens":7000,"hint":null}}"##);
+        assert_eq!(text.len(), 14);
     }
 
     fn error_of(log: &[Vec<u8>]) -> LogError {

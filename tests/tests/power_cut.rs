@@ -148,8 +148,9 @@ const ARGS: [&str; 4] =
     ["{\"vent\": 2, \"angle\": 45}", "{\"angle\":45,\"vent\":2}", " {\"row\": \"3\\n\"} ", "{\"note\": \"é😀 \\\"x\\\"\"}"];
 
 /// A session of about `length` operations: user turns, tool calls that
-/// fail in a row, foreign hints, compressions, and steps minutes apart.
-fn session(seed: u64, length: usize) -> Vec<Op> {
+/// fail in a row, foreign hints, compressions, and steps minutes apart
+/// (each advance drawn from `advances`).
+fn session(seed: u64, length: usize, advances: &[i64]) -> Vec<Op> {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut ops = vec![Op::User];
     let (mut minutes, mut cur_iter, mut call) = (0i64, 0u64, 0u32);
@@ -177,7 +178,7 @@ fn session(seed: u64, length: usize) -> Vec<Op> {
                 continue;
             }
             _ => {
-                minutes += [0, 1, 5, 20, 45][rng.below(5) as usize];
+                minutes += advances[rng.below(advances.len() as u64) as usize];
                 let tokens = [900, 3000, 7000][rng.below(3) as usize];
                 cur_iter += 1;
                 Op::Step { minutes, cur_iter: cur_iter - 1, tasks, tokens }
@@ -543,7 +544,7 @@ fn run_sessions<const PAGES: usize>(seeds: Range<u64>, length: usize, stride: u6
     let engine: &'static Engine<'static> = Box::leak(Box::new(engine));
     let mut figures = Figures::default();
     for seed in seeds {
-        let ops = session(seed, length);
+        let ops = session(seed, length, &[0, 1, 5, 20, 45]);
         let reference = reference::<PAGES>(engine, &ops);
         figures.sessions += 1;
         // Headers after the first are compactions.
@@ -584,13 +585,24 @@ fn a_power_cut_at_any_write_or_erase_loses_at_most_the_event_in_flight() {
 #[test]
 fn wear_per_step_of_a_long_session() {
     let engine = Engine::new(Config::default()).unwrap();
-    let ops = session(7, 6000);
+    // A step a minute.
+    let ops = session(7, 6000, &[1]);
     let steps = ops.iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
     let (mut device, _, _) = Device::<64>::boot(&engine, CutFlash::new(fresh(), None)).expect("boots");
     let mut written = Written::default();
     for op in &ops {
         device.run(op, &mut written).expect("runs");
     }
+    // The items' own bytes, by event: the hints dominate.
+    let mut by_event = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    for (item, _) in &written.items {
+        let text = std::str::from_utf8(item).expect("UTF-8");
+        let key = text.split('"').nth(3).unwrap_or("?");
+        let key = if key == "step" && !text.ends_with("\"hint\":null}}") { "step with a hint" } else { key };
+        let entry = by_event.entry(key.to_string()).or_default();
+        *entry = (entry.0 + 1, entry.1 + item.len());
+    }
+    println!("wear: items by event (count, bytes): {by_event:?}");
     let flash = device.queue.flash();
     let (bytes, erased) = (flash.written as f64 / steps as f64, flash.erased as f64 / steps as f64);
     let years = 64.0 * 10_000.0 / erased / (60.0 * 24.0 * 365.25);
