@@ -42,10 +42,10 @@
 //! let (mut buf, mut hint) = ([0u8; 1024], [0u8; 512]);
 //! let mut log: Vec<Vec<u8>> = Vec::new(); // the device's flash queue
 //!
-//! let n = journal.start(&mut buf)?;
+//! let n = journal.start(&live, &mut buf)?;
 //! log.push(buf[..n].to_vec());
-//! let n = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf)?;
-//! log.push(buf[..n].to_vec());
+//! let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf)?;
+//! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
 //! let step = Step { agent_name: "rover", tasks: Default::default(), cur_iter: 0,
 //!                   input_tokens: 900, context_size: 8192 };
 //! let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
@@ -177,6 +177,9 @@ pub enum Event<'a> {
         header: Header,
         /// Items before this one that the context still needs.
         live: u32,
+        /// The agent whose context it is (a replay reads its name here, before
+        /// the first step's `config`).
+        agent: &'a str,
     },
     /// `config`: what the steps' [`Step`] says about the agent, where it
     /// changed (the desktop replay reads it).
@@ -395,10 +398,11 @@ impl From<StoreError> for RecordError {
     }
 }
 
-/// Up to four items a step writes back to back into one buffer.
+/// The items one call writes back to back into one buffer (a step: up to
+/// five).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Items {
-    ends: [usize; 4],
+    ends: [usize; 5],
     count: usize,
 }
 
@@ -516,8 +520,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// # Errors
     ///
     /// When the item does not fit `out`.
-    pub fn start(&mut self, out: &mut [u8]) -> Result<usize, BufferFull> {
-        self.write(&Event::Log { header: self.header, live: 0 }, out)
+    pub fn start<const B: usize, const T: usize>(
+        &mut self,
+        context: &TrackedContext<'_, MESSAGES, B, T>,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
+        self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name() }, out)
     }
 
     /// Writes `event` as the next item. The log says again, after a header,
@@ -532,29 +540,50 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         Ok(n)
     }
 
-    /// Applies `event` to `context` and writes it to `out` as the next item,
-    /// which the caller appends to the log. Returns the item's length.
+    /// Applies `event` to `context` and writes it to `out` as the next item
+    /// (two when the store evicted messages, see `logged`), which the caller
+    /// appends to the log in order.
     ///
     /// # Errors
     ///
-    /// When the item does not fit `out` or the context refuses the event:
+    /// When the items do not fit `out` or the context refuses the event:
     /// then nothing was applied or counted, and nothing is to be appended.
     pub fn record<const B: usize, const T: usize>(
         &mut self,
         context: &mut TrackedContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
         out: &mut [u8],
-    ) -> Result<usize, RecordError> {
+    ) -> Result<Items, RecordError> {
         if matches!(event, Event::Log { .. }) {
             return Err(RecordError::NotRecordable);
         }
-        let saved = (self.next, self.items, self.said);
-        let n = self.write(event, out)?;
-        if let Err(e) = self.apply(context, event, saved.1) {
-            (self.next, self.items, self.said) = saved;
-            return Err(e.into());
+        let saved = (self.next, self.items, self.said, self.created.clone());
+        let mut items = Items::default();
+        let logged = self.logged(context, event, out, &mut items);
+        if let Err(e) = logged {
+            (self.next, self.items, self.said, self.created) = saved;
+            return Err(e);
         }
-        Ok(n)
+        Ok(items)
+    }
+
+    /// Writes `event` as the next item and applies it; when the store
+    /// evicted messages to make room, a `compress` item follows, so that a
+    /// replay without the store's capacity keeps the same messages.
+    fn logged<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        event: &Event<'_>,
+        out: &mut [u8],
+        items: &mut Items,
+    ) -> Result<(), RecordError> {
+        self.push_item(event, out, items)?;
+        if self.apply(context, event, self.items - 1)? > 0 {
+            let kept = Event::Compress { keep: context.len() };
+            self.push_item(&kept, out, items)?;
+            self.apply(context, &kept, self.items - 1)?;
+        }
+        Ok(())
     }
 
     /// Applies `event` (the item at position `index`), as live and restore
@@ -564,19 +593,25 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &mut TrackedContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
         index: u32,
-    ) -> Result<(), StoreError> {
+    ) -> Result<usize, StoreError> {
         let newest = context.sequence(0);
-        match *event {
-            Event::User { name } => drop(context.user(name)?),
-            Event::Message { role, name, blocks } => drop(context.observe(role, name, blocks)?),
-            Event::Assistant(blocks) => drop(context.agent(blocks)?),
-            Event::ToolCall { id, name, input } => drop(context.tool_call(id, name, input)?),
-            Event::ToolResult { id, name, state } => drop(context.tool_result(id, name, state)?),
-            Event::Reply => context.new_reply(),
-            Event::Compress { keep } => drop(context.compress(keep)),
-            Event::Step { hint: Some(hint), .. } => drop(context.append_hint(hint)?),
-            Event::Step { hint: None, .. } | Event::Config { .. } | Event::Tasks(_) | Event::SetClock(_) | Event::Log { .. } => {}
-        }
+        let evicted = match *event {
+            Event::User { name } => context.user(name)?.evicted,
+            Event::Message { role, name, blocks } => context.observe(role, name, blocks)?.evicted,
+            Event::Assistant(blocks) => context.agent(blocks)?.evicted,
+            Event::ToolCall { id, name, input } => context.tool_call(id, name, input)?.evicted,
+            Event::ToolResult { id, name, state } => context.tool_result(id, name, state)?.evicted,
+            Event::Step { hint: Some(hint), .. } => context.append_hint(hint)?.evicted,
+            Event::Reply => {
+                context.new_reply();
+                0
+            }
+            Event::Compress { keep } => {
+                context.compress(keep);
+                0
+            }
+            Event::Step { hint: None, .. } | Event::Config { .. } | Event::Tasks(_) | Event::SetClock(_) | Event::Log { .. } => 0,
+        };
         if context.sequence(0).is_some() && context.sequence(0) != newest {
             if self.created.is_full() {
                 self.created.pop_front();
@@ -586,7 +621,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         while self.created.len() > context.len() {
             self.created.pop_front();
         }
-        Ok(())
+        Ok(evicted)
     }
 
     /// One step, logged: writes `config`, `tasks` and `set_clock` items
@@ -609,10 +644,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
-        let saved = (self.next, self.items, self.said);
+        let saved = (self.next, self.items, self.said, self.created.clone());
         let result = self.step_items(context, step, now, live, hint_out, items_out);
         if result.is_err() {
-            (self.next, self.items, self.said) = saved;
+            (self.next, self.items, self.said, self.created) = saved;
         }
         result
     }
@@ -638,15 +673,13 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             before[2] = Some(Event::SetClock(now));
         }
         for event in before.iter().flatten() {
-            self.push_item(event, items_out, &mut items)?;
-            self.apply(context, event, self.items - 1)?;
+            self.logged(context, event, items_out, &mut items)?;
         }
         let decision = context.decide(step, now);
         let engine = *context.engine();
         let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
         let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
-        self.push_item(&event, items_out, &mut items)?;
-        self.apply(context, &event, self.items - 1)?;
+        self.logged(context, &event, items_out, &mut items)?;
         Ok((outcome, items))
     }
 
@@ -676,9 +709,13 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// # Errors
     ///
     /// When the item does not fit `out`.
-    pub fn compaction_header(&mut self, out: &mut [u8]) -> Result<usize, BufferFull> {
+    pub fn compaction_header<const B: usize, const T: usize>(
+        &mut self,
+        context: &TrackedContext<'_, MESSAGES, B, T>,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
         let live = self.items - self.dead_items();
-        self.write(&Event::Log { header: self.header, live }, out)
+        self.write(&Event::Log { header: self.header, live, agent: context.agent_name() }, out)
     }
 
     /// `count` items were popped from the front of the log.
@@ -788,11 +825,12 @@ struct EventOut<'e>(&'e Event<'e>, &'e Said);
 impl Serialize for EventOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self.0 {
-            Event::Log { header, live } => {
-                let mut m = s.serialize_struct("Log", 3)?;
+            Event::Log { header, live, agent } => {
+                let mut m = s.serialize_struct("Log", 4)?;
                 m.serialize_field("version", &header.version)?;
                 m.serialize_field("config", &Hex(header.config))?;
                 m.serialize_field("live", &live)?;
+                m.serialize_field("agent", agent)?;
                 m.end()
             }
             Event::Config { agent_name, context_size } => {
@@ -1169,8 +1207,8 @@ mod tests {
         for op in ops {
             match op {
                 Op::Ev(event) => {
-                    let n = journal.record(context, event, &mut buf).unwrap();
-                    log.push(buf[..n].to_vec());
+                    let items = journal.record(context, event, &mut buf).unwrap();
+                    log.extend(items.iter(&buf).map(<[u8]>::to_vec));
                 }
                 Op::Step { minutes, cur_iter, pending, tokens } => {
                     let step = step(*cur_iter, *pending, *tokens);
@@ -1199,7 +1237,7 @@ mod tests {
     fn started(context: &Context<'_>) -> (Journal<6>, Vec<Vec<u8>>) {
         let mut journal = Journal::new(context);
         let mut buf = [0u8; 128];
-        let n = journal.start(&mut buf).unwrap();
+        let n = journal.start(context, &mut buf).unwrap();
         (journal, Vec::from([buf[..n].to_vec()]))
     }
 
@@ -1265,7 +1303,8 @@ mod tests {
         let (mut journal, mut log) = started(&live);
         run_live(&mut live, &mut journal, &session()[..9], &mut log);
         let text: Vec<&str> = log.iter().map(|i| core::str::from_utf8(i).unwrap()).collect();
-        let header = format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{:016x}\",\"live\":0}}}}", journal.header().config);
+        let header =
+            format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{:016x}\",\"live\":0,\"agent\":\"rover\"}}}}", journal.header().config);
         assert_eq!(text[0], header);
         assert_eq!(text[1], r##"{"#":1,"user":{"name":"operator \"ops\"","content":""}}"##);
         assert_eq!(text[2], r##"{"#":2,"config":{"agent_name":"rover","context_size":8192}}"##);
@@ -1349,13 +1388,15 @@ mod tests {
         for found in others {
             assert_ne!(found, expected);
             let mut foreign = log.clone();
-            foreign[0] = format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{found:016x}\",\"live\":0}}}}").into_bytes();
+            foreign[0] =
+                format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{found:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
             let e = error_of(&foreign);
             assert_eq!(e, LogError { index: 0, kind: ItemError::Config { found, expected } });
             assert_eq!(e.to_string(), format!("log item 0: written for configuration {found:016x}, this context is {expected:016x}"));
         }
         let mut newer = log.clone();
-        newer[0] = format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0}}}}").into_bytes();
+        newer[0] =
+            format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
         assert_eq!(error_of(&newer), LogError { index: 0, kind: ItemError::Version { found: 2 } });
         assert_eq!(error_of(&newer).to_string(), "log item 0: log format version 2, this build reads 1");
         // Restoring without the check pass is refused too.
@@ -1379,13 +1420,13 @@ mod tests {
         assert_eq!(e, RecordError::Step(StepError::Store(StoreError::TooMuchText { needed: 2000, capacity: 1024 })));
         let e = journal.step(&mut live, &step(0, 1, 0), now(0), &mut (), &mut [0u8; 8], &mut [0u8; 1024]).unwrap_err();
         assert!(matches!(e, RecordError::Step(StepError::HintTooLong(_))), "{e}");
-        let header = Event::Log { header: journal.header(), live: 0 };
+        let header = Event::Log { header: journal.header(), live: 0, agent: AGENT };
         assert_eq!(journal.record(&mut live, &header, &mut [0u8; 128]).unwrap_err(), RecordError::NotRecordable);
         assert_eq!((state(&mut live), journal.items()), before);
         // The next item follows the last one written.
         let mut buf = [0u8; 128];
-        let n = journal.record(&mut live, &Event::Reply, &mut buf).unwrap();
-        assert_eq!(&buf[..n], br##"{"#":1,"reply":null}"##);
+        let items = journal.record(&mut live, &Event::Reply, &mut buf).unwrap();
+        assert_eq!(items.iter(&buf).collect::<Vec<_>>(), [br##"{"#":1,"reply":null}"##]);
     }
 
     /// The log is compacted to the items that created the messages the
@@ -1402,7 +1443,7 @@ mod tests {
             let dead = journal.dead_items() as usize;
             assert!(dead >= 1 && dead < log.len());
             let mut buf = [0u8; 128];
-            let n = journal.compaction_header(&mut buf).unwrap();
+            let n = journal.compaction_header(&live, &mut buf).unwrap();
             log.push(buf[..n].to_vec());
             let mut uninterrupted = Context::new(&engine, AGENT);
             let (mut j, mut l) = started(&uninterrupted);

@@ -245,7 +245,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
         if device.journal.items() == 0 {
             block_on(device.queue.erase_all())?;
             let mut buf = [0u8; 128];
-            let n = device.journal.start(&mut buf).expect("a header fits");
+            let n = device.journal.start(&device.context, &mut buf).expect("a header fits");
             block_on(device.queue.push(&buf[..n], false))?;
         }
         let restored = device.journal.restored_events();
@@ -295,7 +295,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     async fn compact(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
         let dead = self.journal.dead_items();
         let mut buf = [0u8; 128];
-        let n = self.journal.compaction_header(&mut buf).expect("a header fits");
+        let n = self.journal.compaction_header(&self.context, &mut buf).expect("a header fits");
         self.queue.push(&buf[..n], false).await?;
         written.items.push((buf[..n].to_vec(), self.context.clone()));
         let mut popped = [0u8; PAGE as usize];
@@ -320,16 +320,21 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
                 Err(e) => return Ok(Some(Err(e.to_string()))),
             };
             let result = (outcome.decision, outcome.hint.map(str::to_string));
-            let count = items.len();
-            for (i, item) in items.iter(&buf).enumerate() {
+            // What the step says before it leaves the context as it was; the
+            // step item (and the `compress` that may follow) hold its hint.
+            let mut stepped = false;
+            for item in items.iter(&buf) {
                 block_on(self.push(item))?;
-                written.items.push((item.to_vec(), if i + 1 == count { self.context.clone() } else { before.clone() }));
+                stepped |= item.windows(7).any(|w| w == b"\"step\":");
+                written.items.push((item.to_vec(), if stepped { self.context.clone() } else { before.clone() }));
             }
             return Ok(Some(Ok(result)));
         }
-        if let Ok(n) = with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf)) {
-            block_on(self.push(&buf[..n]))?;
-            written.items.push((buf[..n].to_vec(), self.context.clone()));
+        if let Ok(items) = with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf)) {
+            for item in items.iter(&buf) {
+                block_on(self.push(item))?;
+                written.items.push((item.to_vec(), self.context.clone()));
+            }
         }
         Ok(None)
     }
@@ -435,11 +440,11 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
 }
 
 /// The uninterrupted run: the items written (with the context after each),
-/// the operation each item belongs to, and the device before each operation
-/// (the last: after the session).
+/// for each operation the item after which it is done, and the device
+/// before each operation (the last: after the session).
 struct Reference<'e, const PAGES: usize> {
     written: Written<'e>,
-    owner: Vec<usize>,
+    effects: Vec<u32>,
     snapshots: Vec<Snapshot<'e, PAGES>>,
 }
 
@@ -448,15 +453,23 @@ fn reference<'e, const PAGES: usize>(engine: &'e Engine<'e>, ops: &[Op]) -> Refe
     let mut written = Written::default();
     let header = read_back_items(&mut device).remove(0).1;
     written.items.push((header, device.context.clone()));
-    let mut owner = vec![0];
+    let mut effects = Vec::new();
     let mut snapshots = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
+    for op in ops {
         snapshots.push(device.snapshot());
+        let first = written.items.len();
         device.run(op, &mut written).expect("the uninterrupted session runs");
-        owner.resize(written.items.len(), i);
+        // The item that applies the operation: not a compaction's header,
+        // not what a step says before it; the `compress` that may follow
+        // changes nothing more. An operation the context refused wrote none.
+        let effect = (first..written.items.len()).find(|&i| {
+            let text = std::str::from_utf8(&written.items[i].0).expect("UTF-8");
+            !["\"log\"", "\"config\"", "\"tasks\"", "\"set_clock\"", "\"advance\""].iter().any(|key| text.contains(&format!("{key}:")))
+        });
+        effects.push(effect.unwrap_or(first.saturating_sub(1)) as u32);
     }
     snapshots.push(device.snapshot());
-    Reference { written, owner, snapshots }
+    Reference { written, effects, snapshots }
 }
 
 /// Cuts the session at flash operation `cut`, boots, goes on, and counts.
@@ -467,7 +480,7 @@ fn cut_and_check<'e, const PAGES: usize>(
     reference: &Reference<'e, PAGES>,
     figures: &mut Figures,
 ) {
-    let Reference { written: written_before, owner, snapshots } = reference;
+    let Reference { written: written_before, effects, snapshots } = reference;
     // From the operation in which the cut falls (or the boot's header).
     let first = snapshots.iter().rposition(|s| s.operations <= cut.0);
     let mut device = match first {
@@ -499,13 +512,7 @@ fn cut_and_check<'e, const PAGES: usize>(
     figures.torn += usize::from(torn);
     // Go on from the operation that item belongs to (its remaining items
     // were lost with the cut, or it was the last of its operation).
-    let next = last.map_or(0, |n| {
-        if owner.get(n as usize + 1).is_some_and(|o| *o == owner[n as usize]) {
-            owner[n as usize]
-        } else {
-            owner[n as usize] + 1
-        }
-    });
+    let next = last.map_or(0, |n| effects.iter().position(|&effect| effect > n).unwrap_or(ops.len()));
     let mut uninterrupted = expected.clone();
     let mut written = Written::default();
     for op in &ops[next.min(ops.len())..] {

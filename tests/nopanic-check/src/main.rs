@@ -88,7 +88,7 @@ fn journal() -> Option<usize> {
     let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, "agent");
     let mut journal = Journal::new(&context);
     let (mut out, mut hint, mut scratch) = ([0u8; 512], [0u8; 512], [0u8; 512]);
-    sink(journal.start(&mut out));
+    sink(journal.start(&context, &mut out));
     let blocks = blocks();
     let events = [
         Event::User { name: text() },
@@ -97,11 +97,12 @@ fn journal() -> Option<usize> {
         Event::ToolCall { id: text(), name: text(), input: text() },
         Event::Compress { keep: number() as usize },
     ];
-    sink(journal.record(&mut context, &events[number() as usize % events.len()], &mut out));
+    let recorded = journal.record(&mut context, &events[number() as usize % events.len()], &mut out);
+    sink(recorded.map(|items| items.iter(&out).map(<[u8]>::len).sum::<usize>()));
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
     let stepped = journal.step(&mut context, &step("agent"), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
     sink(stepped.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
-    sink(journal.compaction_header(&mut out));
+    sink(journal.compaction_header(&context, &mut out));
     journal.popped(journal.dead_items());
     let item: &[u8] = black_box(&[]);
     sink(journal.check(item));
