@@ -256,6 +256,8 @@ fn replay_trace(session: &mut Session, text: &str, output: &mut Output<'_, '_>) 
     // are events; the others (hints, sensor readings) are skipped, and line
     // numbers stay the log's.
     let device_log = text.lines().any(|l| l.starts_with(STREAM_PREFIX));
+    // A device's session log (`envaware::journal`) has a header item.
+    session.device_log = text.contains("\"log\":{\"version\"");
     for (i, raw_line) in text.split('\n').enumerate() {
         let line = i + 1;
         let raw_line = match (device_log, raw_line.strip_prefix(STREAM_PREFIX)) {

@@ -65,6 +65,13 @@ pub(super) struct Session {
     compressions: Vec<String>,
     /// Whether `set_clock` came since the previous step.
     clock_set: bool,
+    /// The hint the device recorded for the step being run (its log).
+    recorded: Option<Option<String>>,
+    /// Whether a device log's header came: from there on its inputs are
+    /// complete, and a step's decision must give the recorded hint.
+    log_header: bool,
+    /// Whether the trace is a device's log (it has a header somewhere).
+    pub(super) device_log: bool,
 }
 
 impl Session {
@@ -87,6 +94,9 @@ impl Session {
             told: Vec::new(),
             compressions: Vec::new(),
             clock_set: false,
+            recorded: None,
+            log_header: false,
+            device_log: false,
         }
     }
 
@@ -168,6 +178,9 @@ impl Session {
                 self.clock_set = true;
                 self.clock = clock;
             }
+            // A compacted device log starts after the `set_clock` it advances
+            // from; the log says the time again after its header.
+            Event::Advance(_) if self.device_log && !self.log_header && self.clock.is_none() => {}
             Event::Advance(micros) => self.advance(micros).map_err(invalid)?,
             Event::User(user) => self.user(user).map_err(invalid)?,
             Event::Message(msg) => self.push_message(msg).map_err(invalid)?,
@@ -177,6 +190,12 @@ impl Session {
             Event::ToolResult(result) => self.tool_result(result).map_err(invalid)?,
             Event::Context(msgs) => self.context = msgs,
             Event::Tasks(tasks) => self.tasks = tasks,
+            Event::Log(agent) => {
+                self.log_header = true;
+                if let Some(name) = agent {
+                    self.agent_name = name;
+                }
+            }
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line),
             Event::Step(step) => {
@@ -184,6 +203,7 @@ impl Session {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
+                self.recorded = step.recorded().map_err(invalid)?;
                 self.step(cur_iter, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
@@ -314,7 +334,16 @@ impl Session {
         if let Some(emit) = output.emit.as_deref_mut() {
             self.emit_scenario(cur_iter, emit)?;
         }
-        let ran = run_engine(&engine, &conversation, &step, self.clock, opts.hint_capacity);
+        let mut ran = run_engine(&engine, &conversation, &step, self.clock, opts.hint_capacity);
+        // A device's step: decided again, it must give the hint the device
+        // appended (before the log's header, a compacted log may lack an
+        // input); the context takes the device's hint either way.
+        if let Some(recorded) = self.recorded.take() {
+            if self.log_header && ran.hint != recorded {
+                return Err(invalid(format!("the device appended {recorded:?}, the replay decides {:?}", ran.hint)));
+            }
+            (ran.hint, ran.too_long) = (recorded, None);
+        }
         self.summary.steps += 1;
         let source = engine.config().config().injection.injection_source.to_string();
         self.record(&engine, &conversation, &ran, &source, line);
