@@ -124,7 +124,7 @@ enum Op {
     Result { id: String, tool: &'static str, state: ToolResultState },
     Reply,
     Compress(usize),
-    Step { minutes: i64, cur_iter: u64, tasks: TaskCounts, tokens: i64 },
+    Step { seconds: i64, cur_iter: u64, tasks: TaskCounts, tokens: i64 },
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -181,7 +181,7 @@ fn session(seed: u64, length: usize, advances: &[i64]) -> Vec<Op> {
                 minutes += advances[rng.below(advances.len() as u64) as usize];
                 let tokens = [900, 3000, 7000][rng.below(3) as usize];
                 cur_iter += 1;
-                Op::Step { minutes, cur_iter: cur_iter - 1, tasks, tokens }
+                Op::Step { seconds: 60 * minutes, cur_iter: cur_iter - 1, tasks, tokens }
             }
         };
         ops.push(op);
@@ -193,8 +193,8 @@ fn step(cur_iter: u64, tasks: TaskCounts, tokens: i64) -> Step<'static> {
     Step { agent_name: AGENT, tasks, cur_iter, input_tokens: tokens, context_size: 8192 }
 }
 
-fn now(minutes: i64) -> Option<Timestamp> {
-    Some(Timestamp::from_unix_seconds(1_784_687_400 + 60 * minutes))
+fn now(seconds: i64) -> Option<Timestamp> {
+    Some(Timestamp::from_unix_seconds(1_784_687_400 + seconds))
 }
 
 /// The device: its context, its journal and the queue its log lives in.
@@ -311,11 +311,11 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn run(&mut self, op: &Op, written: &mut Written<'e>) -> Result<Option<Stepped>, DeviceError> {
         block_on(self.make_room(written))?;
         let mut buf = [0u8; 2 * PAGE as usize];
-        if let Op::Step { minutes, cur_iter, tasks, tokens } = op {
+        if let Op::Step { seconds, cur_iter, tasks, tokens } = op {
             let mut hint = [0u8; 1024];
             let step = step(*cur_iter, *tasks, *tokens);
             let before = self.context.clone();
-            let (outcome, items) = match self.journal.step(&mut self.context, &step, now(*minutes), &mut (), &mut hint, &mut buf) {
+            let (outcome, items) = match self.journal.step(&mut self.context, &step, now(*seconds), &mut (), &mut hint, &mut buf) {
                 Ok(done) => done,
                 Err(e) => return Ok(Some(Err(e.to_string()))),
             };
@@ -389,9 +389,9 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         Op::Compress(keep) => {
             context.compress(*keep);
         }
-        Op::Step { minutes, cur_iter, tasks, tokens } => {
+        Op::Step { seconds, cur_iter, tasks, tokens } => {
             let mut hint = [0u8; 1024];
-            let mut clock = envaware::FixedClock(now(*minutes));
+            let mut clock = envaware::FixedClock(now(*seconds));
             let outcome = context.step(&step(*cur_iter, *tasks, *tokens), &mut clock, &mut (), &mut hint);
             return Some(outcome.map(|o| (o.decision, o.hint.map(str::to_string))).map_err(|e| e.to_string()));
         }
@@ -585,22 +585,18 @@ fn a_power_cut_at_any_write_or_erase_loses_at_most_the_event_in_flight() {
     assert_eq!(figures.restored, figures.cuts);
 }
 
-/// Flash wear of a long generated session in a 64 KiB region (64 pages of
-/// 1 KiB): bytes written and pages erased per step, and the lifetime of
-/// 10,000-cycle pages at one step a minute. The queue writes its pages in
-/// turn, so every page wears alike.
-#[test]
-fn wear_per_step_of_a_long_session() {
-    let engine = Engine::new(Config::default()).unwrap();
-    // A step a minute.
-    let ops = session(7, 6000, &[1]);
+/// Runs `ops` in a 64 KiB region (64 pages of 1 KiB) and prints the wear
+/// per step: bytes written, pages erased, and the lifetime of 10,000-cycle
+/// pages at one step a minute (the queue writes its pages in turn, so every
+/// page wears alike). Returns (steps, bytes written, pages erased).
+fn wear(name: &str, engine: &Engine<'_>, ops: &[Op]) -> (u64, u64, u64) {
     let steps = ops.iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
-    let (mut device, _, _) = Device::<64>::boot(&engine, CutFlash::new(fresh(), None)).expect("boots");
+    let (mut device, _, _) = Device::<64>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
     let mut written = Written::default();
-    for op in &ops {
+    for op in ops {
         device.run(op, &mut written).expect("runs");
     }
-    // The items' own bytes, by event: the hints dominate.
+    // The items' own bytes, by event.
     let mut by_event = std::collections::BTreeMap::<String, (usize, usize)>::new();
     for (item, _) in &written.items {
         let text = std::str::from_utf8(item).expect("UTF-8");
@@ -609,19 +605,88 @@ fn wear_per_step_of_a_long_session() {
         let entry = by_event.entry(key.to_string()).or_default();
         *entry = (entry.0 + 1, entry.1 + item.len());
     }
-    println!("wear: items by event (count, bytes): {by_event:?}");
+    println!("wear, {name}: items by event (count, bytes): {by_event:?}");
     let flash = device.queue.flash();
     let (bytes, erased) = (flash.written as f64 / steps as f64, flash.erased as f64 / steps as f64);
     let years = 64.0 * 10_000.0 / erased / (60.0 * 24.0 * 365.25);
     println!(
-        "wear: {steps} steps, {} items, {} bytes written, {} pages erased: {bytes:.0} bytes and {erased:.4} erases per step; \
+        "wear, {name}: {steps} steps, {} items, {} bytes written, {} pages erased: {bytes:.0} bytes and {erased:.4} erases per step; \
          64 KiB of 10,000-cycle pages at a step a minute: {years:.1} years",
         written.items.len(),
         flash.written,
         flash.erased
     );
-    // The log wrapped around the region several times; every page was
-    // written, and each step wrote at least its `step` item.
-    assert!(flash.erased > 3 * 64, "{}", flash.erased);
-    assert!(bytes > 40.0 && years > 0.0, "{bytes} {years}");
+    (steps, flash.written, flash.erased)
+}
+
+/// A long generated session, a step a minute.
+#[test]
+fn wear_per_step_of_a_long_session() {
+    let engine = Engine::new(Config::default()).unwrap();
+    let (steps, written, erased) = wear("long generated session", &engine, &session(7, 6000, &[1]));
+    // The log wrapped around the region several times, and each step wrote
+    // at least its `step` item.
+    assert!(erased > 3 * 64, "{erased}");
+    assert!(written > 40 * steps, "{written}");
+}
+
+/// The firmware's demo session (`firmware/src/agent.rs`, `SCRIPT`: ten steps,
+/// its configuration, without the live fields), round after round.
+#[test]
+fn wear_per_step_of_the_demo_session() {
+    let config = Config {
+        injection: envaware::InjectionConfig { timezone: "Europe/Berlin", time_interval: 0.01, ..Default::default() },
+        context: envaware::ContextConfig { compression_tool_enabled: true, ..Default::default() },
+    };
+    let engine = Engine::new(config).unwrap();
+    let call = |id: &str, tool: &'static str, input: &str| Op::Call { id: id.into(), tool, input: input.into() };
+    let done = |id: &str, tool: &'static str, state| Op::Result { id: id.into(), tool, state };
+    let (ok, failed) = (ToolResultState::Success, ToolResultState::Error);
+    let tasks = |pending, in_progress| TaskCounts { pending, in_progress };
+    let mut ops = Vec::new();
+    for round in 0..200i64 {
+        let t = 60 * round;
+        let step = |seconds: i64, cur_iter, tasks, tokens| Op::Step { seconds: t + seconds, cur_iter, tasks, tokens };
+        ops.extend([
+            Op::User,
+            step(0, 0, tasks(0, 0), 900),
+            Op::Agent(vec![]),
+            Op::User,
+            step(1, 0, tasks(3, 0), 1_100),
+            call("c1", "TaskList", "{}"),
+            done("c1", "TaskList", ok),
+            call("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#),
+            done("c2", "TaskUpdate", ok),
+            step(3, 1, tasks(2, 1), 1_300),
+            call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#),
+            done("c3", "OpenVent", failed),
+            step(4, 2, tasks(2, 1), 1_400),
+            call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#),
+            done("c4", "OpenVent", failed),
+            step(6, 3, tasks(2, 1), 1_500),
+            call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#),
+            done("c5", "OpenVent", failed),
+            step(7, 4, tasks(2, 1), 1_600),
+            call("c6", "Water", r#"{"bed": "A", "litres": 2}"#),
+            done("c6", "Water", ok),
+            Op::User,
+            step(47, 0, tasks(1, 1), 2_000),
+            call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#),
+            done("c7", "ReadLog", ok),
+            Op::User,
+            step(50, 0, tasks(1, 1), 2_600),
+            call("c8", "CompressContext", "{}"),
+            done("c8", "CompressContext", ok),
+            Op::Compress(1),
+            step(52, 1, tasks(1, 1), 700),
+            call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
+            done("c9", "TaskUpdate", ok),
+            call("c10", "Dock", "{}"),
+            done("c10", "Dock", ok),
+            step(57, 2, tasks(0, 0), 800),
+        ]);
+    }
+    let (steps, written, erased) = wear("demo session", &engine, &ops);
+    assert_eq!(steps, 2000);
+    assert!(erased > 3 * 64 && written > 40 * steps, "{written} {erased}");
 }
