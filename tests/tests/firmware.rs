@@ -7,8 +7,9 @@
 //! `ENVAWARE_FIRMWARE_ELF`, `ENVAWARE_FIRMWARE_PANIC_ELF`,
 //! `ENVAWARE_FIRMWARE_HARDFAULT_ELF`. Without them the
 //! defaults are `qemu-system-arm` and `defmt-print` on the PATH (or in
-//! `~/.cargo/bin`) and the images under `firmware/target/`; a missing tool
-//! or image fails the test, it is never skipped.
+//! `~/.cargo/bin`) and the images under `firmware/target/`. A missing tool
+//! or image skips the check under a plain `cargo test` and fails it under
+//! `cargo xtask test` and CI (`xtask::needs`).
 //!
 //! Each run is driven by a handshake (see the xtask library's `qemu` module): the
 //! temperature of step `i` is set over QMP before the firmware is let into
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use xtask::needs;
 use xtask::qemu::{self, RunOptions, RunResult};
 
 /// As `xtask/src/firmware.rs` says why.
@@ -50,56 +52,53 @@ const DUE: [Option<&[&str]>; 10] = [
     None,
 ];
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf()
+/// What every run needs: QEMU, defmt-print and the release image.
+struct Board {
+    qemu: PathBuf,
+    defmt_print: PathBuf,
+    elf: PathBuf,
 }
 
-fn tool(var: &str, name: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var) {
-        return PathBuf::from(p);
+/// The board, or `None` when the check skips without it (`xtask::needs`).
+fn board() -> Option<Board> {
+    Some(Board {
+        qemu: needs::or_skip(needs::tool("ENVAWARE_QEMU", "qemu-system-arm"))?,
+        defmt_print: needs::or_skip(needs::tool("ENVAWARE_DEFMT_PRINT", "defmt-print"))?,
+        elf: image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")?,
+    })
+}
+
+/// A firmware image `cargo xtask test` builds; `None` when the check skips.
+fn image(var: &str, default: &str) -> Option<PathBuf> {
+    needs::or_skip(needs::built_file(var, default))
+}
+
+impl Board {
+    fn run(&self, elf: &Path, sensor: bool) -> RunResult {
+        self.run_at(elf, sensor, Some(EPOCH))
     }
-    let in_cargo_home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin").join(name));
-    [Some(PathBuf::from(name)), in_cargo_home]
-        .into_iter()
-        .flatten()
-        .find(|p| std::process::Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .unwrap_or_else(|| panic!("{name} not found: run `cargo xtask test`, which installs it (or set {var})"))
-}
 
-fn image(var: &str, default: &str) -> PathBuf {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| root().join(default));
-    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which builds it (or set {var})", path.display());
-    path
-}
+    /// A run starting the board's wall clock at `epoch`; `None`: the host's time
+    /// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
+    fn run_at(&self, elf: &Path, sensor: bool, epoch: Option<i64>) -> RunResult {
+        let opts = RunOptions {
+            qemu: self.qemu.clone(),
+            defmt_print: self.defmt_print.clone(),
+            elf: elf.to_path_buf(),
+            sensor,
+            temperatures_milli: TEMPERATURES.to_vec(),
+            timeout: Duration::from_secs(90),
+            echo: false,
+            epoch,
+        };
+        qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
+    }
 
-fn elf() -> PathBuf {
-    image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")
-}
-
-fn run(elf: PathBuf, sensor: bool) -> RunResult {
-    run_at(elf, sensor, Some(EPOCH))
-}
-
-/// A run starting the board's wall clock at `epoch`; `None`: the host's time
-/// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
-fn run_at(elf: PathBuf, sensor: bool, epoch: Option<i64>) -> RunResult {
-    let opts = RunOptions {
-        qemu: tool("ENVAWARE_QEMU", "qemu-system-arm"),
-        defmt_print: tool("ENVAWARE_DEFMT_PRINT", "defmt-print"),
-        elf,
-        sensor,
-        temperatures_milli: TEMPERATURES.to_vec(),
-        timeout: Duration::from_secs(90),
-        echo: false,
-        epoch,
-    };
-    qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
-}
-
-/// The run with the sensor, shared by the tests that read it.
-fn sensor_run() -> &'static RunResult {
-    static RUN: OnceLock<RunResult> = OnceLock::new();
-    RUN.get_or_init(|| run(elf(), true))
+    /// The run with the sensor, shared by the tests that read it.
+    fn sensor_run(&self) -> &'static RunResult {
+        static RUN: OnceLock<RunResult> = OnceLock::new();
+        RUN.get_or_init(|| self.run(&self.elf, true))
+    }
 }
 
 /// One step of the decoded log.
@@ -203,7 +202,8 @@ fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String) {
 
 #[test]
 fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let result = board.sensor_run();
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished && result.steps == DUE.len(), "{result:?}");
     assert_eq!(result.set_per_step, TEMPERATURES.to_vec());
@@ -223,8 +223,9 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
 
 #[test]
 fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
+    let Some(board) = board() else { return };
     // On the host's clock, as the demo runs: the schedule does not depend on the date.
-    let result = run_at(elf(), false, None);
+    let result = board.run_at(&board.elf, false, None);
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished, "{result:?}");
     check_schedule(&result, |_| "unavailable".to_string());
@@ -234,7 +235,9 @@ fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
 
 #[test]
 fn a_panic_exits_qemu_with_a_non_zero_status() {
-    let result = run(image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf"), true);
+    let Some(board) = board() else { return };
+    let Some(elf) = image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf") else { return };
+    let result = board.run(&elf, true);
     assert_eq!(result.status, Some(101), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
     assert!(result.log.contains("forced panic (feature force-panic)"), "{}", result.log);
@@ -242,7 +245,9 @@ fn a_panic_exits_qemu_with_a_non_zero_status() {
 
 #[test]
 fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
-    let result = run(image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf"), true);
+    let Some(board) = board() else { return };
+    let Some(elf) = image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf") else { return };
+    let result = board.run(&elf, true);
     assert_eq!(result.status, Some(2), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
     assert!(result.log.contains("hard fault at pc"), "{}", result.log);
@@ -250,10 +255,11 @@ fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
 
 #[test]
 fn the_release_image_fits_the_budget() {
-    let sections = qemu::elf_sections(&elf()).unwrap_or_else(|e| panic!("{e}"));
+    let Some(board) = board() else { return };
+    let sections = qemu::elf_sections(&board.elf).unwrap_or_else(|e| panic!("{e}"));
     let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
     let flash = size(&[".vector_table", ".text", ".rodata", ".data"]);
-    let result = sensor_run();
+    let result = board.sensor_run();
     let stack = qemu::stack_high_water(&result.log).unwrap_or_else(|| panic!("no stack high-water mark in\n{}", result.log));
     let ram = size(&[".data", ".bss", ".uninit"]) + stack;
     eprintln!("flash {flash} B, RAM {ram} B (peak stack {stack} B)");
@@ -264,13 +270,14 @@ fn the_release_image_fits_the_budget() {
 
 #[test]
 fn runs_are_deterministic_under_icount() {
+    let Some(board) = board() else { return };
     // The same image, start time and temperatures give the same log, board
     // times included, to the millisecond: the handshake leaves no room for a
     // race, and under -icount the board's time is its instruction count.
     let uptimes = |r: &RunResult| -> Vec<String> {
         steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
     };
-    let (first, second) = (sensor_run(), run(elf(), true));
+    let (first, second) = (board.sensor_run(), board.run(&board.elf, true));
     assert_eq!(uptimes(first).len(), 6);
     assert_eq!(uptimes(&second), uptimes(first));
     assert_eq!(second.log, first.log);
@@ -289,7 +296,8 @@ fn messages_read(log: &str) -> Vec<(usize, usize)> {
 
 #[test]
 fn the_session_runs_on_the_tracked_context_reading_constant_messages_per_decision() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let result = board.sensor_run();
     let reads = messages_read(&result.log);
     assert_eq!(reads.len(), DUE.len(), "one decision per step:\n{}", result.log);
     eprintln!("(messages read, context length) per decision: {reads:?}");
@@ -322,18 +330,6 @@ fn device_hints(log: &str) -> Vec<Option<String>> {
         .collect()
 }
 
-fn sim() -> PathBuf {
-    let path = std::env::var_os("ENVAWARE_SIM").map(|p| root().join(p)).unwrap_or_else(|| root().join("target/debug/envaware-sim"));
-    assert!(path.exists(), "{} is missing: run `cargo build -p envaware-sim` (cargo xtask test does)", path.display());
-    path
-}
-
-fn reference_python() -> PathBuf {
-    let path = std::env::var_os("ENVAWARE_REF_PYTHON").map(|p| root().join(p)).unwrap_or_else(|| root().join(".venv/bin/python"));
-    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which creates the reference venv", path.display());
-    path
-}
-
 fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(text).lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
 }
@@ -344,10 +340,13 @@ fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
 /// gives the same.
 #[test]
 fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+    let Some(python) = needs::or_skip(needs::reference_python()) else { return };
+    let result = board.sensor_run();
     assert!(!result.log.contains("stream: "), "the device could not stream a line:\n{}", result.log);
     let trace = qemu::session_trace(&result.log);
-    let out = root().join("tests/out");
+    let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
     let (trace_file, scenarios) = (out.join("firmware-session.trace.jsonl"), out.join("firmware-session.scenarios.jsonl"));
     std::fs::write(&trace_file, &trace).expect("write the trace");
@@ -355,7 +354,7 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     // through the scenarios' contexts).
     assert!(trace.lines().filter(|l| l.starts_with(r#"{"message":{"name":"#)).count() >= DUE.len(), "{trace}");
 
-    let replay = std::process::Command::new(sim())
+    let replay = std::process::Command::new(sim)
         .arg("replay")
         .arg(&trace_file)
         .arg("--json")
@@ -373,8 +372,8 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     }
     assert_eq!(device.iter().filter(|h| h.is_some()).count(), 6);
 
-    let reference = std::process::Command::new(reference_python())
-        .arg(root().join("tests/reference/reference.py"))
+    let reference = std::process::Command::new(python)
+        .arg(needs::workspace().join("tests/reference/reference.py"))
         .arg(&scenarios)
         .output()
         .expect("run reference.py");
