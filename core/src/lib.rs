@@ -4,8 +4,9 @@
 //!
 //! Every type a user needs is at the crate root, one path each; the modules
 //! behind them are private, except [`args`] (tool-argument equality, for
-//! callers who compare arguments themselves) and `wire` (feature `wire`:
-//! AgentScope JSON out). Each type's page explains its concept.
+//! callers who compare arguments themselves), `wire` (feature `wire`:
+//! AgentScope JSON out) and `journal` (feature `journal`: the session as an
+//! append-only log, read back after a reset). Each type's page explains its concept.
 //!
 //! | concept | types |
 //! |---|---|
@@ -41,6 +42,8 @@ mod config;
 mod conversation;
 mod engine;
 mod iana;
+#[cfg(feature = "journal")]
+pub mod journal;
 mod json;
 mod live;
 mod load;

@@ -195,9 +195,11 @@ impl Serialize for EmptyMap {
     }
 }
 
-struct Content<'m, M> {
-    msg: &'m M,
-    id: &'m str,
+/// A message's `content` list (the `journal` writes it for its `message`
+/// and `assistant` events).
+pub(crate) struct Content<'m, M> {
+    pub(crate) msg: &'m M,
+    pub(crate) id: &'m str,
 }
 
 impl<M: Message> Serialize for Content<'_, M> {

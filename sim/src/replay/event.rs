@@ -43,6 +43,23 @@ pub(super) struct StepEvent {
     pub(super) cur_iter: Option<u64>,
     #[serde(default)]
     pub(super) tokens: Option<i64>,
+    /// The hint a device appended at this step (its session log,
+    /// `envaware::journal`): a text, or `null` for none.
+    #[serde(default)]
+    pub(super) hint: Option<Value>,
+}
+
+impl StepEvent {
+    /// The recorded hint: `None` when the step records none, `Some(None)`
+    /// when it records that nothing was appended.
+    pub(super) fn recorded(&self) -> Result<Option<Option<String>>, String> {
+        match &self.hint {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(text)) => Ok(Some(Some(text.clone()))),
+            Some(_) => Err("step: hint: expected a text or null".into()),
+        }
+    }
 }
 
 /// A `user` event: a text, or a message object to complete.
@@ -73,6 +90,9 @@ pub(super) enum Event {
     /// The number of newest messages to keep.
     Compress(usize),
     Step(StepEvent),
+    /// A device log's header (`envaware::journal`), with the agent's name:
+    /// the log's items from here on say every input a step needs.
+    Log(Option<String>),
 }
 
 impl Event {
@@ -133,6 +153,8 @@ impl Event {
                 Value::Number(n) => n.as_u64().ok_or("compress: expected a count of messages to keep")? as usize,
                 _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
             }),
+            "log" if value.is_object() => Event::Log(value.get("agent").and_then(Value::as_str).map(str::to_string)),
+            "log" => return Err("log: expected the header object".into()),
             "step" => Event::Step(match value {
                 Value::Null => StepEvent::default(),
                 Value::Object(_) => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
@@ -141,7 +163,7 @@ impl Event {
             other => {
                 return Err(format!(
                     "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \
-                     reply, context, tasks, tokens, compress or step)"
+                     reply, context, tasks, tokens, compress, step or log)"
                 ))
             }
         })

@@ -256,6 +256,8 @@ pub fn replay_with_records(
         }
         None => {
             let (input, lines) = lines::event_lines(text)?;
+            // A device's session log (`envaware::journal`) has a header item.
+            session.device_log = text.contains("\"log\":{\"version\"");
             replay_trace(&mut session, lines, &mut Output { out, emit, opts })?;
             input
         }
@@ -357,7 +359,8 @@ fn replay_trace<'t>(
             line = number;
             let invalid = |message: String| ReplayError::Invalid { line, message };
             let Some(event) = read_line(text.trim()).map_err(invalid)? else { continue };
-            let reconfigured = matches!(event, Event::Config(_));
+            // A device log's header names the agent: a new decider for it.
+            let reconfigured = matches!(event, Event::Config(_) | Event::Log(Some(_)));
             session.apply(event, &mut decider, output, line)?;
             if reconfigured {
                 break;

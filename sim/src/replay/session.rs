@@ -73,6 +73,13 @@ pub(super) struct Session {
     compressions: Vec<String>,
     /// Whether `set_clock` came since the previous step.
     clock_set: bool,
+    /// The hint the device recorded for the step being run (its log).
+    recorded: Option<Option<String>>,
+    /// Whether a device log's header came: from there on its inputs are
+    /// complete, and a step's decision must give the recorded hint.
+    log_header: bool,
+    /// Whether the trace is a device's log (it has a header somewhere).
+    pub(super) device_log: bool,
 }
 
 impl Session {
@@ -97,6 +104,9 @@ impl Session {
             check: Some(CrossCheck::default()),
             compressions: Vec::new(),
             clock_set: false,
+            recorded: None,
+            log_header: false,
+            device_log: false,
         }
     }
 
@@ -180,6 +190,9 @@ impl Session {
                 self.clock_set = true;
                 self.clock = clock;
             }
+            // A compacted device log starts after the `set_clock` it advances
+            // from; the log says the time again after its header.
+            Event::Advance(_) if self.device_log && !self.log_header && self.clock.is_none() => {}
             Event::Advance(micros) => self.advance(micros).map_err(invalid)?,
             Event::User(user) => self.user(user, decider).map_err(invalid)?,
             Event::Message(msg) => self.push_message(msg, decider).map_err(invalid)?,
@@ -189,6 +202,12 @@ impl Session {
             Event::ToolResult(result) => self.tool_result(result, decider).map_err(invalid)?,
             Event::Context(msgs, read) => self.context.replace(msgs, read, decider),
             Event::Tasks(tasks, counts) => (self.tasks, self.task_counts) = (tasks, counts),
+            Event::Log(agent) => {
+                self.log_header = true;
+                if let Some(name) = agent {
+                    self.agent_name = name;
+                }
+            }
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line, decider),
             Event::Step(step) => {
@@ -196,6 +215,7 @@ impl Session {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
+                self.recorded = step.recorded().map_err(invalid)?;
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
@@ -323,7 +343,17 @@ impl Session {
         let decided = decider.decide(&self.context, &step, self.clock);
         self.check = decider.check();
         let decision = decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
-        let ran = render(decider.engine(), decision, &self.context, opts.hint_capacity);
+        let mut ran = render(decider.engine(), decision, &self.context, opts.hint_capacity);
+        // A device's step: decided again, it must give the hint the device
+        // appended (before the log's header, a compacted log may lack an
+        // input); the context takes the device's hint either way.
+        if let Some(recorded) = self.recorded.take() {
+            if self.log_header && ran.hint != recorded {
+                let message = format!("the device appended {recorded:?}, the replay decides {:?}", ran.hint);
+                return Err(ReplayError::Invalid { line, message });
+            }
+            (ran.hint, ran.too_long) = (recorded, None);
+        }
         self.summary.steps = number;
         self.record(decider, &ran, line);
         if opts.json {

@@ -81,6 +81,37 @@ fn entry_points() {
     });
     sink(load_and_step());
     sink(tracked_and_wire());
+    sink(journal());
+}
+
+/// The session log: recording, a logged step, compaction, and both
+/// passes of a restore on any bytes.
+fn journal() -> Option<usize> {
+    use envaware::journal::{Event, Journal};
+    let engine = Engine::new(Config::default()).ok()?;
+    let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, "agent");
+    let mut journal = Journal::new(&context);
+    let (mut out, mut hint, mut scratch) = ([0u8; 512], [0u8; 512], [0u8; 512]);
+    sink(journal.start(&context, &mut out));
+    let blocks = blocks();
+    let events = [
+        Event::User { name: text() },
+        Event::Message { role: Role::Assistant, name: text(), blocks: &blocks },
+        Event::Assistant(&blocks),
+        Event::ToolCall { id: text(), name: text(), input: text() },
+        Event::Compress { keep: number() as usize },
+    ];
+    let recorded = journal.record(&mut context, &events[number() as usize % events.len()], &mut out);
+    sink(recorded.map(|items| items.iter(&out).map(<[u8]>::len).sum::<usize>()));
+    let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
+    let stepped = journal.step(&mut context, &step("agent"), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
+    sink(stepped.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
+    sink(journal.compaction_header(&context, &mut out));
+    journal.popped(journal.dead_items());
+    let item: &[u8] = black_box(&[]);
+    sink(journal.check(item));
+    sink(journal.restore(&mut context, item, &mut scratch));
+    Some(journal.restored_events() as usize)
 }
 
 /// The tracked context, the split step with live readings that may fail,

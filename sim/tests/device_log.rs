@@ -1,0 +1,110 @@
+//! `envaware-sim replay` on a device's session log (`envaware::journal`,
+//! one item a line): every step is decided again and must give the hint
+//! the device appended, which the replay prints.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use envaware::journal::{Event, Journal};
+use envaware::{Config, Engine, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use serde_json::Value;
+
+const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
+type Context<'a> = TrackedContext<'a, 6, 32, 2048>;
+
+/// A device session: the log's items, and each step's hint.
+fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<String>>) {
+    let engine = Engine::new(Config::default()).unwrap();
+    let mut context = Context::new(&engine, "Sprout");
+    let mut journal = Journal::new(&context);
+    let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+    let n = journal.start(&context, &mut buf).unwrap();
+    let mut log = vec![buf[..n].to_vec()];
+    let mut hints = Vec::new();
+    for round in 0..12u32 {
+        record(&mut context, &mut journal, &mut log, Event::User { name: "operator" });
+        for (i, state) in [ToolResultState::Error, ToolResultState::Error, ToolResultState::Error].into_iter().enumerate() {
+            let input = ["{\"vent\": 2}", "{\"vent\":2}", " {\"vent\": 2}"][i];
+            let id = format!("c{round}.{i}");
+            record(&mut context, &mut journal, &mut log, Event::ToolCall { id: &id, name: "OpenVent", input });
+            record(&mut context, &mut journal, &mut log, Event::ToolResult { id: &id, name: "OpenVent", state });
+            let step = Step {
+                agent_name: "Sprout",
+                tasks: TaskCounts { pending: u64::from(round % 3), in_progress: 0 },
+                cur_iter: i as u64,
+                input_tokens: [900, 7000, 120_000][i],
+                context_size: 128_000,
+            };
+            let now = Some(Timestamp::from_unix_seconds(1_784_687_400 + 600 * i64::from(round) + 60 * i as i64));
+            let (outcome, items) = journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf).unwrap();
+            hints.push(outcome.hint.map(str::to_string));
+            log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+        }
+        if round % 4 == 3 {
+            record(&mut context, &mut journal, &mut log, Event::Compress { keep: 1 });
+        }
+        if compact_after == Some(round as usize) {
+            // As the device does when its region fills: a header, then the
+            // items the context no longer needs are popped.
+            let dead = journal.dead_items() as usize;
+            let n = journal.compaction_header(&context, &mut buf).unwrap();
+            log.push(buf[..n].to_vec());
+            log.drain(..dead);
+            journal.popped(dead as u32);
+        }
+    }
+    (log, hints)
+}
+
+fn record(context: &mut Context<'_>, journal: &mut Journal<6>, log: &mut Vec<Vec<u8>>, event: Event<'_>) {
+    let mut buf = [0u8; 512];
+    let items = journal.record(context, &event, &mut buf).unwrap();
+    log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+}
+
+fn write_log(name: &str, log: &[Vec<u8>]) -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let text: Vec<&str> = log.iter().map(|item| std::str::from_utf8(item).unwrap()).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path
+}
+
+fn replay(path: &Path) -> std::process::Output {
+    Command::new(SIM).args(["replay", "--json", path.to_str().unwrap()]).output().expect("run envaware-sim")
+}
+
+fn printed_hints(out: &std::process::Output) -> Vec<Option<String>> {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].as_str().map(str::to_string)).collect()
+}
+
+#[test]
+fn the_replay_of_a_device_log_decides_the_hints_the_device_appended() {
+    let (log, hints) = device_session(None);
+    assert!(hints.iter().filter(|h| h.is_some()).count() >= 12, "{hints:?}");
+    let printed = printed_hints(&replay(&write_log("device.log.jsonl", &log)));
+    assert_eq!(printed, hints);
+}
+
+#[test]
+fn a_compacted_log_replays_and_its_steps_after_the_header_are_checked() {
+    let (log, hints) = device_session(Some(7));
+    let printed = printed_hints(&replay(&write_log("compacted.log.jsonl", &log)));
+    // The log starts at the oldest message the context held: its steps are
+    // the session's last ones.
+    assert!(printed.len() < hints.len() && printed.len() >= 12, "{}", printed.len());
+    assert_eq!(printed, hints[hints.len() - printed.len()..]);
+}
+
+#[test]
+fn a_hint_the_replay_would_not_decide_is_an_error_naming_the_line() {
+    let (mut log, _) = device_session(None);
+    let line = log.iter().position(|item| item.windows(15).any(|w| w == b"<current-time>2")).expect("a time hint");
+    let text = String::from_utf8(log[line].clone()).unwrap().replacen("<current-time>2", "<current-time>1", 1);
+    log[line] = text.into_bytes();
+    let out = replay(&write_log("tampered.log.jsonl", &log));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("line {}: the device appended", line + 1)), "{err}");
+}
