@@ -34,7 +34,7 @@
 //!
 //! ```
 //! use envaware::journal::{Event, Journal};
-//! use envaware::{Config, Engine, FixedClock, Step, Timestamp, TrackedContext};
+//! use envaware::{Config, Engine, FixedClock, StepInput, Timestamp, TrackedContext};
 //!
 //! let engine = Engine::new(Config::default())?;
 //! let mut live: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, "rover");
@@ -46,8 +46,7 @@
 //! log.push(buf[..n].to_vec());
 //! let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf)?;
 //! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
-//! let step = Step { agent_name: "rover", tasks: Default::default(), cur_iter: 0,
-//!                   input_tokens: 900, context_size: 8192 };
+//! let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
 //! let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
 //! let (outcome, items) = journal.step(&mut live, &step, now, &mut (), &mut hint, &mut buf)?;
 //! assert!(outcome.hint.is_some());
@@ -81,7 +80,7 @@ use crate::conversation::{Block, HintText, Role, SliceMessage, ToolResultState};
 use crate::engine::Outcome;
 use crate::json::{self, JsonError, JsonStr, Kind, Value};
 use crate::render::LiveFields;
-use crate::rules::{Step, TaskCounts};
+use crate::rules::{StepInput, TaskCounts};
 use crate::store::StoreError;
 use crate::time::Zone;
 use crate::tracked::{StepError, TrackedContext};
@@ -181,7 +180,7 @@ pub enum Event<'a> {
         /// the first step's `config`).
         agent: &'a str,
     },
-    /// `config`: what the steps' [`Step`] says about the agent, where it
+    /// `config`: the agent and the context window its steps had, where it
     /// changed (the desktop replay reads it).
     Config {
         /// The agent's name.
@@ -638,7 +637,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     pub fn step<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
         context: &mut TrackedContext<'_, MESSAGES, B, T>,
-        step: &Step<'_>,
+        step: &StepInput,
         now: Option<Timestamp>,
         live: &mut L,
         hint_out: &'h mut [u8],
@@ -655,7 +654,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     fn step_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
         context: &mut TrackedContext<'_, MESSAGES, B, T>,
-        step: &Step<'_>,
+        step: &StepInput,
         now: Option<Timestamp>,
         live: &mut L,
         hint_out: &'h mut [u8],
@@ -664,7 +663,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let mut items = Items::default();
         let mut before = [None, None, None];
         if self.said.config != Some(step.context_size) {
-            before[0] = Some(Event::Config { agent_name: step.agent_name, context_size: step.context_size });
+            before[0] = Some(Event::Config { agent_name: context.agent_name(), context_size: step.context_size });
         }
         if self.said.tasks != Some(step.tasks) {
             before[1] = Some(Event::Tasks(step.tasks));
@@ -1145,8 +1144,8 @@ mod tests {
         Engine::new(config).unwrap()
     }
 
-    fn step(cur_iter: u64, pending: u64, tokens: i64) -> Step<'static> {
-        Step { agent_name: AGENT, tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: tokens, context_size: 8192 }
+    fn step(cur_iter: u64, pending: u64, tokens: i64) -> StepInput {
+        StepInput { tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: tokens, context_size: 8192 }
     }
 
     /// What a session does: an event, or a step `minutes` after the start.

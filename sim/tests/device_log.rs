@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use envaware::journal::{Event, Journal};
-use envaware::{Config, Engine, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use envaware::{Config, Engine, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
 use serde_json::Value;
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
@@ -28,8 +28,7 @@ fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<Str
             let id = format!("c{round}.{i}");
             record(&mut context, &mut journal, &mut log, Event::ToolCall { id: &id, name: "OpenVent", input });
             record(&mut context, &mut journal, &mut log, Event::ToolResult { id: &id, name: "OpenVent", state });
-            let step = Step {
-                agent_name: "Sprout",
+            let step = StepInput {
                 tasks: TaskCounts { pending: u64::from(round % 3), in_progress: 0 },
                 cur_iter: i as u64,
                 input_tokens: [900, 7000, 120_000][i],

@@ -20,7 +20,7 @@ use std::ops::Range;
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
 use envaware::journal::{Event, Journal, LogError};
-use envaware::{Block, Config, Decision, Engine, HintText, Role, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use envaware::{Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::mock_flash::{MockFlashBase, MockFlashError, WriteCountCheck};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
@@ -189,8 +189,8 @@ fn session(seed: u64, length: usize, advances: &[i64]) -> Vec<Op> {
     ops
 }
 
-fn step(cur_iter: u64, tasks: TaskCounts, tokens: i64) -> Step<'static> {
-    Step { agent_name: AGENT, tasks, cur_iter, input_tokens: tokens, context_size: 8192 }
+fn step(cur_iter: u64, tasks: TaskCounts, tokens: i64) -> StepInput {
+    StepInput { tasks, cur_iter, input_tokens: tokens, context_size: 8192 }
 }
 
 fn now(seconds: i64) -> Option<Timestamp> {

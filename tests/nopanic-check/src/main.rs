@@ -104,7 +104,7 @@ fn journal() -> Option<usize> {
     let recorded = journal.record(&mut context, &events[number() as usize % events.len()], &mut out);
     sink(recorded.map(|items| items.iter(&out).map(<[u8]>::len).sum::<usize>()));
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
-    let stepped = journal.step(&mut context, &step("agent"), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
+    let stepped = journal.step(&mut context, &input(), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
     sink(stepped.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
     sink(journal.compaction_header(&context, &mut out));
     journal.popped(journal.dead_items());
