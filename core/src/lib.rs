@@ -13,7 +13,8 @@
 //! fixed-capacity context), `json` and `args` (tool-argument equality),
 //! `rules` (the four dimensions), `render` (the hint text), `engine` (one
 //! call per step), `tracker` (the same decisions in constant time per step),
-//! `tracked` (a store and its tracker in one) and `live` (live readings).
+//! `tracked` (a store and its tracker in one), `live` (live readings) and
+//! `watch` (environment-change triggers, envaware's own).
 //!
 //! | dimension | decided in | by |
 //! |---|---|---|
@@ -21,6 +22,7 @@
 //! | tasks | `rules` | `marks` (task tool calls and tasks hints, scanned or tracked) |
 //! | context length | `rules` | `context_length` |
 //! | tool error | `rules` | `tool_error` (arguments compared by `args::argument_key`): a [`ToolError`] with the count and the failing result's position, whose name [`ToolError::tool_name`] reads |
+//! | watch (envaware's own) | `watch` | `told_in` (what a hint told of a field), `Watch::fires` (compared with the reading), called by `rules` and the tracker |
 //! | the hint text | `render` | `render` (template, fields, live values; the tool name from the [`ToolError`]) |
 #![no_std]
 #![forbid(unsafe_code)]
@@ -47,6 +49,7 @@ mod text;
 mod time;
 mod tracked;
 mod tracker;
+mod watch;
 #[cfg(feature = "wire")]
 pub mod wire;
 mod zone_rules;
@@ -67,3 +70,4 @@ pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone};
 pub use tracked::{StepError, TrackedContext};
 pub use tracker::Tracker;
+pub use watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, WatchSet, MAX_WATCHES, MAX_WATCH_NAME};

@@ -9,14 +9,18 @@
 //! - **context length**: at iteration 0, when the input is within the
 //!   buffer of the compression threshold;
 //! - **tool error**: when the agent's last message ends with the same call
-//!   failing `tool_retries_limit` times in a row.
+//!   failing `tool_retries_limit` times in a row;
+//! - **watch** (envaware's own, off by default): when a watched live
+//!   reading moved from what the context last told (see `watch`).
 
 use crate::args::argument_key;
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use crate::render::LiveFields;
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
+use crate::watch::{self, Decimal, WatchSet, MAX_WATCHES};
 
 /// The plan's task counts the tasks rule reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -171,17 +175,31 @@ pub struct Decision {
     pub context: Option<ContextLength>,
     /// The tool-error dimension.
     pub tool_error: Option<ToolError>,
+    /// The watches that fired (envaware's own; empty with none configured).
+    pub watch: WatchSet,
     /// Warnings raised while deciding.
     pub warnings: Warnings,
 }
 
 impl Decision {
     /// A decision where nothing fires.
-    pub const NONE: Decision = Decision { time: TimeDecision::NotDue, tasks: None, context: None, tool_error: None, warnings: Warnings(0) };
+    pub const NONE: Decision = Decision {
+        time: TimeDecision::NotDue,
+        tasks: None,
+        context: None,
+        tool_error: None,
+        watch: WatchSet::EMPTY,
+        warnings: Warnings(0),
+    };
 
-    /// Whether any dimension fires (extra fields never trigger by themselves).
+    /// Whether any dimension fires (extra fields never trigger by themselves;
+    /// a live field only through a watch).
     pub fn fires(&self) -> bool {
-        matches!(self.time, TimeDecision::Inject(_)) || self.tasks.is_some() || self.context.is_some() || self.tool_error.is_some()
+        matches!(self.time, TimeDecision::Inject(_))
+            || self.tasks.is_some()
+            || self.context.is_some()
+            || self.tool_error.is_some()
+            || !self.watch.is_empty()
     }
 }
 
@@ -212,7 +230,8 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     let inj = &cfg.config.injection;
     match block {
-        Block::Hint { source: Some(source), text } if source == inj.injection_source => {
+        Block::Hint { .. } => {
+            let Some(text) = our_hint(cfg, block) else { return Marks::default() };
             let parts = Joined::new(text.parts());
             if inj.strict {
                 // Only where envaware writes a field: the time first, right
@@ -231,16 +250,43 @@ pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     }
 }
 
+/// The text of `block` when it is a hint of ours (its source is the
+/// configured `injection_source`): the only blocks whose fields are read.
+#[inline(always)]
+pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<HintText<'t>> {
+    match block {
+        Block::Hint { source: Some(source), text } if source == cfg.config.injection.injection_source => Some(text),
+        _ => None,
+    }
+}
+
+/// What the context told of each watched field, by watch index: the told
+/// value, `None` when nothing was told.
+pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
+
+/// What the context's scan found besides the recorded time.
+pub(crate) struct Awareness {
+    /// Whether the agent is aware of its tasks.
+    pub(crate) tasks: bool,
+    /// The told value of each watched field.
+    pub(crate) told: Told,
+}
+
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
-/// returns whether the agent is aware of its tasks.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
+/// returns whether the agent is aware of its tasks and what the newest
+/// hint holding each watched field's tag told of it.
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> Awareness {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
+    let watches = &cfg.config.injection.watch;
+    let mut told: Told = [None; MAX_WATCHES];
+    // One bit per watch whose told value is not found yet.
+    let mut unsettled: u8 = ((1u16 << watches.len().min(MAX_WATCHES)) - 1) as u8;
     let mut index = 0;
     while let Some(msg) = conv.newest(index) {
         index += 1;
-        if time_settled && aware {
+        if time_settled && aware && unsettled == 0 {
             break;
         }
         if !scanned(cfg, &msg, step.agent_name) {
@@ -256,15 +302,28 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
                 }
             }
             aware |= m.tasks;
+            if unsettled != 0 {
+                if let Some(text) = our_hint(cfg, block) {
+                    for (i, (name, _)) in watches.iter().enumerate() {
+                        if unsettled & (1 << i) == 0 {
+                            continue;
+                        }
+                        if let Some(value) = watch::told_in(cfg, text, name) {
+                            told[i] = value;
+                            unsettled &= !(1 << i);
+                        }
+                    }
+                }
+            }
         }
     }
-    aware
+    Awareness { tasks: aware, told }
 }
 
 /// Where the first field starts in a hint envaware rendered: after the
 /// template's text before its first `{runtime_state}`. `None` when the hint
 /// does not start with that text.
-fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
+pub(crate) fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
     let prefix = cfg.config.injection.template.get(..cfg.state_start)?;
     hint.starts_with_at(0, prefix).then_some(prefix.len())
 }
@@ -523,22 +582,31 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     (count >= limit).then_some(ToolError { count, result })
 }
 
-/// Decides every dimension for one step.
-pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
-    decide_with(cfg, conv, step, now, |on_time_hint| scan(cfg, conv, step, on_time_hint))
-}
-
-/// Decides every dimension for one step, with the context's awareness read
-/// by `awareness`: it calls its argument with the newest hint of ours that
-/// records a time (its text, or what it reads to), if any, and returns whether the agent is aware of its
-/// tasks. [`scan`] reads it from the whole context; a
-/// [`Tracker`](crate::tracker::Tracker) from what it observed.
-pub(crate) fn decide_with<C: Conversation>(
+/// Decides every dimension for one step; `readings` holds the watched
+/// fields' readings (`&()` when none were read: no watch fires).
+pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
     cfg: &ValidConfig<'_>,
     conv: &C,
     step: &Step<'_>,
     now: Option<Timestamp>,
-    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
+    readings: &L,
+) -> Decision {
+    decide_with(cfg, conv, step, now, readings, |on_time_hint| scan(cfg, conv, step, on_time_hint))
+}
+
+/// Decides every dimension for one step, with the context's awareness read
+/// by `awareness`: it calls its argument with the newest hint of ours that
+/// records a time (its text, or what it reads to), if any, and returns
+/// whether the agent is aware of its tasks and what was told of each
+/// watched field. [`scan`] reads it from the whole context; a
+/// [`Tracker`](crate::tracker::Tracker) from what it observed.
+pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    step: &Step<'_>,
+    now: Option<Timestamp>,
+    readings: &L,
+    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> Awareness,
 ) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
@@ -567,9 +635,21 @@ pub(crate) fn decide_with<C: Conversation>(
             }
         }
     });
-    let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
+    let tasks = (step.tasks.has_uncompleted() && !aware.tasks).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
-    Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }
+    let watch = watched(cfg, readings, &aware.told);
+    Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+}
+
+/// The watches that fire for `readings`, given what was told.
+fn watched<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, readings: &L, told: &Told) -> WatchSet {
+    let mut fired = WatchSet::EMPTY;
+    for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(told).enumerate() {
+        if w.fires(watch::reading(readings, name), *told) {
+            fired.insert(i);
+        }
+    }
+    fired
 }
 
 #[cfg(test)]

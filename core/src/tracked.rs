@@ -264,8 +264,14 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// Decides which dimensions fire, in constant time. `now` is `None`
     /// when the wall time is unknown.
     pub fn decide(&mut self, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        self.decide_with_readings(step, now, &())
+    }
+
+    /// [`decide`](Self::decide), with the watched fields' readings, as
+    /// [`Engine::decide_with_readings`].
+    pub fn decide_with_readings<L: LiveFields + ?Sized>(&mut self, step: &Step<'_>, now: Option<Timestamp>, readings: &L) -> Decision {
         let counted = Counted::new(&self.store);
-        let decision = self.tracker.decide(&counted, step, now);
+        let decision = self.tracker.decide_with_readings(&counted, step, now, readings);
         self.messages_read = counted.reads();
         decision
     }
@@ -308,7 +314,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, StepError> {
-        let decision = self.decide(step, clock.now());
+        let now = clock.now();
+        let engine = *self.engine();
+        let decision = self.decide_with_readings(step, now, engine.read_watched(live));
         self.render_step(decision, live, out)
     }
 }

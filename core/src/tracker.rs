@@ -62,7 +62,8 @@ use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, Step, TimeHint, TimeReading};
+use crate::rules::{self, Awareness, Decision, Step, TimeHint, TimeReading};
+use crate::watch::{self, Decimal, MAX_WATCHES};
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -70,6 +71,14 @@ use crate::rules::{self, Decision, Step, TimeHint, TimeReading};
 struct At {
     message: u64,
     reading: TimeReading,
+}
+
+/// The newest hint that told a watched field: the position of its message,
+/// and the value it told (`None`: the tag holds no number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Told {
+    message: u64,
+    value: Option<Decimal>,
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
@@ -87,13 +96,24 @@ pub struct Tracker<'a> {
     tasks_seen: Option<u64>,
     /// The newest message's block count when last observed.
     newest_blocks: usize,
+    /// Per watch, the newest hint of ours holding its field's tag.
+    told: [Option<Told>; MAX_WATCHES],
 }
 
 impl<'a> Tracker<'a> {
     /// A tracker for `agent_name`'s steps with `engine`, over an empty
     /// context.
     pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
-        Tracker { engine: *engine, agent_name, pushed: 0, evicted: 0, time_hint: None, tasks_seen: None, newest_blocks: 0 }
+        Tracker {
+            engine: *engine,
+            agent_name,
+            pushed: 0,
+            evicted: 0,
+            time_hint: None,
+            tasks_seen: None,
+            newest_blocks: 0,
+            told: [None; MAX_WATCHES],
+        }
     }
 
     /// A tracker that has observed all of `conversation`, oldest first: in
@@ -147,6 +167,12 @@ impl<'a> Tracker<'a> {
         if self.tasks_seen.is_some_and(|m| m < self.evicted) {
             self.tasks_seen = None;
         }
+        // Older telling hints are older messages, gone too: nothing told.
+        for told in &mut self.told {
+            if told.is_some_and(|t| t.message < self.evicted) {
+                *told = None;
+            }
+        }
     }
 
     fn observe<M: Message>(&mut self, msg: &M, first: usize) {
@@ -166,23 +192,42 @@ impl<'a> Tracker<'a> {
             if marks.tasks {
                 self.tasks_seen = Some(message);
             }
+            if let Some(text) = rules::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty()) {
+                for (told, (name, _)) in self.told.iter_mut().zip(cfg.config().injection.watch.iter()) {
+                    if let Some(value) = watch::told_in(cfg, text, name) {
+                        *told = Some(Told { message, value });
+                    }
+                }
+            }
         }
     }
 
     /// Decides as [`Engine::decide`] does, from what was observed.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
+        self.decide_with_readings(conversation, step, now, &())
+    }
+
+    /// Decides as [`Engine::decide_with_readings`] does, from what was
+    /// observed.
+    pub fn decide_with_readings<C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        conversation: &C,
+        step: &Step<'_>,
+        now: Option<Timestamp>,
+        readings: &L,
+    ) -> Decision {
         let cfg = self.engine.config();
         let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
         let in_sync = conversation.message_count() as u64 == self.message_count()
             && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
         if !in_sync || step.agent_name != self.agent_name {
-            return self.engine.decide(conversation, step, now);
+            return self.engine.decide_with_readings(conversation, step, now, readings);
         }
-        rules::decide_with(cfg, conversation, step, now, |on_time_hint| {
+        rules::decide_with(cfg, conversation, step, now, readings, |on_time_hint| {
             if let Some(at) = self.time_hint {
                 on_time_hint(TimeHint::Read(at.reading));
             }
-            self.tasks_seen.is_some()
+            Awareness { tasks: self.tasks_seen.is_some(), told: self.told.map(|t| t.and_then(|t| t.value)) }
         })
     }
 
@@ -197,7 +242,8 @@ impl<'a> Tracker<'a> {
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
-        let decision = self.decide(conversation, step, clock.now());
+        let now = clock.now();
+        let decision = self.decide_with_readings(conversation, step, now, self.engine.read_watched(live));
         self.engine.render_step(decision, conversation, live, out)
     }
 }
