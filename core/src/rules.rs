@@ -1066,4 +1066,135 @@ mod tests {
         let msgs = [SliceMessage { role: Role::User, name: AGENT, blocks: &four }];
         assert_eq!(engine.decide(&SliceConversation(&msgs), &step(), None).tool_error, None);
     }
+
+    /// An engine watching `temperature` with `w`.
+    fn watching(strict: bool, w: crate::Watch) -> Engine<'static> {
+        let list: &'static [(&'static str, crate::Watch)] = std::boxed::Box::leak(std::boxed::Box::new([("temperature", w)]));
+        with_injection(|i| (i.strict, i.watch) = (strict, crate::WatchList::Slice(list)))
+    }
+
+    fn change(c: i64) -> crate::Watch {
+        crate::Watch { change: Decimal::new(c, 0), ..Default::default() }
+    }
+
+    /// Whether the watch fires on `msgs` for a `temperature` reading (none:
+    /// no such live field), decided by the scan and by a tracker, which
+    /// must agree. No clock: only the watch can fire.
+    fn watch_fires(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], reading: Option<&str>) -> bool {
+        let conv = SliceConversation(msgs);
+        let fields = [("robot", "R2"), ("temperature", reading.unwrap_or(""))];
+        let live = crate::FieldList::Slice(if reading.is_some() { &fields } else { &fields[..1] });
+        let scanned = engine.decide_with_readings(&conv, &step(), None, &live);
+        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide_with_readings(&conv, &step(), None, &live);
+        assert_eq!(scanned, tracked);
+        assert_eq!(scanned.fires(), !scanned.watch.is_empty());
+        // Without readings no watch fires.
+        assert!(engine.decide(&conv, &step(), None).watch.is_empty());
+        scanned.watch.contains(0)
+    }
+
+    #[test]
+    fn the_told_value_is_the_newest_hint_of_ours_holding_the_tag() {
+        let engine = watching(false, change(2));
+        let told20 = [hint("<temperature>20 °C</temperature>")];
+        let told25 = [hint("x <temperature> 25.0</temperature>")];
+        // Nothing told: a reading fires.
+        assert!(watch_fires(&engine, &[], Some("20")));
+        assert!(!watch_fires(&engine, &[own(&told20)], Some("21.99 °C")));
+        assert!(watch_fires(&engine, &[own(&told20)], Some("22 °C")));
+        // The newest message's hint counts, and in a message the last block.
+        assert!(!watch_fires(&engine, &[own(&told20), own(&told25)], Some("26")));
+        assert!(watch_fires(&engine, &[own(&told25), own(&told20)], Some("26")));
+        let both = [told20[0], told25[0]];
+        assert!(!watch_fires(&engine, &[own(&both)], Some("26")));
+        // A hint of ours without the tag does not hide an older one.
+        let untagged = [hint("<current-time>x</current-time>")];
+        assert!(!watch_fires(&engine, &[own(&told20), own(&untagged)], Some("21")));
+        // Split across parts, as a list of text blocks.
+        let parts = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&["<tempera", "ture>2", "0</temperature>"]) }];
+        assert!(!watch_fires(&engine, &[own(&parts)], Some("21")));
+    }
+
+    #[test]
+    fn a_tag_without_a_number_or_a_capture_tells_nothing() {
+        let engine = watching(false, change(2));
+        let told20 = [hint("<temperature>20</temperature>")];
+        for newest in ["<temperature>unavailable</temperature>", "<temperature>20\n</temperature>", "<temperature>20"] {
+            let newer = [hint(newest)];
+            // The newest hint holding the tag hides the older 20: nothing told.
+            assert!(watch_fires(&engine, &[own(&told20), own(&newer)], Some("20")), "{newest}");
+        }
+    }
+
+    #[test]
+    fn the_told_value_is_read_from_the_blocks_the_time_rule_reads() {
+        let engine = watching(false, change(2));
+        let told = [hint("<temperature>20</temperature>")];
+        let foreign = [Block::Hint { source: Some("other"), text: HintText::Single("<temperature>20</temperature>") }];
+        assert!(watch_fires(&engine, &[own(&foreign)], Some("20")));
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &told }];
+        assert!(watch_fires(&engine, &user, Some("20")));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &told }];
+        assert!(!watch_fires(&engine, &other, Some("20")));
+        // Strict mode: only this agent's own hints, and only where envaware
+        // writes a field (first in the state, or on a line of its own).
+        let strict = watching(true, change(2));
+        let first = [hint(framed("<temperature>20</temperature>"))];
+        let own_line = [hint(framed("<tasks>t</tasks>\n<temperature>20</temperature>"))];
+        let inline = [hint(framed("<tasks>t <temperature>20</temperature></tasks>"))];
+        assert!(!watch_fires(&strict, &[own(&first)], Some("20")));
+        assert!(!watch_fires(&strict, &[own(&own_line)], Some("20")));
+        assert!(watch_fires(&strict, &[own(&inline)], Some("20")));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &first }];
+        assert!(watch_fires(&strict, &other, Some("20")));
+    }
+
+    #[test]
+    fn an_unavailable_or_missing_reading_never_fires() {
+        let engine = watching(false, change(2));
+        for reading in [Some(crate::UNAVAILABLE), Some("n/a"), None] {
+            assert!(!watch_fires(&engine, &[], reading), "{reading:?}");
+        }
+    }
+
+    #[test]
+    fn above_and_below_fire_on_crossing_with_hysteresis_through_the_decision() {
+        let d = |t| Decimal::parse(t);
+        let above = watching(false, crate::Watch { above: d("28"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+        let below = watching(false, crate::Watch { below: d("10"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+        let told = |t: &'static str| [hint(std::boxed::Box::leak(std::format!("<temperature>{t}</temperature>").into_boxed_str()))];
+        for (engine, t, v, fires) in [
+            (&above, "28", "28.5", true),
+            (&above, "27", "28", false),
+            (&above, "29", "27.5", true),
+            (&above, "29", "27.6", false),
+            (&below, "10", "9.5", true),
+            (&below, "11", "10", false),
+            (&below, "9", "10.5", true),
+            (&below, "9", "10.4", false),
+        ] {
+            let blocks = told(t);
+            assert_eq!(watch_fires(engine, &[own(&blocks)], Some(v)), fires, "{t} -> {v}");
+        }
+    }
+
+    #[test]
+    fn a_fired_watch_renders_the_usual_hint_with_the_event_flag() {
+        let engine = watching(false, change(2));
+        let told = [hint("<temperature>20</temperature>")];
+        let conv = SliceConversation(&[own(&told)]);
+        let mut live = crate::FieldList::Slice(&[("temperature", "23 °C")]);
+        let mut out = [0u8; 512];
+        let mut clock = crate::FixedClock::at(Timestamp::from_unix_seconds(NOW));
+        let outcome = engine.step(&conv, &step(), &mut clock, &mut live, &mut out).unwrap();
+        assert!(outcome.decision.watch.contains(0) && outcome.event);
+        // The time fired too (no recorded time); the live field is written as with any hint.
+        let hint = outcome.hint.unwrap();
+        assert!(hint.contains("<current-time>") && hint.ends_with("<temperature>23 °C</temperature>\n</system-reminder>"), "{hint}");
+        // Only the watch: no time, since the clock is unset.
+        let d = engine.decide_with_readings(&conv, &step(), None, &live);
+        assert_eq!(d, Decision { time: TimeDecision::Skipped(TimeSkipped::ClockUnset), watch: d.watch, ..Decision::NONE });
+        let hint = engine.render(&d, &conv, &live, &mut out).unwrap().unwrap();
+        assert_eq!(hint, framed("<temperature>23 °C</temperature>"));
+    }
 }

@@ -269,33 +269,37 @@ mod tests {
         Push { name: bool, blocks: Vec<u8> },
         Append { blocks: Vec<u8> },
         Compact(usize),
-        Step { pending: u64, advance_min: i64 },
+        Step { pending: u64, advance_min: i64, reading: u8 },
     }
 
     fn op() -> impl Strategy<Value = Op> {
-        let blocks = proptest::collection::vec(0u8..8, 0..4);
+        let blocks = proptest::collection::vec(0u8..10, 0..4);
         prop_oneof![
             Just(Op::User),
             (any::<bool>(), blocks.clone()).prop_map(|(name, blocks)| Op::Push { name, blocks }),
             blocks.prop_map(|blocks| Op::Append { blocks }),
             (0usize..4).prop_map(Op::Compact),
-            (0u64..2, -40i64..90).prop_map(|(pending, advance_min)| Op::Step { pending, advance_min }),
+            (0u64..2, -40i64..90, 0u8..12).prop_map(|(pending, advance_min, reading)| Op::Step { pending, advance_min, reading }),
         ]
     }
 
     fn hint_text(kind: u8, now: Timestamp) -> String {
         let mut t = String::new();
         crate::time::format_time(&mut t, "%Y-%m-%dT%H:%M:%S", now, crate::time::Zone::Utc).unwrap();
+        // A told temperature that moves with the clock: 20 to 24.5.
+        let told = std::format!("{}.{}", 20 + (now.unix_micros() / 60_000_000) % 5, (now.unix_micros() / 60_000_000) % 2 * 5);
         match kind {
             0 => std::format!("<current-time>{t}</current-time>"),
             1 => String::from("<tasks>x</tasks>"),
-            _ => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
+            2 => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
+            _ => std::format!("<current-time>{t}</current-time>\n<temperature>{told} °C</temperature>"),
         }
     }
 
-    fn block_of<'a>(code: u8, texts: &'a [String; 3]) -> Block<'a> {
+    fn block_of<'a>(code: u8, texts: &'a [String; 4]) -> Block<'a> {
         match code {
             0..=2 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) },
+            8 | 9 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[3]) },
             3 => Block::Hint { source: Some("other"), text: HintText::Single(&texts[0]) },
             4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
             5 => Block::ToolCall { id: "c", name: "Bash", input: "{}" },
@@ -304,14 +308,14 @@ mod tests {
         }
     }
 
-    fn run(strict: bool, ops: &[Op]) -> Result<(), TestCaseError> {
-        let config = Config { injection: crate::config::InjectionConfig { strict, ..Default::default() }, ..Default::default() };
+    fn run(strict: bool, watch: crate::WatchList<'_>, ops: &[Op]) -> Result<(), TestCaseError> {
+        let config = Config { injection: crate::config::InjectionConfig { strict, watch, ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
         let mut store: ContextStore<6, 12, 1024> = ContextStore::new();
         let mut tracker = Tracker::new(&engine, AGENT);
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         for op in ops {
-            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now)];
+            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now), hint_text(3, now)];
             let result = match op {
                 Op::User => store.push_message(Role::User, "user", &[Block::Other]).map(|a| (a, true, 0)),
                 Op::Push { name, blocks } => {
@@ -328,7 +332,7 @@ mod tests {
                     tracker.evict_oldest(gone);
                     continue;
                 }
-                Op::Step { pending, advance_min } => {
+                Op::Step { pending, advance_min, reading } => {
                     now = Timestamp(now.unix_micros() + advance_min * 60_000_000);
                     let step = Step {
                         agent_name: AGENT,
@@ -337,10 +341,14 @@ mod tests {
                         input_tokens: 0,
                         context_size: 1000,
                     };
-                    let full = engine.decide(&store, &step, Some(now));
-                    prop_assert_eq!(tracker.decide(&store, &step, Some(now)), full);
+                    // Readings 18 to 23.5, or unavailable.
+                    let text = std::format!("{}.{} °C", 18 + reading / 2, reading % 2 * 5);
+                    let fields = [("temperature", if *reading == 11 { crate::UNAVAILABLE } else { text.as_str() })];
+                    let mut live = crate::FieldList::Slice(&fields);
+                    let full = engine.decide_with_readings(&store, &step, Some(now), &live);
+                    prop_assert_eq!(tracker.decide_with_readings(&store, &step, Some(now), &live), full);
                     let mut buf = [0u8; 1024];
-                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
+                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut live, &mut buf).unwrap();
                     prop_assert_eq!(outcome.decision, full);
                     continue;
                 }
@@ -365,7 +373,15 @@ mod tests {
         /// full scan at every step.
         #[test]
         fn tracker_matches_full_scan(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
-            run(strict, &ops)?;
+            run(strict, crate::WatchList::EMPTY, &ops)?;
+        }
+
+        /// The same with a watch: the told values kept as hints are
+        /// appended and evicted decide as the scan reads them.
+        #[test]
+        fn tracker_matches_full_scan_with_a_watch(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
+            let w = crate::Watch { change: Decimal::new(2, 0), above: Decimal::new(22, 0), hysteresis: Decimal::new(5, 1).unwrap_or_default(), ..Default::default() };
+            run(strict, crate::WatchList::Slice(&[("temperature", w)]), &ops)?;
         }
     }
 
