@@ -304,13 +304,14 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
             aware |= m.tasks;
             if unsettled != 0 {
                 if let Some(text) = our_hint(cfg, block) {
-                    for (i, (name, _)) in watches.iter().enumerate() {
-                        if unsettled & (1 << i) == 0 {
+                    for (i, (slot, (name, _))) in told.iter_mut().zip(watches.iter()).enumerate() {
+                        let bit = 1 << i; // i < MAX_WATCHES <= 8
+                        if unsettled & bit == 0 {
                             continue;
                         }
                         if let Some(value) = watch::told_in(cfg, text, name) {
-                            told[i] = value;
-                            unsettled &= !(1 << i);
+                            *slot = value;
+                            unsettled &= !bit;
                         }
                     }
                 }

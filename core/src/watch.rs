@@ -66,33 +66,33 @@ impl Decimal {
     /// number of bytes it took (whitespace included). `None` when there is
     /// none, or it does not fit.
     pub fn leading(bytes: impl IntoIterator<Item = u8>) -> Option<(Decimal, usize)> {
-        let mut it = bytes.into_iter().peekable();
+        // One byte of lookahead, by hand: `Peekable::next_if` asserts.
+        let mut it = bytes.into_iter();
+        let mut next = it.next();
         let mut taken = 0;
-        while it.next_if(u8::is_ascii_whitespace).is_some() {
-            taken += 1;
+        while next.is_some_and(|b| b.is_ascii_whitespace()) {
+            (next, taken) = (it.next(), taken + 1);
         }
-        let negative = match it.next_if(|b| *b == b'+' || *b == b'-') {
-            Some(sign) => {
-                taken += 1;
-                sign == b'-'
-            }
-            None => false,
-        };
-        let mut whole: i128 = 0;
+        let negative = next == Some(b'-');
+        if matches!(next, Some(b'+' | b'-')) {
+            (next, taken) = (it.next(), taken + 1);
+        }
+        let mut units: i128 = 0;
         let mut digits = 0;
-        while let Some(d) = it.next_if(u8::is_ascii_digit) {
-            (taken, digits) = (taken + 1, digits + 1);
-            whole = whole.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
+        while let Some(d) = next.filter(u8::is_ascii_digit) {
+            (next, taken, digits) = (it.next(), taken + 1, digits + 1);
+            units = units.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
         }
         if digits == 0 {
             return None;
         }
-        let mut units = whole.checked_mul(ONE)?;
-        if it.next_if_eq(&b'.').is_some() {
+        units = units.checked_mul(ONE)?;
+        if next == Some(b'.') {
+            next = it.next();
             let mut place = ONE;
             let mut fraction = 0;
-            while let Some(d) = it.next_if(u8::is_ascii_digit) {
-                fraction += 1;
+            while let Some(d) = next.filter(u8::is_ascii_digit) {
+                (next, fraction) = (it.next(), fraction + 1);
                 place /= 10;
                 // Past the 18th digit only zeros fit.
                 if place == 0 && d != b'0' {
