@@ -137,6 +137,7 @@ fn config_default() -> CaseConfig {
         deprecated_buffer: false,
         compression_tool: false,
         context_size: 0,
+        watch: 0,
     }
 }
 

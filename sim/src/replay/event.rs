@@ -73,6 +73,8 @@ pub(super) enum Event {
     /// The number of newest messages to keep.
     Compress(usize),
     Step(StepEvent),
+    /// Live readings for the following steps (envaware's own).
+    Read(scenario::Readings),
 }
 
 impl Event {
@@ -124,6 +126,7 @@ impl Event {
                 Value::Number(n) => n.as_u64().ok_or("compress: expected a count of messages to keep")? as usize,
                 _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
             }),
+            "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "step" => Event::Step(match value {
                 Value::Null => StepEvent::default(),
                 _ => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
@@ -131,7 +134,7 @@ impl Event {
             other => {
                 return Err(format!(
                     "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \
-                     reply, context, tasks, tokens, compress or step)"
+                     reply, context, tasks, tokens, compress, read or step)"
                 ))
             }
         })

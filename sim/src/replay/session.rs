@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use super::event::{ConfigEvent, Event, UserEvent};
 use super::{format_instant, Options, ReplayError, Summary};
 use crate::plot::{self, StepRecord};
-use crate::scenario::{self, Evaluation, SimConfigBuf, VecConversation};
+use crate::scenario::{self, Evaluation, Readings, SimConfigBuf, VecConversation};
 
 /// Where a replay writes, and how.
 pub(super) struct Output<'a, 'e> {
@@ -35,7 +35,13 @@ struct ScenarioOut<'a> {
     input_tokens: i64,
     cur_iter: u64,
     tasks: &'a [Value],
+    #[serde(skip_serializing_if = "readings_empty")]
+    readings: &'a Readings,
     context: &'a [Value],
+}
+
+fn readings_empty(r: &&Readings) -> bool {
+    r.0.is_empty()
 }
 
 /// The session as the replay holds it.
@@ -48,6 +54,8 @@ pub(super) struct Session {
     pub(super) tasks: Vec<Value>,
     pub(super) context: Vec<Value>,
     pub(super) clock: Option<Timestamp>,
+    /// The live readings (`read` events), kept until set again.
+    readings: Readings,
     /// The current reply's number (its message id is `reply-N`).
     reply: u64,
     /// Steps run in the current reply: the next step's `cur_iter`.
@@ -78,6 +86,7 @@ impl Session {
             tasks: Vec::new(),
             context: Vec::new(),
             clock: None,
+            readings: Readings::default(),
             reply: 0,
             iter_in_reply: 0,
             last_call: None,
@@ -179,6 +188,7 @@ impl Session {
             Event::Tasks(tasks) => self.tasks = tasks,
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line),
+            Event::Read(readings) => self.readings.set(readings),
             Event::Step(step) => {
                 if let Some(tokens) = step.tokens {
                     self.input_tokens = tokens;
@@ -314,12 +324,14 @@ impl Session {
         if let Some(emit) = output.emit.as_deref_mut() {
             self.emit_scenario(cur_iter, emit)?;
         }
-        let ran = run_engine(&engine, &conversation, &step, self.clock, opts.hint_capacity);
+        let ran = run_engine(&engine, &conversation, &step, self.clock, &mut self.readings, opts.hint_capacity);
         self.summary.steps += 1;
         let source = engine.config().config().injection.injection_source.to_string();
         self.record(&engine, &conversation, &ran, &source, line);
         if opts.json {
-            let mut json_line = Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone() }.to_json();
+            let watch = scenario::fired_watches(&engine, &ran.decision);
+            let mut json_line =
+                Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone(), watch }.to_json();
             if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
                 m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
             }
@@ -345,6 +357,7 @@ impl Session {
                 input_tokens: self.input_tokens,
                 cur_iter,
                 tasks: &self.tasks,
+                readings: &self.readings,
                 context: &self.context,
             };
             serde_json::to_writer(&mut *emit, &scenario).map_err(io::Error::from)?;
@@ -383,7 +396,7 @@ impl Session {
     /// The readable report of one step.
     fn report(&self, ran: &Ran, cur_iter: u64, line: usize) -> String {
         let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
-        let fired = fired(&ran.decision);
+        let fired = fired(&ran.decision, &ran.watched);
         let at = if line == 0 { "the dump".to_string() } else { format!("line {line}, reply {}", self.reply) };
         let mut report = format!("step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n", self.summary.steps, self.input_tokens);
         match &ran.hint {
@@ -432,6 +445,8 @@ struct Ran {
     warnings: Vec<String>,
     /// With `--hint-capacity`: the hint did not fit the device's buffer.
     too_long: Option<HintTooLong>,
+    /// The watched fields whose watch fired.
+    watched: Vec<String>,
 }
 
 /// Runs the engine. With `hint_capacity` the first try is the device's
@@ -441,6 +456,7 @@ fn run_engine(
     conversation: &VecConversation,
     step: &Step<'_>,
     clock: Option<Timestamp>,
+    readings: &mut Readings,
     hint_capacity: Option<usize>,
 ) -> Ran {
     let mut clock = FixedClock(clock);
@@ -448,10 +464,11 @@ fn run_engine(
     let mut size = hint_capacity.unwrap_or(4096);
     loop {
         let mut text = vec![0u8; size];
-        match engine.step(conversation, step, &mut clock, &mut (), &mut text) {
+        match engine.step(conversation, step, &mut clock, readings, &mut text) {
             Ok(o) => {
                 let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
-                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long };
+                let watched = scenario::fired_watches(engine, &o.decision).unwrap_or_default();
+                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long, watched };
             }
             Err(e) => {
                 if hint_capacity.is_some() && too_long.is_none() {
@@ -464,7 +481,7 @@ fn run_engine(
 }
 
 /// The dimensions a decision fired, as the report names them.
-fn fired(decision: &Decision) -> Vec<String> {
+fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     let mut fired = Vec::new();
     match decision.time {
         TimeDecision::Inject(_) => fired.push("time".to_string()),
@@ -482,6 +499,7 @@ fn fired(decision: &Decision) -> Vec<String> {
     if let Some(t) = decision.tool_error {
         fired.push(format!("tool-error x{}", t.count));
     }
+    fired.extend(watched.iter().map(|name| format!("watch {name}")));
     fired
 }
 
