@@ -75,6 +75,13 @@ impl<'a> Engine<'a> {
         rules::decide(&self.config, conversation, step, now, readings)
     }
 
+    /// What the context told of each watched field, by watch index (`None`:
+    /// nothing told), as the watch rule reads it for `agent_name`'s steps:
+    /// a full scan, for tools that show it (the tracker keeps its own).
+    pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::Decimal>; crate::MAX_WATCHES] {
+        rules::told(&self.config, conversation, agent_name)
+    }
+
     /// Reads the watched fields before a decision: [`LiveFields::refresh_watched`]
     /// when a watch is configured, else nothing.
     pub(crate) fn read_watched<'l, L: LiveFields + ?Sized>(&self, live: &'l mut L) -> &'l L {

@@ -583,6 +583,13 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     (count >= limit).then_some(ToolError { count, result })
 }
 
+/// What the context told of each watched field, by the scan the decisions
+/// use (for tools that show it).
+pub(crate) fn told<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Told {
+    let step = Step { agent_name, tasks: TaskCounts::default(), cur_iter: 0, input_tokens: 0, context_size: 0 };
+    scan(cfg, conv, &step, &mut |_| {}).told
+}
+
 /// Decides every dimension for one step; `readings` holds the watched
 /// fields' readings (`&()` when none were read: no watch fires).
 pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
@@ -1197,5 +1204,7 @@ mod tests {
         assert_eq!(d, Decision { time: TimeDecision::Skipped(TimeSkipped::ClockUnset), watch: d.watch, ..Decision::NONE });
         let hint = engine.render(&d, &conv, &live, &mut out).unwrap().unwrap();
         assert_eq!(hint, framed("<temperature>23 °C</temperature>"));
+        assert_eq!(engine.told(&conv, AGENT)[0], Decimal::parse("20"));
+        assert_eq!(engine.told(&SliceConversation(&[]), AGENT), [None; MAX_WATCHES]);
     }
 }

@@ -84,3 +84,24 @@ fn the_greenhouse_watch_trace_fires_where_the_rule_says() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1: read: expected an object of field name to text or null"));
 }
+
+/// The timeline gets a watch lane and a panel per watched field, with a
+/// mark per reading saying what was told and whether it fired.
+#[test]
+fn the_timeline_draws_a_watch_lane_and_a_panel_per_watched_field() {
+    let trace = workspace().join("examples/greenhouse-watch.trace.jsonl");
+    let svg_path = std::env::temp_dir().join(format!("envaware-watch-{}.svg", std::process::id()));
+    let out = Command::new(SIM).args(["replay", "--plot"]).arg(&svg_path).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let _ = std::fs::remove_file(&svg_path);
+    assert!(svg.contains("watch temperature: readings, the value last told"), "no watch panel");
+    assert!(svg.contains("height=\"1100\""), "one 240-pixel panel added");
+    // The lane marks the five steps that fired.
+    assert_eq!(svg.matches("<title>watch at step ").count(), 5);
+    // The panel: one mark per available reading (8 of 9 steps), each
+    // saying what was told.
+    assert_eq!(svg.matches("<title>watch temperature at step ").count(), 8);
+    assert!(svg.contains("27.6 °C (told 29)</title>"), "step 6's reading against the 29 told at step 5, quiet");
+    assert!(svg.contains("20.0 °C (nothing told), fired"));
+}

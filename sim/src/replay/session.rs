@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::event::{ConfigEvent, Event, UserEvent};
 use super::{format_instant, Options, ReplayError, Summary};
-use crate::plot::{self, StepRecord};
+use crate::plot::{self, StepRecord, WatchRecord};
 use crate::scenario::{self, Evaluation, Readings, SimConfigBuf, VecConversation};
 
 /// Where a replay writes, and how.
@@ -390,7 +390,33 @@ impl Session {
             told_at: plot::newest_time_hint(conversation, source)
                 .and_then(|text| self.told.iter().rev().find(|(t, _)| t == text).map(|(_, at)| *at)),
             compressions: std::mem::take(&mut self.compressions),
+            watches: self.watch_records(engine, conversation, decision),
         });
+    }
+
+    /// Each watched field at this step, for the plot.
+    fn watch_records(&self, engine: &Engine<'_>, conversation: &VecConversation, decision: &Decision) -> Vec<WatchRecord> {
+        let told = engine.told(conversation, &self.agent_name);
+        let watches = engine.config().config().injection.watch;
+        let approx = |d: Option<envaware::Decimal>| d.map(plot::approx);
+        watches
+            .iter()
+            .enumerate()
+            .map(|(i, (field, w))| {
+                let reading = self.readings.get(field).unwrap_or(envaware::UNAVAILABLE).to_string();
+                WatchRecord {
+                    field: field.to_string(),
+                    value: approx(envaware::Decimal::leading(reading.bytes()).map(|(d, _)| d)),
+                    reading,
+                    told: approx(told.get(i).copied().flatten()),
+                    change: approx(w.change),
+                    above: approx(w.above),
+                    below: approx(w.below),
+                    hysteresis: plot::approx(w.hysteresis),
+                    fired: decision.watch.contains(i),
+                }
+            })
+            .collect()
     }
 
     /// The readable report of one step.
