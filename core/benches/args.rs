@@ -1,13 +1,13 @@
 //! Tool-argument equality: how fast `argument_key` reads arguments of each
 //! shape, in bytes per second.
 //!
-//! `cargo xtask bench-args` runs this with `host-arguments` (so the deep
-//! input is compared as the reference compares it), then Python's
+//! It measures `HostCapacity` (so the deep input is compared as the
+//! reference compares it); `cargo xtask bench-args` runs it, then Python's
 //! `json.dumps(json.loads(raw), sort_keys=True)` on the same texts, which
 //! this benchmark writes to `target/bench-args/`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use envaware::args::{write_canonical, Canonical, Sink, MAX_DEPTH};
+use envaware::args::{Canonical, Capacity, HostCapacity, Sink};
 use std::hint::black_box;
 use std::path::PathBuf;
 
@@ -81,7 +81,7 @@ fn deep(depth: usize) -> String {
 }
 
 /// The inputs, by name. The deep one beyond 32 levels only where the
-/// capacity allows it (with `host-arguments`).
+/// capacity allows it.
 fn inputs() -> Vec<(&'static str, String)> {
     let mut v = vec![
         (
@@ -96,7 +96,7 @@ fn inputs() -> Vec<(&'static str, String)> {
         ("file_125k", file_text(125_000)),
         ("deep_32", deep(32)),
     ];
-    if MAX_DEPTH >= 900 {
+    if HostCapacity::MAX_DEPTH >= 900 {
         v.push(("deep_900", deep(900)));
     }
     v
@@ -114,10 +114,10 @@ fn arguments(c: &mut Criterion) {
     let mut group = c.benchmark_group("args");
     for (name, raw) in inputs() {
         // Only a canonicalized input measures the canonicalizer.
-        assert_eq!(write_canonical(&raw, &mut Discard), Canonical::Json, "{name}");
+        assert_eq!(HostCapacity::write_canonical(&raw, &mut Discard), Canonical::Json, "{name}");
         std::fs::write(dir.join(format!("{name}.json")), &raw).expect("write the input for Python");
         group.throughput(Throughput::Bytes(raw.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(name), &raw, |b, raw| b.iter(|| envaware::args::argument_key(black_box(raw))));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &raw, |b, raw| b.iter(|| HostCapacity::argument_key(black_box(raw))));
     }
     group.finish();
 }

@@ -1,9 +1,4 @@
 //! The wall clock the time rule reads, as a trait the caller plugs in.
-//!
-//! A device may not know the wall time yet (an RTC never set, no network
-//! time): its clock returns `None`, and the time dimension is skipped with
-//! [`TimeSkipped::ClockUnset`](crate::TimeSkipped::ClockUnset) rather than
-//! injecting 1970.
 
 /// An instant of wall time: microseconds since the Unix epoch, UTC.
 ///
@@ -36,6 +31,11 @@ impl Timestamp {
 }
 
 /// A source of wall time.
+///
+/// A device may not know the wall time yet (an RTC never set, no network
+/// time): its clock returns `None`, and the time dimension is skipped with
+/// [`TimeSkipped::ClockUnset`](crate::TimeSkipped::ClockUnset) rather than
+/// injecting 1970.
 pub trait Clock {
     /// The current wall time, or `None` while it is not known.
     fn now(&mut self) -> Option<Timestamp>;

@@ -1,11 +1,5 @@
 //! Configuration: AgentScope's `InjectionConfig` and `ContextConfig`, and
 //! their validation.
-//!
-//! Every field of the reference is here with the same name and default.
-//! [`Config::validate`] checks what the reference checks (the pydantic field
-//! constraints and `Agent._validate_configs`), plus what envaware rejects on
-//! purpose because it cannot work as documented (see the README). Loading
-//! from JSON lives in [`crate::load`].
 
 use core::fmt;
 
@@ -230,7 +224,19 @@ impl Default for ContextConfig {
     }
 }
 
-/// Both configurations, as one value.
+/// Both configurations, as one value: AgentScope's `InjectionConfig` and
+/// `ContextConfig`.
+///
+/// Every field of the reference is here with the same name and default
+/// (`Config::default()` is the reference's default configuration).
+/// [`Config::validate`] checks what the reference checks (the pydantic field
+/// constraints and `Agent._validate_configs`), plus what envaware rejects on
+/// purpose because it cannot work as documented (a `time_format` with no
+/// date part, a directive whose output would not be byte-identical; the
+/// repository's `docs/differences.md` lists each case), and gives a
+/// [`ValidConfig`]; [`Engine::new`](crate::Engine::new) validates for you.
+/// To read the configuration from AgentScope's JSON, use
+/// [`ConfigBuf`](crate::ConfigBuf).
 #[derive(Debug, Clone, Copy, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Config<'a> {
@@ -559,7 +565,10 @@ fn has_angle_bracket(text: &str) -> bool {
     text.bytes().any(|b| b == b'<' || b == b'>')
 }
 
-/// A configuration that passed [`Config::validate`].
+/// A configuration that passed [`Config::validate`]: the [`Config`] itself
+/// ([`ValidConfig::config`]), with what validation resolved once (the
+/// configured zone, the warnings to report at every step), so that no step
+/// checks it again.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ValidConfig<'a> {
@@ -572,6 +581,9 @@ pub struct ValidConfig<'a> {
     /// the text every hint envaware renders starts with (strict mode reads
     /// fields only after it).
     pub(crate) state_start: usize,
+    /// How the tool-error rule compares arguments (the device's capacity
+    /// unless [`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity) chose another).
+    pub(crate) arguments: crate::args::Comparison,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -673,7 +685,7 @@ impl<'a> Config<'a> {
         }
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.contains('\n');
-        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start })
+        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start, arguments: Default::default() })
     }
 }
 

@@ -1,9 +1,4 @@
 //! The conversation view: how the rules read an agent's context.
-//!
-//! The rules never own the context. They read it through [`Conversation`],
-//! newest message first, so a caller can keep its messages anywhere: in the
-//! fixed-capacity [`ContextStore`](crate::store::ContextStore) shipped with
-//! this crate, in a host `Vec`, or in flash.
 
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,6 +159,11 @@ impl<M: Message + ?Sized> Message for &M {
 }
 
 /// A conversation the rules can read, newest message first.
+///
+/// The rules never own the context. They read it through [`Conversation`],
+/// newest message first, so a caller can keep its messages anywhere: in the
+/// fixed-capacity [`ContextStore`](crate::store::ContextStore) shipped with
+/// this crate, in a host `Vec`, or in flash.
 pub trait Conversation {
     /// The view of one message.
     type Message<'m>: Message

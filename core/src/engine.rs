@@ -1,5 +1,6 @@
 //! The engine: one call per reasoning step, from context to hint.
 
+use crate::args::{Capacity, Comparison};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, ValidConfig, Warning};
 use crate::conversation::Conversation;
@@ -36,6 +37,15 @@ pub struct Outcome<'b> {
 /// assert!(outcome.hint.unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
+///
+/// # The hint text
+///
+/// The fields are `<key>value</key>` lines in the reference's dict order:
+/// `current-time`, `timezone`, `tasks`, `context-length`, `tool-error`, then
+/// the extra fields with `dict.update` semantics (a colliding key keeps its
+/// place and takes the new value). Every `{runtime_state}` in the template is
+/// replaced, and the tool-error hint is `hint.replace("{tool_name}",
+/// name).replace("{count}", count)`, all streamed: nothing is materialized.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Engine<'a> {
@@ -46,6 +56,27 @@ impl<'a> Engine<'a> {
     /// Validates `config` and builds the engine.
     pub fn new(config: Config<'a>) -> Result<Self, ConfigError> {
         Ok(Engine { config: config.validate()? })
+    }
+
+    /// The engine with tool arguments compared at capacity `C` by the
+    /// tool-error rule. [`Engine::new`] compares at
+    /// [`DeviceCapacity`](crate::args::DeviceCapacity) (32 levels, under
+    /// 1 KB of stack); a host that must match AgentScope on every argument
+    /// it answers (up to about 985 levels) takes
+    /// [`HostCapacity`](crate::args::HostCapacity). A program links only the
+    /// capacities it names. Trackers and tracked contexts built from the
+    /// engine keep its choice.
+    ///
+    /// ```
+    /// use envaware::args::HostCapacity;
+    /// use envaware::{Config, Engine};
+    ///
+    /// let engine = Engine::new(Config::default())?.with_argument_capacity::<HostCapacity>();
+    /// # Ok::<(), envaware::ConfigError>(())
+    /// ```
+    pub fn with_argument_capacity<C: Capacity>(mut self) -> Self {
+        self.config.arguments = Comparison::of::<C>();
+        self
     }
 
     /// The validated configuration.

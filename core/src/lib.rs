@@ -1,30 +1,35 @@
 #![doc = include_str!("../README.md")]
 //!
-//! ## Where each rule lives
+//! ## Map of the crate
 //!
-//! The types a user needs are at the crate root; the modules behind them are
-//! private, except [`args`] (tool-argument equality, for callers who compare
-//! arguments themselves) and `wire` (feature `wire`: AgentScope JSON output).
-//! The crate reads in layers, one private module each: `config` (the two
-//! configurations and their validation) and `load` (JSON with pydantic's lax
-//! coercions), `clock`, `time` (Python-exact strftime/strptime over
-//! chrono-tz, with `zone_rules` past 2099 and `iana` for zones a build left
-//! out), `conversation` (how the rules read a context) and `store` (a
-//! fixed-capacity context), `json` and `args` (tool-argument equality),
-//! `rules` (the four dimensions), `render` (the hint text), `engine` (one
-//! call per step), `tracker` (the same decisions in constant time per step),
-//! `tracked` (a store and its tracker in one), `live` (live readings) and
-//! `watch` (environment-change triggers, envaware's own).
+//! Every type a user needs is at the crate root, one path each; the modules
+//! behind them are private, except [`args`] (tool-argument equality, for
+//! callers who compare arguments themselves) and `wire` (feature `wire`:
+//! AgentScope JSON out). Each type's page explains its concept.
 //!
-//! | dimension | decided in | by |
+//! | concept | types |
+//! |---|---|
+//! | configuration | [`Config`] ([`InjectionConfig`], [`ContextConfig`]) validated into [`ValidConfig`]; [`ConfigBuf`] reads it from AgentScope's JSON; [`ConfigError`], [`LoadError`], [`Warning`] |
+//! | one step | [`Engine`] (decide, render, or both), [`Step`] and [`TaskCounts`] in, [`Decision`] and [`Outcome`] out, [`HintTooLong`] |
+//! | the context | [`Conversation`] and [`Message`] over [`Block`]s (your own storage, or [`SliceConversation`]); [`ContextStore`], a fixed-capacity one |
+//! | constant-time steps | [`TrackedContext`] (a store and its tracker in one, the usual choice), or a [`Tracker`] you tell of every change to your own context |
+//! | time | [`Clock`] ([`FixedClock`], [`EpochTickClock`]), [`Timestamp`], [`Zone`] and [`resolve_zone`] |
+//! | live values | [`LiveFields`] (read when a hint is made), [`LiveReadings`] (one result per field, for async sensors) |
+//!
+//! ## Where each dimension is decided
+//!
+//! | dimension | in the [`Decision`] | what it holds |
 //! |---|---|---|
-//! | time | `rules` | `read_time_hint` (what a recorded hint says), `time_due` (compared with now) |
-//! | tasks | `rules` | `marks` (task tool calls and tasks hints, scanned or tracked) |
-//! | context length | `rules` | `context_length` |
-//! | tool error | `rules` | `tool_error` (arguments compared by `args::argument_key`): a [`ToolError`] with the count and the failing result's position, whose name [`ToolError::tool_name`] reads |
-//! | watch (envaware's own) | `watch` | `told_in` (what a hint told of a field), `Watch::fires` (compared with the reading), called by `rules` and the tracker |
-//! | the hint text | `render` | `render` (template, fields, live values; the tool name from the [`ToolError`]) |
+//! | time | [`Decision::time`] | a [`TimeDecision`]: inject the clock's [`Timestamp`], not due, or skipped with a [`TimeSkipped`] reason |
+//! | tasks | [`Decision::tasks`] | the [`TaskCounts`] to remind of |
+//! | context length | [`Decision::context`] | a [`ContextLength`]: the tokens, the trigger, whether to suggest compressing |
+//! | tool error | [`Decision::tool_error`] | a [`ToolError`]: the count of identical failed calls (arguments compared at the engine's [`args::Capacity`], the device's unless [`Engine::with_argument_capacity`] chose the host's) and the failing tool, [`ToolError::tool_name`] |
+//! | watch (envaware's own) | [`Decision::watch`] | a [`WatchSet`]: the watched fields whose reading moved from the value the context last told ([`Watch::fires`]) |
+//! | the hint text | [`Engine::render`] (or [`Engine::step`]) | the [`Outcome`]: the hint, the event flag, the [`Warnings`] |
+//!
+//! When each dimension fires, and when it fires again, is on [`Decision`].
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
@@ -40,7 +45,9 @@ mod iana;
 mod json;
 mod live;
 mod load;
+// Starts CPython: a test helper, kept out of the no_std sources.
 #[cfg(test)]
+#[path = "../tests/support/reference.rs"]
 mod reference;
 mod render;
 mod rules;
@@ -51,8 +58,35 @@ mod tracked;
 mod tracker;
 mod watch;
 #[cfg(feature = "wire")]
+#[cfg_attr(docsrs, doc(cfg(feature = "wire")))]
 pub mod wire;
 mod zone_rules;
+
+/// The code blocks of the repository's README and `docs/` pages, compiled
+/// and run as doc tests (`cargo test --doc -p envaware`) so the
+/// documentation cannot drift. Only rustdoc's doc-test pass sees them: the
+/// files are outside the published package.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    mod readme {}
+    #[doc = include_str!("../../docs/integrating.md")]
+    mod integrating {}
+    #[doc = include_str!("../../docs/differences.md")]
+    mod differences {}
+    #[doc = include_str!("../../docs/footprint.md")]
+    mod footprint {}
+    #[doc = include_str!("../../docs/time-zones.md")]
+    mod time_zones {}
+    #[doc = include_str!("../../docs/sim.md")]
+    mod sim {}
+    #[doc = include_str!("../../docs/testing.md")]
+    mod testing {}
+    #[doc = include_str!("../../docs/benchmarks.md")]
+    mod benchmarks {}
+    #[doc = include_str!("../../firmware/README.md")]
+    mod firmware {}
+}
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{

@@ -1,23 +1,4 @@
 //! Live readings that may fail, one field at a time.
-//!
-//! [`LiveFields`] reads every field in one synchronous
-//! `refresh`. A device whose sensors are async (embassy), or whose sensors
-//! fail one by one, reads them between [`Engine::decide`]
-//! and [`Engine::render_step`] instead, and records each
-//! result in a [`LiveReadings`]: a field whose reading failed, was never
-//! taken, or does not fit says [`UNAVAILABLE`] in the hint. The field is
-//! kept rather than dropped, so the agent knows the reading is missing
-//! rather than never offered (the firmware's TMP105 does the same).
-//!
-//! ```
-//! use envaware::{LiveFields, LiveReadings, UNAVAILABLE};
-//!
-//! let mut live: LiveReadings<'_, 2, 16> = LiveReadings::new(["temperature", "humidity"]);
-//! live.record(0, Ok::<_, ()>(format_args!("{} °C", 21.5)));
-//! live.record(1, Err::<f32, _>("bus error"));
-//! assert_eq!(live.field(0), Some(("temperature", "21.5 °C")));
-//! assert_eq!(live.field(1), Some(("humidity", UNAVAILABLE)));
-//! ```
 
 use core::fmt::{self, Write as _};
 
@@ -31,6 +12,25 @@ pub const UNAVAILABLE: &str = "unavailable";
 /// `N` live fields with fixed keys, each holding its last reading (at most
 /// `VALUE` bytes) or nothing: a field without a reading says
 /// [`UNAVAILABLE`].
+///
+/// [`LiveFields`] reads every field in one synchronous
+/// `refresh`. A device whose sensors are async (embassy), or whose sensors
+/// fail one by one, reads them between [`Engine::decide`]
+/// and [`Engine::render_step`] instead, and records each
+/// result in a [`LiveReadings`]: a field whose reading failed, was never
+/// taken, or does not fit says [`UNAVAILABLE`] in the hint. The field is
+/// kept rather than dropped, so the agent knows the reading is missing
+/// rather than never offered (the firmware's TMP105 does the same).
+///
+/// ```
+/// use envaware::{LiveFields, LiveReadings, UNAVAILABLE};
+///
+/// let mut live: LiveReadings<'_, 2, 16> = LiveReadings::new(["temperature", "humidity"]);
+/// live.record(0, Ok::<_, ()>(format_args!("{} °C", 21.5)));
+/// live.record(1, Err::<f32, _>("bus error"));
+/// assert_eq!(live.field(0), Some(("temperature", "21.5 °C")));
+/// assert_eq!(live.field(1), Some(("humidity", UNAVAILABLE)));
+/// ```
 #[derive(Debug, Clone)]
 pub struct LiveReadings<'k, const N: usize, const VALUE: usize> {
     keys: [&'k str; N],

@@ -1,27 +1,4 @@
 //! Loading the configuration from JSON, with no heap.
-//!
-//! The JSON shapes are AgentScope's (`InjectionConfig`, `ContextConfig`).
-//! Values go through pydantic's lax mode as the reference's do: `"0.5"` or
-//! `true` for a number, `"4"` or `3.0` for an integer, `"yes"`/`"off"`/`1`
-//! for a boolean. Strings are unescaped into one text arena whose size the
-//! caller chooses. Unknown keys are ignored.
-//!
-//! Why not serde-json-core: pydantic's lax mode needs to see a value's JSON
-//! type before choosing how to read it, and serde-json-core has no
-//! `deserialize_any`. The loader reads with [`crate::json`], the same
-//! Python-exact reader the argument comparison uses.
-//!
-//! ```
-//! use envaware::ConfigBuf;
-//! let mut buf: ConfigBuf = ConfigBuf::new();
-//! buf.load_injection(r#"{"timezone": "Asia/Shanghai", "time_interval": "0.25",
-//!                       "template": "<r>\n{runtime_state}\n</r>", "extra_fields": {"robot": "R2"}}"#)?;
-//! let config = buf.config();
-//! assert_eq!(config.injection.time_interval, 0.25);
-//! assert_eq!(config.injection.template, "<r>\n{runtime_state}\n</r>");
-//! assert!(envaware::Engine::new(config).is_ok());
-//! # Ok::<(), envaware::LoadError>(())
-//! ```
 
 use core::fmt::{self, Write};
 
@@ -91,6 +68,29 @@ impl core::error::Error for LoadError {}
 /// Each load appends its strings to the arena and a field loaded again
 /// leaves its old text behind: to load a whole new configuration, start
 /// from [`ConfigBuf::new`] rather than loading into a used buffer.
+///
+/// The JSON shapes are AgentScope's (`InjectionConfig`, `ContextConfig`).
+/// Values go through pydantic's lax mode as the reference's do: `"0.5"` or
+/// `true` for a number, `"4"` or `3.0` for an integer, `"yes"`/`"off"`/`1`
+/// for a boolean. Strings are unescaped into one text arena whose size the
+/// caller chooses. Unknown keys are ignored.
+///
+/// Why not serde-json-core: pydantic's lax mode needs to see a value's JSON
+/// type before choosing how to read it, and serde-json-core has no
+/// `deserialize_any`. The loader reads with the crate's own Python-exact
+/// JSON reader, the one the argument comparison uses.
+///
+/// ```
+/// use envaware::ConfigBuf;
+/// let mut buf: ConfigBuf = ConfigBuf::new();
+/// buf.load_injection(r#"{"timezone": "Asia/Shanghai", "time_interval": "0.25",
+///                       "template": "<r>\n{runtime_state}\n</r>", "extra_fields": {"robot": "R2"}}"#)?;
+/// let config = buf.config();
+/// assert_eq!(config.injection.time_interval, 0.25);
+/// assert_eq!(config.injection.template, "<r>\n{runtime_state}\n</r>");
+/// assert!(envaware::Engine::new(config).is_ok());
+/// # Ok::<(), envaware::LoadError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct ConfigBuf<const TEXT: usize = 2048, const NAMES: usize = 8, const FIELDS: usize = 8> {
     text: heapless::String<TEXT>,

@@ -1,11 +1,4 @@
 //! Rendering: the hint text, written into a caller-sized buffer.
-//!
-//! The fields are `<key>value</key>` lines in the reference's dict order:
-//! `current-time`, `timezone`, `tasks`, `context-length`, `tool-error`, then
-//! the extra fields with `dict.update` semantics (a colliding key keeps its
-//! place and takes the new value). Every `{runtime_state}` in the template is
-//! replaced, and the tool-error hint is `hint.replace("{tool_name}",
-//! name).replace("{count}", count)`, all streamed: nothing is materialized.
 
 use core::fmt::{self, Write};
 

@@ -1,19 +1,6 @@
 //! The four dimensions, decided exactly as AgentScope 2.0.11's
 //! `Agent._inject_runtime_state` and `_get_repeated_tool_error` decide them.
-//!
-//! - **time**: injected when no hint of ours in the context records a time,
-//!   or when the recorded time is in the future or older than
-//!   `time_interval` hours;
-//! - **tasks**: injected when tasks are pending or in progress and the
-//!   context shows neither a task tool call nor an earlier tasks hint;
-//! - **context length**: at iteration 0, when the input is within the
-//!   buffer of the compression threshold;
-//! - **tool error**: when the agent's last message ends with the same call
-//!   failing `tool_retries_limit` times in a row;
-//! - **watch** (envaware's own, off by default): when a watched live
-//!   reading moved from what the context last told (see `watch`).
 
-use crate::args::argument_key;
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
@@ -164,6 +151,33 @@ impl Warnings {
 }
 
 /// What the rules decided for one step, before any text is rendered.
+///
+/// The four dimensions are decided exactly as AgentScope 2.0.11's
+/// `Agent._inject_runtime_state` and `_get_repeated_tool_error` decide
+/// them. What the rules read back is the context: a hint of ours appended
+/// earlier records what the agent was told, until a compression removes it.
+///
+/// - **time**: injected when no hint of ours in the context records a time,
+///   or when the recorded time is in the future or older than
+///   `time_interval` hours. It fires again once the interval has passed, the
+///   clock went back, or a compression removed the hint.
+/// - **tasks**: injected when tasks are pending or in progress and the
+///   context shows neither a task tool call nor an earlier tasks hint. It
+///   does not fire again while either is in the context, even if the counts
+///   change: only once a compression removed them.
+/// - **context length**: at iteration 0 of a reply, when the input is within
+///   the buffer of the compression threshold: at the start of every reply
+///   while it stays there.
+/// - **tool error**: when the agent's newest message ends with the same call
+///   (same tool, same arguments) failing `tool_retries_limit` times in a
+///   row. It fires at every step while the newest message still ends that
+///   way: until a new tool result or another message arrives, as AgentScope
+///   does.
+/// - **watch** (envaware's own, off by default: `injection_config.watch`):
+///   when a watched live reading moved from the value the newest hint of
+///   ours holding its tag told (a change, or crossing `above`/`below` with
+///   hysteresis), or nothing was told. It fires again once the reading
+///   moves from what that hint told, or a compression removed the hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Decision {
@@ -578,8 +592,8 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
         return None;
     }
     let mut ids = streak();
-    let newest = argument_key(call_input(last, ids.next()?));
-    let count = 1 + ids.take_while(|id| argument_key(call_input(last, id)) == newest).count() as u64;
+    let newest = cfg.arguments.key(call_input(last, ids.next()?));
+    let count = 1 + ids.take_while(|id| cfg.arguments.key(call_input(last, id)) == newest).count() as u64;
     (count >= limit).then_some(ToolError { count, result })
 }
 

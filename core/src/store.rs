@@ -1,81 +1,4 @@
 //! The fixed-capacity conversation store: an agent's context with no heap.
-//!
-//! [`ContextStore`] keeps the messages an on-device agent has exchanged, in
-//! three fixed pools sized by const generics: message slots, block slots and
-//! one text arena shared by every string (names, call ids, tool names, raw
-//! arguments, hint sources and hint texts). It implements
-//! [`Conversation`], so the rules read it directly, newest message first.
-//!
-//! # Appending
-//!
-//! A message is committed whole by [`ContextStore::push_message`]; blocks
-//! for the newest message (a tool result, an injected hint) are added by
-//! [`ContextStore::append_blocks_to_last`], as AgentScope extends the
-//! agent's own last message. A hint given as [`HintText::Parts`] is stored
-//! as one string, the concatenation of its parts: the rules read nothing
-//! else, and it is read back as [`HintText::Single`]. [`Block::Other`] keeps
-//! its place but no data.
-//!
-//! Nothing is ever half-written: every call either commits all its data or
-//! returns a [`StoreError`] and leaves the store as it was. No method
-//! panics, whatever its input.
-//!
-//! # Eviction is compression
-//!
-//! When new data does not fit, the oldest *whole* messages are evicted,
-//! oldest first, until it does: never a part of a message, and never the
-//! message being appended to. The caller learns how many went from
-//! [`Appended::evicted`]; [`ContextStore::evicted_total`] counts them all.
-//! Data that could not fit even in an empty store is refused with a
-//! [`StoreError`] before anything is evicted.
-//!
-//! This is a context compression in AgentScope's sense. In particular, when
-//! the evicted messages held the newest time injection (a hint recording
-//! `<current-time>`), the rules find no recorded time any more and inject
-//! the time again at the next step, as AgentScope does "right after a
-//! context compression"; likewise a tasks injection or task-related tool
-//! calls that were evicted no longer count. [`ContextStore::compact`]
-//! compresses deliberately, keeping only the newest messages.
-//!
-//! # Memory
-//!
-//! The store holds its pools inline; its size does not depend on what is
-//! stored. With `W` the pointer width in bytes, `size_of::<ContextStore<M, B,
-//! T>>()` is `16·M + 20·B + T + 3·W + 4`, plus padding to `W`-byte
-//! alignment: on a 32-bit microcontroller, `16·M + 20·B + T + 16` with `T`
-//! rounded up to a multiple of 4. Positions in the arena are `u32`, so the
-//! slot sizes are the same on every target. Eviction moves the remaining
-//! data to the front of each pool (a `memmove`), in time linear in what is
-//! stored; reading is constant time per string.
-//!
-//! # Example
-//!
-//! ```
-//! use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
-//! use envaware::ContextStore;
-//!
-//! # fn main() -> Result<(), envaware::StoreError> {
-//! // 8 messages, 32 blocks, 2 KiB of text.
-//! let mut store: ContextStore<8, 32, 2048> = ContextStore::new();
-//! store.push_message(Role::User, "user", &[Block::Other])?;
-//! store.push_message(
-//!     Role::Assistant,
-//!     "friday",
-//!     &[Block::ToolCall { id: "c1", name: "read", input: r#"{"path": "/a"}"# }],
-//! )?;
-//! let done = store.append_blocks_to_last(&[Block::ToolResult {
-//!     id: "c1",
-//!     name: "read",
-//!     state: ToolResultState::Error,
-//! }])?;
-//! assert_eq!(done.evicted, 0);
-//!
-//! let newest = store.newest(0).unwrap();
-//! assert_eq!(newest.name(), "friday");
-//! assert_eq!(newest.block_count(), 2);
-//! # Ok(())
-//! # }
-//! ```
 
 use core::fmt;
 
@@ -169,12 +92,89 @@ struct BlockSlot {
 ///
 /// Capacities are checked when the store is built: `MESSAGES` must be at
 /// least 1, and `BLOCKS` and `TEXT` must fit in a `u32` (a store that
-/// breaks this does not compile). See the module docs for the
-/// eviction rule and the memory cost.
+/// breaks this does not compile). The
+/// eviction rule and the memory cost are below.
 ///
 /// ```compile_fail
 /// // No room for a message: refused at compile time.
 /// let store = envaware::ContextStore::<0, 4, 64>::new();
+/// ```
+///
+/// [`ContextStore`] keeps the messages an on-device agent has exchanged, in
+/// three fixed pools sized by const generics: message slots, block slots and
+/// one text arena shared by every string (names, call ids, tool names, raw
+/// arguments, hint sources and hint texts). It implements
+/// [`Conversation`], so the rules read it directly, newest message first.
+///
+/// # Appending
+///
+/// A message is committed whole by [`ContextStore::push_message`]; blocks
+/// for the newest message (a tool result, an injected hint) are added by
+/// [`ContextStore::append_blocks_to_last`], as AgentScope extends the
+/// agent's own last message. A hint given as [`HintText::Parts`] is stored
+/// as one string, the concatenation of its parts: the rules read nothing
+/// else, and it is read back as [`HintText::Single`]. [`Block::Other`] keeps
+/// its place but no data.
+///
+/// Nothing is ever half-written: every call either commits all its data or
+/// returns a [`StoreError`] and leaves the store as it was. No method
+/// panics, whatever its input.
+///
+/// # Eviction is compression
+///
+/// When new data does not fit, the oldest *whole* messages are evicted,
+/// oldest first, until it does: never a part of a message, and never the
+/// message being appended to. The caller learns how many went from
+/// [`Appended::evicted`]; [`ContextStore::evicted_total`] counts them all.
+/// Data that could not fit even in an empty store is refused with a
+/// [`StoreError`] before anything is evicted.
+///
+/// This is a context compression in AgentScope's sense. In particular, when
+/// the evicted messages held the newest time injection (a hint recording
+/// `<current-time>`), the rules find no recorded time any more and inject
+/// the time again at the next step, as AgentScope does "right after a
+/// context compression"; likewise a tasks injection or task-related tool
+/// calls that were evicted no longer count. [`ContextStore::compact`]
+/// compresses deliberately, keeping only the newest messages.
+///
+/// # Memory
+///
+/// The store holds its pools inline; its size does not depend on what is
+/// stored. With `W` the pointer width in bytes, `size_of::<ContextStore<M, B,
+/// T>>()` is `16·M + 20·B + T + 3·W + 4`, plus padding to `W`-byte
+/// alignment: on a 32-bit microcontroller, `16·M + 20·B + T + 16` with `T`
+/// rounded up to a multiple of 4. Positions in the arena are `u32`, so the
+/// slot sizes are the same on every target. Eviction moves the remaining
+/// data to the front of each pool (a `memmove`), in time linear in what is
+/// stored; reading is constant time per string.
+///
+/// # Example
+///
+/// ```
+/// use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
+/// use envaware::ContextStore;
+///
+/// # fn main() -> Result<(), envaware::StoreError> {
+/// // 8 messages, 32 blocks, 2 KiB of text.
+/// let mut store: ContextStore<8, 32, 2048> = ContextStore::new();
+/// store.push_message(Role::User, "user", &[Block::Other])?;
+/// store.push_message(
+///     Role::Assistant,
+///     "friday",
+///     &[Block::ToolCall { id: "c1", name: "read", input: r#"{"path": "/a"}"# }],
+/// )?;
+/// let done = store.append_blocks_to_last(&[Block::ToolResult {
+///     id: "c1",
+///     name: "read",
+///     state: ToolResultState::Error,
+/// }])?;
+/// assert_eq!(done.evicted, 0);
+///
+/// let newest = store.newest(0).unwrap();
+/// assert_eq!(newest.name(), "friday");
+/// assert_eq!(newest.block_count(), 2);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct ContextStore<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {

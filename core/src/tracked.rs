@@ -1,61 +1,4 @@
 //! A context that decides in constant time by construction.
-//!
-//! [`TrackedContext`] owns a [`ContextStore`] and the [`Tracker`] that
-//! mirrors it: every change goes through one of its methods, which updates
-//! both, so the tracker cannot miss an append or an eviction, and a decision
-//! reads a constant number of messages however long the context grows
-//! ([`TrackedContext::messages_read`] tells how many the last one read).
-//!
-//! Its appends follow AgentScope 2.x's reply rules:
-//! - [`user`](TrackedContext::user) appends a user message and starts a new
-//!   reply;
-//! - what the agent produces ([`agent`](TrackedContext::agent),
-//!   [`tool_call`](TrackedContext::tool_call),
-//!   [`tool_result`](TrackedContext::tool_result), and an injected hint,
-//!   [`append_hint`](TrackedContext::append_hint)) goes through
-//!   `AgentState.append_context`'s rule: into the agent's own message of the
-//!   current reply when that is the newest message, else into a new
-//!   assistant message, which becomes the reply's message;
-//! - [`observe`](TrackedContext::observe) appends anyone else's message (a
-//!   system message, another agent's);
-//! - [`compress`](TrackedContext::compress) keeps only the newest messages,
-//!   and a store that runs out of room evicts the oldest whole messages
-//!   itself: both are compressions in AgentScope's sense.
-//!
-//! A step is [`step`](TrackedContext::step) (decide, render, append the
-//! hint), or the split [`decide`](TrackedContext::decide) → the caller reads
-//! (awaits) its sensors → [`render_step`](TrackedContext::render_step).
-//!
-//! Callers who keep their context elsewhere use [`Engine`] with their own
-//! [`Conversation`], and optionally a [`Tracker`] they feed themselves.
-//!
-//! ```
-//! use envaware::{Config, Engine, FixedClock, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
-//!
-//! let engine = Engine::new(Config::default())?;
-//! // 16 messages, 64 blocks, 4 KiB of text.
-//! let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
-//! let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
-//! let mut hint = [0u8; 1024];
-//! let step = |cur_iter| Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter,
-//!                              input_tokens: 900, context_size: 8192 };
-//!
-//! context.user("operator")?;
-//! // The first reply is told the time; the hint is appended for the agent.
-//! let outcome = context.step(&step(0), &mut clock, &mut (), &mut hint)?;
-//! assert!(outcome.hint.is_some() && outcome.event);
-//! // Three identical failing calls in the reply: the next step warns.
-//! for id in ["c1", "c2", "c3"] {
-//!     context.tool_call(id, "Drive", r#"{"metres": 2}"#)?;
-//!     context.tool_result(id, "Drive", ToolResultState::Error)?;
-//! }
-//! let outcome = context.step(&step(1), &mut clock, &mut (), &mut hint)?;
-//! assert!(outcome.decision.tool_error.is_some());
-//! // One user message and the agent's one message of this reply.
-//! assert_eq!(context.len(), 2);
-//! assert!(context.messages_read() <= 3);
-//! # Ok::<(), Box<dyn core::error::Error>>(())
-//! ```
 
 use core::fmt;
 
@@ -102,7 +45,64 @@ impl From<StoreError> for StepError {
 }
 
 /// An agent's context in a fixed-capacity store, with the tracker that
-/// keeps its decisions constant-time. See the module docs.
+/// keeps its decisions constant-time.
+///
+/// [`TrackedContext`] owns a [`ContextStore`] and the [`Tracker`] that
+/// mirrors it: every change goes through one of its methods, which updates
+/// both, so the tracker cannot miss an append or an eviction, and a decision
+/// reads a constant number of messages however long the context grows
+/// ([`TrackedContext::messages_read`] tells how many the last one read).
+///
+/// Its appends follow AgentScope 2.x's reply rules:
+/// - [`user`](TrackedContext::user) appends a user message and starts a new
+///   reply;
+/// - what the agent produces ([`agent`](TrackedContext::agent),
+///   [`tool_call`](TrackedContext::tool_call),
+///   [`tool_result`](TrackedContext::tool_result), and an injected hint,
+///   [`append_hint`](TrackedContext::append_hint)) goes through
+///   `AgentState.append_context`'s rule: into the agent's own message of the
+///   current reply when that is the newest message, else into a new
+///   assistant message, which becomes the reply's message;
+/// - [`observe`](TrackedContext::observe) appends anyone else's message (a
+///   system message, another agent's);
+/// - [`compress`](TrackedContext::compress) keeps only the newest messages,
+///   and a store that runs out of room evicts the oldest whole messages
+///   itself: both are compressions in AgentScope's sense.
+///
+/// A step is [`step`](TrackedContext::step) (decide, render, append the
+/// hint), or the split [`decide`](TrackedContext::decide) → the caller reads
+/// (awaits) its sensors → [`render_step`](TrackedContext::render_step).
+///
+/// Callers who keep their context elsewhere use [`Engine`] with their own
+/// [`Conversation`], and optionally a [`Tracker`] they feed themselves.
+///
+/// ```
+/// use envaware::{Config, Engine, FixedClock, Step, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+///
+/// let engine = Engine::new(Config::default())?;
+/// // 16 messages, 64 blocks, 4 KiB of text.
+/// let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+/// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+/// let mut hint = [0u8; 1024];
+/// let step = |cur_iter| Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter,
+///                              input_tokens: 900, context_size: 8192 };
+///
+/// context.user("operator")?;
+/// // The first reply is told the time; the hint is appended for the agent.
+/// let outcome = context.step(&step(0), &mut clock, &mut (), &mut hint)?;
+/// assert!(outcome.hint.is_some() && outcome.event);
+/// // Three identical failing calls in the reply: the next step warns.
+/// for id in ["c1", "c2", "c3"] {
+///     context.tool_call(id, "Drive", r#"{"metres": 2}"#)?;
+///     context.tool_result(id, "Drive", ToolResultState::Error)?;
+/// }
+/// let outcome = context.step(&step(1), &mut clock, &mut (), &mut hint)?;
+/// assert!(outcome.decision.tool_error.is_some());
+/// // One user message and the agent's one message of this reply.
+/// assert_eq!(context.len(), 2);
+/// assert!(context.messages_read() <= 3);
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct TrackedContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
     store: ContextStore<MESSAGES, BLOCKS, TEXT>,

@@ -1,62 +1,4 @@
 //! Incremental awareness: decisions in constant time, whatever the
-//! context's length.
-//!
-//! The reference rescans the context at every step, newest first, for two
-//! things: the newest hint of ours that records a time, and whether the
-//! agent is aware of its tasks (a task tool call or a tasks hint anywhere).
-//! A [`Tracker`] learns both as the context grows, from the same per-block
-//! rule the scan uses, so that [`Tracker::decide`] reads one hint instead of
-//! the whole context.
-//!
-//! Two observations make this exact:
-//! - context is only ever added at the newest end (a new message, or blocks
-//!   appended to the newest message), so the newest time hint is the last
-//!   one observed, and a task marker once observed stays until evicted;
-//! - a compression evicts the *oldest* whole messages, so a marker survives
-//!   exactly when the newest message holding one survives.
-//!
-//! The tracker therefore keeps two message positions and a block index: no
-//! memory that grows with the context. Observing costs time linear in the
-//! blocks observed (each block once), and a time hint is read back once,
-//! when observed; evicting and deciding are `O(1)`, plus the reading of the
-//! newest message (to check the tracker is in sync, and for the tool-error
-//! rule).
-//!
-//! The tracker must see every change of the context, in order. If the
-//! conversation it is asked to decide on does not hold as many messages as
-//! it observed, or its newest message not as many blocks, or the step is for
-//! another agent, it falls back to the full scan. A change it was not told
-//! of that keeps both counts (a message rewritten in place, a push and an
-//! eviction of one message together) is not detected: tell it of every
-//! change.
-//!
-//! ```
-//! use envaware::{Block, Conversation, HintText, Role};
-//! use envaware::ContextStore;
-//! use envaware::Tracker;
-//! use envaware::{Config, Engine, FixedClock, Step, Timestamp};
-//!
-//! let engine = Engine::new(Config::default())?;
-//! let mut store: ContextStore<4, 16, 2048> = ContextStore::new();
-//! let mut tracker = Tracker::new(&engine, "friday");
-//! let step = Step { agent_name: "friday", tasks: Default::default(), cur_iter: 1,
-//!                   input_tokens: 0, context_size: 128_000 };
-//! let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
-//! let mut buf = [0u8; 512];
-//!
-//! store.push_message(Role::User, "user", &[Block::Other])?;
-//! tracker.push_message(&store.newest(0).unwrap());
-//! let hint = tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.unwrap();
-//! // Append the hint as the agent's own message, and tell the tracker.
-//! let source = engine.config().config().injection.injection_source;
-//! let hint_block = Block::Hint { source: Some(source), text: HintText::Single(hint) };
-//! let appended = store.push_message(Role::Assistant, "friday", &[hint_block])?;
-//! tracker.evict_oldest(appended.evicted);
-//! tracker.push_message(&store.newest(0).unwrap());
-//! // The time was just recorded: nothing to inject now.
-//! assert!(tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.is_none());
-//! # Ok::<(), Box<dyn core::error::Error>>(())
-//! ```
 
 use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
@@ -82,6 +24,65 @@ struct Told {
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
+///
+/// context's length.
+///
+/// The reference rescans the context at every step, newest first, for two
+/// things: the newest hint of ours that records a time, and whether the
+/// agent is aware of its tasks (a task tool call or a tasks hint anywhere).
+/// A [`Tracker`] learns both as the context grows, from the same per-block
+/// rule the scan uses, so that [`Tracker::decide`] reads one hint instead of
+/// the whole context.
+///
+/// Two observations make this exact:
+/// - context is only ever added at the newest end (a new message, or blocks
+///   appended to the newest message), so the newest time hint is the last
+///   one observed, and a task marker once observed stays until evicted;
+/// - a compression evicts the *oldest* whole messages, so a marker survives
+///   exactly when the newest message holding one survives.
+///
+/// The tracker therefore keeps two message positions and a block index: no
+/// memory that grows with the context. Observing costs time linear in the
+/// blocks observed (each block once), and a time hint is read back once,
+/// when observed; evicting and deciding are `O(1)`, plus the reading of the
+/// newest message (to check the tracker is in sync, and for the tool-error
+/// rule).
+///
+/// The tracker must see every change of the context, in order. If the
+/// conversation it is asked to decide on does not hold as many messages as
+/// it observed, or its newest message not as many blocks, or the step is for
+/// another agent, it falls back to the full scan. A change it was not told
+/// of that keeps both counts (a message rewritten in place, a push and an
+/// eviction of one message together) is not detected: tell it of every
+/// change.
+///
+/// ```
+/// use envaware::{Block, Conversation, HintText, Role};
+/// use envaware::ContextStore;
+/// use envaware::Tracker;
+/// use envaware::{Config, Engine, FixedClock, Step, Timestamp};
+///
+/// let engine = Engine::new(Config::default())?;
+/// let mut store: ContextStore<4, 16, 2048> = ContextStore::new();
+/// let mut tracker = Tracker::new(&engine, "friday");
+/// let step = Step { agent_name: "friday", tasks: Default::default(), cur_iter: 1,
+///                   input_tokens: 0, context_size: 128_000 };
+/// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+/// let mut buf = [0u8; 512];
+///
+/// store.push_message(Role::User, "user", &[Block::Other])?;
+/// tracker.push_message(&store.newest(0).unwrap());
+/// let hint = tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.unwrap();
+/// // Append the hint as the agent's own message, and tell the tracker.
+/// let source = engine.config().config().injection.injection_source;
+/// let hint_block = Block::Hint { source: Some(source), text: HintText::Single(hint) };
+/// let appended = store.push_message(Role::Assistant, "friday", &[hint_block])?;
+/// tracker.evict_oldest(appended.evicted);
+/// tracker.push_message(&store.newest(0).unwrap());
+/// // The time was just recorded: nothing to inject now.
+/// assert!(tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.is_none());
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Tracker<'a> {
     engine: Engine<'a>,

@@ -303,7 +303,8 @@ sys.stdout.write("\n".join(out) + "\n")
             .collect()
     }
 
-    fn zoneinfo_answers(cases: &[Case]) -> Vec<String> {
+    /// Python's answers; `None` when the check skips (no reference Python).
+    fn zoneinfo_answers(cases: &[Case]) -> Option<Vec<String>> {
         let mut input = String::new();
         for case in cases {
             match case {
@@ -322,7 +323,7 @@ sys.stdout.write("\n".join(out) + "\n")
     fn past_2099_matches_python_zoneinfo() {
         let n = std::env::var("ENVAWARE_ZONE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(40_000);
         let cases = cases(n, 0x2100_9999);
-        let answers = zoneinfo_answers(&cases);
+        let Some(answers) = zoneinfo_answers(&cases) else { return };
         let (mut mismatches, mut daylight, mut gaps, mut folds) = (Vec::new(), 0, 0, 0);
         for (case, answer) in cases.iter().zip(&answers) {
             let (got, want) = match case {

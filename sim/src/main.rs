@@ -265,10 +265,16 @@ struct ReplayArgs {
     /// Draw the session's timeline to this SVG file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
-    /// The device's hint buffer in bytes: a longer hint is reported as
-    /// `HintTooLong` and not appended; the exit status is then 1.
-    #[arg(long, value_name = "N")]
+    /// The device's hint buffer in bytes, 1 to 1048576: a longer hint is
+    /// reported as `HintTooLong` and not appended; the exit status is then 1.
+    #[arg(long, value_name = "N", value_parser = replay::parse_hint_capacity)]
     hint_capacity: Option<usize>,
+    /// Decide each step by the full scan of the context alone, as before
+    /// the tracker (quadratic in the session's length). By default each
+    /// step is decided by the core's tracker, as on a device, and checked
+    /// against the full scan within a budget of reads per step.
+    #[arg(long)]
+    full_scan: bool,
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -311,6 +317,7 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         config,
         tokens: args.tokens,
         hint_capacity: args.hint_capacity,
+        full_scan: args.full_scan,
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -321,8 +328,17 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         (Err(e), _) => fail(e.to_string(), 1),
         (Ok(_), Ok(())) if bad_line.is_some() => fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1),
         (Ok((summary, records)), Ok(())) => {
+            if let replay::Input::DeviceLog { streamed, skipped, first_skipped } = summary.input {
+                // Never a line ignored without a word.
+                eprintln!(
+                    "a device log: read its {streamed} streamed lines; skipped its {skipped} other lines (the first: line {first_skipped})"
+                );
+            }
             if !opts.json {
-                eprintln!("{} steps, {} hints", summary.steps, summary.hints);
+                let checked = summary
+                    .cross_check
+                    .map_or(String::new(), |c| format!("; the tracker decided each step, {} checked against the full scan", c.checked));
+                eprintln!("{} steps, {} hints{checked}", summary.steps, summary.hints);
             }
             if let Some(path) = &args.plot {
                 let name = args.file.as_ref().and_then(|p| p.file_name()).map_or("standard input".into(), |n| n.to_string_lossy());

@@ -2,7 +2,7 @@
 //!
 //! Plain `std` Rust written directly from AgentScope 2.0.11's
 //! `Agent._inject_runtime_state` and `_get_repeated_tool_error` (and the
-//! README for envaware's `strict` mode). It shares no code with the core:
+//! docs/differences.md for envaware's `strict` mode). It shares no code with the core:
 //! its own context types, its own scan, its own time handling (chrono's
 //! `strftime`/parser and chrono-tz, where the core has its own
 //! Python-exact implementation), `json.dumps(sort_keys=True)` over
@@ -101,7 +101,7 @@ pub struct MConfig {
     pub extra_fields: Vec<(String, String)>,
     /// `injection_config.emit_hint_event`.
     pub emit_hint_event: bool,
-    /// envaware's `strict` mode (the README's "Deliberate differences").
+    /// envaware's `strict` mode (docs/differences.md).
     pub strict: bool,
     /// `context_config.trigger_ratio`.
     pub trigger_ratio: f64,

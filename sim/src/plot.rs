@@ -22,11 +22,11 @@
 use std::fmt::Write as _;
 
 use chrono::{Offset, TimeZone};
-use envaware::{Role, Timestamp};
+use envaware::Timestamp;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::scenario::{OwnedBlock, VecConversation};
+use crate::scenario::OwnedBlock;
 
 /// What the replay knows about one step, for the picture.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -118,15 +118,33 @@ pub fn fields_of(hint: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// The text of the newest hint of `source` in an assistant message that
-/// tells the time: the one the time rule reads back.
-pub fn newest_time_hint<'c>(context: &'c VecConversation, source: &str) -> Option<&'c str> {
-    context.0.iter().rev().filter(|m| m.role == Role::Assistant).find_map(|m| {
-        m.blocks.iter().rev().find_map(|b| match b {
-            OwnedBlock::Hint { source: Some(s), text } if s == source && text.contains("<current-time>") => Some(text.as_str()),
-            _ => None,
-        })
-    })
+/// The text of `block` when it is a hint of `source` that tells the time:
+/// the newest such block of an assistant message is the one the time rule
+/// reads back.
+pub fn tells_time<'b>(block: &'b OwnedBlock, source: &str) -> Option<&'b str> {
+    match block {
+        OwnedBlock::Hint { source: Some(s), text } if s == source && text.contains("<current-time>") => Some(text.as_str()),
+        _ => None,
+    }
+}
+
+/// `c`, or what stands for it where XML 1.0 forbids it (not even as a
+/// character reference): a control character below U+0020 other than tab,
+/// newline and carriage return becomes its Control Pictures sign (U+0001
+/// is U+2401 `␁`), U+FFFE and U+FFFF become U+FFFD.
+fn xml_char(c: char) -> char {
+    match c {
+        '\t' | '\n' | '\r' => c,
+        '\0'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+        '\u{fffe}' | '\u{ffff}' => '\u{fffd}',
+        c => c,
+    }
+}
+
+/// Text that XML 1.0 allows, for plotters (which escapes markup but not
+/// forbidden characters).
+fn xml_text(text: &str) -> String {
+    text.chars().map(xml_char).collect()
 }
 
 /// Escapes text for an SVG attribute or element.
@@ -138,7 +156,7 @@ fn xml_escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
-            c => out.push(c),
+            c => out.push(xml_char(c)),
         }
     }
     out
@@ -274,7 +292,7 @@ pub fn render(records: &[StepRecord], title: &str) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let root = root.titled(title, (FONT, 20)).map_err(err)?;
+        let root = root.titled(&xml_text(title), (FONT, 20)).map_err(err)?;
         let (lanes, rest) = root.split_vertically(330);
         let (tokens, rest) = rest.split_vertically(240);
         // The watch panels below the elapsed one; none: the same picture as before.
@@ -577,7 +595,8 @@ fn minutes_label(y: f64, range: f64) -> String {
 /// clocks (what Python subtracts when the recorded zone is the configured one).
 fn since_told(r: &StepRecord) -> Option<(f64, f64)> {
     let (now, told) = (r.clock?, r.told_at?);
-    let real = (now.unix_micros() - told.unix_micros()) as f64 / 60e6;
+    // In floats: two far instants' difference overflows i64.
+    let real = (now.unix_micros() as f64 - told.unix_micros() as f64) / 60e6;
     let shift = f64::from(utc_offset(&r.zone, now) - utc_offset(&r.zone, told)) / 60.0;
     Some((real, real + shift))
 }
@@ -589,13 +608,13 @@ fn clock_events(p: &StepRecord, r: &StepRecord) -> Vec<(RGBColor, String)> {
     let jump = match (p.clock, r.clock) {
         (Some(a), Some(b)) if b.unix_micros() < a.unix_micros() => Some(format!(
             "moved back {:.1} minutes: {} to {}",
-            (a.unix_micros() - b.unix_micros()) as f64 / 60e6,
+            (a.unix_micros() as f64 - b.unix_micros() as f64) / 60e6,
             clock_text(p.clock),
             clock_text(r.clock)
         )),
         // A device re-sets its clock at every step: a forward set is a jump
         // only when it skips more than `time_interval`.
-        (Some(a), Some(b)) if r.clock_set && (b.unix_micros() - a.unix_micros()) as f64 > r.time_interval_hours * 3600e6 => {
+        (Some(a), Some(b)) if r.clock_set && b.unix_micros() as f64 - a.unix_micros() as f64 > r.time_interval_hours * 3600e6 => {
             Some(format!("set forward beyond time_interval: {} to {}", clock_text(p.clock), clock_text(r.clock)))
         }
         (None, Some(_)) => Some(format!("set: {}", clock_text(r.clock))),
@@ -616,9 +635,20 @@ fn clock_events(p: &StepRecord, r: &StepRecord) -> Vec<(RGBColor, String)> {
     events
 }
 
+/// The most minutes the elapsed panel shows: more than any two instants
+/// of the clock lie apart (2^64 microseconds is about 3.1e11 minutes).
+/// An interval beyond it (`"inf"`, `1.7e308` hours) is drawn at it, so that
+/// the axis stays finite and plotters' label search ends.
+const MINUTES_SHOWN: f64 = 1e12;
+
+/// `time_interval` in minutes, as drawn.
+fn interval_shown(r: &StepRecord) -> f64 {
+    (r.time_interval_hours * 60.0).min(MINUTES_SHOWN)
+}
+
 fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
     let since: Vec<Option<(f64, f64)>> = records.iter().map(since_told).collect();
-    let values = since.iter().flatten().map(|s| s.0).chain(records.iter().map(|r| r.time_interval_hours * 60.0));
+    let values = since.iter().flatten().map(|s| s.0).chain(records.iter().map(interval_shown));
     let (low, high) = values.fold((0.0f64, 1.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (low, top) = (if low < 0.0 { low * 1.15 } else { 0.0 }, high * 1.2);
     let mut chart = ChartBuilder::on(area)
@@ -640,13 +670,15 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         .draw()
         .map_err(err)?;
     let mut marks = Vec::new();
-    let (interval_lines, interval_changes) = segments(records, |r| r.time_interval_hours * 60.0);
+    let (interval_lines, interval_changes) = segments(records, interval_shown);
     for line in interval_lines {
         chart.draw_series(DashedLineSeries::new(line, 14, 8, TIME.stroke_width(2))).map_err(err)?;
     }
     for (i, v) in interval_changes {
         let r = &records[i];
-        let title = format!("time_interval from step {}: {v} minutes ({} h)", r.step, r.time_interval_hours);
+        let minutes = r.time_interval_hours * 60.0;
+        let shown = if minutes > v { format!(", drawn at {v} minutes") } else { String::new() };
+        let title = format!("time_interval from step {}: {minutes} minutes ({} h){shown}", r.step, r.time_interval_hours);
         marks.push(Mark { at: (r.step as f64 - 0.5, v), color: TIME, filled: false, radius: 4, title });
     }
     // The line breaks where nothing told the time (before the first hint,

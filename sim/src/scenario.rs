@@ -1,9 +1,10 @@
 //! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
 //! everything the rules read at one reasoning step, evaluated by the core.
 
+use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::{Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE};
+use envaware::{Config, ConfigError, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -242,42 +243,50 @@ fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
 /// role checks (a user message holds only text and data blocks, a system
 /// message only text).
 pub fn parse_context(context: &[Value]) -> Result<VecConversation, String> {
-    let mut messages = Vec::with_capacity(context.len());
-    for (i, msg) in context.iter().enumerate() {
-        let at = format!("context[{i}]");
-        let role_name = str_field(msg, "role", &at)?;
-        let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
-        let name = str_field(msg, "name", &at)?.to_string();
-        let blocks = match msg.get("content") {
-            Some(Value::String(_)) => vec![OwnedBlock::Other],
-            Some(Value::Array(items)) => {
-                let mut blocks = Vec::with_capacity(items.len());
-                for (j, b) in items.iter().enumerate() {
-                    let at = format!("{at}.content[{j}]");
-                    let kind = str_field(b, "type", &at)?;
-                    let allowed: &[&str] = match role {
-                        Role::User => &["text", "data"],
-                        Role::System => &["text"],
-                        Role::Assistant => &[],
-                    };
-                    if !allowed.is_empty() && !allowed.contains(&kind) {
-                        return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
-                    }
-                    blocks.push(parse_block(b, &at)?);
-                }
-                blocks
-            }
-            _ => return Err(format!("{at}.content: expected a list of blocks")),
-        };
-        messages.push(OwnedMessage { role, name, blocks });
-    }
-    Ok(VecConversation(messages))
+    let messages = context.iter().enumerate().map(|(i, msg)| parse_message(msg, &format!("context[{i}]")));
+    Ok(VecConversation(messages.collect::<Result<_, _>>()?))
 }
 
-/// Counts the plan's tasks; a task without a state is pending.
+/// One AgentScope `Msg`, as [`parse_context`] reads it; `at` names it in
+/// errors.
+pub fn parse_message(msg: &Value, at: &str) -> Result<OwnedMessage, String> {
+    let role_name = str_field(msg, "role", at)?;
+    let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
+    let name = str_field(msg, "name", at)?.to_string();
+    let blocks = match msg.get("content") {
+        Some(Value::String(_)) => vec![OwnedBlock::Other],
+        Some(Value::Array(items)) => {
+            let mut blocks = Vec::with_capacity(items.len());
+            for (j, b) in items.iter().enumerate() {
+                let at = format!("{at}.content[{j}]");
+                let kind = str_field(b, "type", &at)?;
+                let allowed: &[&str] = match role {
+                    Role::User => &["text", "data"],
+                    Role::System => &["text"],
+                    Role::Assistant => &[],
+                };
+                if !allowed.is_empty() && !allowed.contains(&kind) {
+                    return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
+                }
+                blocks.push(parse_block(b, &at)?);
+            }
+            blocks
+        }
+        _ => return Err(format!("{at}.content: expected a list of blocks")),
+    };
+    Ok(OwnedMessage { role, name, blocks })
+}
+
+/// Counts the plan's tasks as AgentScope's `Task` model reads them: each
+/// must be an object (pydantic refuses anything else), and one without a
+/// state is pending. `eval`, `replay` and a dump's `tasks_context.tasks`
+/// all go through here.
 pub fn count_tasks(tasks: &[Value]) -> Result<TaskCounts, String> {
     let mut counts = TaskCounts::default();
     for (i, t) in tasks.iter().enumerate() {
+        if !t.is_object() {
+            return Err(format!("tasks[{i}]: expected a task object (AgentScope's Task), got {}", short_json(t)));
+        }
         match t.get("state").map(|s| s.as_str()) {
             None | Some(Some("pending")) => counts.pending += 1,
             Some(Some("in_progress")) => counts.in_progress += 1,
@@ -286,6 +295,15 @@ pub fn count_tasks(tasks: &[Value]) -> Result<TaskCounts, String> {
         }
     }
     Ok(counts)
+}
+
+/// A value's JSON text for an error message, cut to 40 characters.
+pub fn short_json(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
 }
 
 /// Parses an RFC 3339 instant to Unix microseconds (finer digits truncated).
@@ -306,6 +324,13 @@ pub fn load_config(buf: &mut SimConfigBuf, injection: Option<&str>, context: Opt
     Ok(())
 }
 
+/// The engine the sim decides with: arguments compared at the host's
+/// capacity, so every argument AgentScope answers (up to about 985 levels
+/// of nesting) compares as it does.
+pub fn engine(config: Config<'_>) -> Result<Engine<'_>, ConfigError> {
+    Engine::new(config).map(Engine::with_argument_capacity::<HostCapacity>)
+}
+
 /// Evaluates one scenario line.
 pub fn evaluate(line: &str) -> Evaluation {
     match evaluate_inner(line) {
@@ -318,7 +343,7 @@ fn evaluate_inner(line: &str) -> Result<Evaluation, String> {
     let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {e}"))?;
     let mut buf = SimConfigBuf::new();
     load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
-    let engine = Engine::new(buf.config()).map_err(|e| e.to_string())?;
+    let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_context(&raw.context)?;
     let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
     let step = Step {
@@ -362,5 +387,28 @@ pub fn run_step(
             }
             Err(e) => size = e.needed.max(size * 2),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// AgentScope's pydantic `Task` refuses a task that is not an object;
+    /// one without a state is pending.
+    #[test]
+    fn tasks_are_read_as_agentscopes_task_model_reads_them() {
+        let now = "\"now\": \"2026-07-22T02:00:00Z\"";
+        for (tasks, error) in [
+            ("[\"completed\"]", "tasks[0]: expected a task object (AgentScope's Task), got \"completed\""),
+            ("[{}, null]", "tasks[1]: expected a task object (AgentScope's Task), got null"),
+            ("[{\"state\": \"done\"}]", "tasks[0].state: expected pending, in_progress or completed"),
+        ] {
+            assert_eq!(evaluate(&format!("{{{now}, \"tasks\": {tasks}}}")), Evaluation::Error(error.into()), "{tasks}");
+        }
+        let counts =
+            count_tasks(&serde_json::from_str::<Vec<Value>>("[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]").unwrap());
+        assert_eq!(counts, Ok(TaskCounts { pending: 1, in_progress: 1 }));
+        assert!(short_json(&Value::String("x".repeat(100))).ends_with("xxx..."));
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! Chromium is `ENVAWARE_CHROMIUM`, else `chromium` on the path;
 //! `cargo xtask test` installs it from the distribution's packages. Without
-//! it the test is skipped, except under `CI=true`, where it fails.
+//! it the test is skipped, except under `cargo xtask test` and `CI=true`,
+//! where it fails (`xtask::needs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -23,12 +24,11 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Chromium, or `None` when the check skips without it.
 fn chromium() -> Option<PathBuf> {
-    let candidates: Vec<PathBuf> = match std::env::var_os("ENVAWARE_CHROMIUM") {
-        Some(p) => vec![p.into()],
-        None => vec!["chromium".into(), "chromium-browser".into()],
-    };
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    let found = xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium")
+        .or_else(|e| xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium-browser").map_err(|_| e));
+    xtask::needs::or_skip(found)
 }
 
 /// Runs Chromium headless on `url` with `args`, bounded in time. The flags
@@ -95,14 +95,7 @@ fn count_colour(png_path: &Path, rgb: [u8; 3]) -> (u32, u32, usize, usize) {
 
 #[test]
 fn chromium_renders_the_timeline_with_its_marks_and_titles() {
-    let Some(chromium) = chromium() else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "Chromium is missing under CI: `cargo xtask test` installs it (apt-get install chromium)"
-        );
-        eprintln!("skipped: no Chromium (set ENVAWARE_CHROMIUM, or run `cargo xtask test`, which installs it)");
-        return;
-    };
+    let Some(chromium) = chromium() else { return };
     // Each sample and the colours its marks must show.
     let time = [0x1f, 0x77, 0xb4];
     let tasks = [0x2c, 0xa0, 0x2c];

@@ -90,24 +90,12 @@ fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The Python of the reference venv, as the differential test finds it.
-fn reference_python() -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    match std::env::var_os("ENVAWARE_REF_PYTHON") {
-        Some(p) => Some(root.join(p)),
-        None => Some(root.join(".venv/bin/python")).filter(|p| p.exists()),
-    }
-}
-
 /// The model is checked against AgentScope 2.0.11 itself: every step of the
 /// generated sessions (bar strict mode, envaware's own) gets the hint the
 /// real `_inject_runtime_state` produces.
 #[test]
 fn the_model_agrees_with_agentscope() {
-    let Some(python) = reference_python() else {
-        eprintln!("skipped: no reference venv (cargo xtask test creates it, or set ENVAWARE_REF_PYTHON)");
-        return;
-    };
+    let Some(python) = xtask::needs::or_skip(xtask::needs::reference_python()) else { return };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = std::env::temp_dir().join(format!("envaware-fuzz-ref-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

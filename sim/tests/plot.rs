@@ -4,7 +4,7 @@
 //! the picture's titled marks must match the report's `fires:` lines one to
 //! one, each at its step's x and on its dimension's lane, with the reminder
 //! threshold and the compression trigger at the configured token counts,
-//! and one mark per compression. The committed README picture must equal a
+//! and one mark per compression. The committed docs/sim.md picture must equal a
 //! fresh render.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -239,5 +239,66 @@ fn the_readme_picture_is_what_the_command_draws() {
         committed_svg == fresh_svg,
         "docs/greenhouse-timeline.svg is stale: run `cargo run -p envaware-sim -- replay examples/greenhouse.trace.jsonl --plot docs/greenhouse-timeline.svg`"
     );
-    assert!(committed_svg.len() < 100_000, "the README picture is {} bytes", committed_svg.len());
+    assert!(committed_svg.len() < 100_000, "the docs/sim.md picture is {} bytes", committed_svg.len());
+}
+
+/// Replays `trace` (written to a file named `name`) with `--plot`; fails
+/// rather than hangs when the replay does not end within a minute.
+fn plot_of(name: &str, trace: &str) -> String {
+    let (path, svg) = (tmp(name), tmp(&format!("{name}.svg")));
+    std::fs::write(&path, trace).unwrap();
+    let mut child = Command::new(SIM)
+        .args(["replay", "--json", "--plot", svg.to_str().unwrap(), path.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run envaware-sim");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("replay --plot of {name} did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{name}: {status}");
+    std::fs::read_to_string(svg).unwrap()
+}
+
+/// Every `time_interval` `eval` accepts ends, up to infinity (the axis
+/// once looped forever on a non-finite range).
+#[test]
+fn the_plot_ends_for_any_interval_eval_accepts() {
+    for interval in ["\"inf\"", "1.7e308", "1e300", "0", "1e-300"] {
+        let trace = format!(
+            "{{\"config\": {{\"injection_config\": {{\"time_interval\": {interval}}}}}}}\n{{\"set_clock\": \"2026-07-22T02:00:00Z\"}}\n\
+             {{\"user\": \"hi\"}}\n{{\"step\": {{}}}}\n{{\"advance\": \"1h\"}}\n{{\"step\": {{}}}}"
+        );
+        let svg = plot_of("interval.trace.jsonl", &trace);
+        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("time_interval {interval}: not XML: {e}"));
+        let interval_mark =
+            marks(&svg).into_iter().find(|m| m.title.starts_with("time_interval from step 1: ")).expect("the interval's mark");
+        assert!(interval_mark.cy.is_finite(), "{interval}: {interval_mark:?}");
+    }
+}
+
+/// An extra field's value and the file's name may hold characters XML
+/// forbids even as references: the picture still parses, each shown by a
+/// visible stand-in.
+#[test]
+fn characters_xml_forbids_are_replaced_and_the_picture_parses() {
+    let value = "a\u{1}b\u{b}c\u{1f}d\u{fffe}e\u{ffff}<&>\"'\t";
+    let trace = format!(
+        "{}\n{{\"set_clock\": \"2026-07-22T02:00:00Z\"}}\n{{\"user\": \"hi\"}}\n{{\"step\": {{}}}}",
+        serde_json::json!({"config": {"injection_config": {"extra_fields": {"robot": value}}}})
+    );
+    let svg = plot_of("ctrl\u{7}name.trace.jsonl", &trace);
+    let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not XML: {e}"));
+    let titles: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("title")).filter_map(|n| n.text()).collect();
+    let fields = titles.iter().find(|t| t.starts_with("fields at step 1")).expect("the fields mark");
+    assert!(fields.contains("robot = a\u{2401}b\u{240b}c\u{241f}d\u{fffd}e\u{fffd}<&>\"'\t"), "{fields}");
+    let texts: String = doc.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
+    assert!(texts.contains("ctrl\u{2407}name.trace.jsonl"), "the picture's title");
 }

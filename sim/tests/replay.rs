@@ -97,19 +97,9 @@ fn the_report_prints_the_hints_of_json_mode() {
     }
 }
 
-/// The reference's Python, as the differential test finds it; `None` when
-/// there is none (`cargo xtask test` always provides it).
-fn reference_python() -> Option<PathBuf> {
-    let root = workspace();
-    std::env::var_os("ENVAWARE_REF_PYTHON").map(|p| root.join(p)).or_else(|| Some(root.join(".venv/bin/python")).filter(|p| p.exists()))
-}
-
 #[test]
 fn replayed_hints_match_agentscope_on_the_emitted_scenarios() {
-    let Some(python) = reference_python() else {
-        eprintln!("skipped: no reference Python (run `cargo xtask test`, or set ENVAWARE_REF_PYTHON)");
-        return;
-    };
+    let Some(python) = xtask::needs::or_skip(xtask::needs::reference_python()) else { return };
     let script = workspace().join("tests/reference/reference.py");
     for (sample, extra) in samples() {
         let name = sample.file_name().unwrap().to_string_lossy().to_string();

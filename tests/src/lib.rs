@@ -1,3 +1,3 @@
-//! Integration tests live in `tests/`. This crate also runs the README's
-//! Rust examples as doc tests, so the documentation cannot drift.
-#![doc = include_str!("../../README.md")]
+//! Integration tests live in `tests/`. (The README's and `docs/`' Rust
+//! examples run as the core's doc tests: `mod documentation` in
+//! `core/src/lib.rs`.)

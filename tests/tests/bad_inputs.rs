@@ -1,4 +1,4 @@
-//! The README's "Bad inputs" catalogue, where no other test shows it:
+//! The "Bad inputs" catalogue (docs/testing.md), where no other test shows it:
 //! configuration JSON that is malformed, deep, unknown or oversized, and
 //! clocks that go back or jump.
 

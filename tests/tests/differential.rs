@@ -13,16 +13,17 @@
 //! (`tests/reference/requirements.txt`): `ENVAWARE_REF_PYTHON`, else
 //! `<workspace>/.venv/bin/python`; `cargo xtask test` creates that venv. The
 //! sim binary comes from `ENVAWARE_SIM`, else `<target>/debug/envaware-sim`.
+//! Without either, a plain `cargo test` skips this check (`xtask::needs`).
 //! `ENVAWARE_DIFF_CASES` sets the number of scenarios (default 6000),
 //! `ENVAWARE_DIFF_SEED` the seed. On failure the failing scenarios are
 //! written to `tests/out/mismatches.jsonl`, ready to feed to either tool.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use xtask::needs;
 
 const DEFAULT_SEED: u64 = 20_260_722;
 const DEFAULT_CASES: usize = 6000;
@@ -32,7 +33,7 @@ const MIN_COMPARED_AT_DEFAULT: usize = 5000;
 const SHOWN: usize = 5;
 
 /// A configuration AgentScope accepts and envaware rejects on purpose: a
-/// name (as in the README's list), and whether a scenario and envaware's
+/// name (as in docs/differences.md's table), and whether a scenario and envaware's
 /// error message match it.
 struct KnownDifference {
     name: &'static str,
@@ -51,43 +52,6 @@ fn time_format_without_date(scenario: &Value, sim_error: &str) -> bool {
     // Directives that set the year (or the whole date) when parsed.
     let has_date = ["%Y", "%y", "%G", "%c", "%x", "%D", "%F"].iter().any(|d| format.contains(d));
     !has_date && sim_error.contains("time_format")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate lives in the workspace").to_path_buf()
-}
-
-fn reference_python(root: &Path) -> PathBuf {
-    if let Some(p) = std::env::var_os("ENVAWARE_REF_PYTHON") {
-        // Relative paths are read from the workspace root, not the test's cwd.
-        return root.join(p);
-    }
-    let venv = root.join(".venv/bin/python");
-    if venv.exists() {
-        return venv;
-    }
-    panic!(
-        "no reference Python: the differential test needs AgentScope 2.0.11.\n\
-         Run `cargo xtask test` (it creates {}), or set ENVAWARE_REF_PYTHON to a\n\
-         Python where `pip install -r tests/reference/requirements.txt` was run.",
-        venv.display()
-    );
-}
-
-fn sim_binary(root: &Path) -> PathBuf {
-    if let Some(p) = std::env::var_os("ENVAWARE_SIM") {
-        return root.join(p);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let bin = target.join("debug/envaware-sim");
-    if bin.exists() {
-        return bin;
-    }
-    panic!(
-        "no envaware-sim binary at {}: build it with `cargo build -p envaware-sim`,\n\
-         or set ENVAWARE_SIM (`cargo xtask test` does both).",
-        bin.display()
-    );
 }
 
 fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -156,9 +120,9 @@ fn label(scenario: &Value) -> String {
 
 #[test]
 fn envaware_matches_agentscope_2_0_11() {
-    let root = workspace();
-    let python = reference_python(&root);
-    let sim = sim_binary(&root);
+    let root = needs::workspace();
+    let Some(python) = needs::or_skip(needs::reference_python()) else { return };
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
     let cases: usize = env_number("ENVAWARE_DIFF_CASES", DEFAULT_CASES);
     let seed: u64 = env_number("ENVAWARE_DIFF_SEED", DEFAULT_SEED);
     let min_compared = cases * MIN_COMPARED_AT_DEFAULT / DEFAULT_CASES;

@@ -7,8 +7,9 @@
 //! `ENVAWARE_FIRMWARE_ELF`, `ENVAWARE_FIRMWARE_PANIC_ELF`,
 //! `ENVAWARE_FIRMWARE_HARDFAULT_ELF`. Without them the
 //! defaults are `qemu-system-arm` and `defmt-print` on the PATH (or in
-//! `~/.cargo/bin`) and the images under `firmware/target/`; a missing tool
-//! or image fails the test, it is never skipped.
+//! `~/.cargo/bin`) and the images under `firmware/target/`. A missing tool
+//! or image skips the check under a plain `cargo test` and fails it under
+//! `cargo xtask test` and CI (`xtask::needs`).
 //!
 //! Each run is driven by a handshake (see the xtask library's `qemu` module): the
 //! temperature of step `i` is set over QMP before the firmware is let into
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use xtask::needs;
 use xtask::qemu::{self, RunOptions, RunResult};
 
 /// As `xtask/src/firmware.rs` says why.
@@ -58,60 +60,58 @@ const DUE: [Option<&[&str]>; 10] = [
     None,
 ];
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is in the workspace").to_path_buf()
+/// What every run needs: QEMU, defmt-print and the release image.
+struct Board {
+    qemu: PathBuf,
+    defmt_print: PathBuf,
+    elf: PathBuf,
 }
 
-fn tool(var: &str, name: &str) -> PathBuf {
-    if let Some(p) = std::env::var_os(var) {
-        return PathBuf::from(p);
+/// The board, or `None` when the check skips without it (`xtask::needs`).
+fn board() -> Option<Board> {
+    Some(Board {
+        qemu: needs::or_skip(needs::tool("ENVAWARE_QEMU", "qemu-system-arm"))?,
+        defmt_print: needs::or_skip(needs::tool("ENVAWARE_DEFMT_PRINT", "defmt-print"))?,
+        elf: image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")?,
+    })
+}
+
+/// A firmware image `cargo xtask test` builds; `None` when the check skips.
+fn image(var: &str, default: &str) -> Option<PathBuf> {
+    needs::or_skip(needs::built_file(var, default))
+}
+
+impl Board {
+    fn run(&self, elf: &Path, sensor: bool) -> RunResult {
+        self.run_at(elf, sensor, Some(EPOCH))
     }
-    let in_cargo_home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin").join(name));
-    [Some(PathBuf::from(name)), in_cargo_home]
-        .into_iter()
-        .flatten()
-        .find(|p| std::process::Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .unwrap_or_else(|| panic!("{name} not found: run `cargo xtask test`, which installs it (or set {var})"))
-}
 
-fn image(var: &str, default: &str) -> PathBuf {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| root().join(default));
-    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which builds it (or set {var})", path.display());
-    path
-}
+    /// A run starting the board's wall clock at `epoch`; `None`: the host's time
+    /// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
+    fn run_at(&self, elf: &Path, sensor: bool, epoch: Option<i64>) -> RunResult {
+        self.run_with(elf, sensor, epoch, &TEMPERATURES)
+    }
 
-fn elf() -> PathBuf {
-    image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")
-}
+    /// A run with `temperatures`, one per step (the last one holding).
+    fn run_with(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
+        let opts = RunOptions {
+            qemu: self.qemu.clone(),
+            defmt_print: self.defmt_print.clone(),
+            elf: elf.to_path_buf(),
+            sensor,
+            temperatures_milli: temperatures.to_vec(),
+            timeout: Duration::from_secs(90),
+            echo: false,
+            epoch,
+        };
+        qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
+    }
 
-fn run(elf: PathBuf, sensor: bool) -> RunResult {
-    run_at(elf, sensor, Some(EPOCH))
-}
-
-/// A run starting the board's wall clock at `epoch`; `None`: the host's time
-/// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
-fn run_at(elf: PathBuf, sensor: bool, epoch: Option<i64>) -> RunResult {
-    run_with(elf, sensor, epoch, &TEMPERATURES)
-}
-
-fn run_with(elf: PathBuf, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
-    let opts = RunOptions {
-        qemu: tool("ENVAWARE_QEMU", "qemu-system-arm"),
-        defmt_print: tool("ENVAWARE_DEFMT_PRINT", "defmt-print"),
-        elf,
-        sensor,
-        temperatures_milli: temperatures.to_vec(),
-        timeout: Duration::from_secs(90),
-        echo: false,
-        epoch,
-    };
-    qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
-}
-
-/// The run with the sensor, shared by the tests that read it.
-fn sensor_run() -> &'static RunResult {
-    static RUN: OnceLock<RunResult> = OnceLock::new();
-    RUN.get_or_init(|| run(elf(), true))
+    /// The run with the sensor, shared by the tests that read it.
+    fn sensor_run(&self) -> &'static RunResult {
+        static RUN: OnceLock<RunResult> = OnceLock::new();
+        RUN.get_or_init(|| self.run(&self.elf, true))
+    }
 }
 
 /// One step of the decoded log.
@@ -165,20 +165,9 @@ fn seconds(time: &str) -> i64 {
     days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19)
 }
 
-/// The steps whose temperature watch fired, from the log's `watch` lines.
-fn watch_fired(log: &str) -> Vec<usize> {
-    let steps = steps(log);
-    steps
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.text.lines().any(|l| l.starts_with("watch temperature ") && l.ends_with(": fired")))
-        .map(|(i, _)| i)
-        .collect()
-}
-
-/// Checks the fields of every step against the script (and a hint of the
-/// live fields alone at the `watch_only` steps); `temperature` gives the
-/// expected reading of step `i`.
+/// Checks the fields of every step against the script; `temperature`
+/// gives the expected reading of step `i`.
+/// (and a hint of the live fields alone at the `watch_only` steps).
 fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, watch_only: &[usize]) {
     let steps = steps(&result.log);
     assert_eq!(steps.len(), DUE.len(), "steps in the log:\n{}", result.log);
@@ -228,7 +217,8 @@ fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, wat
 
 #[test]
 fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let result = board.sensor_run();
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished && result.steps == DUE.len(), "{result:?}");
     assert_eq!(result.set_per_step, TEMPERATURES.to_vec());
@@ -250,8 +240,9 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
 
 #[test]
 fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
+    let Some(board) = board() else { return };
     // On the host's clock, as the demo runs: the schedule does not depend on the date.
-    let result = run_at(elf(), false, None);
+    let result = board.run_at(&board.elf, false, None);
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished, "{result:?}");
     check_schedule(&result, |_| "unavailable".to_string(), &[]);
@@ -261,14 +252,21 @@ fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
     assert!(result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 10 failed"), "{}", result.log);
 }
 
+/// The steps whose temperature watch fired, from the log's `watch` lines.
+fn watch_fired(log: &str) -> Vec<usize> {
+    let fired = |s: &StepLog| s.text.lines().any(|l| l.starts_with("watch temperature ") && l.ends_with(": fired"));
+    steps(log).iter().enumerate().filter(|(_, s)| fired(s)).map(|(i, _)| i).collect()
+}
+
 /// `cargo xtask demo --temperatures 20,20.5,25,25.2,29,26`, as the demo runs
 /// it (the host's clock): the watch fires where the rule says. Step 0:
 /// nothing told; 1: 0.5 °C from 20.0 (the tasks hint tells 20.5); 2: 4.5
-/// from 20.5; 3: 0.2 from 25.0; 4: 4.0 from 25.0, and above 28; 5: 3.0
+/// from 20.5; 3: 0.1875 from 25.0; 4: 4.0 from 25.0, and above 28; 5: 3.0
 /// from 29.0, and back below 27.5; 6 to 9: 26.0 as told.
 #[test]
 fn the_demo_s_warming_greenhouse_fires_the_watch_where_the_rule_says() {
-    let result = run_with(elf(), true, None, &DEMO_WARMING);
+    let Some(board) = board() else { return };
+    let result = board.run_with(&board.elf, true, None, &DEMO_WARMING);
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert_eq!(watch_fired(&result.log), [0, 2, 4, 5]);
     let reading = |i: usize| qemu::expected_reading(DEMO_WARMING[i.min(DEMO_WARMING.len() - 1)]);
@@ -278,7 +276,9 @@ fn the_demo_s_warming_greenhouse_fires_the_watch_where_the_rule_says() {
 
 #[test]
 fn a_panic_exits_qemu_with_a_non_zero_status() {
-    let result = run(image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf"), true);
+    let Some(board) = board() else { return };
+    let Some(elf) = image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf") else { return };
+    let result = board.run(&elf, true);
     assert_eq!(result.status, Some(101), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
     assert!(result.log.contains("forced panic (feature force-panic)"), "{}", result.log);
@@ -286,7 +286,9 @@ fn a_panic_exits_qemu_with_a_non_zero_status() {
 
 #[test]
 fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
-    let result = run(image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf"), true);
+    let Some(board) = board() else { return };
+    let Some(elf) = image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf") else { return };
+    let result = board.run(&elf, true);
     assert_eq!(result.status, Some(2), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
     assert!(result.log.contains("hard fault at pc"), "{}", result.log);
@@ -294,10 +296,11 @@ fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
 
 #[test]
 fn the_release_image_fits_the_budget() {
-    let sections = qemu::elf_sections(&elf()).unwrap_or_else(|e| panic!("{e}"));
+    let Some(board) = board() else { return };
+    let sections = qemu::elf_sections(&board.elf).unwrap_or_else(|e| panic!("{e}"));
     let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
     let flash = size(&[".vector_table", ".text", ".rodata", ".data"]);
-    let result = sensor_run();
+    let result = board.sensor_run();
     let stack = qemu::stack_high_water(&result.log).unwrap_or_else(|| panic!("no stack high-water mark in\n{}", result.log));
     let ram = size(&[".data", ".bss", ".uninit"]) + stack;
     eprintln!("flash {flash} B, RAM {ram} B (peak stack {stack} B)");
@@ -308,13 +311,14 @@ fn the_release_image_fits_the_budget() {
 
 #[test]
 fn runs_are_deterministic_under_icount() {
+    let Some(board) = board() else { return };
     // The same image, start time and temperatures give the same log, board
     // times included, to the millisecond: the handshake leaves no room for a
     // race, and under -icount the board's time is its instruction count.
     let uptimes = |r: &RunResult| -> Vec<String> {
         steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
     };
-    let (first, second) = (sensor_run(), run(elf(), true));
+    let (first, second) = (board.sensor_run(), board.run(&board.elf, true));
     assert_eq!(uptimes(first).len(), 10);
     assert_eq!(uptimes(&second), uptimes(first));
     assert_eq!(second.log, first.log);
@@ -333,7 +337,8 @@ fn messages_read(log: &str) -> Vec<(usize, usize)> {
 
 #[test]
 fn the_session_runs_on_the_tracked_context_reading_constant_messages_per_decision() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let result = board.sensor_run();
     let reads = messages_read(&result.log);
     assert_eq!(reads.len(), DUE.len(), "one decision per step:\n{}", result.log);
     eprintln!("(messages read, context length) per decision: {reads:?}");
@@ -366,18 +371,6 @@ fn device_hints(log: &str) -> Vec<Option<String>> {
         .collect()
 }
 
-fn sim() -> PathBuf {
-    let path = std::env::var_os("ENVAWARE_SIM").map(|p| root().join(p)).unwrap_or_else(|| root().join("target/debug/envaware-sim"));
-    assert!(path.exists(), "{} is missing: run `cargo build -p envaware-sim` (cargo xtask test does)", path.display());
-    path
-}
-
-fn reference_python() -> PathBuf {
-    let path = std::env::var_os("ENVAWARE_REF_PYTHON").map(|p| root().join(p)).unwrap_or_else(|| root().join(".venv/bin/python"));
-    assert!(path.exists(), "{} is missing: run `cargo xtask test`, which creates the reference venv", path.display());
-    path
-}
-
 fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(text).lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
 }
@@ -388,10 +381,13 @@ fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
 /// gives the same.
 #[test]
 fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
-    let result = sensor_run();
+    let Some(board) = board() else { return };
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+    let Some(python) = needs::or_skip(needs::reference_python()) else { return };
+    let result = board.sensor_run();
     assert!(!result.log.contains("stream: "), "the device could not stream a line:\n{}", result.log);
     let trace = qemu::session_trace(&result.log);
-    let out = root().join("tests/out");
+    let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
     let (trace_file, scenarios) = (out.join("firmware-session.trace.jsonl"), out.join("firmware-session.scenarios.jsonl"));
     std::fs::write(&trace_file, &trace).expect("write the trace");
@@ -399,7 +395,7 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     // through the scenarios' contexts).
     assert!(trace.lines().filter(|l| l.starts_with(r#"{"message":{"name":"#)).count() >= DUE.len(), "{trace}");
 
-    let replay = std::process::Command::new(sim())
+    let replay = std::process::Command::new(sim)
         .arg("replay")
         .arg(&trace_file)
         .arg("--json")
@@ -424,30 +420,12 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     // fields (rendered the same way) and no watch. It must give the
     // device's hint wherever another dimension fired, and none where the
     // watch fired alone.
-    let for_reference: Vec<String> = std::fs::read_to_string(&scenarios)
-        .expect("read the emitted scenarios")
-        .lines()
-        .map(|line| {
-            let mut s: serde_json::Value = serde_json::from_str(line).expect("a scenario");
-            let readings = s.as_object_mut().and_then(|o| o.remove("readings")).unwrap_or_default();
-            let extra: serde_json::Map<String, serde_json::Value> = readings
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| "unavailable".into(), Into::into)))
-                .collect();
-            let injection = &mut s["injection_config"];
-            if let Some(o) = injection.as_object_mut() {
-                o.remove("watch");
-            }
-            injection["extra_fields"] = serde_json::Value::Object(extra);
-            s.to_string()
-        })
-        .collect();
     let reference_in = out.join("firmware-session.reference.jsonl");
-    std::fs::write(&reference_in, for_reference.join("\n") + "\n").expect("write the reference's scenarios");
-    let reference = std::process::Command::new(reference_python())
-        .arg(root().join("tests/reference/reference.py"))
+    let emitted = std::fs::read_to_string(&scenarios).expect("read the emitted scenarios");
+    let for_reference: String = emitted.lines().map(|line| readings_as_extra_fields(line) + "\n").collect();
+    std::fs::write(&reference_in, for_reference).expect("write the reference's scenarios");
+    let reference = std::process::Command::new(python)
+        .arg(needs::workspace().join("tests/reference/reference.py"))
         .arg(&reference_in)
         .output()
         .expect("run reference.py");
@@ -459,4 +437,23 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
         assert_eq!(theirs["hint"].as_str(), expected, "step {i}: AgentScope says {theirs}");
         assert_eq!(theirs["event"].as_bool(), Some(expected.is_some()), "step {i}");
     }
+}
+
+/// A scenario line for the reference: its `readings` as `extra_fields`
+/// (`null`: unavailable) and no `watch`.
+fn readings_as_extra_fields(line: &str) -> String {
+    let mut s: serde_json::Value = serde_json::from_str(line).expect("a scenario");
+    let readings = s.as_object_mut().and_then(|o| o.remove("readings")).unwrap_or_default();
+    let extra: serde_json::Map<String, serde_json::Value> = readings
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| "unavailable".into(), Into::into)))
+        .collect();
+    let injection = &mut s["injection_config"];
+    if let Some(o) = injection.as_object_mut() {
+        o.remove("watch");
+    }
+    injection["extra_fields"] = serde_json::Value::Object(extra);
+    s.to_string()
 }

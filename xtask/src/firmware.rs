@@ -13,7 +13,7 @@ pub const TARGET: &str = "thumbv7m-none-eabi";
 /// Flash budget for the release image (text + rodata + data's initial values):
 /// 112 KiB of the LM3S6965's 256 KiB, raised on purpose from 96 KiB when the
 /// tracked context, the AgentScope stream, the zone rule past 2099 and the
-/// zone-name table came in (README, "Size").
+/// zone-name table came in (firmware/README.md, "Size"; core/CHANGELOG.md).
 pub const FLASH_BUDGET: u64 = 112 * 1024;
 /// RAM budget: data + bss + the measured peak stack.
 pub const RAM_BUDGET: u64 = 16 * 1024;

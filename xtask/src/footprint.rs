@@ -14,7 +14,7 @@ pub const SIZE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "thumbv6m-none-eabi
 /// Where the stack is measured: the QEMU board's Cortex-M3.
 pub const STACK_TARGET: &str = "thumbv7m-none-eabi";
 /// The decision stack's budget, in bytes: the 2 KiB goal. What takes the
-/// stack is in the README ("Footprint on devices").
+/// stack is in docs/footprint.md.
 pub const STACK_BUDGET: u64 = 2048;
 /// The one zone with daylight saving the programs keep.
 const DST_FILTER: &str = "^Europe/Berlin$";
@@ -129,7 +129,7 @@ pub fn check_stack() -> Result<(), String> {
     Ok(())
 }
 
-/// `cargo xtask size`'s footprint table, as Markdown for the README.
+/// `cargo xtask size`'s footprint table, as Markdown for docs/footprint.md.
 pub fn size() -> Result<(), String> {
     let table = measure_flash()?;
     let (_, worst) = measure_stack()?;

@@ -76,15 +76,13 @@ fn ensure_targets() -> Result<(), String> {
 /// The reference's virtual environment, created on first use. A stamp
 /// holding the requirements text skips the install when nothing changed.
 fn ensure_reference_venv() -> Result<PathBuf, String> {
-    let root = root();
-    let venv = root.join(".venv");
+    let venv = root().join(".venv");
     let python = venv.join("bin/python");
-    let requirements = root.join("tests/reference/requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
-    let stamp = venv.join("envaware-requirements.txt");
-    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+    if xtask::needs::venv_ready(&venv) {
         return Ok(python);
     }
+    let requirements = xtask::needs::requirements();
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
     let system_python = ["python3", "python"]
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
@@ -94,8 +92,15 @@ fn ensure_reference_venv() -> Result<PathBuf, String> {
         "install AgentScope 2.0.11 into .venv",
         Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements),
     )?;
-    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    xtask::needs::stamp_venv(&venv, &wanted)?;
     Ok(python)
+}
+
+/// `cargo test ARGS` where no check may skip (see `xtask::needs`).
+fn cargo_test(args: &[&str]) -> Command {
+    let mut cmd = cargo();
+    cmd.arg("test").args(args).env(xtask::needs::REQUIRE_VAR, "1");
+    cmd
 }
 
 fn test() -> Result<(), String> {
@@ -117,6 +122,10 @@ fn test() -> Result<(), String> {
         cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire"]).env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run("the async sensor example (checks its own outcomes)", cargo().args(["run", "-q", "-p", "envaware", "--example", "async_sensor"]))?;
+    run(
+        "the agent loop example: JSON configuration, a live sensor, AgentScope JSON out (checks its own outcomes)",
+        cargo().args(["run", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
+    )?;
     run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
     run(
         "link the core into a thumbv7m binary with no allocator",
@@ -124,6 +133,18 @@ fn test() -> Result<(), String> {
             .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
+    )?;
+    // The bare-metal example as a device project builds it: its own
+    // .cargo/config.toml (target, link.x, the zone filter), read here with
+    // --config since cargo reads that file from the directory it runs in.
+    run(
+        "build the bare-metal example for thumbv7em-none-eabihf (memory.x, the release profile, the zone filter)",
+        cargo()
+            .arg("--config")
+            .arg(root().join("examples/bare-metal/.cargo/config.toml"))
+            .args(["build", "--release", "--manifest-path"])
+            .arg(root().join("examples/bare-metal/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", root().join("target/bare-metal")),
     )?;
     nopanic::nopanic(&[])?;
     // The fuzz targets run only under `cargo xtask fuzz` (nightly); checking
@@ -137,16 +158,11 @@ fn test() -> Result<(), String> {
     )?;
     check_msrv()?;
     footprint::check_stack()?;
-    // The workspace turns `host-arguments` on (sim, tests); the core's own
-    // tests also run at the device capacity, with the feature checked off.
-    run(
-        "core unit tests at the device argument capacity",
-        cargo().args(["test", "-p", "envaware", "--lib"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
-    )?;
-    // And as the firmware builds it: floats by the exact-decimal path.
+    // The workspace run below tests the core with its default features; it
+    // also runs as the firmware builds it: floats by the exact-decimal path.
     run(
         "core unit tests without python-floats (the firmware's build)",
-        cargo().args(["test", "-p", "envaware", "--lib", "--no-default-features"]).env("ENVAWARE_EXPECT_DEVICE_ARGUMENTS", "1"),
+        &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features"]),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.
@@ -158,8 +174,7 @@ fn test() -> Result<(), String> {
     firmware::host_tests()?;
     let firmware_env = firmware::prepare_tests()?;
     run_tests(
-        cargo()
-            .args(["test", "--workspace"])
+        cargo_test(&["--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
             .env("ENVAWARE_CHROMIUM", chromium)

@@ -2,11 +2,11 @@
 //! core's own unit tests (settings in `.cargo/mutants.toml`: the optimized
 //! `mutants` profile, nextest, `--lib`), then the score it measured.
 //!
-//! The ARGS go to cargo-mutants as they are: `-f core/src/args.rs` for one
+//! The ARGS go to cargo-mutants as they are: `-f core/src/args/floats.rs` for one
 //! file, `--shard 0/8 --sharding round-robin` for an eighth of every file
 //! (the whole core is about 2,300 mutants at a few seconds each on two
-//! cores, so sessions take shards), `--features host-arguments` for the code
-//! only the host build compiles, `--iterate` to skip what was caught before.
+//! cores, so sessions take shards), `--iterate` to skip what was caught
+//! before.
 //! The results stay in `target/mutants/mutants.out/`.
 
 use std::path::Path;
@@ -66,6 +66,8 @@ pub fn mutants(args: &[String]) -> Result<(), String> {
         .arg(&out)
         .args(args)
         .env("ENVAWARE_REF_PYTHON", &python)
+        // A check that skipped would let its mutants live.
+        .env(xtask::needs::REQUIRE_VAR, "1")
         .current_dir(root())
         .status()
         .map_err(|e| format!("cargo mutants: cannot start: {e}"))?;

@@ -489,7 +489,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
         let context = context_json(&world.cfg).to_string();
         let loaded =
             buf.load_injection(&injection).map_err(|e| e.to_string()).and_then(|_| buf.load_context(&context).map_err(|e| e.to_string()));
-        let engine = loaded.and_then(|_| Engine::new(buf.config()).map_err(|e| e.to_string())).map_err(|e| Mismatch {
+        let engine = loaded.and_then(|_| scenario::engine(buf.config()).map_err(|e| e.to_string())).map_err(|e| Mismatch {
             message: format!("the core rejects a configuration the fuzzer believes valid: {e}\n{injection}\n{context}"),
             scenarios: scenarios.clone(),
         })?;

@@ -1,13 +1,13 @@
 //! One trace line, read once into a typed [`Event`]: after [`Event::parse`]
 //! a handler never re-checks a shape.
 
-use envaware::Timestamp;
+use envaware::{TaskCounts, Timestamp};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::parse_duration;
-use crate::scenario;
+use crate::scenario::{self, VecConversation};
 
 /// The value of a `config` event: every key present replaces the current
 /// one; absent keys keep theirs.
@@ -51,7 +51,7 @@ pub(super) enum UserEvent {
     Message(Map<String, Value>),
 }
 
-/// One event of a trace (the README's "Replay traces" section).
+/// One event of a trace ("Replay traces" in docs/sim.md).
 pub(super) enum Event {
     Config(ConfigEvent),
     /// `None`: the clock is unset.
@@ -65,10 +65,10 @@ pub(super) enum Event {
     ToolCall(Map<String, Value>),
     /// The result's object; a bare state is already `{"state": …}`.
     ToolResult(Map<String, Value>),
-    /// Checked by [`scenario::parse_context`].
-    Context(Vec<Value>),
-    /// Checked by [`scenario::count_tasks`].
-    Tasks(Vec<Value>),
+    /// The messages as written, and as [`scenario::parse_context`] read them.
+    Context(Vec<Value>, VecConversation),
+    /// The tasks as `Task` objects, and their counts.
+    Tasks(Vec<Value>, TaskCounts),
     Tokens(i64),
     /// The number of newest messages to keep.
     Compress(usize),
@@ -83,7 +83,9 @@ impl Event {
     /// its text, and `step`'s errors name a column of it.
     pub(super) fn parse(key: &str, value: Value, raw: impl FnOnce() -> Result<Box<RawValue>, String>) -> Result<Event, String> {
         Ok(match key {
-            "config" => Event::Config(ConfigEvent::parse(raw()?.get())?),
+            // serde would read a struct from a list too: only an object is a configuration.
+            "config" if value.is_object() => Event::Config(ConfigEvent::parse(raw()?.get())?),
+            "config" => return Err(format!("config: expected an object, got {}", scenario::short_json(&value))),
             "set_clock" => Event::SetClock(match value {
                 Value::Null => None,
                 Value::String(s) => Some(scenario::parse_now(&s).map_err(|e| e.replacen("now", "set_clock", 1))?),
@@ -96,7 +98,11 @@ impl Event {
                 _ => return Err("user: expected a text or a message object".into()),
             }),
             "message" => Event::Message(value),
-            "reply" => Event::Reply,
+            "reply" => match value {
+                Value::Null => Event::Reply,
+                Value::Object(m) if m.is_empty() => Event::Reply,
+                other => return Err(format!("reply: expected {{}} (a reply has no value), got {}", scenario::short_json(&other))),
+            },
             "assistant" => Event::Assistant(match value {
                 Value::String(text) => vec![json!({"type": "text", "text": text})],
                 Value::Array(blocks) => blocks,
@@ -116,10 +122,13 @@ impl Event {
                 let Value::Array(msgs) = value else {
                     return Err("context: expected a list of messages".into());
                 };
-                scenario::parse_context(&msgs)?;
-                Event::Context(msgs)
+                let parsed = scenario::parse_context(&msgs)?;
+                Event::Context(msgs, parsed)
             }
-            "tasks" => Event::Tasks(parse_tasks(value)?),
+            "tasks" => {
+                let (tasks, counts) = parse_tasks(value)?;
+                Event::Tasks(tasks, counts)
+            }
             "tokens" => Event::Tokens(value.as_i64().ok_or("tokens: expected an integer")?),
             "compress" => Event::Compress(match value {
                 Value::String(s) if s == "all" => 0,
@@ -129,7 +138,8 @@ impl Event {
             "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "step" => Event::Step(match value {
                 Value::Null => StepEvent::default(),
-                _ => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
+                Value::Object(_) => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
+                other => return Err(format!("step: expected an object or null, got {}", scenario::short_json(&other))),
             }),
             other => {
                 return Err(format!(
@@ -141,10 +151,12 @@ impl Event {
     }
 }
 
-/// Tasks as a list of `Task` objects or of bare states.
-pub(super) fn parse_tasks(value: Value) -> Result<Vec<Value>, String> {
+/// A `tasks` event: a list of `Task` objects or of bare states (the
+/// trace's shorthand for `{"state": …}`), read by [`scenario::count_tasks`]
+/// as `eval` reads a scenario's tasks.
+fn parse_tasks(value: Value) -> Result<(Vec<Value>, TaskCounts), String> {
     let Value::Array(items) = value else {
-        return Err("tasks: expected a list of tasks or states".into());
+        return Err(format!("tasks: expected a list of tasks or states, got {}", scenario::short_json(&value)));
     };
     let tasks: Vec<Value> = items
         .into_iter()
@@ -153,9 +165,6 @@ pub(super) fn parse_tasks(value: Value) -> Result<Vec<Value>, String> {
             other => other,
         })
         .collect();
-    if let Some(i) = tasks.iter().position(|t| !t.is_object()) {
-        return Err(format!("tasks[{i}]: expected a task object or a state"));
-    }
-    scenario::count_tasks(&tasks)?;
-    Ok(tasks)
+    let counts = scenario::count_tasks(&tasks)?;
+    Ok((tasks, counts))
 }

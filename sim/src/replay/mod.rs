@@ -1,14 +1,25 @@
 //! `envaware-sim replay`: runs a session trace through the core with a
 //! simulated clock and prints the hints as they would be injected.
 //!
-//! A trace is JSON Lines, one event a line (the README's "Replay traces"
-//! section is the reference). The replay keeps the session's state (the
+//! A trace is JSON Lines, one event a line ("Replay traces" in docs/sim.md
+//! is the reference). The replay keeps the session's state (the
 //! configuration, the clock, the plan's tasks, the token count and the
-//! context as AgentScope `Msg` JSON) and, at each `step`, runs
-//! [`Engine::step`] on it. A hint is appended to the context exactly as
+//! context as AgentScope `Msg` JSON) and, at each `step`, decides on the
+//! device path: the core's `Tracker`, cross-checked against the full scan
+//! (`decide`), then renders. A hint is appended to the context exactly as
 //! AgentScope's `AgentState.append_context` does: to the agent's own message
 //! of the current reply when that is the newest message, else as a new
 //! assistant message.
+//!
+//! The work per event is bounded by the event, not by the session: the
+//! context keeps each message as written and as the core reads it
+//! (`context`), so a replay runs in time linear in its trace (a `config`
+//! event that changes the configuration re-reads the context once, as a
+//! device does; `--emit-scenarios` writes the whole context at each step).
+//!
+//! A device's log (its lines after [`STREAM_PREFIX`]) is read as the trace
+//! it streamed; which lines are events is decided per line (`lines`), and
+//! an input mixing the two is refused.
 //!
 //! The input may instead be an AgentScope context dump: a JSON array of
 //! `Msg` objects, or an object with a `"context"` list (an `AgentState`
@@ -22,7 +33,8 @@
 //!
 //! Each trace line is read once into a typed `Event` (`event`), which one
 //! short handler of the `Session` (`session`) applies; a handler never
-//! re-checks a shape. Only `config` and `step` lines are read a second
+//! re-checks a shape. A new event is a variant there and a handler here; a
+//! new dimension needs nothing of the replay but its report and record. Only `config` and `step` lines are read a second
 //! time, for their value's own text: a configuration is kept as written
 //! (the core reads its numbers, `--emit-scenarios` writes it unchanged),
 //! and `step`'s errors name a column of it. The command line is in
@@ -30,18 +42,31 @@
 
 use std::io::{self, Write};
 
+use std::ops::RangeInclusive;
+
 use envaware::Timestamp;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+mod context;
+mod decide;
 mod event;
+mod lines;
 mod session;
 
-use event::{parse_tasks, ConfigEvent, Event};
+pub use decide::CrossCheck;
+use decide::Decider;
+use event::{ConfigEvent, Event};
+pub use lines::Input;
 use session::{Output, Session};
 
 use crate::plot::StepRecord;
-use crate::scenario;
+use crate::scenario::{self, SimConfigBuf, VecConversation};
+
+/// The device hint buffers `--hint-capacity` may give, in bytes: a device's
+/// buffer is a few KiB; beyond 1 MiB the number is a mistake, and the
+/// replay would allocate it at every step.
+pub const HINT_CAPACITY: RangeInclusive<usize> = 1..=1 << 20;
 
 /// How the replay prints, and what it starts from.
 #[derive(Debug, Default)]
@@ -57,9 +82,18 @@ pub struct Options {
     pub config: Option<String>,
     /// The token count at the start.
     pub tokens: Option<i64>,
-    /// The device's hint buffer, in bytes: a longer hint is reported as
-    /// `HintTooLong` and, as on the device, not appended.
+    /// The device's hint buffer, in bytes (in [`HINT_CAPACITY`]): a longer
+    /// hint is reported as `HintTooLong` and, as on the device, not appended.
     pub hint_capacity: Option<usize>,
+    /// Decide by the full scan alone, as before the tracker (no cross-check).
+    pub full_scan: bool,
+}
+
+/// Reads a hint capacity, in bytes, within [`HINT_CAPACITY`] (the command
+/// line's parser for `--hint-capacity`).
+pub fn parse_hint_capacity(text: &str) -> Result<usize, String> {
+    let range = || format!("expected {} to {} bytes, got {text}", HINT_CAPACITY.start(), HINT_CAPACITY.end());
+    text.parse().ok().filter(|n| HINT_CAPACITY.contains(n)).ok_or_else(range)
 }
 
 /// What a replay did.
@@ -69,6 +103,11 @@ pub struct Summary {
     pub steps: usize,
     /// Steps that injected a hint.
     pub hints: usize,
+    /// The tracker's cross-check against the full scan (`None` with
+    /// `--full-scan`, which decides by the full scan alone).
+    pub cross_check: Option<CrossCheck>,
+    /// What the input was read as.
+    pub input: Input,
 }
 
 /// Why a replay stopped.
@@ -77,6 +116,16 @@ pub enum ReplayError {
     /// An event (or the start state) is invalid: the line (0 for the
     /// command-line options and for a dump) and the message.
     Invalid { line: usize, message: String },
+    /// The tracker and the full scan decided a step differently: a bug in
+    /// the core, or a change of the context the tracker was not told of.
+    Disagree {
+        /// The step's number, from 1.
+        step: usize,
+        /// Its trace line (0 for a dump).
+        line: usize,
+        /// The two decisions.
+        decisions: Box<decide::Disagreement>,
+    },
     /// Writing the output failed.
     Io(io::Error),
 }
@@ -86,6 +135,12 @@ impl std::fmt::Display for ReplayError {
         match self {
             ReplayError::Invalid { line: 0, message } => f.write_str(message),
             ReplayError::Invalid { line, message } => write!(f, "line {line}: {message}"),
+            ReplayError::Disagree { step, line, decisions } => write!(
+                f,
+                "step {step} (line {line}): the tracker decided {:?} but the full scan {:?}; \
+                 `--full-scan` replays on the full scan alone",
+                decisions.tracker, decisions.full_scan
+            ),
             ReplayError::Io(e) => write!(f, "{e}"),
         }
     }
@@ -194,16 +249,30 @@ pub fn replay_with_records(
     emit: Option<&mut dyn Write>,
 ) -> Result<(Summary, Vec<StepRecord>), ReplayError> {
     let mut session = start(opts).map_err(|message| ReplayError::Invalid { line: 0, message })?;
-    match Dump::read(text) {
-        Some(dump) => replay_dump(&mut session, dump, &mut Output { out, emit, opts })?,
-        None => replay_trace(&mut session, text, &mut Output { out, emit, opts })?,
-    }
-    Ok((session.summary, session.records))
+    let input = match Dump::read(text) {
+        Some(dump) => {
+            replay_dump(&mut session, dump, &mut Output { out, emit, opts })?;
+            Input::Dump
+        }
+        None => {
+            let (input, lines) = lines::event_lines(text)?;
+            replay_trace(&mut session, lines, &mut Output { out, emit, opts })?;
+            input
+        }
+    };
+    let summary = Summary { cross_check: session.check, input, ..session.summary };
+    Ok((summary, session.records))
 }
 
 /// The session before the first event, from the command-line options.
 fn start(opts: &Options) -> Result<Session, String> {
     let mut session = Session::new();
+    if opts.full_scan {
+        session.check = None;
+    }
+    if let Some(capacity) = opts.hint_capacity {
+        parse_hint_capacity(&capacity.to_string()).map_err(|e| format!("--hint-capacity: {e}"))?;
+    }
     if let Some(config) = &opts.config {
         let raw: Box<RawValue> = serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
         let config = ConfigEvent::parse(raw.get()).map_err(|e| format!("--config: {e}"))?;
@@ -221,6 +290,13 @@ fn start(opts: &Options) -> Result<Session, String> {
     Ok(session)
 }
 
+/// The session's configuration, loaded; `line` names it in errors.
+fn configuration(session: &Session, line: usize) -> Result<Box<SimConfigBuf>, ReplayError> {
+    let mut buf = Box::new(SimConfigBuf::new());
+    session.load(&mut buf).map_err(|message| ReplayError::Invalid { line, message })?;
+    Ok(buf)
+}
+
 /// A dump is one step, at `--now` or else the system time.
 fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
     let opts = output.opts;
@@ -229,16 +305,20 @@ fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -
         Dump::Messages(msgs) => (msgs, Value::Null),
         Dump::State { context, state } => (context, Value::Object(state)),
     };
-    scenario::parse_context(&msgs).map_err(start)?;
+    let read: VecConversation = scenario::parse_context(&msgs).map_err(start)?;
     if opts.agent.is_none() {
         let newest_assistant = msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
         if let Some(name) = newest_assistant.and_then(|m| m.get("name")).and_then(Value::as_str) {
             session.agent_name = name.to_string();
         }
     }
-    session.context = msgs;
     if let Some(tasks) = state.pointer("/tasks_context/tasks") {
-        session.tasks = parse_tasks(tasks.clone()).map_err(start)?;
+        // AgentScope's own JSON: its tasks are `Task` objects, read as `eval` reads them.
+        let Value::Array(tasks) = tasks else {
+            return Err(start(format!("tasks_context.tasks: expected a list of tasks, got {}", scenario::short_json(tasks))));
+        };
+        session.task_counts = scenario::count_tasks(tasks).map_err(|e| start(format!("tasks_context.{e}")))?;
+        session.tasks.clone_from(tasks);
     }
     // `reply_context.cur_iter`, or the legacy top-level field.
     let cur_iter = state.pointer("/reply_context/cur_iter").or_else(|| state.get("cur_iter")).and_then(Value::as_u64).unwrap_or(0);
@@ -246,33 +326,44 @@ fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -
         let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
     }
-    session.step(cur_iter, output, 0)
+    let buf = configuration(session, 0)?;
+    let engine = scenario::engine(buf.config()).map_err(|e| start(e.to_string()))?;
+    let agent = session.agent_name.clone();
+    let mut decider = Decider::new(engine, &agent, &session.context, session.check);
+    session.context.replace(msgs, read, &mut decider);
+    session.step(cur_iter, &mut decider, output, 0)
 }
 
 /// A trace: one event a line, applied in order; the first invalid line
 /// ends the replay.
-fn replay_trace(session: &mut Session, text: &str, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
-    // A device's log (the firmware's defmt output): only its streamed lines
-    // are events; the others (hints, sensor readings) are skipped, and line
-    // numbers stay the log's.
-    let device_log = text.lines().any(|l| l.starts_with(STREAM_PREFIX));
-    for (i, raw_line) in text.split('\n').enumerate() {
-        let line = i + 1;
-        let raw_line = match (device_log, raw_line.strip_prefix(STREAM_PREFIX)) {
-            (false, _) => raw_line,
-            (true, Some(streamed)) => streamed,
-            (true, None) => continue,
-        };
-        let trimmed = raw_line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let invalid = |message: String| ReplayError::Invalid { line, message };
-        if let Some(event) = read_line(trimmed).map_err(invalid)? {
-            session.apply(event, output, line)?;
+///
+/// Each configuration gets its engine and its [`Decider`], which live
+/// until the next `config` event: the decider is then built again, from
+/// the whole context (once per configuration, as a device re-reads its
+/// context after a configuration change).
+fn replay_trace<'t>(
+    session: &mut Session,
+    mut lines: impl Iterator<Item = (usize, &'t str)>,
+    output: &mut Output<'_, '_>,
+) -> Result<(), ReplayError> {
+    let mut line = 0;
+    loop {
+        let buf = configuration(session, line)?;
+        let engine = scenario::engine(buf.config()).map_err(|e| ReplayError::Invalid { line, message: e.to_string() })?;
+        let agent = session.agent_name.clone();
+        let mut decider = Decider::new(engine, &agent, &session.context, session.check);
+        loop {
+            let Some((number, text)) = lines.next() else { return Ok(()) };
+            line = number;
+            let invalid = |message: String| ReplayError::Invalid { line, message };
+            let Some(event) = read_line(text.trim()).map_err(invalid)? else { continue };
+            let reconfigured = matches!(event, Event::Config(_));
+            session.apply(event, &mut decider, output, line)?;
+            if reconfigured {
+                break;
+            }
         }
     }
-    Ok(())
 }
 
 /// One trace line: its event, or `None` for a comment alone (a `"#"` key,
@@ -315,6 +406,7 @@ pub fn utf8_prefix(bytes: &[u8]) -> (&str, Option<usize>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use envaware::Decision;
     use serde_json::json;
 
     fn run(trace: &str) -> (String, Summary) {
@@ -350,7 +442,7 @@ mod tests {
 {"step": {}}"#;
         let (out, summary) = run(trace);
         let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(summary, Summary { steps: 3, hints: 2 });
+        assert_eq!((summary.steps, summary.hints), (3, 2));
         assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:00:00</current-time>"));
         assert_eq!(lines[1]["hint"], Value::Null);
         assert!(lines[2]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:31:00</current-time>"));
@@ -393,6 +485,13 @@ mod tests {
             ("{\"config\": {\"injection_config\": {\"time_interval\": -1}}}", "line 1:"),
             ("{\"user\": \"a\", \"step\": {}}", "one event a line"),
             ("{\"tasks\": [\"done\"]}", "tasks[0].state"),
+            ("{\"tasks\": [5]}", "line 1: tasks[0]: expected a task object (AgentScope's Task), got 5"),
+            ("{\"tasks\": {}}", "line 1: tasks: expected a list of tasks or states, got {}"),
+            ("{\"step\": {}}\n{\"config\": []}", "line 2: config: expected an object, got []"),
+            ("{\"step\": []}", "line 1: step: expected an object or null, got []"),
+            ("{\"step\": 3}", "line 1: step: expected an object or null, got 3"),
+            ("{\"reply\": 5}", "line 1: reply: expected {} (a reply has no value), got 5"),
+            ("{\"reply\": {\"id\": 1}}", "line 1: reply: expected {}"),
         ] {
             let err = replay(trace, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
             assert!(err.contains(needle), "{trace}: {err}");
@@ -403,13 +502,118 @@ mod tests {
     fn a_device_log_is_read_through_its_streamed_lines() {
         let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
         let log: String = trace.lines().flat_map(|l| ["INFO  TMP105 read: 21.5 °C\n", STREAM_PREFIX, l, "\n"]).collect();
-        let (plain, _) = run(trace);
-        let (from_log, _) = run(&log);
+        let (plain, plain_summary) = run(trace);
+        let (from_log, summary) = run(&log);
         assert_eq!(from_log, plain);
         assert!(from_log.contains("<current-time>"), "{from_log}");
+        assert_eq!(plain_summary.input, Input::Trace);
+        assert_eq!(summary.input, Input::DeviceLog { streamed: 3, skipped: 3, first_skipped: 1 });
         let bad = format!("noise\n{STREAM_PREFIX}{{\"bogus\": 1}}");
         let err = replay(&bad, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
         assert!(err.starts_with("line 2: unknown event"), "{err}");
+    }
+
+    #[test]
+    fn a_trace_with_a_streamed_line_is_refused_before_any_step() {
+        let trace = format!("{{\"user\": \"hi\"}}\n{{\"step\": {{}}}}\n{STREAM_PREFIX}{{\"user\": \"x\"}}\n{{\"step\": {{}}}}");
+        let mut out = Vec::new();
+        let err = replay(&trace, &Options { json: true, ..Options::default() }, &mut out, None).unwrap_err().to_string();
+        assert!(err.starts_with("line 3: a line streamed by a device"), "{err}");
+        assert!(out.is_empty(), "no step runs: {}", String::from_utf8_lossy(&out));
+    }
+
+    #[test]
+    fn a_hint_capacity_outside_its_range_is_refused_naming_the_option_and_the_range() {
+        for capacity in [0, (1 << 20) + 1, 100_000_000_000] {
+            let opts = Options { hint_capacity: Some(capacity), ..Options::default() };
+            let err = replay("{\"step\": {}}", &opts, &mut Vec::new(), None).unwrap_err().to_string();
+            assert_eq!(err, format!("--hint-capacity: expected 1 to 1048576 bytes, got {capacity}"));
+        }
+        assert_eq!(parse_hint_capacity("1048576"), Ok(1 << 20));
+        assert_eq!(parse_hint_capacity("1e99"), Err("expected 1 to 1048576 bytes, got 1e99".to_string()));
+        let opts = Options { json: true, hint_capacity: Some(1), ..Options::default() };
+        let mut out = Vec::new();
+        replay("{\"tasks\": [\"pending\"]}\n{\"step\": {}}", &opts, &mut out, None).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("\"capacity\":1}"));
+    }
+
+    #[test]
+    fn a_dumps_tasks_are_read_as_agentscope_reads_them() {
+        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        let dump = json!({"context": [], "tasks_context": {"tasks": [{"subject": "a", "description": "", "metadata": {}}, "completed"]}});
+        let err = replay(&dump.to_string(), &opts, &mut Vec::new(), None).unwrap_err().to_string();
+        assert_eq!(err, "tasks_context.tasks[1]: expected a task object (AgentScope's Task), got \"completed\"");
+    }
+
+    /// The example traces, each replayed on the device path and on the
+    /// full scan alone.
+    fn example_traces() -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let mut traces: Vec<(String, String)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".trace.jsonl"))
+            .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+            .collect();
+        traces.sort();
+        assert!(traces.len() >= 2);
+        traces
+    }
+
+    #[test]
+    fn the_tracker_decides_every_example_step_as_the_full_scan_does() {
+        for (name, trace) in example_traces() {
+            for json in [true, false] {
+                let (mut tracked, mut scanned) = (Vec::new(), Vec::new());
+                let summary = replay(&trace, &Options { json, ..Options::default() }, &mut tracked, None).unwrap();
+                let full = replay(&trace, &Options { json, full_scan: true, ..Options::default() }, &mut scanned, None).unwrap();
+                assert_eq!(tracked, scanned, "{name}");
+                let check = summary.cross_check.unwrap();
+                // Every step of a short session is checked; a decision reads the newest message only.
+                assert_eq!(check.checked, summary.steps, "{name}");
+                assert!(check.tracker_reads <= 2 && summary.steps > 3, "{name}: {check:?}");
+                assert_eq!(full.cross_check, None);
+            }
+        }
+    }
+
+    /// A session of `replies` replies with unfinished tasks the agent never
+    /// looks at: the full scan reads the whole context at every step.
+    fn long_session(replies: usize) -> String {
+        let mut trace = String::from("{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"tasks\": [\"pending\"]}\n");
+        for i in 0..replies {
+            trace.push_str(&format!("{{\"user\": \"{i}\"}}\n{{\"tool_call\": {{\"name\": \"Bash\"}}}}\n{{\"tool_result\": \"error\"}}\n"));
+            trace.push_str("{\"step\": {}}\n{\"advance\": \"7m\"}\n");
+            if i % 500 == 499 {
+                trace.push_str("{\"compress\": 100}\n");
+            }
+        }
+        trace
+    }
+
+    #[test]
+    fn the_cross_check_reads_a_bounded_number_of_messages_per_step() {
+        let trace = long_session(1500);
+        let (mut tracked, mut scanned) = (Vec::new(), Vec::new());
+        let summary = replay(&trace, &Options { json: true, ..Options::default() }, &mut tracked, None).unwrap();
+        replay(&trace, &Options { json: true, full_scan: true, ..Options::default() }, &mut scanned, None).unwrap();
+        assert_eq!(tracked, scanned);
+        let check = summary.cross_check.unwrap();
+        assert_eq!(summary.steps, 1500);
+        assert!(check.tracker_reads <= 2, "{check:?}");
+        // The budget: the full scans read at most CHECK_READS_PER_STEP per
+        // step plus one context (1,100 messages at most here: two a reply, 100 kept), ...
+        let bound = decide::CHECK_READS_PER_STEP as u64 * summary.steps as u64 + 1100;
+        assert!(check.scanned <= bound, "{check:?} > {bound}");
+        // ... and still check many steps, each step while the context is short.
+        assert!(check.checked >= 32 && check.checked < summary.steps, "{check:?}");
+    }
+
+    #[test]
+    fn a_disagreement_names_the_step() {
+        let decisions = Box::new(decide::Disagreement { tracker: Decision::NONE, full_scan: Decision::NONE });
+        let e = ReplayError::Disagree { step: 7, line: 12, decisions };
+        assert!(e.to_string().starts_with("step 7 (line 12): the tracker decided"), "{e}");
     }
 
     #[test]

@@ -1,17 +1,20 @@
 //! The session a replay holds, and one short handler per event.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use envaware::{Decision, Engine, FixedClock, HintTooLong, Step, TimeDecision, TimeSkipped, Timestamp};
+use envaware::{Decision, Engine, HintTooLong, Step, TaskCounts, TimeDecision, TimeSkipped, Timestamp};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::context::Context;
+use super::decide::{CrossCheck, Decider};
 use super::event::{ConfigEvent, Event, UserEvent};
 use super::{format_instant, Options, ReplayError, Summary};
 use crate::plot::{self, StepRecord, WatchRecord};
-use crate::scenario::{self, Evaluation, Readings, SimConfigBuf, VecConversation};
+use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
 
 /// Where a replay writes, and how.
 pub(super) struct Output<'a, 'e> {
@@ -37,7 +40,7 @@ struct ScenarioOut<'a> {
     tasks: &'a [Value],
     #[serde(skip_serializing_if = "readings_empty")]
     readings: &'a Readings,
-    context: &'a [Value],
+    context: &'a VecDeque<Value>,
 }
 
 fn readings_empty(r: &&Readings) -> bool {
@@ -52,7 +55,9 @@ pub(super) struct Session {
     context_size: i64,
     pub(super) input_tokens: i64,
     pub(super) tasks: Vec<Value>,
-    pub(super) context: Vec<Value>,
+    /// The tasks' counts, read once when they are set.
+    pub(super) task_counts: TaskCounts,
+    pub(super) context: Context,
     pub(super) clock: Option<Timestamp>,
     /// The live readings (`read` events), kept until set again.
     readings: Readings,
@@ -67,8 +72,11 @@ pub(super) struct Session {
     pub(super) summary: Summary,
     /// One record per step, for `--plot`.
     pub(super) records: Vec<StepRecord>,
-    /// The time hints this replay appended, and when.
-    told: Vec<(String, Timestamp)>,
+    /// The time hints this replay appended, by text, and when (the newest
+    /// of equal texts).
+    told: HashMap<String, Timestamp>,
+    /// The tracker's cross-check so far; `None` with `--full-scan`.
+    pub(super) check: Option<CrossCheck>,
     /// Compressions since the previous step.
     compressions: Vec<String>,
     /// Whether `set_clock` came since the previous step.
@@ -84,7 +92,8 @@ impl Session {
             context_size: 128_000,
             input_tokens: 0,
             tasks: Vec::new(),
-            context: Vec::new(),
+            task_counts: TaskCounts::default(),
+            context: Context::default(),
             clock: None,
             readings: Readings::default(),
             reply: 0,
@@ -93,7 +102,8 @@ impl Session {
             ids: 0,
             summary: Summary::default(),
             records: Vec::new(),
-            told: Vec::new(),
+            told: HashMap::new(),
+            check: Some(CrossCheck::default()),
             compressions: Vec::new(),
             clock_set: false,
         }
@@ -133,43 +143,45 @@ impl Session {
         }
         let mut buf = Box::new(SimConfigBuf::new());
         self.load(&mut buf)?;
-        Engine::new(buf.config()).map_err(|e| e.to_string())?;
+        scenario::engine(buf.config()).map_err(|e| e.to_string())?;
         Ok(())
     }
 
-    fn load(&self, buf: &mut SimConfigBuf) -> Result<(), String> {
+    /// Loads the session's configuration into `buf`.
+    pub(super) fn load(&self, buf: &mut SimConfigBuf) -> Result<(), String> {
         scenario::load_config(buf, self.injection_config.as_deref().map(RawValue::get), self.context_config.as_deref().map(RawValue::get))
     }
 
     /// AgentScope's `append_context(name, blocks)`: extends the agent's
     /// message of the current reply when it is the newest, else appends a
     /// new assistant message.
-    fn append_to_agent(&mut self, blocks: Vec<Value>) -> Result<(), String> {
+    fn append_to_agent(&mut self, blocks: Vec<Value>, decider: &mut Decider<'_>) -> Result<(), String> {
         let reply_id = self.reply_id();
-        check_blocks(&blocks, "assistant")?;
-        if let Some(Value::Object(last)) = self.context.last_mut() {
-            let ours = last.get("role").and_then(Value::as_str) == Some("assistant")
+        let ours = self.context.newest_json().is_some_and(|last| {
+            last.get("role").and_then(Value::as_str) == Some("assistant")
                 && last.get("name").and_then(Value::as_str) == Some(self.agent_name.as_str())
-                && last.get("id").and_then(Value::as_str) == Some(reply_id.as_str());
-            if ours {
-                if let Some(Value::Array(content)) = last.get_mut("content") {
-                    content.extend(blocks);
-                    return Ok(());
-                }
-            }
+                && last.get("id").and_then(Value::as_str) == Some(reply_id.as_str())
+                && last.get("content").is_some_and(Value::is_array)
+        });
+        if ours {
+            return self.context.extend_newest(blocks, decider);
         }
-        self.context.push(json!({"id": reply_id, "name": self.agent_name, "role": "assistant", "content": blocks}));
-        Ok(())
+        let msg = json!({"id": reply_id, "name": self.agent_name, "role": "assistant", "content": blocks});
+        self.context.push(msg, "message", decider).map_err(|e| e.replacen("message.content", "block", 1))
     }
 
-    fn push_message(&mut self, msg: Value) -> Result<(), String> {
-        scenario::parse_context(std::slice::from_ref(&msg)).map_err(|e| e.replacen("context[0]", "message", 1))?;
-        self.context.push(msg);
-        Ok(())
+    fn push_message(&mut self, msg: Value, decider: &mut Decider<'_>) -> Result<(), String> {
+        self.context.push(msg, "message", decider)
     }
 
     /// Applies one event; `line` names it in errors and in the report.
-    pub(super) fn apply(&mut self, event: Event, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
+    pub(super) fn apply(
+        &mut self,
+        event: Event,
+        decider: &mut Decider<'_>,
+        output: &mut Output<'_, '_>,
+        line: usize,
+    ) -> Result<(), ReplayError> {
         let invalid = |message: String| ReplayError::Invalid { line, message };
         match event {
             Event::Config(config) => self.apply_config(config).map_err(invalid)?,
@@ -178,23 +190,23 @@ impl Session {
                 self.clock = clock;
             }
             Event::Advance(micros) => self.advance(micros).map_err(invalid)?,
-            Event::User(user) => self.user(user).map_err(invalid)?,
-            Event::Message(msg) => self.push_message(msg).map_err(invalid)?,
+            Event::User(user) => self.user(user, decider).map_err(invalid)?,
+            Event::Message(msg) => self.push_message(msg, decider).map_err(invalid)?,
             Event::Reply => self.new_reply(),
-            Event::Assistant(blocks) => self.assistant(blocks).map_err(invalid)?,
-            Event::ToolCall(call) => self.tool_call(call).map_err(invalid)?,
-            Event::ToolResult(result) => self.tool_result(result).map_err(invalid)?,
-            Event::Context(msgs) => self.context = msgs,
-            Event::Tasks(tasks) => self.tasks = tasks,
+            Event::Assistant(blocks) => self.assistant(blocks, decider).map_err(invalid)?,
+            Event::ToolCall(call) => self.tool_call(call, decider).map_err(invalid)?,
+            Event::ToolResult(result) => self.tool_result(result, decider).map_err(invalid)?,
+            Event::Context(msgs, read) => self.context.replace(msgs, read, decider),
+            Event::Tasks(tasks, counts) => (self.tasks, self.task_counts) = (tasks, counts),
             Event::Tokens(tokens) => self.input_tokens = tokens,
-            Event::Compress(keep) => self.compress(keep, line),
+            Event::Compress(keep) => self.compress(keep, line, decider),
             Event::Read(readings) => self.readings.set(readings),
             Event::Step(step) => {
                 if let Some(tokens) = step.tokens {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
-                self.step(cur_iter, output, line)?;
+                self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
         }
@@ -209,7 +221,7 @@ impl Session {
     }
 
     /// A user message starts a new reply.
-    fn user(&mut self, user: UserEvent) -> Result<(), String> {
+    fn user(&mut self, user: UserEvent, decider: &mut Decider<'_>) -> Result<(), String> {
         let msg = match user {
             UserEvent::Text(text) => {
                 json!({"id": self.next_id("msg"), "name": "user", "role": "user", "content": [{"type": "text", "text": text}]})
@@ -227,12 +239,12 @@ impl Session {
                 Value::Object(m)
             }
         };
-        self.push_message(msg)?;
+        self.push_message(msg, decider)?;
         self.new_reply();
         Ok(())
     }
 
-    fn assistant(&mut self, blocks: Vec<Value>) -> Result<(), String> {
+    fn assistant(&mut self, blocks: Vec<Value>, decider: &mut Decider<'_>) -> Result<(), String> {
         for b in &blocks {
             if let Some("tool_call") = b.get("type").and_then(Value::as_str) {
                 if let (Some(id), Some(name)) = (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str)) {
@@ -240,10 +252,10 @@ impl Session {
                 }
             }
         }
-        self.append_to_agent(blocks)
+        self.append_to_agent(blocks, decider)
     }
 
-    fn tool_call(&mut self, mut call: Map<String, Value>) -> Result<(), String> {
+    fn tool_call(&mut self, mut call: Map<String, Value>, decider: &mut Decider<'_>) -> Result<(), String> {
         call.insert("type".into(), "tool_call".into());
         if !call.contains_key("id") {
             call.insert("id".into(), self.next_id("call").into());
@@ -262,16 +274,16 @@ impl Session {
         let block = Value::Object(call);
         let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        self.append_to_agent(vec![block])?;
+        self.append_to_agent(vec![block], decider)?;
         self.last_call = Some((id, name));
         Ok(())
     }
 
     /// Completes a result from the call it answers (by id, else the newest).
-    fn tool_result(&mut self, mut result: Map<String, Value>) -> Result<(), String> {
+    fn tool_result(&mut self, mut result: Map<String, Value>, decider: &mut Decider<'_>) -> Result<(), String> {
         result.insert("type".into(), "tool_result".into());
         let call = match result.get("id").and_then(Value::as_str) {
-            Some(id) => self.find_call(id),
+            Some(id) => self.context.call_name(id).map(|name| (id.to_string(), name.to_string())),
             None => self.last_call.clone(),
         };
         let Some((call_id, call_name)) =
@@ -288,48 +300,44 @@ impl Session {
         }
         result.entry("state").or_insert("success".into());
         result.entry("output").or_insert("".into());
-        self.append_to_agent(vec![Value::Object(result)])
+        self.append_to_agent(vec![Value::Object(result)], decider)
     }
 
-    fn compress(&mut self, keep: usize, line: usize) {
-        let drop = self.context.len().saturating_sub(keep);
-        self.compressions.push(format!("line {line}: kept {} of {} messages", self.context.len() - drop, self.context.len()));
-        self.context.drain(..drop);
-    }
-
-    fn find_call(&self, id: &str) -> Option<(String, String)> {
-        self.context.iter().rev().filter_map(|m| m.get("content").and_then(Value::as_array)).flatten().find_map(|b| {
-            (b.get("type").and_then(Value::as_str) == Some("tool_call") && b.get("id").and_then(Value::as_str) == Some(id))
-                .then(|| (id.to_string(), b.get("name").and_then(Value::as_str).unwrap_or_default().to_string()))
-        })
+    fn compress(&mut self, keep: usize, line: usize, decider: &mut Decider<'_>) {
+        let held = self.context.len();
+        let dropped = self.context.compress(keep, decider);
+        self.compressions.push(format!("line {line}: kept {} of {held} messages", held - dropped));
     }
 
     /// Runs the engine on the session, prints the result, and appends the
     /// hint to the context.
-    pub(super) fn step(&mut self, cur_iter: u64, output: &mut Output<'_, '_>, line: usize) -> Result<(), ReplayError> {
+    pub(super) fn step(
+        &mut self,
+        cur_iter: u64,
+        decider: &mut Decider<'_>,
+        output: &mut Output<'_, '_>,
+        line: usize,
+    ) -> Result<(), ReplayError> {
         let (out, opts) = (&mut *output.out, output.opts);
-        let invalid = |message: String| ReplayError::Invalid { line, message };
-        let mut buf = Box::new(SimConfigBuf::new());
-        self.load(&mut buf).map_err(invalid)?;
-        let engine = Engine::new(buf.config()).map_err(|e| invalid(e.to_string()))?;
-        let conversation = scenario::parse_context(&self.context).map_err(invalid)?;
-        let counts = scenario::count_tasks(&self.tasks).map_err(invalid)?;
+        if let Some(emit) = output.emit.as_deref_mut() {
+            self.emit_scenario(cur_iter, emit)?;
+        }
         let step = Step {
             agent_name: &self.agent_name,
-            tasks: counts,
+            tasks: self.task_counts,
             cur_iter,
             input_tokens: self.input_tokens,
             context_size: self.context_size,
         };
-        if let Some(emit) = output.emit.as_deref_mut() {
-            self.emit_scenario(cur_iter, emit)?;
-        }
-        let ran = run_engine(&engine, &conversation, &step, self.clock, &mut self.readings, opts.hint_capacity);
-        self.summary.steps += 1;
-        let source = engine.config().config().injection.injection_source.to_string();
-        self.record(&engine, &conversation, &ran, &source, line);
+        let number = self.summary.steps + 1;
+        let decided = decider.decide(&self.context, &step, self.clock, &self.readings);
+        self.check = decider.check();
+        let decision = decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
+        let ran = render(decider.engine(), decision, &self.context, &mut self.readings, opts.hint_capacity);
+        self.summary.steps = number;
+        self.record(decider, &ran, line);
         if opts.json {
-            let watch = scenario::fired_watches(&engine, &ran.decision);
+            let watch = scenario::fired_watches(decider.engine(), &ran.decision);
             let mut json_line =
                 Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone(), watch }.to_json();
             if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
@@ -340,7 +348,7 @@ impl Session {
         } else {
             out.write_all(self.report(&ran, cur_iter, line).as_bytes())?;
         }
-        self.append_hint(ran, source).map_err(invalid)
+        self.append_hint(ran, decider).map_err(|message| ReplayError::Invalid { line, message })
     }
 
     /// The step's scenario (format v1) for `--emit-scenarios`. A step with
@@ -358,7 +366,7 @@ impl Session {
                 cur_iter,
                 tasks: &self.tasks,
                 readings: &self.readings,
-                context: &self.context,
+                context: self.context.json(),
             };
             serde_json::to_writer(&mut *emit, &scenario).map_err(io::Error::from)?;
         }
@@ -366,8 +374,8 @@ impl Session {
     }
 
     /// What the step did, for `--plot`.
-    fn record(&mut self, engine: &Engine<'_>, conversation: &VecConversation, ran: &Ran, source: &str, line: usize) {
-        let valid = engine.config();
+    fn record(&mut self, decider: &Decider<'_>, ran: &Ran, line: usize) {
+        let valid = decider.engine().config();
         let (inj, ctx) = (&valid.config().injection, &valid.config().context);
         let decision = &ran.decision;
         self.records.push(StepRecord {
@@ -387,17 +395,19 @@ impl Session {
             reminder_tokens: (ctx.trigger_ratio - valid.buffer_ratio()) * self.context_size as f64,
             trigger_tokens: (ctx.trigger_ratio * self.context_size as f64) as i64,
             time_interval_hours: inj.time_interval,
-            told_at: plot::newest_time_hint(conversation, source)
-                .and_then(|text| self.told.iter().rev().find(|(t, _)| t == text).map(|(_, at)| *at)),
+            told_at: decider.time_hint(&self.context).and_then(|text| self.told.get(text).copied()),
             compressions: std::mem::take(&mut self.compressions),
-            watches: self.watch_records(engine, conversation, decision),
+            watches: self.watch_records(decider.engine(), decision),
         });
     }
 
     /// Each watched field at this step, for the plot.
-    fn watch_records(&self, engine: &Engine<'_>, conversation: &VecConversation, decision: &Decision) -> Vec<WatchRecord> {
-        let told = engine.told(conversation, &self.agent_name);
+    fn watch_records(&self, engine: &Engine<'_>, decision: &Decision) -> Vec<WatchRecord> {
         let watches = engine.config().config().injection.watch;
+        if watches.is_empty() {
+            return Vec::new(); // no scan for the told values either
+        }
+        let told = engine.told(&self.context, &self.agent_name);
         let approx = |d: Option<envaware::Decimal>| d.map(plot::approx);
         watches
             .iter()
@@ -448,18 +458,19 @@ impl Session {
 
     /// As AgentScope, the hint joins the persistent context; as on the
     /// device, a hint too long for the buffer does not.
-    fn append_hint(&mut self, ran: Ran, source: String) -> Result<(), String> {
+    fn append_hint(&mut self, ran: Ran, decider: &mut Decider<'_>) -> Result<(), String> {
         let Some(text) = ran.hint.filter(|_| ran.too_long.is_none()) else {
             return Ok(());
         };
         if matches!(ran.decision.time, TimeDecision::Inject(_)) {
             if let Some(now) = self.clock {
-                self.told.push((text.clone(), now));
+                self.told.insert(text.clone(), now);
             }
         }
         self.summary.hints += 1;
         let id = self.next_id("hint");
-        self.append_to_agent(vec![json!({"type": "hint", "id": id, "source": source, "hint": text})])
+        let source = decider.engine().config().config().injection.injection_source;
+        self.append_to_agent(vec![json!({"type": "hint", "id": id, "source": source, "hint": text})], decider)
     }
 }
 
@@ -475,22 +486,16 @@ struct Ran {
     watched: Vec<String>,
 }
 
-/// Runs the engine. With `hint_capacity` the first try is the device's
-/// buffer; the whole text is rendered after it all the same, for the report.
-fn run_engine(
-    engine: &Engine<'_>,
-    conversation: &VecConversation,
-    step: &Step<'_>,
-    clock: Option<Timestamp>,
-    readings: &mut Readings,
-    hint_capacity: Option<usize>,
-) -> Ran {
-    let mut clock = FixedClock(clock);
+/// Renders a decided step. With `hint_capacity` the first try is the
+/// device's buffer (at most [`super::HINT_CAPACITY`] bytes); the whole text is rendered after
+/// it all the same, for the report, in a buffer of the size the core asks
+/// for (bounded by the configuration).
+fn render(engine: &Engine<'_>, decision: Decision, context: &Context, readings: &mut Readings, hint_capacity: Option<usize>) -> Ran {
     let mut too_long = None;
     let mut size = hint_capacity.unwrap_or(4096);
     loop {
         let mut text = vec![0u8; size];
-        match engine.step(conversation, step, &mut clock, readings, &mut text) {
+        match engine.render_step(decision, context, readings, &mut text) {
             Ok(o) => {
                 let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
                 let watched = scenario::fired_watches(engine, &o.decision).unwrap_or_default();
@@ -500,7 +505,7 @@ fn run_engine(
                 if hint_capacity.is_some() && too_long.is_none() {
                     too_long = Some(e);
                 }
-                size = e.needed;
+                size = e.needed.max(size.saturating_mul(2));
             }
         }
     }
@@ -527,10 +532,4 @@ fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     }
     fired.extend(watched.iter().map(|name| format!("watch {name}")));
     fired
-}
-
-/// The reference's role checks on blocks the replay appends for the agent.
-fn check_blocks(blocks: &[Value], role: &str) -> Result<(), String> {
-    let msg = json!({"name": "x", "role": role, "content": blocks});
-    scenario::parse_context(std::slice::from_ref(&msg)).map(drop).map_err(|e| e.replacen("context[0].content", "block", 1))
 }

@@ -1,0 +1,351 @@
+//! The canonical string of valid JSON, as `json.dumps(..., sort_keys=True)`
+//! writes it: an iterative walk (one frame per open container, no
+//! recursion), each object's members gathered, sorted and deduplicated, and
+//! strings escaped with `ensure_ascii`.
+
+use core::cmp::Ordering;
+
+use super::floats::write_number;
+use super::sort::dedup_last;
+use super::{at, offset, Bound, Offset, Sink};
+use crate::json::{self, JsonStr, Kind};
+
+/// Dumps a value known to fit the bounds.
+pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
+    let mut out = Buffered::new(sink);
+    // Cannot fail: the caller checked the bounds.
+    let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
+    out.flush();
+}
+
+pub(super) struct NullSink;
+
+impl Sink for NullSink {
+    fn write(&mut self, _bytes: &[u8]) {}
+}
+
+/// Gathers the dump's many small pieces so the hash sees few large writes.
+pub(super) struct Buffered<'s, S: Sink> {
+    inner: &'s mut S,
+    buf: [u8; 64],
+    len: usize,
+}
+
+impl<'s, S: Sink> Buffered<'s, S> {
+    fn new(inner: &'s mut S) -> Self {
+        Buffered { inner, buf: [0; 64], len: 0 }
+    }
+
+    fn flush(&mut self) {
+        if let Some(pending) = self.buf.get(..self.len) {
+            if !pending.is_empty() {
+                self.inner.write(pending);
+            }
+        }
+        self.len = 0;
+    }
+}
+
+impl<S: Sink> Sink for Buffered<'_, S> {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let start = self.len;
+        match self.buf.get_mut(start..start.saturating_add(bytes.len())) {
+            Some(room) => {
+                crate::text::copy_bytes(room, bytes);
+                self.len = start.saturating_add(bytes.len());
+            }
+            None => {
+                self.flush();
+                if bytes.len() >= self.buf.len() {
+                    self.inner.write(bytes);
+                } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
+                    crate::text::copy_bytes(room, bytes);
+                    self.len = bytes.len();
+                }
+            }
+        }
+    }
+}
+
+/// Container ends found while skipping values, in a direct-mapped cache of
+/// `N` entries. Collecting an object's members skips each value to find
+/// the next key, so without it a chain of nested objects is read once per
+/// level; with it, once. The host has one; a device (`N` = 0) reads again.
+pub(super) struct Ends<O, const N: usize> {
+    /// `(start, end)` of a container; start 0 (the outermost value, never
+    /// skipped) marks a free slot.
+    pub(super) slots: [(O, O); N],
+    /// The start of each container open during one skip, by depth.
+    opens: [O; N],
+}
+
+impl<O: Offset, const N: usize> Ends<O, N> {
+    pub(super) fn new() -> Self {
+        Ends { slots: [(O::default(), O::default()); N], opens: [O::default(); N] }
+    }
+
+    /// Offset just past the (validated) value at `start`, remembering the
+    /// end of every container inside it.
+    pub(super) fn skip(&mut self, text: &str, start: usize) -> Option<usize> {
+        let b = text.as_bytes();
+        if N == 0 || !matches!(b.get(start), Some(b'{' | b'[')) {
+            return json::value_end(b, start);
+        }
+        if let Some(&(s, e)) = self.slots.get(start % N) {
+            if at(s) == start && s != O::default() {
+                return Some(at(e));
+            }
+        }
+        let mut depth = 0usize;
+        let mut i = start;
+        loop {
+            match b.get(i)? {
+                b'{' | b'[' => {
+                    if let Some(slot) = self.opens.get_mut(depth) {
+                        *slot = offset(i).ok()?;
+                    }
+                    depth += 1;
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    depth = depth.checked_sub(1)?;
+                    i += 1;
+                    if let Some(&open) = self.opens.get(depth) {
+                        if let Some(slot) = self.slots.get_mut(at(open) % N) {
+                            *slot = (open, offset(i).ok()?);
+                        }
+                    }
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                b'"' => i = json::string_end(b, i)?,
+                _ => i += 1,
+            }
+        }
+    }
+}
+
+/// An open container of the dump, as offsets into the value's text (or
+/// into the scratch): 8 bytes on a device.
+#[derive(Clone, Copy)]
+pub(super) struct Frame<O> {
+    kind: FrameKind,
+    /// Array: where to read the next item. Object: the first of its sorted
+    /// members in the scratch (they run to the scratch's end while the
+    /// object is the innermost one open).
+    a: O,
+    /// Object: the next member to write, in the scratch.
+    b: O,
+    /// Object: the offset just past its closing brace.
+    c: O,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum FrameKind {
+    ArrayFirst,
+    ArrayRest,
+    Object,
+}
+
+/// Writes the (validated) value `text` as Python's `json.dumps(...,
+/// sort_keys=True)`, iteratively: nesting costs a frame, not a call.
+pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    text: &str,
+    out: &mut S,
+) -> Result<(), Bound> {
+    let mut frames: heapless::Vec<Frame<O>, DEPTH> = heapless::Vec::new();
+    let mut scratch: heapless::Vec<O, MEMBERS> = heapless::Vec::new();
+    let mut ends = Ends::<O, ENDS>::new();
+    open(text, 0, &mut frames, &mut scratch, &mut ends, out)?;
+    loop {
+        let Some(top) = frames.last_mut() else {
+            return Ok(());
+        };
+        let value_start = match top.kind {
+            FrameKind::ArrayFirst | FrameKind::ArrayRest => match json::next_element(text, at(top.a)) {
+                Some(item) => {
+                    if top.kind == FrameKind::ArrayRest {
+                        out.write(b", ");
+                    }
+                    top.kind = FrameKind::ArrayRest;
+                    item
+                }
+                None => {
+                    out.write(b"]");
+                    let end = json::skip_ws(text.as_bytes(), at(top.a)).saturating_add(1);
+                    frames.pop();
+                    closed(&mut frames, end)?;
+                    continue;
+                }
+            },
+            FrameKind::Object => {
+                let next = at(top.b);
+                match scratch.get(next) {
+                    Some(&key) => {
+                        if top.b != top.a {
+                            out.write(b", ");
+                        }
+                        top.b = offset(at(top.b).saturating_add(1))?;
+                        let key = at(key);
+                        let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
+                        write_string(name, out);
+                        out.write(b": ");
+                        match json::member_value(text, key, name) {
+                            Some(value) => value,
+                            None => continue,
+                        }
+                    }
+                    None => {
+                        out.write(b"}");
+                        let (start, end) = (at(top.a), at(top.c));
+                        frames.pop();
+                        scratch.truncate(start);
+                        closed(&mut frames, end)?;
+                        continue;
+                    }
+                }
+            }
+        };
+        open(text, value_start, &mut frames, &mut scratch, &mut ends, out)?;
+    }
+}
+
+/// A container ending at `end` was closed: an array around it reads on from
+/// there (an object around it reads its members from the scratch).
+pub(super) fn closed<O: Offset, const DEPTH: usize>(frames: &mut heapless::Vec<Frame<O>, DEPTH>, end: usize) -> Result<(), Bound> {
+    if let Some(parent) = frames.last_mut() {
+        if parent.kind != FrameKind::Object {
+            parent.a = offset(end)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the scalar at `start`, or writes the container's opening bracket
+/// there and pushes its frame (collecting, sorting and deduplicating an
+/// object's members).
+pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    text: &str,
+    start: usize,
+    frames: &mut heapless::Vec<Frame<O>, DEPTH>,
+    scratch: &mut heapless::Vec<O, MEMBERS>,
+    ends: &mut Ends<O, ENDS>,
+    out: &mut S,
+) -> Result<(), Bound> {
+    let b = text.as_bytes();
+    let frame = match b.get(start) {
+        Some(b'{') => {
+            let first = scratch.len();
+            let mut pos = start.saturating_add(1);
+            while let Some(key) = json::next_element(text, pos) {
+                scratch.push(offset(key)?).map_err(|_| Bound::Members)?;
+                let value = json::key_at(text, key).and_then(|name| json::member_value(text, key, name));
+                pos = match value.and_then(|v| ends.skip(text, v)) {
+                    Some(end) => end,
+                    None => break,
+                };
+            }
+            let end = json::skip_ws(b, pos).saturating_add(1);
+            let run = scratch.get_mut(first..).unwrap_or(&mut []);
+            // Keys already in strictly increasing order (often so) need
+            // neither sorting nor deduplication.
+            let sorted = run.windows(2).all(|w| match w {
+                [x, y] => json::cmp_keys_at(text, at(*x), at(*y)) == Ordering::Less,
+                _ => true,
+            });
+            if !sorted {
+                // Key, then position: equal keys stay in document order, so
+                // the last of each run of equal keys is the one Python keeps.
+                O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                let kept = dedup_last(text, run);
+                scratch.truncate(first.saturating_add(kept));
+            }
+            out.write(b"{");
+            let first = offset(first)?;
+            Frame { kind: FrameKind::Object, a: first, b: first, c: offset(end)? }
+        }
+        Some(b'[') => {
+            out.write(b"[");
+            Frame { kind: FrameKind::ArrayFirst, a: offset(start.saturating_add(1))?, b: O::default(), c: O::default() }
+        }
+        _ => {
+            let Some((value, end)) = json::value_at(text, start) else {
+                return Ok(());
+            };
+            write_scalar(value, out);
+            // An array around it reads on from its end.
+            return closed(frames, end);
+        }
+    };
+    frames.push(frame).map_err(|_| Bound::Depth)
+}
+
+pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
+    match value.kind() {
+        Kind::String => {
+            if let Some(s) = value.as_str() {
+                write_string(s, out);
+            }
+        }
+        Kind::Number => write_number(value.raw(), out),
+        Kind::Bool(true) => out.write(b"true"),
+        Kind::Bool(false) => out.write(b"false"),
+        Kind::Null => out.write(b"null"),
+        Kind::NaN => out.write(b"NaN"),
+        Kind::Infinity => out.write(b"Infinity"),
+        Kind::NegInfinity => out.write(b"-Infinity"),
+        // Containers are opened by the caller.
+        Kind::Object | Kind::Array => {}
+    }
+}
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
+    let digit = |shift: u32| HEX.get(((unit >> shift) & 0xf) as usize).copied().unwrap_or(b'0');
+    out.write(&[b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]);
+}
+
+/// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.
+pub(super) fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
+    out.write(b"\"");
+    let mut rest = s.raw();
+    while !rest.is_empty() {
+        // Printable ASCII other than `\` (a raw `"` cannot occur) is its
+        // own dump: write such runs whole.
+        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
+        let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
+        if !run.is_empty() {
+            out.write(run.as_bytes());
+        }
+        let mut code_points = JsonStr::from_validated(tail).code_points();
+        if let Some(c) = code_points.next() {
+            write_code_point(c, out);
+        }
+        rest = code_points.rest();
+    }
+    out.write(b"\"");
+}
+
+/// Writes one decoded code point as `json.dumps` with `ensure_ascii=True`.
+pub(super) fn write_code_point<S: Sink>(c: u32, out: &mut S) {
+    {
+        match c {
+            0x22 => out.write(b"\\\""),
+            0x5c => out.write(b"\\\\"),
+            0x0a => out.write(b"\\n"),
+            0x0d => out.write(b"\\r"),
+            0x09 => out.write(b"\\t"),
+            0x08 => out.write(b"\\b"),
+            0x0c => out.write(b"\\f"),
+            0x20..=0x7e => out.write(&[c as u8]),
+            0x10000.. => {
+                let v = c.wrapping_sub(0x10000);
+                write_u16_escape(0xd800 | ((v >> 10) & 0x3ff), out);
+                write_u16_escape(0xdc00 | (v & 0x3ff), out);
+            }
+            _ => write_u16_escape(c, out),
+        }
+    }
+}
