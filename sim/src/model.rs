@@ -531,6 +531,36 @@ fn escape(text: &str) -> String {
     text.replace('<', "&lt;").replace('>', "&gt;")
 }
 
+/// The state's `<key>value</key>` lines: the fired dimensions, then the
+/// extra fields and the live readings with `dict.update`.
+fn render_state(cfg: &MConfig, step: &MStep, mut injections: Vec<(String, String)>) -> String {
+    // The live readings follow the extra fields, with the same dict
+    // update; strict mode drops a built-in key and escapes the rest.
+    const BUILTIN: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
+    let live = step
+        .readings
+        .iter()
+        .filter(|(k, _)| !(cfg.strict && BUILTIN.contains(&k.as_str())))
+        .map(|(k, v)| (k.clone(), v.clone().unwrap_or_else(|| "unavailable".into())));
+    for (k, v) in cfg.extra_fields.iter().cloned().chain(live) {
+        match injections.iter_mut().find(|(key, _)| *key == k) {
+            Some(entry) => entry.1 = v,
+            None => injections.push((k, v)),
+        }
+    }
+    // Strict mode escapes every key and value but the operator's own
+    // tool-error text (whose tool name is escaped already).
+    injections
+        .iter()
+        .map(|(k, v)| match cfg.strict {
+            true if k == "tool-error" => format!("<{k}>{v}</{k}>"),
+            true => format!("<{0}>{1}</{0}>", escape(k), escape(v)),
+            false => format!("<{k}>{v}</{k}>"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 impl Model {
     /// The faithful model.
     pub const FAITHFUL: Model = Model { broken: None };
@@ -604,31 +634,7 @@ impl Model {
         if injections.is_empty() && dims.watch.is_empty() {
             return MOutcome { warnings, notes, dims, ..none };
         }
-        // The live readings follow the extra fields, with the same dict
-        // update; strict mode drops a built-in key and escapes the rest.
-        const BUILTIN: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
-        let live = step
-            .readings
-            .iter()
-            .filter(|(k, _)| !(cfg.strict && BUILTIN.contains(&k.as_str())))
-            .map(|(k, v)| (k.clone(), v.clone().unwrap_or_else(|| "unavailable".into())));
-        for (k, v) in cfg.extra_fields.iter().cloned().chain(live) {
-            match injections.iter_mut().find(|(key, _)| *key == k) {
-                Some(entry) => entry.1 = v,
-                None => injections.push((k, v)),
-            }
-        }
-        // Strict mode escapes every key and value but the operator's own
-        // tool-error text (whose tool name is escaped already).
-        let state = injections
-            .iter()
-            .map(|(k, v)| match cfg.strict {
-                true if k == "tool-error" => format!("<{k}>{v}</{k}>"),
-                true => format!("<{0}>{1}</{0}>", escape(k), escape(v)),
-                false => format!("<{k}>{v}</{k}>"),
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let state = render_state(cfg, step, injections);
         let hint = cfg.template.replace("{runtime_state}", &state);
         MOutcome { hint: Some(hint), event: cfg.emit_hint_event, dims, warnings, notes }
     }

@@ -334,9 +334,9 @@ fn step_label(x: &f64) -> String {
     whole(*x).map_or(String::new(), |s| s.to_string())
 }
 
-fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
-    let mut lanes: Vec<(&str, RGBColor)> =
-        vec![("time", TIME), ("tasks", TASKS), ("context length", CONTEXT), ("tool error", TOOL_ERROR), ("fields", FIELDS)];
+/// The lanes `records` need, and which one is the watch's (with a watch).
+fn lanes_of(records: &[StepRecord]) -> (Vec<(&'static str, RGBColor)>, Option<usize>) {
+    let mut lanes = vec![("time", TIME), ("tasks", TASKS), ("context length", CONTEXT), ("tool error", TOOL_ERROR), ("fields", FIELDS)];
     if records.iter().any(|r| r.too_long.is_some()) {
         lanes.push(("hint too long", TOO_LONG));
     }
@@ -344,6 +344,11 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
         lanes.push(("watch", WATCH));
         lanes.len() - 1
     });
+    (lanes, watch_lane)
+}
+
+fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
+    let (lanes, watch_lane) = lanes_of(records);
     let top = lanes.len() as f64 - 0.5;
     let y_of = |lane: usize| (lanes.len() - 1 - lane) as f64;
     let names: Vec<&str> = lanes.iter().map(|l| l.0).collect();
