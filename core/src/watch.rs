@@ -42,7 +42,9 @@ pub struct Decimal(i128);
 const ONE: i128 = 1_000_000_000_000_000_000;
 /// Magnitudes below 10^37 (19 integer digits): a sum or difference of two
 /// stays far inside `i128`.
-const LIMIT: i128 = ONE * 10_000_000_000_000_000_000;
+const LIMIT: i128 = ONE * WHOLE_LIMIT as i128;
+/// 10^19: integer parts stay below it.
+const WHOLE_LIMIT: u64 = 10_000_000_000_000_000_000;
 
 impl Decimal {
     /// Zero.
@@ -77,37 +79,43 @@ impl Decimal {
         if matches!(next, Some(b'+' | b'-')) {
             (next, taken) = (it.next(), taken + 1);
         }
-        let mut units: i128 = 0;
-        let mut digits = 0;
+        // In u64s, not i128s: 19 integer and 18 fractional digits fit, and a
+        // device is spared 128-bit division.
+        let (mut whole, mut digits, mut fits) = (0u64, 0usize, true);
         while let Some(d) = next.filter(u8::is_ascii_digit) {
             (next, taken, digits) = (it.next(), taken + 1, digits + 1);
-            units = units.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
+            match whole.checked_mul(10).and_then(|w| w.checked_add(u64::from(d - b'0'))) {
+                Some(w) if w < WHOLE_LIMIT => whole = w,
+                _ => fits = false,
+            }
         }
         if digits == 0 {
             return None;
         }
-        units = units.checked_mul(ONE)?;
+        let (mut fraction, mut places) = (0u64, 0u32);
         if next == Some(b'.') {
             next = it.next();
-            let mut place = ONE;
-            let mut fraction = 0;
+            let mut count = 0;
             while let Some(d) = next.filter(u8::is_ascii_digit) {
-                (next, fraction) = (it.next(), fraction + 1);
-                place /= 10;
-                // Past the 18th digit only zeros fit.
-                if place == 0 && d != b'0' {
-                    return None;
+                (next, count) = (it.next(), count + 1);
+                if places < Self::FRACTION_DIGITS {
+                    (fraction, places) = (fraction * 10 + u64::from(d - b'0'), places + 1);
+                } else if d != b'0' {
+                    fits = false; // past the 18th digit only zeros fit
                 }
-                units = units.checked_add(place * i128::from(d - b'0'))?;
             }
             // "27." is 27: the dot is not part of the number.
-            if fraction > 0 {
-                taken += 1 + fraction;
+            if count > 0 {
+                taken += 1 + count;
             }
         }
-        if units >= LIMIT {
+        if !fits {
             return None;
         }
+        for _ in places..Self::FRACTION_DIGITS {
+            fraction *= 10; // stays below 10^18
+        }
+        let units = i128::from(whole) * ONE + i128::from(fraction);
         Some((Decimal(if negative { -units } else { units }), taken))
     }
 
@@ -178,8 +186,11 @@ impl fmt::Display for Decimal {
         if self.0 < 0 {
             f.write_str("-")?;
         }
-        write!(f, "{}", magnitude / one)?;
-        let mut fraction = magnitude % one;
+        // Both parts fit a u64 (below 10^19 and 10^18): formatted as u64,
+        // not u128, whose formatting costs a device kilobytes of flash.
+        let (whole, fraction) = (magnitude / one, magnitude % one);
+        write!(f, "{}", u64::try_from(whole).unwrap_or(u64::MAX))?;
+        let mut fraction = u64::try_from(fraction).unwrap_or(0);
         if fraction == 0 {
             return Ok(());
         }
