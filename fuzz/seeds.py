@@ -44,7 +44,9 @@ write('args', [a.encode() for a in args])
 cfg = [(i, random.choice(ctx) if ctx else '{}') for i in random.sample(inj, min(26, len(inj)))]
 cfg += [('{"timezone": "Asia/Shanghai", "extra_fields": {"robot": "greenhouse-rover-7"}}', '{"compression_tool_enabled": true}'),
         ('{"time_format": "%H:%M:%S"}', '{}'), ('{"context_buffer_ratio": 0.9}', '{"trigger_ratio": 0.8}'),
-        ('{"inject_runtime_state": "false", "time_interval": "0.5"}', '{"reserve_ratio": 0.9}')]
+        ('{"inject_runtime_state": "false", "time_interval": "0.5"}', '{"reserve_ratio": 0.9}'),
+        ('{"watch": {"temperature": {"change": 2.0, "above": "28", "hysteresis": 0.5}, "door": {"below": "1e1"}}}', '{}'),
+        ('{"strict": true, "extra_fields": {"site": "B"}, "watch": {"site": {"change": "-1"}, "tasks": {"above": 1}}}', '{}')]
 write('config', [(a + '\0' + b).encode() for a, b in cfg])
 eng = []
 for a, b in cfg[:30]:

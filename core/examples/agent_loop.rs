@@ -12,9 +12,7 @@
 //! xtask test` runs it, and it checks its own results.
 
 use envaware::wire::{write_message, IsoTime, MessageMeta};
-use envaware::{
-    ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
-};
+use envaware::{ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
 
 /// AgentScope's `InjectionConfig` and `ContextConfig`, as JSON (a file or a
 /// message from the host in a real program). Pydantic's lax values work:

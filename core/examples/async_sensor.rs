@@ -7,6 +7,11 @@
 //! which keeps the outcome's event flag and every warning. `LiveReadings`
 //! takes each field's result: a failed reading says `unavailable`.
 //!
+//! With a watch (`injection_config.watch`) the watched sensor is awaited
+//! at every step, before deciding, and its reading goes to
+//! `TrackedContext::decide_with_readings`: a reading that moved makes the
+//! hint by itself ([`watch_loop`]).
+//!
 //! The executor is a minimal `block_on` (the role embassy's executor plays
 //! on a device). `cargo xtask test` runs this example and it checks its own
 //! results: `cargo run -p envaware --example async_sensor`.
@@ -18,8 +23,8 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 use envaware::{
-    Config, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext, Warning,
-    UNAVAILABLE,
+    Config, Decimal, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
+    Warning, Watch, WatchList, UNAVAILABLE,
 };
 
 /// A temperature sensor on a bus with a conversion delay: the first poll is
@@ -142,7 +147,36 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
     Ok((reports, sensor.reads))
 }
 
+/// A watched temperature (told again after a change of 1.0 °C): the sensor
+/// is awaited before every decision; returns the steps whose watch fired.
+async fn watch_loop() -> Result<Vec<bool>, Box<dyn std::error::Error>> {
+    let watch = [("temperature", Watch { change: Decimal::new(1, 0), ..Watch::default() })];
+    let config =
+        Config { injection: InjectionConfig { watch: WatchList::Slice(&watch), ..InjectionConfig::default() }, ..Config::default() };
+    let engine = Engine::new(config)?;
+    let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+    let mut sensor = AsyncSensor { readings: vec![Ok(21.5), Ok(21.75), Ok(22.5), Err("i2c: no acknowledge"), Ok(22.75)], reads: 0 };
+    let mut live: LiveReadings<'_, 1, 32> = LiveReadings::new(["temperature"]);
+    let mut fired = Vec::new();
+    let mut buf = [0u8; 1024];
+    context.user("operator")?;
+    for cur_iter in 0..5 {
+        // The watched field is read at every step, before deciding.
+        live.record(0, sensor.read().await.map(|t| format!("{t} °C")));
+        let step = StepInput { tasks: TaskCounts::default(), cur_iter, input_tokens: 0, context_size: 8192 };
+        // The clock is unset: only the watch can fire.
+        let decision = context.decide_with_readings(&step, None, &live);
+        fired.push(!decision.watch.is_empty());
+        context.render_step(decision, &mut live, &mut buf)?;
+    }
+    Ok(fired)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Nothing told, then 0.25 and 1.0 °C from 21.5, a failed read, 0.25 from 22.5.
+    let fired = block_on(watch_loop())?;
+    assert_eq!(fired, [true, false, true, false, false], "the watch fires where its rule says");
+    println!("watch: fired at steps {:?}", fired.iter().enumerate().filter(|(_, f)| **f).map(|(i, _)| i).collect::<Vec<_>>());
     let (reports, reads) = block_on(agent_loop())?;
     for (i, r) in reports.iter().enumerate() {
         println!("step {i}: event {}, warnings {:?}", r.event, r.warnings);

@@ -4,6 +4,9 @@
 use core::fmt;
 
 use crate::time::{self, TimeFormatError};
+#[cfg(doc)]
+use crate::watch::Watch;
+use crate::watch::{self, WatchError, WatchList, MAX_WATCHES};
 
 /// The reference's default template.
 pub const DEFAULT_TEMPLATE: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n{runtime_state}\n</system-reminder>";
@@ -173,6 +176,10 @@ pub struct InjectionConfig<'a> {
     /// reference does for an unknown name, instead of failing
     /// [`Config::validate`] with [`ConfigError::ZoneNotCompiledIn`].
     pub filtered_zone_falls_back_to_utc: bool,
+    /// envaware's environment-change triggers (none by default): live
+    /// fields whose reading, when it moves from what the context last told,
+    /// fires a hint by itself (see [`Watch`]).
+    pub watch: WatchList<'a>,
 }
 
 impl Default for InjectionConfig<'_> {
@@ -192,6 +199,7 @@ impl Default for InjectionConfig<'_> {
             emit_hint_event: true,
             strict: false,
             filtered_zone_falls_back_to_utc: false,
+            watch: WatchList::EMPTY,
         }
     }
 }
@@ -257,6 +265,7 @@ pub enum Field {
     EmitHintEvent,
     Strict,
     FilteredZoneFallsBackToUtc,
+    Watch,
     TriggerRatio,
     ReserveRatio,
     ContextBufferRatio,
@@ -280,7 +289,7 @@ macro_rules! field_keys {
     (injection_config { $($i:ident => $ik:literal,)* } context_config { $($c:ident => $ck:literal,)* }) => {
         impl Field {
             /// Every field, in declaration order.
-            const ALL: [Field; 18] = [$(Field::$i,)* $(Field::$c,)*];
+            const ALL: [Field; 19] = [$(Field::$i,)* $(Field::$c,)*];
 
             /// The field's path as written in JSON, e.g. `injection_config.template`.
             pub fn path(self) -> &'static str {
@@ -319,6 +328,7 @@ field_keys! {
         EmitHintEvent => "emit_hint_event",
         Strict => "strict",
         FilteredZoneFallsBackToUtc => "filtered_zone_falls_back_to_utc",
+        Watch => "watch",
     }
     context_config {
         TriggerRatio => "trigger_ratio",
@@ -394,6 +404,10 @@ pub enum ConfigError {
     /// feature and `CHRONO_TZ_TIMEZONE_FILTER`), and
     /// `filtered_zone_falls_back_to_utc` is off.
     ZoneNotCompiledIn(ZoneName),
+    /// More fields are watched than [`MAX_WATCHES`].
+    TooManyWatches(usize),
+    /// A watch is invalid.
+    Watch(WatchError),
 }
 
 impl ConfigError {
@@ -410,12 +424,16 @@ impl ConfigError {
             ConfigError::AngleBracketInStrictMode(field) => *field,
             ConfigError::BuiltinKeyInStrictMode => Field::ExtraFields,
             ConfigError::ZoneNotCompiledIn(_) => Field::Timezone,
+            ConfigError::TooManyWatches(_) | ConfigError::Watch(_) => Field::Watch,
         }
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let ConfigError::Watch(e) = self {
+            return e.fmt(f); // its path goes deeper than the field
+        }
         write!(f, "{}: ", self.field())?;
         match self {
             ConfigError::TemplateWithoutPlaceholder => f.write_str("must contain the '{runtime_state}' placeholder"),
@@ -444,6 +462,8 @@ impl fmt::Display for ConfigError {
                  (under [env] in .cargo/config.toml, e.g. \"^({name})$\") and rebuild, \
                  or set filtered_zone_falls_back_to_utc to compute the time in UTC"
             ),
+            ConfigError::TooManyWatches(n) => write!(f, "at most {MAX_WATCHES} fields can be watched, got {n}"),
+            ConfigError::Watch(e) => e.fmt(f),
         }
     }
 }
@@ -649,6 +669,10 @@ impl<'a> Config<'a> {
                 return Err(ConfigError::BuiltinKeyInStrictMode);
             }
         }
+        if inj.watch.len() > MAX_WATCHES {
+            return Err(ConfigError::TooManyWatches(inj.watch.len()));
+        }
+        watch::validate(&inj.watch, &inj.extra_fields).map_err(ConfigError::Watch)?;
         let t = ctx.trigger_ratio;
         check_ratio(Field::TriggerRatio, t, t > 0.0 && t <= 0.9, "(0, 0.9]")?;
         let r = ctx.reserve_ratio;

@@ -86,8 +86,40 @@ impl<'a> Engine<'a> {
 
     /// Decides which dimensions fire, without rendering. `now` is `None`
     /// when the wall time is unknown: the time dimension is then skipped.
+    /// No watch fires: use [`decide_with_readings`](Self::decide_with_readings)
+    /// when watches are configured.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<crate::Timestamp>) -> Decision {
-        rules::decide(&self.config, conversation, step, now)
+        rules::decide(&self.config, conversation, step, now, &())
+    }
+
+    /// [`decide`](Self::decide), with the watched fields' readings: for a
+    /// device that reads its sensors itself (an `await`) before deciding.
+    /// Only the fields `injection_config.watch` names are read from
+    /// `readings`; the other live fields are read when a hint fires.
+    pub fn decide_with_readings<C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        conversation: &C,
+        step: &Step<'_>,
+        now: Option<crate::Timestamp>,
+        readings: &L,
+    ) -> Decision {
+        rules::decide(&self.config, conversation, step, now, readings)
+    }
+
+    /// What the context told of each watched field, by watch index (`None`:
+    /// nothing told), as the watch rule reads it for `agent_name`'s steps:
+    /// a full scan, for tools that show it (the tracker keeps its own).
+    pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::Decimal>; crate::MAX_WATCHES] {
+        rules::told(&self.config, conversation, agent_name)
+    }
+
+    /// Reads the watched fields before a decision: [`LiveFields::refresh_watched`]
+    /// when a watch is configured, else nothing.
+    pub(crate) fn read_watched<'l, L: LiveFields + ?Sized>(&self, live: &'l mut L) -> &'l L {
+        if !self.config.config.injection.watch.is_empty() {
+            live.refresh_watched();
+        }
+        live
     }
 
     /// Renders the hint of `decision` into `out`; `None` when nothing fired.
@@ -105,8 +137,9 @@ impl<'a> Engine<'a> {
         render::render(&self.config, decision, tool_name, live, out)
     }
 
-    /// One reasoning step: reads the clock, decides, refreshes the live
-    /// fields only when something fires, and renders the hint into `out`.
+    /// One reasoning step: reads the clock and the watched fields, decides,
+    /// refreshes the live fields only when something fires, and renders the
+    /// hint into `out`.
     /// On [`HintTooLong`] nothing is returned to append: the context stays
     /// as it was.
     pub fn step<'b, C: Conversation, K: Clock + ?Sized, L: LiveFields + ?Sized>(
@@ -117,7 +150,8 @@ impl<'a> Engine<'a> {
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
-        let decision = self.decide(conversation, step, clock.now());
+        let now = clock.now();
+        let decision = self.decide_with_readings(conversation, step, now, self.read_watched(live));
         self.render_step(decision, conversation, live, out)
     }
 

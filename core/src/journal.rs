@@ -68,7 +68,7 @@
 //! ```
 
 use core::fmt;
-use core::hash::Hasher as _;
+use core::hash::{Hash as _, Hasher as _};
 
 use heapless::Deque;
 use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
@@ -84,6 +84,7 @@ use crate::rules::{StepInput, TaskCounts};
 use crate::store::StoreError;
 use crate::time::Zone;
 use crate::tracked::{StepError, TrackedContext};
+use crate::watch::Watch;
 use crate::wire::{BufferFull, Content, IsoTime};
 
 /// The log format's version, in every header.
@@ -139,6 +140,7 @@ fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
         emit_hint_event,
         strict,
         filtered_zone_falls_back_to_utc,
+        watch,
     } = injection;
     let ContextConfig { trigger_ratio, reserve_ratio, context_buffer_ratio: buffer, compression_tool_enabled } = context;
     for flag in [inject_runtime_state, emit_hint_event, strict, filtered_zone_falls_back_to_utc, compression_tool_enabled] {
@@ -157,6 +159,11 @@ fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
     for (key, value) in extra_fields.iter() {
         write_str(h, key);
         write_str(h, value);
+    }
+    h.write_usize(watch.len());
+    for (field, Watch { change, above, below, hysteresis }) in watch.iter() {
+        write_str(h, field);
+        (change, above, below, hysteresis).hash(h);
     }
 }
 
@@ -674,8 +681,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         for event in before.iter().flatten() {
             self.logged(context, event, items_out, &mut items)?;
         }
-        let decision = context.decide(step, now);
+        // As `TrackedContext::step`: the watched fields are read before deciding.
         let engine = *context.engine();
+        let decision = context.decide_with_readings(step, now, engine.read_watched(live));
         let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
         let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
         self.logged(context, &event, items_out, &mut items)?;

@@ -25,6 +25,7 @@
 //! | tasks | [`Decision::tasks`] | the [`TaskCounts`] to remind of |
 //! | context length | [`Decision::context`] | a [`ContextLength`]: the tokens, the trigger, whether to suggest compressing |
 //! | tool error | [`Decision::tool_error`] | a [`ToolError`]: the count of identical failed calls (arguments compared at the engine's [`args::Capacity`], the device's unless [`Engine::with_argument_capacity`] chose the host's) and the failing tool, [`ToolError::tool_name`] |
+//! | watch (envaware's own) | [`Decision::watch`] | a [`WatchSet`]: the watched fields whose reading moved from the value the context last told ([`Watch::fires`]) |
 //! | the hint text | [`Engine::render`] (or [`Engine::step`]) | the [`Outcome`]: the hint, the event flag, the [`Warnings`] |
 //!
 //! When each dimension fires, and when it fires again, is on [`Decision`].
@@ -58,6 +59,7 @@ mod text;
 mod time;
 mod tracked;
 mod tracker;
+mod watch;
 #[cfg(feature = "wire")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wire")))]
 pub mod wire;
@@ -106,3 +108,4 @@ pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone};
 pub use tracked::{StepError, TrackedContext};
 pub use tracker::Tracker;
+pub use watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, WatchSet, MAX_WATCHES, MAX_WATCH_NAME};

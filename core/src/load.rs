@@ -5,6 +5,7 @@ use core::fmt::{self, Write};
 use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Section, Span, StrList};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
+use crate::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
 
 /// Deepest nesting accepted in a configuration document, unknown values
 /// included: as deep as the reader can check (a bit of stack a level),
@@ -42,6 +43,16 @@ pub enum LoadError {
         /// The field.
         field: Field,
     },
+    /// A watch (`injection_config.watch`) or one of its values has the
+    /// wrong type.
+    WatchValue {
+        /// Where.
+        path: WatchPath,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// More than [`MAX_WATCHES`] fields are watched.
+    TooManyWatches,
 }
 
 impl fmt::Display for LoadError {
@@ -57,6 +68,8 @@ impl fmt::Display for LoadError {
             LoadError::NotAnObject => f.write_str("the configuration must be a JSON object"),
             LoadError::WrongType { field, expected } => write!(f, "{field}: expected {expected}"),
             LoadError::TooLong { field } => write!(f, "{field}: too long for the configuration buffer"),
+            LoadError::WatchValue { path, expected } => write!(f, "{path}: expected {expected}"),
+            LoadError::TooManyWatches => write!(f, "{}: at most {MAX_WATCHES} fields can be watched", Field::Watch),
         }
     }
 }
@@ -65,7 +78,7 @@ impl core::error::Error for LoadError {}
 
 /// Owned configuration storage: scalars, plus one text arena of `TEXT`
 /// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
-/// fields. Fields absent from the JSON keep the reference's defaults.
+/// fields, and up to [`MAX_WATCHES`] watches. Fields absent from the JSON keep the reference's defaults.
 ///
 /// Each load appends its strings to the arena and a field loaded again
 /// leaves its old text behind: to load a whole new configuration, start
@@ -119,6 +132,7 @@ struct Values<const NAMES: usize, const FIELDS: usize> {
     injection_source: Option<Span>,
     task_tool_names: Option<heapless::Vec<Span, NAMES>>,
     extra_fields: heapless::Vec<(Span, Span), FIELDS>,
+    watch: heapless::Vec<(Span, Watch), MAX_WATCHES>,
     emit_hint_event: bool,
     strict: bool,
     filtered_zone_falls_back_to_utc: bool,
@@ -160,6 +174,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             injection_source: None,
             task_tool_names: None,
             extra_fields: heapless::Vec::new(),
+            watch: heapless::Vec::new(),
             emit_hint_event: d.emit_hint_event,
             strict: d.strict,
             filtered_zone_falls_back_to_utc: d.filtered_zone_falls_back_to_utc,
@@ -193,6 +208,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
                 emit_hint_event: v.emit_hint_event,
                 strict: v.strict,
                 filtered_zone_falls_back_to_utc: v.filtered_zone_falls_back_to_utc,
+                watch: WatchList::Spans { text, spans: &v.watch },
             },
             context: v.context,
         }
@@ -257,6 +273,7 @@ impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
             Field::EmitHintEvent => self.emit_hint_event = lax_bool(value, field)?,
             Field::Strict => self.strict = lax_bool(value, field)?,
             Field::FilteredZoneFallsBackToUtc => self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?,
+            Field::Watch => self.watch = watches(arena, value)?,
             Field::TriggerRatio => self.context.trigger_ratio = lax_float(value, field)?,
             Field::ReserveRatio => self.context.reserve_ratio = lax_float(value, field)?,
             Field::ContextBufferRatio => self.context.context_buffer_ratio = lax_float(value, field)?,
@@ -303,6 +320,68 @@ fn extra_fields<const TEXT: usize, const FIELDS: usize>(
         }
     }
     Ok(fields)
+}
+
+/// `injection_config.watch`: an object of watches by live field name, each
+/// an object of decimals. A field named twice keeps its first place and
+/// takes the last watch, as a Python dict does.
+fn watches<const TEXT: usize>(
+    arena: &mut Arena<'_, TEXT>,
+    value: Value<'_>,
+) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, LoadError> {
+    const FIELD: Field = Field::Watch;
+    if value.kind() != Kind::Object {
+        return Err(LoadError::WrongType { field: FIELD, expected: "an object of watches by live field name" });
+    }
+    let mut watches: heapless::Vec<(Span, Watch), MAX_WATCHES> = heapless::Vec::new();
+    for (key, item) in value.members() {
+        let name = arena.push_json_str(key, FIELD)?;
+        let text = arena.0.as_str();
+        let watch = watch(name.of(text), item)?;
+        match watches.iter_mut().find(|(old, _)| old.of(text) == name.of(text)) {
+            Some(slot) => slot.1 = watch,
+            None => watches.push((name, watch)).map_err(|_| LoadError::TooManyWatches)?,
+        }
+    }
+    Ok(watches)
+}
+
+/// One watch: `change`, `above`, `below`, `hysteresis`, each a JSON number
+/// or a decimal string (`null`: not set). Unknown keys are ignored.
+fn watch(name: &str, value: Value<'_>) -> Result<Watch, LoadError> {
+    if value.kind() != Kind::Object {
+        let path = WatchPath::new(name, None);
+        return Err(LoadError::WatchValue { path, expected: "an object with change, above, below or hysteresis" });
+    }
+    let mut watch = Watch::default();
+    for (key, item) in value.members() {
+        let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else { continue };
+        let number = match item.kind() {
+            Kind::Null => None,
+            _ => Some(decimal(item).ok_or(LoadError::WatchValue {
+                path: WatchPath::new(name, Some(param)),
+                expected: "a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)",
+            })?),
+        };
+        match param {
+            WatchParam::Change => watch.change = number,
+            WatchParam::Above => watch.above = number,
+            WatchParam::Below => watch.below = number,
+            WatchParam::Hysteresis => watch.hysteresis = number.unwrap_or(Decimal::ZERO),
+        }
+    }
+    Ok(watch)
+}
+
+/// A JSON number, or a string holding one decimal (surrounding whitespace
+/// stripped), read exactly.
+fn decimal(value: Value<'_>) -> Option<Decimal> {
+    let mut buf = heapless::String::new();
+    match value.kind() {
+        Kind::Number => Decimal::parse(value.number_text()?),
+        Kind::String => Decimal::parse(py_strip(short_str(value, &mut buf)?)),
+        _ => None,
+    }
 }
 
 /// The text arena, written only at its end. A string that fails halfway is
@@ -532,11 +611,91 @@ fn lax_bool(value: Value<'_>, field: Field) -> Result<bool, LoadError> {
 mod tests {
     use super::*;
     use crate::config::ConfigError;
+    use std::string::ToString;
 
     fn load(json_text: &str) -> Result<Config<'static>, LoadError> {
         let buf: &'static mut ConfigBuf = std::boxed::Box::leak(std::boxed::Box::new(ConfigBuf::new()));
         buf.load_injection(json_text)?;
         Ok(buf.config())
+    }
+
+    /// The error a watch configuration gives, loaded then validated.
+    fn watch_error(watch: &str) -> std::string::String {
+        let json = std::format!(r#"{{"extra_fields": {{"robot": "R2"}}, "watch": {watch}}}"#);
+        match load(&json) {
+            Err(e) => e.to_string(),
+            Ok(config) => config.validate().map(|_| std::string::String::new()).unwrap_or_else(|e| e.to_string()),
+        }
+    }
+
+    #[test]
+    fn watches_load_as_numbers_or_decimal_strings_in_order() {
+        let c = load(
+            r#"{"watch": {"temperature": {"change": 2.0, "above": "28", "hysteresis": " 0.5 "},
+                                   "door": {"below": -1e1, "change": null, "x": true},
+                                   "temperature": {"change": "2.00", "above": 28.0, "hysteresis": 0.5}}}"#,
+        )
+        .unwrap();
+        let d = |t: &str| Decimal::parse(t).unwrap();
+        let w = c.injection.watch;
+        assert_eq!(w.len(), 2);
+        let t = Watch { change: Some(d("2")), above: Some(d("28")), below: None, hysteresis: d("0.5") };
+        assert_eq!(w.get(0), Some(("temperature", t)));
+        assert_eq!(w.get(1), Some(("door", Watch { below: Some(d("-10")), ..Watch::default() })));
+        assert!(crate::Engine::new(c).is_ok());
+        // No watch: none configured.
+        assert!(load("{}").unwrap().injection.watch.is_empty());
+    }
+
+    /// One test per class of bad watch configuration: each names its path.
+    #[test]
+    fn each_bad_watch_gives_its_typed_error_naming_the_path() {
+        for (watch, message) in [
+            (r#"[]"#, "injection_config.watch: expected an object of watches by live field name"),
+            (r#"{"t": 2}"#, "injection_config.watch.t: expected an object with change, above, below or hysteresis"),
+            (r#"{"t": {"change": "two"}}"#, "injection_config.watch.t.change: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
+            (r#"{"t": {"above": true}}"#, "injection_config.watch.t.above: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
+            (r#"{"t": {"below": 1e400}}"#, "injection_config.watch.t.below: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
+            (r#"{"t": {"hysteresis": "0.0000000000000000001", "change": 1}}"#, "injection_config.watch.t.hysteresis: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
+            (r#"{"a": {"change": 1}, "b": {"change": 1}, "c": {"change": 1}, "d": {"change": 1}, "e": {"change": 1}}"#, "injection_config.watch: at most 4 fields can be watched"),
+            (r#"{"temperature": {"change": -1}}"#, "injection_config.watch.temperature.change: must be greater than 0, got -1"),
+            (r#"{"temperature": {"change": "0"}}"#, "injection_config.watch.temperature.change: must be greater than 0, got 0"),
+            (r#"{"temperature": {"above": 28, "hysteresis": -0.5}}"#, "injection_config.watch.temperature.hysteresis: must be at least 0, got -0.5"),
+            (r#"{"temperature": {"hysteresis": 1}}"#, "injection_config.watch.temperature: needs at least one of change, above, below"),
+            (r#"{"robot": {"change": 1}}"#, "injection_config.watch.robot: is an extra field, which never changes: only a live field can be watched"),
+            (r#"{"tasks": {"change": 1}}"#, "injection_config.watch.tasks: is a built-in field (current-time, timezone, tasks, context-length, tool-error): only a live field can be watched"),
+            (r#"{"a>b": {"change": 1}}"#, "injection_config.watch.a>b: a watched field's name may not contain '<' or '>'"),
+            (r#"{"abcdefghijklmnopqrstuvwxyz0123456": {"change": 1}}"#, "injection_config.watch.abcdefghijklmnopqrstuvwxyz012345…: a watched field's name may be at most 32 bytes"),
+        ] {
+            assert_eq!(watch_error(watch), message, "{watch}");
+        }
+        let err = load(r#"{"watch": {"temperature": {"change": -1}}}"#).unwrap().validate().unwrap_err();
+        let ConfigError::Watch(e) = err else { panic!("{err:?}") };
+        assert_eq!(
+            (e.path.name(), e.path.param(), e.problem),
+            ("temperature", Some(WatchParam::Change), crate::WatchProblem::NotPositive(Decimal::parse("-1").unwrap()))
+        );
+        assert_eq!(err.field(), Field::Watch);
+        // A failed load leaves the buffer as it was.
+        let mut buf: ConfigBuf = ConfigBuf::new();
+        buf.load_injection(r#"{"watch": {"t": {"change": 1}}}"#).unwrap();
+        assert!(buf.load_injection(r#"{"watch": {"u": {"change": "x"}}}"#).is_err());
+        assert_eq!(buf.config().injection.watch.get(0).map(|(n, _)| n), Some("t"));
+    }
+
+    /// Watches set in code are validated as loaded ones; too many is its own error.
+    #[test]
+    fn watches_set_in_code_are_validated_too() {
+        let w = Watch { change: Decimal::new(1, 0), ..Watch::default() };
+        let five = [("a", w), ("b", w), ("c", w), ("d", w), ("e", w)];
+        let config =
+            |list| Config { injection: InjectionConfig { watch: WatchList::Slice(list), ..Default::default() }, ..Default::default() };
+        let err = config(&five).validate().unwrap_err();
+        assert_eq!(
+            (err, err.to_string().as_str()),
+            (ConfigError::TooManyWatches(5), "injection_config.watch: at most 4 fields can be watched, got 5")
+        );
+        assert!(config(&five[..4]).validate().is_ok());
     }
 
     #[test]

@@ -17,6 +17,13 @@ pub trait LiveFields {
     /// Called once when an injection fires, before any field is read; read
     /// sensors here, so that nothing is read for a step that injects nothing.
     fn refresh(&mut self) {}
+    /// Called at every step before deciding, when a watch is configured
+    /// (`injection_config.watch`): read the watched fields' sensors here.
+    /// By default it calls [`refresh`](Self::refresh), reading every field;
+    /// a device whose other sensors are costly reads only the watched ones.
+    fn refresh_watched(&mut self) {
+        self.refresh();
+    }
     /// How many fields there are.
     fn len(&self) -> usize;
     /// Whether there are none.
@@ -260,6 +267,7 @@ mod tests {
             tasks: Some(TaskCounts { pending: 2, in_progress: 1 }),
             context: Some(ContextLength { input_tokens: 601, trigger_tokens: 800, suggest_compression: true }),
             tool_error: Some(ToolError { count: 10, result: 0 }),
+            watch: crate::watch::WatchSet::EMPTY,
             warnings: Warnings::default(),
         }
     }

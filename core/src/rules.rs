@@ -5,8 +5,10 @@ use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
 use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use crate::render::LiveFields;
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
+use crate::watch::{self, Decimal, WatchSet, MAX_WATCHES};
 
 /// The plan's task counts the tasks rule reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -219,6 +221,11 @@ impl Warnings {
 ///   row. It fires at every step while the newest message still ends that
 ///   way: until a new tool result or another message arrives, as AgentScope
 ///   does.
+/// - **watch** (envaware's own, off by default: `injection_config.watch`):
+///   when a watched live reading moved from the value the newest hint of
+///   ours holding its tag told (a change, or crossing `above`/`below` with
+///   hysteresis), or nothing was told. It fires again once the reading
+///   moves from what that hint told, or a compression removed the hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Decision {
@@ -230,17 +237,31 @@ pub struct Decision {
     pub context: Option<ContextLength>,
     /// The tool-error dimension.
     pub tool_error: Option<ToolError>,
+    /// The watches that fired (envaware's own; empty with none configured).
+    pub watch: WatchSet,
     /// Warnings raised while deciding.
     pub warnings: Warnings,
 }
 
 impl Decision {
     /// A decision where nothing fires.
-    pub const NONE: Decision = Decision { time: TimeDecision::NotDue, tasks: None, context: None, tool_error: None, warnings: Warnings(0) };
+    pub const NONE: Decision = Decision {
+        time: TimeDecision::NotDue,
+        tasks: None,
+        context: None,
+        tool_error: None,
+        watch: WatchSet::EMPTY,
+        warnings: Warnings(0),
+    };
 
-    /// Whether any dimension fires (extra fields never trigger by themselves).
+    /// Whether any dimension fires (extra fields never trigger by themselves;
+    /// a live field only through a watch).
     pub fn fires(&self) -> bool {
-        matches!(self.time, TimeDecision::Inject(_)) || self.tasks.is_some() || self.context.is_some() || self.tool_error.is_some()
+        matches!(self.time, TimeDecision::Inject(_))
+            || self.tasks.is_some()
+            || self.context.is_some()
+            || self.tool_error.is_some()
+            || !self.watch.is_empty()
     }
 }
 
@@ -271,7 +292,8 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     let inj = &cfg.config.injection;
     match block {
-        Block::Hint { source: Some(source), text } if source == inj.injection_source => {
+        Block::Hint { .. } => {
+            let Some(text) = our_hint(cfg, block) else { return Marks::default() };
             let parts = Joined::new(text.parts());
             if inj.strict {
                 // Only where envaware writes a field: the time first, right
@@ -290,16 +312,43 @@ pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
     }
 }
 
+/// The text of `block` when it is a hint of ours (its source is the
+/// configured `injection_source`): the only blocks whose fields are read.
+#[inline(always)]
+pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<HintText<'t>> {
+    match block {
+        Block::Hint { source: Some(source), text } if source == cfg.config.injection.injection_source => Some(text),
+        _ => None,
+    }
+}
+
+/// What the context told of each watched field, by watch index: the told
+/// value, `None` when nothing was told.
+pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
+
+/// What the context's scan found besides the recorded time.
+pub(crate) struct Awareness {
+    /// Whether the agent is aware of its tasks.
+    pub(crate) tasks: bool,
+    /// The told value of each watched field.
+    pub(crate) told: Told,
+}
+
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
-/// returns whether the agent is aware of its tasks.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
+/// returns whether the agent is aware of its tasks and what the newest
+/// hint holding each watched field's tag told of it.
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> Awareness {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
+    let watches = &cfg.config.injection.watch;
+    let mut told: Told = [None; MAX_WATCHES];
+    // One bit per watch whose told value is not found yet.
+    let mut unsettled: u8 = ((1u16 << watches.len().min(MAX_WATCHES)) - 1) as u8;
     let mut index = 0;
     while let Some(msg) = conv.newest(index) {
         index += 1;
-        if time_settled && aware {
+        if time_settled && aware && unsettled == 0 {
             break;
         }
         if !scanned(cfg, &msg, step.agent_name) {
@@ -315,15 +364,29 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
                 }
             }
             aware |= m.tasks;
+            if unsettled != 0 {
+                if let Some(text) = our_hint(cfg, block) {
+                    for (i, (slot, (name, _))) in told.iter_mut().zip(watches.iter()).enumerate() {
+                        let bit = 1 << i; // i < MAX_WATCHES <= 8
+                        if unsettled & bit == 0 {
+                            continue;
+                        }
+                        if let Some(value) = watch::told_in(cfg, text, name) {
+                            *slot = value;
+                            unsettled &= !bit;
+                        }
+                    }
+                }
+            }
         }
     }
-    aware
+    Awareness { tasks: aware, told }
 }
 
 /// Where the first field starts in a hint envaware rendered: after the
 /// template's text before its first `{runtime_state}`. `None` when the hint
 /// does not start with that text.
-fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
+pub(crate) fn state_start(cfg: &ValidConfig<'_>, hint: &Joined<'_>) -> Option<usize> {
     let prefix = cfg.config.injection.template.get(..cfg.state_start)?;
     hint.starts_with_at(0, prefix).then_some(prefix.len())
 }
@@ -666,22 +729,38 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
     (count >= limit).then_some(ToolError { count, result })
 }
 
-/// Decides every dimension for one step.
-pub(crate) fn decide<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, now: Option<Timestamp>) -> Decision {
-    decide_with(cfg, conv, step, now, |on_time_hint| scan(cfg, conv, step, on_time_hint))
+/// What the context told of each watched field, by the scan the decisions
+/// use (for tools that show it).
+pub(crate) fn told<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Told {
+    let step = Step { agent_name, tasks: TaskCounts::default(), cur_iter: 0, input_tokens: 0, context_size: 0 };
+    scan(cfg, conv, &step, &mut |_| {}).told
 }
 
-/// Decides every dimension for one step, with the context's awareness read
-/// by `awareness`: it calls its argument with the newest hint of ours that
-/// records a time (its text, or what it reads to), if any, and returns whether the agent is aware of its
-/// tasks. [`scan`] reads it from the whole context; a
-/// [`Tracker`](crate::tracker::Tracker) from what it observed.
-pub(crate) fn decide_with<C: Conversation>(
+/// Decides every dimension for one step; `readings` holds the watched
+/// fields' readings (`&()` when none were read: no watch fires).
+pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
     cfg: &ValidConfig<'_>,
     conv: &C,
     step: &Step<'_>,
     now: Option<Timestamp>,
-    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
+    readings: &L,
+) -> Decision {
+    decide_with(cfg, conv, step, now, readings, |on_time_hint| scan(cfg, conv, step, on_time_hint))
+}
+
+/// Decides every dimension for one step, with the context's awareness read
+/// by `awareness`: it calls its argument with the newest hint of ours that
+/// records a time (its text, or what it reads to), if any, and returns
+/// whether the agent is aware of its tasks and what was told of each
+/// watched field. [`scan`] reads it from the whole context; a
+/// [`Tracker`](crate::tracker::Tracker) from what it observed.
+pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    step: &Step<'_>,
+    now: Option<Timestamp>,
+    readings: &L,
+    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> Awareness,
 ) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
@@ -710,9 +789,21 @@ pub(crate) fn decide_with<C: Conversation>(
             }
         }
     });
-    let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
+    let tasks = (step.tasks.has_uncompleted() && !aware.tasks).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
-    Decision { time, tasks, context: context_length(cfg, step), tool_error, warnings }
+    let watch = watched(cfg, readings, &aware.told);
+    Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+}
+
+/// The watches that fire for `readings`, given what was told.
+fn watched<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, readings: &L, told: &Told) -> WatchSet {
+    let mut fired = WatchSet::EMPTY;
+    for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(told).enumerate() {
+        if w.fires(watch::reading(readings, name), *told) {
+            fired.insert(i);
+        }
+    }
+    fired
 }
 
 #[cfg(test)]
@@ -1226,5 +1317,138 @@ mod tests {
                 prop_assert_eq!(found, tool_error_model(&blocks, limit));
             }
         }
+    }
+
+    /// An engine watching `temperature` with `w`.
+    fn watching(strict: bool, w: crate::Watch) -> Engine<'static> {
+        let list: &'static [(&'static str, crate::Watch)] = std::boxed::Box::leak(std::boxed::Box::new([("temperature", w)]));
+        with_injection(|i| (i.strict, i.watch) = (strict, crate::WatchList::Slice(list)))
+    }
+
+    fn change(c: i64) -> crate::Watch {
+        crate::Watch { change: Decimal::new(c, 0), ..Default::default() }
+    }
+
+    /// Whether the watch fires on `msgs` for a `temperature` reading (none:
+    /// no such live field), decided by the scan and by a tracker, which
+    /// must agree. No clock: only the watch can fire.
+    fn watch_fires(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], reading: Option<&str>) -> bool {
+        let conv = SliceConversation(msgs);
+        let fields = [("robot", "R2"), ("temperature", reading.unwrap_or(""))];
+        let live = crate::FieldList::Slice(if reading.is_some() { &fields } else { &fields[..1] });
+        let scanned = engine.decide_with_readings(&conv, &step(), None, &live);
+        let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide_with_readings(&conv, &input(&step()), None, &live);
+        assert_eq!(scanned, tracked);
+        assert_eq!(scanned.fires(), !scanned.watch.is_empty());
+        // Without readings no watch fires.
+        assert!(engine.decide(&conv, &step(), None).watch.is_empty());
+        scanned.watch.contains(0)
+    }
+
+    #[test]
+    fn the_told_value_is_the_newest_hint_of_ours_holding_the_tag() {
+        let engine = watching(false, change(2));
+        let told20 = [hint("<temperature>20 °C</temperature>")];
+        let told25 = [hint("x <temperature> 25.0</temperature>")];
+        // Nothing told: a reading fires.
+        assert!(watch_fires(&engine, &[], Some("20")));
+        assert!(!watch_fires(&engine, &[own(&told20)], Some("21.99 °C")));
+        assert!(watch_fires(&engine, &[own(&told20)], Some("22 °C")));
+        // The newest message's hint counts, and in a message the last block.
+        assert!(!watch_fires(&engine, &[own(&told20), own(&told25)], Some("26")));
+        assert!(watch_fires(&engine, &[own(&told25), own(&told20)], Some("26")));
+        let both = [told20[0], told25[0]];
+        assert!(!watch_fires(&engine, &[own(&both)], Some("26")));
+        // A hint of ours without the tag does not hide an older one.
+        let untagged = [hint("<current-time>x</current-time>")];
+        assert!(!watch_fires(&engine, &[own(&told20), own(&untagged)], Some("21")));
+        // Split across parts, as a list of text blocks.
+        let parts = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&["<tempera", "ture>2", "0</temperature>"]) }];
+        assert!(!watch_fires(&engine, &[own(&parts)], Some("21")));
+    }
+
+    #[test]
+    fn a_tag_without_a_number_or_a_capture_tells_nothing() {
+        let engine = watching(false, change(2));
+        let told20 = [hint("<temperature>20</temperature>")];
+        for newest in ["<temperature>unavailable</temperature>", "<temperature>20\n</temperature>", "<temperature>20"] {
+            let newer = [hint(newest)];
+            // The newest hint holding the tag hides the older 20: nothing told.
+            assert!(watch_fires(&engine, &[own(&told20), own(&newer)], Some("20")), "{newest}");
+        }
+    }
+
+    #[test]
+    fn the_told_value_is_read_from_the_blocks_the_time_rule_reads() {
+        let engine = watching(false, change(2));
+        let told = [hint("<temperature>20</temperature>")];
+        let foreign = [Block::Hint { source: Some("other"), text: HintText::Single("<temperature>20</temperature>") }];
+        assert!(watch_fires(&engine, &[own(&foreign)], Some("20")));
+        let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &told }];
+        assert!(watch_fires(&engine, &user, Some("20")));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &told }];
+        assert!(!watch_fires(&engine, &other, Some("20")));
+        // Strict mode: only this agent's own hints, and only where envaware
+        // writes a field (first in the state, or on a line of its own).
+        let strict = watching(true, change(2));
+        let first = [hint(framed("<temperature>20</temperature>"))];
+        let own_line = [hint(framed("<tasks>t</tasks>\n<temperature>20</temperature>"))];
+        let inline = [hint(framed("<tasks>t <temperature>20</temperature></tasks>"))];
+        assert!(!watch_fires(&strict, &[own(&first)], Some("20")));
+        assert!(!watch_fires(&strict, &[own(&own_line)], Some("20")));
+        assert!(watch_fires(&strict, &[own(&inline)], Some("20")));
+        let other = [SliceMessage { role: Role::Assistant, name: "other", blocks: &first }];
+        assert!(watch_fires(&strict, &other, Some("20")));
+    }
+
+    #[test]
+    fn an_unavailable_or_missing_reading_never_fires() {
+        let engine = watching(false, change(2));
+        for reading in [Some(crate::UNAVAILABLE), Some("n/a"), None] {
+            assert!(!watch_fires(&engine, &[], reading), "{reading:?}");
+        }
+    }
+
+    #[test]
+    fn above_and_below_fire_on_crossing_with_hysteresis_through_the_decision() {
+        let d = |t| Decimal::parse(t);
+        let above = watching(false, crate::Watch { above: d("28"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+        let below = watching(false, crate::Watch { below: d("10"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+        let told = |t: &'static str| [hint(std::boxed::Box::leak(std::format!("<temperature>{t}</temperature>").into_boxed_str()))];
+        for (engine, t, v, fires) in [
+            (&above, "28", "28.5", true),
+            (&above, "27", "28", false),
+            (&above, "29", "27.5", true),
+            (&above, "29", "27.6", false),
+            (&below, "10", "9.5", true),
+            (&below, "11", "10", false),
+            (&below, "9", "10.5", true),
+            (&below, "9", "10.4", false),
+        ] {
+            let blocks = told(t);
+            assert_eq!(watch_fires(engine, &[own(&blocks)], Some(v)), fires, "{t} -> {v}");
+        }
+    }
+
+    #[test]
+    fn a_fired_watch_renders_the_usual_hint_with_the_event_flag() {
+        let engine = watching(false, change(2));
+        let told = [hint("<temperature>20</temperature>")];
+        let conv = SliceConversation(&[own(&told)]);
+        let mut live = crate::FieldList::Slice(&[("temperature", "23 °C")]);
+        let mut out = [0u8; 512];
+        let mut clock = crate::FixedClock::at(Timestamp::from_unix_seconds(NOW));
+        let outcome = engine.step(&conv, &step(), &mut clock, &mut live, &mut out).unwrap();
+        assert!(outcome.decision.watch.contains(0) && outcome.event);
+        // The time fired too (no recorded time); the live field is written as with any hint.
+        let hint = outcome.hint.unwrap();
+        assert!(hint.contains("<current-time>") && hint.ends_with("<temperature>23 °C</temperature>\n</system-reminder>"), "{hint}");
+        // Only the watch: no time, since the clock is unset.
+        let d = engine.decide_with_readings(&conv, &step(), None, &live);
+        assert_eq!(d, Decision { time: TimeDecision::Skipped(TimeSkipped::ClockUnset), watch: d.watch, ..Decision::NONE });
+        let hint = engine.render(&d, &conv, &live, &mut out).unwrap().unwrap();
+        assert_eq!(hint, framed("<temperature>23 °C</temperature>"));
+        assert_eq!(engine.told(&conv, AGENT)[0], Decimal::parse("20"));
+        assert_eq!(engine.told(&SliceConversation(&[]), AGENT), [None; MAX_WATCHES]);
     }
 }

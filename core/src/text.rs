@@ -156,6 +156,12 @@ impl<'a> Joined<'a> {
         (!self.newline_between(inner, end)).then_some((inner, end))
     }
 
+    /// The bytes `start..end`, across parts.
+    pub fn bytes(&self, start: usize, end: usize) -> impl Iterator<Item = u8> + 'a {
+        let parts: &'a [&'a str] = self.parts;
+        parts.iter().flat_map(|p| p.bytes()).skip(start).take(end.saturating_sub(start))
+    }
+
     /// Whether `needle` starts exactly at `pos`.
     pub fn starts_with_at(&self, pos: usize, needle: &str) -> bool {
         self.matches_at(pos, needle.as_bytes())

@@ -270,8 +270,14 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// Decides which dimensions fire for this context's agent, in constant
     /// time. `now` is `None` when the wall time is unknown.
     pub fn decide(&mut self, step: &StepInput, now: Option<Timestamp>) -> Decision {
+        self.decide_with_readings(step, now, &())
+    }
+
+    /// [`decide`](Self::decide), with the watched fields' readings, as
+    /// [`Engine::decide_with_readings`].
+    pub fn decide_with_readings<L: LiveFields + ?Sized>(&mut self, step: &StepInput, now: Option<Timestamp>, readings: &L) -> Decision {
         let counted = Counted::new(&self.store);
-        let decision = self.tracker.decide(&counted, step, now);
+        let decision = self.tracker.decide_with_readings(&counted, step, now, readings);
         self.messages_read = counted.reads();
         decision
     }
@@ -343,7 +349,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, StepError> {
-        let decision = self.decide(step, clock.now());
+        let now = clock.now();
+        let engine = *self.engine();
+        let decision = self.decide_with_readings(step, now, engine.read_watched(live));
         self.render_step(decision, live, out)
     }
 }
@@ -528,5 +536,50 @@ mod tests {
         let StepError::Store(inner) = err else { panic!("{err:?}") };
         assert_eq!(std::format!("{err}"), std::format!("the hint could not be appended: {inner}"));
         assert!(context.is_empty());
+    }
+
+    /// A watched field told in a hint is not told again until it moves; a
+    /// compression that evicts the telling hint makes it be told again.
+    /// Each decision is the full scan's and reads as few messages as
+    /// without a watch.
+    #[test]
+    fn a_watch_fires_on_a_move_and_again_once_its_hint_is_evicted() {
+        let watch = [("temperature", crate::Watch { change: crate::Decimal::new(2, 0), ..Default::default() })];
+        let config =
+            Config { injection: InjectionConfig { watch: crate::WatchList::Slice(&watch), ..Default::default() }, ..Default::default() };
+        let engine = Engine::new(config).unwrap();
+        let mut context: Box<TrackedContext<'_, 64, 256, 16384>> = Box::new(TrackedContext::new(&engine, AGENT));
+        let mut buf = [0u8; 1024];
+        let mut fired = std::vec::Vec::new();
+        let mut reads = std::vec::Vec::new();
+        for (i, t) in ["20.3", "21", "22.29", "22.3", "23", "unavailable", "18", "18"].into_iter().enumerate() {
+            let mut live: LiveReadings<'_, 1, 16> = LiveReadings::new(["temperature"]);
+            if t != "unavailable" {
+                live.record(0, Ok::<_, ()>(format_args!("{t} °C")));
+            }
+            context.user("operator").unwrap();
+            if i == 7 {
+                // Keep only the user's message: the hint telling 18 is gone.
+                context.compress(1);
+            }
+            let d = context.decide_with_readings(&step(1, 0), None, &live);
+            assert_eq!(d, engine.decide_with_readings(context.store(), &step(1, 0).for_agent(AGENT), None, &live), "at {i}");
+            reads.push(context.messages_read());
+            let outcome = context.render_step(d, &mut live, &mut buf).unwrap();
+            fired.push(outcome.decision.watch.contains(0));
+            assert_eq!(outcome.hint.is_some(), fired[i]);
+        }
+        // 20.3 told; 22.3 is exactly 2.0 away (told); 23 is not; 18 is 4.3 below
+        // 22.3; once its hint is evicted, 18 is told again.
+        assert_eq!(fired, [true, false, false, true, false, false, true, true]);
+        assert!(reads.iter().all(|&r| r <= 3), "{reads:?}");
+        // The split step: a watched reading recorded before deciding.
+        let mut live: LiveReadings<'_, 2, 16> = LiveReadings::new(["humidity", "temperature"]);
+        live.record(1, Ok::<_, ()>("30 °C"));
+        let d = context.decide_with_readings(&step(1, 0), None, &live);
+        assert!(d.watch.contains(0) && d.fires());
+        live.record(0, Ok::<_, ()>("40 %"));
+        let hint = context.render_step(d, &mut live, &mut buf).unwrap().hint.unwrap();
+        assert!(hint.contains("<humidity>40 %</humidity>\n<temperature>30 °C</temperature>"), "{hint}");
     }
 }

@@ -5,7 +5,8 @@ use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading};
+use crate::rules::{self, Awareness, Decision, StepInput, TimeHint, TimeReading};
+use crate::watch::{self, Decimal, MAX_WATCHES};
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -13,6 +14,14 @@ use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading};
 struct At {
     message: u64,
     reading: TimeReading,
+}
+
+/// The newest hint that told a watched field: the position of its message,
+/// and the value it told (`None`: the tag holds no number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Told {
+    message: u64,
+    value: Option<Decimal>,
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
@@ -89,13 +98,24 @@ pub struct Tracker<'a> {
     tasks_seen: Option<u64>,
     /// The newest message's block count when last observed.
     newest_blocks: usize,
+    /// Per watch, the newest hint of ours holding its field's tag.
+    told: [Option<Told>; MAX_WATCHES],
 }
 
 impl<'a> Tracker<'a> {
     /// A tracker for `agent_name`'s steps with `engine`, over an empty
     /// context.
     pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
-        Tracker { engine: *engine, agent_name, pushed: 0, evicted: 0, time_hint: None, tasks_seen: None, newest_blocks: 0 }
+        Tracker {
+            engine: *engine,
+            agent_name,
+            pushed: 0,
+            evicted: 0,
+            time_hint: None,
+            tasks_seen: None,
+            newest_blocks: 0,
+            told: [None; MAX_WATCHES],
+        }
     }
 
     /// A tracker that has observed all of `conversation`, oldest first: in
@@ -149,6 +169,12 @@ impl<'a> Tracker<'a> {
         if self.tasks_seen.is_some_and(|m| m < self.evicted) {
             self.tasks_seen = None;
         }
+        // Older telling hints are older messages, gone too: nothing told.
+        for told in &mut self.told {
+            if told.is_some_and(|t| t.message < self.evicted) {
+                *told = None;
+            }
+        }
     }
 
     fn observe<M: Message>(&mut self, msg: &M, first: usize) {
@@ -168,25 +194,44 @@ impl<'a> Tracker<'a> {
             if marks.tasks {
                 self.tasks_seen = Some(message);
             }
+            if let Some(text) = rules::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty()) {
+                for (told, (name, _)) in self.told.iter_mut().zip(cfg.config().injection.watch.iter()) {
+                    if let Some(value) = watch::told_in(cfg, text, name) {
+                        *told = Some(Told { message, value });
+                    }
+                }
+            }
         }
     }
 
     /// Decides as [`Engine::decide`] does for this tracker's agent, from
     /// what was observed.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &StepInput, now: Option<Timestamp>) -> Decision {
+        self.decide_with_readings(conversation, step, now, &())
+    }
+
+    /// Decides as [`Engine::decide_with_readings`] does for this tracker's
+    /// agent, from what was observed.
+    pub fn decide_with_readings<C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        conversation: &C,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        readings: &L,
+    ) -> Decision {
         let cfg = self.engine.config();
         let step = step.for_agent(self.agent_name);
         let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
         let in_sync = conversation.message_count() as u64 == self.message_count()
             && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
         if !in_sync {
-            return self.engine.decide(conversation, &step, now);
+            return self.engine.decide_with_readings(conversation, &step, now, readings);
         }
-        rules::decide_with(cfg, conversation, &step, now, |on_time_hint| {
+        rules::decide_with(cfg, conversation, &step, now, readings, |on_time_hint| {
             if let Some(at) = self.time_hint {
                 on_time_hint(TimeHint::Read(at.reading));
             }
-            self.tasks_seen.is_some()
+            Awareness { tasks: self.tasks_seen.is_some(), told: self.told.map(|t| t.and_then(|t| t.value)) }
         })
     }
 
@@ -201,7 +246,8 @@ impl<'a> Tracker<'a> {
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
-        let decision = self.decide(conversation, step, clock.now());
+        let now = clock.now();
+        let decision = self.decide_with_readings(conversation, step, now, self.engine.read_watched(live));
         self.engine.render_step(decision, conversation, live, out)
     }
 }
@@ -227,33 +273,37 @@ mod tests {
         Push { name: bool, blocks: Vec<u8> },
         Append { blocks: Vec<u8> },
         Compact(usize),
-        Step { pending: u64, advance_min: i64 },
+        Step { pending: u64, advance_min: i64, reading: u8 },
     }
 
     fn op() -> impl Strategy<Value = Op> {
-        let blocks = proptest::collection::vec(0u8..8, 0..4);
+        let blocks = proptest::collection::vec(0u8..10, 0..4);
         prop_oneof![
             Just(Op::User),
             (any::<bool>(), blocks.clone()).prop_map(|(name, blocks)| Op::Push { name, blocks }),
             blocks.prop_map(|blocks| Op::Append { blocks }),
             (0usize..4).prop_map(Op::Compact),
-            (0u64..2, -40i64..90).prop_map(|(pending, advance_min)| Op::Step { pending, advance_min }),
+            (0u64..2, -40i64..90, 0u8..12).prop_map(|(pending, advance_min, reading)| Op::Step { pending, advance_min, reading }),
         ]
     }
 
     fn hint_text(kind: u8, now: Timestamp) -> String {
         let mut t = String::new();
         crate::time::format_time(&mut t, "%Y-%m-%dT%H:%M:%S", now, crate::time::Zone::Utc).unwrap();
+        // A told temperature that moves with the clock: 20 to 24.5.
+        let told = std::format!("{}.{}", 20 + (now.unix_micros() / 60_000_000) % 5, (now.unix_micros() / 60_000_000) % 2 * 5);
         match kind {
             0 => std::format!("<current-time>{t}</current-time>"),
             1 => String::from("<tasks>x</tasks>"),
-            _ => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
+            2 => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
+            _ => std::format!("<current-time>{t}</current-time>\n<temperature>{told} °C</temperature>"),
         }
     }
 
-    fn block_of<'a>(code: u8, texts: &'a [String; 3]) -> Block<'a> {
+    fn block_of<'a>(code: u8, texts: &'a [String; 4]) -> Block<'a> {
         match code {
             0..=2 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) },
+            8 | 9 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[3]) },
             3 => Block::Hint { source: Some("other"), text: HintText::Single(&texts[0]) },
             4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
             5 => Block::ToolCall { id: "c", name: "Bash", input: "{}" },
@@ -262,14 +312,14 @@ mod tests {
         }
     }
 
-    fn run(strict: bool, ops: &[Op]) -> Result<(), TestCaseError> {
-        let config = Config { injection: crate::config::InjectionConfig { strict, ..Default::default() }, ..Default::default() };
+    fn run(strict: bool, watch: crate::WatchList<'_>, ops: &[Op]) -> Result<(), TestCaseError> {
+        let config = Config { injection: crate::config::InjectionConfig { strict, watch, ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
         let mut store: ContextStore<6, 12, 1024> = ContextStore::new();
         let mut tracker = Tracker::new(&engine, AGENT);
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         for op in ops {
-            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now)];
+            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now), hint_text(3, now)];
             let result = match op {
                 Op::User => store.push_message(Role::User, "user", &[Block::Other]).map(|a| (a, true, 0)),
                 Op::Push { name, blocks } => {
@@ -286,7 +336,7 @@ mod tests {
                     tracker.evict_oldest(gone);
                     continue;
                 }
-                Op::Step { pending, advance_min } => {
+                Op::Step { pending, advance_min, reading } => {
                     now = Timestamp(now.unix_micros() + advance_min * 60_000_000);
                     let step = StepInput {
                         tasks: TaskCounts { pending: *pending, in_progress: 0 },
@@ -294,10 +344,14 @@ mod tests {
                         input_tokens: 0,
                         context_size: 1000,
                     };
-                    let full = engine.decide(&store, &step.for_agent(AGENT), Some(now));
-                    prop_assert_eq!(tracker.decide(&store, &step, Some(now)), full);
+                    // Readings 18 to 23.5, or unavailable.
+                    let text = std::format!("{}.{} °C", 18 + reading / 2, reading % 2 * 5);
+                    let fields = [("temperature", if *reading == 11 { crate::UNAVAILABLE } else { text.as_str() })];
+                    let mut live = crate::FieldList::Slice(&fields);
+                    let full = engine.decide_with_readings(&store, &step.for_agent(AGENT), Some(now), &live);
+                    prop_assert_eq!(tracker.decide_with_readings(&store, &step, Some(now), &live), full);
                     let mut buf = [0u8; 1024];
-                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut (), &mut buf).unwrap();
+                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut live, &mut buf).unwrap();
                     prop_assert_eq!(outcome.decision, full);
                     continue;
                 }
@@ -322,7 +376,15 @@ mod tests {
         /// full scan at every step.
         #[test]
         fn tracker_matches_full_scan(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
-            run(strict, &ops)?;
+            run(strict, crate::WatchList::EMPTY, &ops)?;
+        }
+
+        /// The same with a watch: the told values kept as hints are
+        /// appended and evicted decide as the scan reads them.
+        #[test]
+        fn tracker_matches_full_scan_with_a_watch(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
+            let w = crate::Watch { change: Decimal::new(2, 0), above: Decimal::new(22, 0), hysteresis: Decimal::new(5, 1).unwrap_or_default(), ..Default::default() };
+            run(strict, crate::WatchList::Slice(&[("temperature", w)]), &ops)?;
         }
     }
 

@@ -9,7 +9,7 @@
 //! |------|------------------------------------------------|-------------------------------------|
 //! | 0    | first reply                                    | current-time, timezone              |
 //! | 1    | the operator schedules 3 tasks                 | tasks                               |
-//! | 2    | the agent lists and starts a task              | (none: the sensor is not read)      |
+//! | 2    | the agent lists and starts a task              | (none, unless the temperature moved)|
 //! | 3, 4 | `OpenVent` fails, arguments in another order   | (none)                              |
 //! | 5    | `OpenVent` fails a third time                  | tool-error                          |
 //! | 6    | 40 s later (beyond the 36 s interval)          | current-time, timezone              |
@@ -17,15 +17,22 @@
 //! | 8    | the agent compresses: the store keeps 1 message| current-time, timezone, tasks       |
 //! | 9    | tasks done, the robot docks                    | (none)                              |
 //!
-//! Every hint also carries the live fields `temperature` (read from the
-//! TMP105 only when an injection fires) and `uptime`. When the sensor
-//! cannot be read, `temperature` says `unavailable` and the run goes on.
+//! Every hint also carries the live fields `temperature` and `uptime`. The
+//! agent watches its temperature ([`WATCH`]: a change of 2.0 °C from what
+//! it was last told, or crossing 28.0 °C with 0.5 °C of hysteresis), so
+//! the TMP105 is read at every step, before deciding, and a step whose
+//! temperature moved injects a hint by itself; the uptime is read only
+//! when a hint fires. When the sensor cannot be read, `temperature` says
+//! `unavailable` (which never fires the watch) and the run goes on.
 
 use core::fmt::Write as _;
 
 use embedded_hal::i2c::I2c;
 use envaware::Block;
-use envaware::{Clock, Config, ContextConfig, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState, TrackedContext};
+use envaware::{
+    Clock, Config, ContextConfig, Decimal, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState, TrackedContext, Watch,
+    WatchList,
+};
 
 use crate::fmt::Debug2Format;
 use crate::stream::Stream;
@@ -40,12 +47,26 @@ pub const TIMEZONE: &str = "Europe/Berlin";
 pub const TIME_INTERVAL_HOURS: f64 = 0.01;
 /// The model's context window, in tokens.
 pub const CONTEXT_SIZE: i64 = 4096;
+/// `mantissa × 10^-scale`, in a constant.
+const fn decimal(mantissa: i64, scale: u32) -> Decimal {
+    match Decimal::new(mantissa, scale) {
+        Some(d) => d,
+        None => Decimal::ZERO,
+    }
+}
+
+/// The temperature watch: told again after a change of 2.0 °C, or on
+/// crossing 28.0 °C (and back below 27.5 °C).
+pub const WATCH: [(&str, Watch); 1] =
+    [("temperature", Watch { change: Some(decimal(20, 1)), above: Some(decimal(280, 1)), below: None, hysteresis: decimal(5, 1) })];
+
 /// What the temperature field says when the sensor cannot be read.
 pub const UNAVAILABLE: &str = "unavailable";
 
-/// The context: 16 messages, 48 blocks, 3 KiB of strings, with the tracker
+/// The context: 16 messages, 48 blocks, 4 KiB of strings (a hint at every
+/// step, when the watched temperature swings, fills 3), with the tracker
 /// that keeps each decision's reading constant.
-pub type Context<'a> = TrackedContext<'a, 16, 48, 3072>;
+pub type Context<'a> = TrackedContext<'a, 16, 48, 4096>;
 
 /// What the agent's surroundings do between steps; the board provides it.
 pub trait Pacer {
@@ -66,16 +87,23 @@ pub trait Output {
     fn step(&mut self, index: usize, note: &str);
     /// The hint the step injected.
     fn hint(&mut self, hint: &str);
-    /// The step injected nothing; `sensor_read`: whether the sensor was
-    /// read anyway (it must not be: live fields are read only for a hint).
+    /// The step injected nothing; `sensor_read`: whether the fields read
+    /// only for a hint (the uptime) were read anyway (they must not be; the
+    /// watched temperature is read at every step).
     fn no_injection(&mut self, sensor_read: bool);
+    /// Whether the temperature watch fired at this step, and the reading
+    /// it compared.
+    fn watch(&mut self, temperature: &str, fired: bool) {
+        let _ = (temperature, fired);
+    }
     /// One line of the streamed session (see [`crate::stream`]), without
     /// the [`PREFIX`](crate::stream::PREFIX).
     fn stream(&mut self, line: &str);
 }
 
 /// The transcript as defmt `println!` lines: `=== step N: note`, the hint,
-/// `(no injection; sensor read: false)`, and each streamed line after
+/// `(no injection; uptime read: false)`, `watch temperature T: fired` or
+/// `quiet`, and each streamed line after
 /// [`PREFIX`](crate::stream::PREFIX).
 #[cfg(feature = "defmt")]
 #[derive(Debug, Default)]
@@ -92,7 +120,11 @@ impl Output for DefmtOutput {
     }
 
     fn no_injection(&mut self, sensor_read: bool) {
-        defmt::println!("(no injection; sensor read: {=bool})", sensor_read);
+        defmt::println!("(no injection; uptime read: {=bool})", sensor_read);
+    }
+
+    fn watch(&mut self, temperature: &str, fired: bool) {
+        defmt::println!("watch temperature {=str}: {=str}", temperature, if fired { "fired" } else { "quiet" });
     }
 
     fn stream(&mut self, line: &str) {
@@ -247,34 +279,48 @@ pub const SCRIPT: &[ScriptStep] = &[
 /// The engine's configuration for the session.
 pub fn config() -> Config<'static> {
     Config {
-        injection: InjectionConfig { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, ..InjectionConfig::default() },
+        injection: InjectionConfig {
+            timezone: TIMEZONE,
+            time_interval: TIME_INTERVAL_HOURS,
+            watch: WatchList::Slice(&WATCH),
+            ..InjectionConfig::default()
+        },
         context: ContextConfig { compression_tool_enabled: true, ..ContextConfig::default() },
     }
 }
 
-/// The live fields: the TMP105's temperature and the board's uptime, read
-/// when an injection fires.
+/// The live fields: the TMP105's temperature, read at every step before
+/// deciding (it is watched), and the board's uptime, read when an
+/// injection fires.
 #[derive(Debug)]
 pub struct SensorFields<I, U> {
     sensor: Tmp105<I>,
     uptime_ms: U,
     temperature: heapless::String<24>,
     uptime: heapless::String<24>,
+    /// Whether the temperature was read for this step already.
+    fresh: bool,
     /// Successful sensor reads.
     pub reads: u32,
     /// Failed sensor reads.
     pub failures: u32,
+    /// Reads of the fields that are read only for a hint (the uptime).
+    pub refreshes: u32,
 }
 
 impl<I: I2c, U: Fn() -> u32> SensorFields<I, U> {
     /// Fields over `sensor`, with `uptime_ms` reading the board's uptime.
     pub fn new(sensor: Tmp105<I>, uptime_ms: U) -> Self {
-        SensorFields { sensor, uptime_ms, temperature: heapless::String::new(), uptime: heapless::String::new(), reads: 0, failures: 0 }
+        let (temperature, uptime) = (heapless::String::new(), heapless::String::new());
+        SensorFields { sensor, uptime_ms, temperature, uptime, fresh: false, reads: 0, failures: 0, refreshes: 0 }
     }
-}
 
-impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
-    fn refresh(&mut self) {
+    /// The temperature as the hint writes it.
+    pub fn temperature(&self) -> &str {
+        &self.temperature
+    }
+
+    fn read_temperature(&mut self) {
         self.temperature.clear();
         // Both strings have room for their longest value: the writes cannot fail.
         match self.sensor.read() {
@@ -293,6 +339,21 @@ impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
                 let _ = self.temperature.push_str(UNAVAILABLE);
             }
         }
+    }
+}
+
+impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
+    fn refresh_watched(&mut self) {
+        self.read_temperature();
+        self.fresh = true;
+    }
+
+    fn refresh(&mut self) {
+        // The watched temperature was read before deciding: not again.
+        if !core::mem::take(&mut self.fresh) {
+            self.read_temperature();
+        }
+        self.refreshes += 1;
         let ms = (self.uptime_ms)();
         self.uptime.clear();
         let _ = write!(self.uptime, "{}.{:03} s", ms / 1000, ms % 1000);
@@ -380,11 +441,14 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
             }
         }
         let step = StepInput { tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
-        let reads_before = live.reads + live.failures;
+        let refreshes_before = live.refreshes;
         // The clock is read once, so the stream carries the very time decided on.
         let now = clock.now();
         stream.before_step(output, &context, now, now, s.tasks);
-        let decision = context.decide(&step, now);
+        // The watched temperature is read at every step, before deciding.
+        live.refresh_watched();
+        let decision = context.decide_with_readings(&step, now, &live);
+        output.watch(live.temperature(), !decision.watch.is_empty());
         info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
         summary.max_read = summary.max_read.max(context.messages_read());
         match context.render_step(decision, &mut live, &mut hint_buf) {
@@ -401,7 +465,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
                             info!("HintBlockEvent emitted");
                         }
                     }
-                    None => output.no_injection(live.reads + live.failures != reads_before),
+                    None => output.no_injection(live.refreshes != refreshes_before),
                 }
             }
             Err(e) => error!("hint dropped: {}", e),

@@ -6,9 +6,10 @@
 //! `Msg` objects (`{"context": []}`, then one `{"message": Msg}` per
 //! message, oldest first, through the core's `wire` writer), the clock the
 //! decision reads (`set_clock`) and the plan (`tasks`). After rendering it
-//! writes the live values it read as `extra_fields` (a `config` event:
-//! extra fields, like live fields, never trigger, and both are merged by
-//! `dict.update`) and the `step` with its `cur_iter` and token count.
+//! writes the configuration with its temperature watch (a `config` event),
+//! the live values it read (a `read` event: the watched temperature,
+//! read before deciding, and the uptime) and the `step` with its
+//! `cur_iter` and token count.
 //! `cargo xtask demo` saves the lines to `target/firmware-session.trace.jsonl`;
 //! `envaware-sim replay` on that file must give the device's hints, and
 //! AgentScope 2.0.11 agrees on the scenarios it emits (`tests/tests/firmware.rs`).
@@ -24,7 +25,7 @@ use core::fmt::{self, Write as _};
 use envaware::wire::{self, IsoTime, MessageMeta};
 use envaware::Message as _;
 use envaware::Zone;
-use envaware::{LiveFields, TaskCounts, Timestamp};
+use envaware::{LiveFields, TaskCounts, Timestamp, WatchList};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
@@ -38,7 +39,7 @@ const MESSAGES: usize = 16;
 
 /// The streamer: a line buffer, and each live message's creation time.
 pub struct Stream {
-    buf: [u8; 3072],
+    buf: [u8; 4096],
     /// Creation times by sequence number modulo [`MESSAGES`].
     created: [Timestamp; MESSAGES],
     /// Messages given a creation time so far.
@@ -70,23 +71,64 @@ struct ContextConfigOut {
 }
 
 #[derive(Serialize)]
-#[serde(bound = "L: LiveFields")]
-struct LiveLine<'a, L: LiveFields> {
-    config: LiveConfig<'a, L>,
+struct StepConfigLine<'a> {
+    config: StepConfig<'a>,
 }
 
 #[derive(Serialize)]
-#[serde(bound = "L: LiveFields")]
-struct LiveConfig<'a, L: LiveFields> {
-    injection_config: InjectionOut<'a, L>,
+struct StepConfig<'a> {
+    injection_config: InjectionOut<'a>,
 }
 
 #[derive(Serialize)]
-#[serde(bound = "L: LiveFields")]
-struct InjectionOut<'a, L: LiveFields> {
+struct InjectionOut<'a> {
     timezone: &'a str,
     time_interval: f64,
-    extra_fields: Fields<'a, L>,
+    watch: Watches<'a>,
+}
+
+/// The watches as JSON: each value a decimal string.
+struct Watches<'a>(WatchList<'a>);
+
+impl Serialize for Watches<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (name, w) in self.0.iter() {
+            m.serialize_entry(name, &WatchOut(w))?;
+        }
+        m.end()
+    }
+}
+
+struct WatchOut(envaware::Watch);
+
+impl Serialize for WatchOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let w = &self.0;
+        let values = [("change", w.change), ("above", w.above), ("below", w.below), ("hysteresis", Some(w.hysteresis))];
+        let mut m = s.serialize_map(None)?;
+        for (key, value) in values {
+            if let Some(v) = value {
+                m.serialize_entry(key, &Decimal(v))?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// A decimal as its exact text.
+struct Decimal(envaware::Decimal);
+
+impl Serialize for Decimal {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+#[derive(Serialize)]
+#[serde(bound = "L: LiveFields")]
+struct ReadLine<'a, L: LiveFields> {
+    read: Fields<'a, L>,
 }
 
 /// The live fields as a JSON object.
@@ -160,7 +202,7 @@ struct StepOut {
 impl Stream {
     /// A streamer writing creation times in `zone`.
     pub fn new(zone: Zone) -> Self {
-        Stream { buf: [0; 3072], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
+        Stream { buf: [0; 4096], created: [Timestamp(0); MESSAGES], stamped: 0, zone }
     }
 
     fn line(&mut self, out: &mut impl Output, value: &impl Serialize) {
@@ -228,16 +270,13 @@ impl Stream {
         self.line(out, &TasksLine { tasks: Tasks(tasks) });
     }
 
-    /// The step itself, once rendered: the live values read, then the step.
+    /// The step itself, once rendered: the configuration with its watch,
+    /// the live values read, then the step.
     pub fn step<L: LiveFields>(&mut self, out: &mut impl Output, live: &L, cur_iter: u64, tokens: i64) {
-        self.line(
-            out,
-            &LiveLine {
-                config: LiveConfig {
-                    injection_config: InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, extra_fields: Fields(live) },
-                },
-            },
-        );
+        let watch = Watches(crate::agent::config().injection.watch);
+        let injection_config = InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, watch };
+        self.line(out, &StepConfigLine { config: StepConfig { injection_config } });
+        self.line(out, &ReadLine { read: Fields(live) });
         self.line(out, &StepLine { step: StepOut { cur_iter, tokens } });
     }
 }

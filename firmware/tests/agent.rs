@@ -3,9 +3,10 @@
 //! and an [`Output`] that records the transcript.
 //!
 //! The mock is given exactly the transfers the session must make — one
-//! configuration, then a pointer write and a 2-byte read per injection —
-//! and `done()` checks that all were made: a sensor read at a step without
-//! a hint, or a missing one, fails the test. The board's wall clock starts
+//! configuration, then a pointer write and a 2-byte read per step (the
+//! temperature is watched, so it is read before every decision, and not
+//! again for the hint) — and `done()` checks that all were made: a read too
+//! many, or a missing one, fails the test. The board's wall clock starts
 //! at [`EPOCH`] and advances only when the pacer lets time pass, so every
 //! time and uptime is exact.
 
@@ -40,9 +41,10 @@ const DUE: [Option<&[&str]>; 10] = [
     None,
 ];
 
-/// The steps that inject, in order.
-fn injecting() -> Vec<usize> {
-    (0..DUE.len()).filter(|&i| DUE[i].is_some()).collect()
+/// The built-in fields of step `i`'s hint, given the steps where the
+/// temperature watch alone makes one.
+fn due(i: usize, watch_only: &[usize]) -> Option<&'static [&'static str]> {
+    DUE[i].or(watch_only.contains(&i).then_some(&[]))
 }
 
 /// What the pacer was asked to do, in order.
@@ -81,6 +83,8 @@ struct StepRecord {
     hint: Option<String>,
     /// `Some(sensor_read)` when the step injected nothing.
     no_injection: Option<bool>,
+    /// The temperature the watch compared, and whether it fired.
+    watch: Option<(String, bool)>,
     /// The streamed lines, parsed.
     stream: Vec<Value>,
 }
@@ -108,6 +112,12 @@ impl Output for Transcript {
         let step = self.steps.last_mut().expect("an outcome inside a step");
         assert!(step.hint.is_none() && step.no_injection.is_none(), "two outcomes for one step");
         step.no_injection = Some(sensor_read);
+    }
+
+    fn watch(&mut self, temperature: &str, fired: bool) {
+        let step = self.steps.last_mut().expect("a watch inside a step");
+        assert!(step.watch.is_none(), "two watch decisions for one step");
+        step.watch = Some((temperature.to_string(), fired));
     }
 
     fn stream(&mut self, line: &str) {
@@ -146,8 +156,8 @@ fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
     Session { summary, transcript, paced: pacer.calls }
 }
 
-/// The sensor answering each injection with the next of `readings`: set
-/// up once, then a pointer write and a read each time.
+/// The sensor answering each step with the next of `readings`: set up
+/// once, then a pointer write and a read each time.
 fn answering(readings: &[[u8; 2]]) -> Vec<Transaction> {
     let mut t = vec![configure()];
     for &r in readings {
@@ -181,9 +191,10 @@ fn ms_at(i: usize) -> u32 {
 }
 
 /// Checks that the steps run in order, each injecting exactly the fields
-/// due, with `temperature` the `i`-th expected one for the `i`-th
-/// injection and `uptime` the board's time; returns each hint's fields.
-fn check_schedule(s: &Session, temperatures: &[&str]) -> Vec<Option<Vec<(String, String)>>> {
+/// due (and a hint of the live fields alone at the `watch_only` steps),
+/// with `temperature` the `i`-th expected one for the `i`-th injection and
+/// `uptime` the board's time; returns each hint's fields.
+fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> Vec<Option<Vec<(String, String)>>> {
     let steps = &s.transcript.steps;
     assert_eq!(steps.len(), SCRIPT.len());
     let mut expected_paced = Vec::new();
@@ -194,11 +205,11 @@ fn check_schedule(s: &Session, temperatures: &[&str]) -> Vec<Option<Vec<(String,
     assert_eq!(s.paced, expected_paced);
     let mut temperatures = temperatures.iter();
     let mut all = Vec::new();
-    for (i, (step, due)) in steps.iter().zip(DUE).enumerate() {
+    for (i, step) in steps.iter().enumerate() {
         assert_eq!(step.note, SCRIPT[i].note);
-        match (due, &step.hint) {
+        match (due(i, watch_only), &step.hint) {
             (None, None) => {
-                assert_eq!(step.no_injection, Some(false), "step {i}: no hint, and the sensor must not be read");
+                assert_eq!(step.no_injection, Some(false), "step {i}: no hint, and the uptime must not be read");
                 all.push(None);
             }
             (Some(due), Some(hint)) => {
@@ -219,16 +230,36 @@ fn check_schedule(s: &Session, temperatures: &[&str]) -> Vec<Option<Vec<(String,
     all
 }
 
+/// The steps whose temperature watch fired.
+fn watch_fired(s: &Session) -> Vec<usize> {
+    s.transcript.steps.iter().enumerate().filter(|(_, st)| st.watch.as_ref().is_some_and(|w| w.1)).map(|(i, _)| i).collect()
+}
+
+/// One reading per step: 21.5 °C, 30 °C from step 5, -4.25 °C at step 7,
+/// 12.0625 °C from step 8.
+const READINGS: [[u8; 2]; 10] = [
+    [0x15, 0x80],
+    [0x15, 0x80],
+    [0x15, 0x80],
+    [0x15, 0x80],
+    [0x15, 0x80],
+    [0x1E, 0x00],
+    [0x1E, 0x00],
+    [0xFB, 0xC0],
+    [0x0C, 0x10],
+    [0x0C, 0x10],
+];
+
 #[test]
-fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_only_then() {
-    // 21.5, 30, -4.25, 12.0625, 0 and 33.5 °C: one per injection.
-    let readings = [[0x15, 0x80], [0x1E, 0x00], [0xFB, 0xC0], [0x0C, 0x10], [0x00, 0x00], [0x21, 0x80]];
-    let s = session(&answering(&readings));
-    let shown = ["21.5 °C", "30.0 °C", "-4.25 °C", "12.0625 °C", "0.0 °C", "33.5 °C"];
-    let hints = check_schedule(&s, &shown);
-    // The QEMU run logs the same numbers (`session done: …`): the compression
-    // at step 8 evicts 7 messages, and no decision reads more than 2.
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 6, failures: 0, evicted: 7, max_read: 2 });
+fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step() {
+    let s = session(&answering(&READINGS));
+    let shown = ["21.5 °C", "21.5 °C", "30.0 °C", "30.0 °C", "-4.25 °C", "12.0625 °C"];
+    let hints = check_schedule(&s, &shown, &[]);
+    // Nothing told at step 0; 8.5 °C up at 5; 34.25 down at 7; 16.3125 up at 8.
+    assert_eq!(watch_fired(&s), [0, 5, 7, 8]);
+    // The compression at step 8 evicts 7 messages, and no decision reads
+    // more than 2.
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 2 });
 
     let f = |i: usize| hints[i].as_deref().unwrap_or_else(|| panic!("step {i} injected nothing"));
     // The time is told at 01:00:00 (Berlin), again once more than 36 s have
@@ -256,9 +287,8 @@ fn a_session_across_the_millisecond_counter_s_wrap_tells_the_same_times() {
     // Booted 20 s before the counter wraps (after 49.7 days of uptime): the
     // wrap falls between steps 5 and 6, and every time told and streamed
     // is the one of a board booted at 0.
-    let readings = [[0x15, 0x80], [0x1E, 0x00], [0xFB, 0xC0], [0x0C, 0x10], [0x00, 0x00], [0x21, 0x80]];
-    let from_zero = session(&answering(&readings));
-    let across = session_from(u32::MAX - 19_999, &answering(&readings));
+    let from_zero = session(&answering(&READINGS));
+    let across = session_from(u32::MAX - 19_999, &answering(&READINGS));
     assert!(ms_at(5) < 20_000 && ms_at(6) > 20_000);
     assert_eq!(across.summary, from_zero.summary);
     let steps = from_zero.transcript.steps.iter().zip(&across.transcript.steps);
@@ -287,39 +317,45 @@ fn without_uptime(text: &str) -> String {
 
 #[test]
 fn a_sensor_that_never_answers_gives_unavailable_in_every_hint_and_the_run_goes_on() {
-    // No TMP105 on the bus: each injection tries to set it up again, and fails.
-    let transactions: Vec<Transaction> = injecting().iter().map(|_| configure().with_error(ErrorKind::ArbitrationLoss)).collect();
+    // No TMP105 on the bus: each step tries to set it up again, and fails.
+    let transactions: Vec<Transaction> = SCRIPT.iter().map(|_| configure().with_error(ErrorKind::ArbitrationLoss)).collect();
     let s = session(&transactions);
-    check_schedule(&s, &[agent::UNAVAILABLE; 6]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 6, evicted: 7, max_read: 2 });
+    check_schedule(&s, &[agent::UNAVAILABLE; 6], &[]);
+    // An unavailable reading never fires the watch.
+    assert_eq!(watch_fired(&s), [0usize; 0]);
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 2 });
 }
 
 #[test]
 fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
-    let s = session(&[
-        // Step 0: set up and read.
-        configure(),
-        select(),
-        data([0x19, 0x80]),
-        // Step 1: the pointer write is not acknowledged.
-        select().with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address)),
-        // Step 5: a stuck data line (FF FF): implausible, so set up again next time.
-        select(),
-        data([0xFF, 0xFF]),
-        // Step 6: set up again, and read.
-        configure(),
-        select(),
-        data([0x1E, 0x00]),
-        // Step 7: the bus hangs (the board's I2C times out: `Other`).
-        select(),
-        data([0, 0]).with_error(ErrorKind::Other),
-        // Step 8: a read error keeps the sensor's mode: no set-up, just a read.
-        select(),
-        data([0xFB, 0xC0]),
-    ]);
+    let ok = |r: [u8; 2]| [select(), data(r)];
+    let mut t = vec![configure()];
+    // Step 0: set up and read 25.5 °C.
+    t.extend(ok([0x19, 0x80]));
+    // Step 1: the pointer write is not acknowledged.
+    t.push(select().with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address)));
+    // Steps 2 to 4: 25.5 °C again; step 1's hint told "unavailable", so
+    // nothing was told: step 2's watch fires, alone.
+    for _ in 2..=4 {
+        t.extend(ok([0x19, 0x80]));
+    }
+    // Step 5: a stuck data line (FF FF): implausible, so set up again next time.
+    t.extend([select(), data([0xFF, 0xFF])]);
+    // Step 6: set up again, and read 30 °C.
+    t.push(configure());
+    t.extend(ok([0x1E, 0x00]));
+    // Step 7: the bus hangs (the board's I2C times out: `Other`).
+    t.extend([select(), data([0, 0]).with_error(ErrorKind::Other)]);
+    // Steps 8 and 9: a read error keeps the sensor's mode: no set-up, just a read.
+    t.extend(ok([0xFB, 0xC0]));
+    t.extend(ok([0xFB, 0xC0]));
+    let s = session(&t);
     let u = agent::UNAVAILABLE;
-    check_schedule(&s, &["25.5 °C", u, u, "30.0 °C", u, "-4.25 °C"]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 3, failures: 3, evicted: 7, max_read: 2 });
+    check_schedule(&s, &["25.5 °C", u, "25.5 °C", u, "30.0 °C", u, "-4.25 °C"], &[2]);
+    // 25.5 (nothing told), 25.5 again (step 1 told "unavailable"); at step
+    // 6, step 5 told "unavailable"; at 8, step 7 did.
+    assert_eq!(watch_fired(&s), [0, 2, 6, 8]);
+    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 2 });
 }
 
 /// The time the stream's `set_clock` carries at step `i`, in UTC.
@@ -332,8 +368,7 @@ fn clock_at(i: usize) -> String {
 
 #[test]
 fn the_stream_writes_each_step_as_agentscope_json_lines() {
-    let readings = [[0x15, 0x80], [0x1E, 0x00], [0xFB, 0xC0], [0x0C, 0x10], [0x00, 0x00], [0x21, 0x80]];
-    let s = session(&answering(&readings));
+    let s = session(&answering(&READINGS));
     let t = &s.transcript;
     assert_eq!(
         t.start,
@@ -343,11 +378,12 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
     for (i, step) in t.steps.iter().enumerate() {
         let lines = &step.stream;
         // {"context": []}, one {"message": Msg} per message, then the clock,
-        // the plan, the live values and the step.
-        assert!(lines.len() >= 6, "step {i}: {lines:?}");
+        // the plan, the configuration with its watch, the live values and
+        // the step.
+        assert!(lines.len() >= 7, "step {i}: {lines:?}");
         assert_eq!(lines[0], json!({"context": []}), "step {i}");
-        let messages = &lines[1..lines.len() - 4];
-        let [clock, tasks, live, step_line] = &lines[lines.len() - 4..] else { unreachable!() };
+        let messages = &lines[1..lines.len() - 5];
+        let [clock, tasks, config, live, step_line] = &lines[lines.len() - 5..] else { unreachable!() };
         assert!(!messages.is_empty() && messages.len() <= 16, "step {i}: {} messages", messages.len());
         for m in messages {
             let msg = &m["message"];
@@ -362,22 +398,25 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
             .collect();
         assert_eq!(*tasks, json!({"tasks": states}), "step {i}");
         assert_eq!(*step_line, json!({"step": {"cur_iter": SCRIPT[i].cur_iter, "tokens": SCRIPT[i].input_tokens}}), "step {i}");
-        // The live values the hint carried; a step without a hint read
-        // nothing, so it repeats the last ones.
-        let injection = &live["config"]["injection_config"];
+        let injection = &config["config"]["injection_config"];
         assert_eq!(injection["timezone"], "Europe/Berlin");
         assert_eq!(injection["time_interval"], 0.01);
-        let extra = injection["extra_fields"].clone();
+        assert_eq!(injection["watch"], json!({"temperature": {"change": "2", "above": "28", "hysteresis": "0.5"}}));
+        // The live values the hint carried; a step without a hint read only
+        // the temperature, and repeats the last uptime.
+        let read = live["read"].clone();
+        let temperature = step.watch.as_ref().map(|w| w.0.clone()).unwrap_or_default();
+        assert_eq!(read["temperature"], json!(temperature), "step {i}");
         if let Some(hint) = &step.hint {
             let f = fields(hint);
-            assert_eq!(extra, json!({"temperature": field(&f, "temperature"), "uptime": field(&f, "uptime")}), "step {i}");
-            last_live = Some(extra);
+            assert_eq!(read, json!({"temperature": field(&f, "temperature"), "uptime": field(&f, "uptime")}), "step {i}");
+            last_live = Some(read["uptime"].clone());
         } else {
-            assert_eq!(Some(extra), last_live, "step {i}");
+            assert_eq!(Some(read["uptime"].clone()), last_live, "step {i}");
         }
     }
     // The compression at step 8 leaves one message in the context.
-    assert_eq!(t.steps[8].stream.len(), 1 + 1 + 4);
+    assert_eq!(t.steps[8].stream.len(), 1 + 1 + 5);
     // Each hint is in the context every later step streams, as the hint
     // block AgentScope's `append_context` adds, oldest first, until the
     // compression at step 8 keeps only the message holding step 7's.

@@ -3,11 +3,13 @@
 //! a configuration that validates runs a step and renders a hint that fits
 //! the size the engine asked for. Strict mode accepts exactly the valid
 //! configurations whose timezone and extra fields hold no '<' or '>' and
-//! whose extra keys are not built-in ones.
+//! whose extra keys are not built-in ones. A watch error names its path
+//! under `injection_config.watch`; with watches, a step given a reading for
+//! each watched field (nothing told yet) fires each of them.
 #![no_main]
 
 use envaware::ConfigBuf;
-use envaware::{Engine, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
+use envaware::{ConfigError, Engine, FieldList, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -37,7 +39,25 @@ fuzz_target!(|data: &[u8]| {
         let clean = !bracket(inj.timezone) && !inj.extra_fields.iter().any(|(k, v)| bracket(k) || bracket(v) || builtin(k));
         assert_eq!(strict.validate().is_ok(), clean, "strict mode accepts exactly the clean configurations");
     }
-    let Ok(engine) = Engine::new(buf.config()) else { return };
+    let engine = match Engine::new(buf.config()) {
+        Ok(engine) => engine,
+        Err(e @ (ConfigError::Watch(_) | ConfigError::TooManyWatches(_))) => {
+            assert!(e.to_string().starts_with("injection_config.watch"), "{e}");
+            return;
+        }
+        Err(_) => return,
+    };
+    // Every watched field read as 21.5, nothing told: each watch fires.
+    let watches = buf.config().injection.watch;
+    let readings: Vec<(&str, &str)> = watches.iter().map(|(name, _)| (name, "21.5 °C")).collect();
+    let decision = engine.decide_with_readings(
+        &SliceConversation(&[]),
+        &Step { agent_name: "agent", tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 128_000 },
+        None,
+        &FieldList::Slice(&readings),
+    );
+    let expected = if buf.config().injection.inject_runtime_state { watches.len() } else { 0 };
+    assert_eq!(decision.watch.iter().count(), expected, "every watched reading fires when nothing was told");
     let step = Step {
         agent_name: "agent",
         tasks: TaskCounts { pending: 1, in_progress: 1 },

@@ -113,6 +113,21 @@ pub struct MConfig {
     pub context_buffer_ratio: f64,
     /// `context_config.compression_tool_enabled`.
     pub compression_tool_enabled: bool,
+    /// envaware's `injection_config.watch`, in order.
+    pub watch: Vec<(String, MWatch)>,
+}
+
+/// One watch, its values as the decimal texts configured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MWatch {
+    /// `change`.
+    pub change: Option<String>,
+    /// `above`.
+    pub above: Option<String>,
+    /// `below`.
+    pub below: Option<String>,
+    /// `hysteresis` (0 when absent).
+    pub hysteresis: Option<String>,
 }
 
 /// What the step knows besides the context.
@@ -132,10 +147,12 @@ pub struct MStep {
     pub context_size: i64,
     /// The wall clock, Unix microseconds.
     pub now_micros: i64,
+    /// Live readings, in order: text, or `None` when unavailable.
+    pub readings: Vec<(String, Option<String>)>,
 }
 
 /// Which dimensions fired.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dims {
     /// The time hint.
     pub time: bool,
@@ -145,6 +162,8 @@ pub struct Dims {
     pub context: bool,
     /// The repeated tool error hint.
     pub tool_error: bool,
+    /// The watched fields whose watch fired, in configuration order.
+    pub watch: Vec<String>,
 }
 
 /// Warnings the model predicts.
@@ -418,6 +437,132 @@ fn elapsed_since_naive(
     }
 }
 
+/// An exact decimal, `mantissa / 10^scale`, with at most 19 integer and
+/// 18 fractional significant digits (the README's bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Dec {
+    mantissa: i128,
+    scale: u32,
+}
+
+impl Dec {
+    /// On the common scale of 18 fractional digits, for comparing.
+    fn units(self) -> i128 {
+        self.mantissa * 10i128.pow(18 - self.scale)
+    }
+}
+
+/// The leading `[+-]?[0-9]+(\.[0-9]+)?` of `text` after leading ASCII
+/// whitespace; `None` without one, or beyond the bound.
+fn leading_decimal(text: &str) -> Option<Dec> {
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0c']);
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let int = &t[..digits(t)];
+    if int.is_empty() {
+        return None;
+    }
+    let frac = t[int.len()..].strip_prefix('.').map_or("", |r| &r[..digits(r)]);
+    let (int, frac) = (int.trim_start_matches('0'), frac.trim_end_matches('0'));
+    if int.len() > 19 || frac.len() > 18 {
+        return None;
+    }
+    let mantissa: i128 = format!("0{int}{frac}").parse().ok()?;
+    Some(Dec { mantissa: if negative { -mantissa } else { mantissa }, scale: frac.len() as u32 })
+}
+
+/// The README's rule, on the values `v` (reading) and `t` (told).
+fn watch_fires(w: &MWatch, v: Option<Dec>, t: Option<Dec>) -> bool {
+    let (Some(v), t) = (v.map(Dec::units), t.map(Dec::units)) else { return false };
+    let Some(t) = t else { return true };
+    let value = |s: &Option<String>| s.as_deref().and_then(leading_decimal).map(Dec::units);
+    let h = value(&w.hysteresis).unwrap_or(0);
+    let change = value(&w.change).is_some_and(|c| (v - t).abs() >= c);
+    let above = value(&w.above).is_some_and(|a| (t <= a && a < v) || (t > a && v <= a - h));
+    let below = value(&w.below).is_some_and(|b| (t >= b && b > v) || (t < b && v >= b + h));
+    change || above || below
+}
+
+/// What the newest hint holding `<field>` told of it, found as the time
+/// rule finds its recorded time: `None` with no such hint, `Some(None)`
+/// when its content has no number.
+fn told(cfg: &MConfig, context: &[MMsg], step: &MStep, field: &str) -> Option<Option<Dec>> {
+    let (open, close) = (format!("<{field}>"), format!("</{field}>"));
+    for msg in context.iter().rev() {
+        if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
+            continue;
+        }
+        for block in msg.blocks.iter().rev() {
+            let MBlock::Hint { source: Some(source), text } = block else { continue };
+            if *source != cfg.injection_source {
+                continue;
+            }
+            // Strict mode: only where envaware writes a field, first in the
+            // state or on a line of its own; the tag must open there.
+            let from = match cfg.strict {
+                true => match strict_state(cfg, text).filter(|s| s.starts_with(&open)) {
+                    Some(state) => Some(state),
+                    None => text.find(&format!("\n{open}")).map(|p| &text[p + 1..]),
+                },
+                false => text.contains(&open).then_some(text.as_str()),
+            };
+            let Some(from) = from else { continue };
+            let capture = regex_capture(from, &open, &close).filter(|c| !cfg.strict || from.starts_with(&format!("{open}{c}")));
+            return Some(capture.and_then(leading_decimal));
+        }
+    }
+    None
+}
+
+/// The watched fields whose watch fires at this step.
+fn fired_watches(cfg: &MConfig, context: &[MMsg], step: &MStep) -> Vec<String> {
+    let reading = |field: &str| step.readings.iter().rev().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref());
+    cfg.watch
+        .iter()
+        .filter(|(field, w)| watch_fires(w, reading(field).and_then(leading_decimal), told(cfg, context, step, field).flatten()))
+        .map(|(field, _)| field.clone())
+        .collect()
+}
+
+/// Strict mode's escaping of text it did not write: `<` and `>`.
+fn escape(text: &str) -> String {
+    text.replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The state's `<key>value</key>` lines: the fired dimensions, then the
+/// extra fields and the live readings with `dict.update`.
+fn render_state(cfg: &MConfig, step: &MStep, mut injections: Vec<(String, String)>) -> String {
+    // The live readings follow the extra fields, with the same dict
+    // update; strict mode drops a built-in key and escapes the rest.
+    const BUILTIN: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
+    let live = step
+        .readings
+        .iter()
+        .filter(|(k, _)| !(cfg.strict && BUILTIN.contains(&k.as_str())))
+        .map(|(k, v)| (k.clone(), v.clone().unwrap_or_else(|| "unavailable".into())));
+    for (k, v) in cfg.extra_fields.iter().cloned().chain(live) {
+        match injections.iter_mut().find(|(key, _)| *key == k) {
+            Some(entry) => entry.1 = v,
+            None => injections.push((k, v)),
+        }
+    }
+    // Strict mode escapes every key and value but the operator's own
+    // tool-error text (whose tool name is escaped already).
+    injections
+        .iter()
+        .map(|(k, v)| match cfg.strict {
+            true if k == "tool-error" => format!("<{k}>{v}</{k}>"),
+            true => format!("<{0}>{1}</{0}>", escape(k), escape(v)),
+            false => format!("<{k}>{v}</{k}>"),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 impl Model {
     /// The faithful model.
     pub const FAITHFUL: Model = Model { broken: None };
@@ -473,6 +618,12 @@ impl Model {
             injections.push(("context-length".into(), hint));
         }
 
+        // envaware's watches: a watched reading that moved.
+        dims.watch = fired_watches(cfg, context, step);
+        if !dims.watch.is_empty() {
+            notes.push("watch fired");
+        }
+
         // Step 5: repeated tool errors.
         if let Some((tool, count)) = self.repeated_tool_error(cfg, context, step) {
             dims.tool_error = true;
@@ -482,16 +633,10 @@ impl Model {
                 .push(("tool-error".into(), cfg.tool_retries_hint.replace("{tool_name}", &tool).replace("{count}", &count.to_string())));
         }
 
-        if injections.is_empty() {
-            return MOutcome { warnings, notes, ..none };
+        if injections.is_empty() && dims.watch.is_empty() {
+            return MOutcome { warnings, notes, dims, ..none };
         }
-        for (k, v) in &cfg.extra_fields {
-            match injections.iter_mut().find(|(key, _)| key == k) {
-                Some(entry) => entry.1 = v.clone(),
-                None => injections.push((k.clone(), v.clone())),
-            }
-        }
-        let state = injections.iter().map(|(k, v)| format!("<{k}>{v}</{k}>")).collect::<Vec<_>>().join("\n");
+        let state = render_state(cfg, step, injections);
         let hint = cfg.template.replace("{runtime_state}", &state);
         MOutcome { hint: Some(hint), event: cfg.emit_hint_event, dims, warnings, notes }
     }

@@ -10,7 +10,10 @@
 //! - the input tokens against the reminder threshold and the compression
 //!   trigger, with compressions marked between the steps;
 //! - the minutes since the time was last told against `time_interval`, with
-//!   clock jumps and DST changes marked.
+//!   clock jumps and DST changes marked;
+//! - with `injection_config.watch`, a lane for the watch and one panel per
+//!   watched field: its reading at each step, the value the context told
+//!   as a step line, and `above`/`below` with their hysteresis band.
 //!
 //! Every mark is an SVG circle, and only marks are: plotters cannot attach
 //! a `<title>` (the tooltip a browser shows on hovering), so
@@ -65,6 +68,36 @@ pub struct StepRecord {
     pub told_at: Option<Timestamp>,
     /// Compressions since the previous step, each described.
     pub compressions: Vec<String>,
+    /// Each watched field at this step, in configuration order.
+    pub watches: Vec<WatchRecord>,
+}
+
+/// One watched field at one step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchRecord {
+    /// The field's name.
+    pub field: String,
+    /// The reading as rendered (`unavailable` when it has none).
+    pub reading: String,
+    /// The reading's value (its leading decimal), if any.
+    pub value: Option<f64>,
+    /// The value the context told before this step, if any.
+    pub told: Option<f64>,
+    /// `change`.
+    pub change: Option<f64>,
+    /// `above`.
+    pub above: Option<f64>,
+    /// `below`.
+    pub below: Option<f64>,
+    /// `hysteresis`.
+    pub hysteresis: f64,
+    /// Whether the watch fired.
+    pub fired: bool,
+}
+
+/// A decimal, for drawing.
+pub fn approx(d: envaware::Decimal) -> f64 {
+    d.to_string().parse().unwrap_or(f64::NAN)
 }
 
 /// Built-in fields of a hint; any other `<key>value</key>` line is an
@@ -150,8 +183,12 @@ pub fn attach_titles(svg: &str, titles: &[String]) -> Result<String, String> {
     Ok(out)
 }
 
-/// Width and height of the picture, in pixels.
+/// Width and height of the picture, in pixels (without watches).
 pub const SIZE: (u32, u32) = (1200, 860);
+/// The height a watched field's panel adds.
+const WATCH_PANEL: u32 = 240;
+/// Watches and their readings.
+pub const WATCH: RGBColor = RGBColor(0xbc, 0xbd, 0x22);
 
 /// Mark colours (the browser test looks for them in the rendered picture).
 pub const TIME: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
@@ -245,15 +282,30 @@ fn offset_text(seconds: i32) -> String {
 pub fn render(records: &[StepRecord], title: &str) -> Result<String, String> {
     let mut svg = String::new();
     let mut titles = Vec::new();
+    let watched: Vec<String> = records.iter().flat_map(|r| r.watches.iter().map(|w| w.field.clone())).fold(Vec::new(), |mut v, f| {
+        if !v.contains(&f) {
+            v.push(f);
+        }
+        v
+    });
+    let size = (SIZE.0, SIZE.1 + WATCH_PANEL * watched.len() as u32);
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let root = root.titled(&xml_text(title), (FONT, 20)).map_err(err)?;
         let (lanes, rest) = root.split_vertically(330);
-        let (tokens, elapsed) = rest.split_vertically(240);
+        let (tokens, rest) = rest.split_vertically(240);
+        // The watch panels below the elapsed one; none: the same picture as before.
+        let elapsed_height = rest.dim_in_pixel().1.saturating_sub(WATCH_PANEL * watched.len() as u32);
+        let (elapsed, mut rest) = rest.split_vertically(elapsed_height);
         draw_lanes(&lanes, records, &mut titles)?;
         draw_tokens(&tokens, records, &mut titles)?;
         draw_elapsed(&elapsed, records, &mut titles)?;
+        for field in &watched {
+            let (panel, below) = rest.split_vertically(WATCH_PANEL);
+            draw_watch(&panel, records, field, &mut titles)?;
+            rest = below;
+        }
         root.present().map_err(err)?;
     }
     attach_titles(&svg, &titles)
@@ -282,12 +334,21 @@ fn step_label(x: &f64) -> String {
     whole(*x).map_or(String::new(), |s| s.to_string())
 }
 
-fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
-    let mut lanes: Vec<(&str, RGBColor)> =
-        vec![("time", TIME), ("tasks", TASKS), ("context length", CONTEXT), ("tool error", TOOL_ERROR), ("fields", FIELDS)];
+/// The lanes `records` need, and which one is the watch's (with a watch).
+fn lanes_of(records: &[StepRecord]) -> (Vec<(&'static str, RGBColor)>, Option<usize>) {
+    let mut lanes = vec![("time", TIME), ("tasks", TASKS), ("context length", CONTEXT), ("tool error", TOOL_ERROR), ("fields", FIELDS)];
     if records.iter().any(|r| r.too_long.is_some()) {
         lanes.push(("hint too long", TOO_LONG));
     }
+    let watch_lane = records.iter().any(|r| !r.watches.is_empty()).then(|| {
+        lanes.push(("watch", WATCH));
+        lanes.len() - 1
+    });
+    (lanes, watch_lane)
+}
+
+fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
+    let (lanes, watch_lane) = lanes_of(records);
     let top = lanes.len() as f64 - 0.5;
     let y_of = |lane: usize| (lanes.len() - 1 - lane) as f64;
     let names: Vec<&str> = lanes.iter().map(|l| l.0).collect();
@@ -358,6 +419,85 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
         if let Some((needed, capacity)) = r.too_long {
             mark(5, true, with_hint(format!("{}: needs {needed} bytes, the buffer holds {capacity}", step_head("hint too long", r)), r));
         }
+        let fired: Vec<&WatchRecord> = r.watches.iter().filter(|w| w.fired).collect();
+        if let (Some(lane), false) = (watch_lane, fired.is_empty()) {
+            let list = fired.iter().map(|w| format!("{} = {}", w.field, w.reading)).collect::<Vec<_>>().join(", ");
+            mark(lane, true, with_hint(format!("{}: {list}", step_head("watch", r)), r));
+        }
+    }
+    draw_marks(&mut chart, marks, titles)
+}
+
+/// A watched field's panel: its readings, the told value as a step line,
+/// and `above`/`below` with their hysteresis band (dashed).
+fn draw_watch<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    records: &[StepRecord],
+    field: &str,
+    titles: &mut Vec<String>,
+) -> Result<(), String> {
+    let of = |r: &StepRecord| r.watches.iter().find(|w| w.field == field).cloned();
+    let points: Vec<(usize, WatchRecord)> = records.iter().enumerate().filter_map(|(i, r)| of(r).map(|w| (i, w))).collect();
+    let mut values: Vec<f64> = Vec::new();
+    for (_, w) in &points {
+        values.extend([w.value, w.told, w.above, w.below].into_iter().flatten());
+        values.extend(w.above.map(|a| a - w.hysteresis).into_iter().chain(w.below.map(|b| b + w.hysteresis)));
+    }
+    let (low, high) = values.iter().copied().filter(|v| v.is_finite()).fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (low, high) = if low > high { (0.0, 1.0) } else { (low, high) };
+    let pad = ((high - low) * 0.15).max(0.5);
+    let mut chart = ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(30)
+        .caption(format!("watch {field}: readings, the value last told (step line), above/below and hysteresis (dashed)"), (FONT, 15))
+        .x_label_area_size(28)
+        .y_label_area_size(110)
+        .build_cartesian_2d(x_range(records), (low - pad)..(high + pad))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_labels(x_labels(records))
+        .x_label_formatter(&step_label)
+        .y_desc(field)
+        .light_line_style(TRANSPARENT)
+        .draw()
+        .map_err(err)?;
+    let bound = |value: fn(&WatchRecord) -> Option<f64>| -> Vec<(f64, f64)> {
+        points
+            .iter()
+            .filter_map(|(i, w)| value(w).map(|v| (records[*i].step as f64, v)))
+            .flat_map(|(x, v)| [(x - 0.5, v), (x + 0.5, v)])
+            .collect()
+    };
+    for (line, color, dashed) in [
+        (bound(|w| w.above), TOOL_ERROR, false),
+        (bound(|w| w.above.map(|a| a - w.hysteresis)), TOOL_ERROR, true),
+        (bound(|w| w.below), TIME, false),
+        (bound(|w| w.below.map(|b| b + w.hysteresis)), TIME, true),
+    ] {
+        if line.is_empty() {
+            continue;
+        }
+        if dashed {
+            chart.draw_series(DashedLineSeries::new(line, 6, 6, color.stroke_width(1))).map_err(err)?;
+        } else {
+            chart.draw_series(LineSeries::new(line, color.stroke_width(1))).map_err(err)?;
+        }
+    }
+    // The told value: a flat segment over each step, broken where nothing was told.
+    for (i, w) in &points {
+        if let Some(t) = w.told {
+            let x = records[*i].step as f64;
+            chart.draw_series(LineSeries::new([(x - 0.5, t), (x + 0.5, t)], GREY.stroke_width(2))).map_err(err)?;
+        }
+    }
+    let mut marks = Vec::new();
+    for (i, w) in &points {
+        let r = &records[*i];
+        let Some(v) = w.value else { continue };
+        let told = w.told.map_or("nothing told".to_string(), |t| format!("told {t}"));
+        let title = format!("{}: {} ({told}){}", step_head(&format!("watch {field}"), r), w.reading, if w.fired { ", fired" } else { "" });
+        marks.push(Mark { at: (r.step as f64, v), color: WATCH, filled: w.fired, radius: 5, title });
     }
     draw_marks(&mut chart, marks, titles)
 }

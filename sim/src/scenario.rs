@@ -4,10 +4,10 @@
 use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::{Config, ConfigError, Engine, FixedClock, Step, TaskCounts, Timestamp};
+use envaware::{Config, ConfigError, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE};
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -29,6 +29,8 @@ struct RawScenario<'a> {
     input_tokens: Option<i64>,
     #[serde(default)]
     cur_iter: Option<u64>,
+    #[serde(default)]
+    readings: Readings,
     /// Each task's text, read (as a [`SlimTask`]) when it is counted.
     #[serde(borrow, default)]
     tasks: Vec<&'a RawValue>,
@@ -109,6 +111,62 @@ impl<'de> serde::de::Visitor<'de> for SlimVisitor {
     }
 }
 
+/// Live readings (envaware's own `readings` key and `read` trace event):
+/// each field's rendered text, or `None` when unavailable, in order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Readings(pub Vec<(String, Option<String>)>);
+
+impl Readings {
+    /// Reads an object of field name to text or `null`, order kept; `at`
+    /// names it in errors.
+    pub fn from_json(value: &Value, at: &str) -> Result<Readings, String> {
+        let Value::Object(map) = value else { return Err(format!("{at}: expected an object of field name to text or null")) };
+        let read = |(k, v): (&String, &Value)| match v {
+            Value::String(text) => Ok((k.clone(), Some(text.clone()))),
+            Value::Null => Ok((k.clone(), None)),
+            _ => Err(format!("{at}.{k}: expected a text or null")),
+        };
+        map.iter().map(read).collect::<Result<_, _>>().map(Readings)
+    }
+
+    /// Sets each field of `update`: in place when it has a reading, else
+    /// appended. A field keeps its reading until set again.
+    pub fn set(&mut self, update: Readings) {
+        for (key, value) in update.0 {
+            match self.0.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => self.0.push((key, value)),
+            }
+        }
+    }
+
+    /// Field `key`'s reading, as rendered (`unavailable` when it has none).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_deref().unwrap_or(UNAVAILABLE))
+    }
+}
+
+impl LiveFields for Readings {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        self.0.get(i).map(|(k, v)| (k.as_str(), v.as_deref().unwrap_or(UNAVAILABLE)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Readings {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Readings::from_json(&Value::deserialize(d)?, "readings").map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Readings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
 /// A block the sim owns; hint text parts are joined, as the rules read them.
 // The variants' fields are the block's AgentScope keys, as in `MBlock`.
 #[allow(missing_docs)]
@@ -180,6 +238,9 @@ pub enum Evaluation {
         event: bool,
         /// The warnings' messages.
         warnings: Vec<String>,
+        /// With a watch configured: the watched fields whose watch fired,
+        /// in configuration order; `None` with no watch.
+        watch: Option<Vec<String>>,
     },
     /// The scenario or its configuration is invalid.
     Error(String),
@@ -189,10 +250,13 @@ impl Evaluation {
     /// The result line, as JSON.
     pub fn to_json(&self) -> Value {
         match self {
-            Evaluation::Hint { hint, event, warnings } => {
+            Evaluation::Hint { hint, event, warnings, watch } => {
                 let mut obj = serde_json::Map::new();
                 obj.insert("hint".into(), hint.clone().map_or(Value::Null, Value::String));
                 obj.insert("event".into(), Value::Bool(*event));
+                if let Some(fired) = watch {
+                    obj.insert("watch".into(), fired.iter().cloned().map(Value::String).collect());
+                }
                 if !warnings.is_empty() {
                     obj.insert("warnings".into(), warnings.iter().cloned().map(Value::String).collect());
                 }
@@ -536,20 +600,35 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
         context_size: raw.context_size.unwrap_or(128_000),
     };
     let mut clock = FixedClock::at(parse_now(&raw.now)?);
-    Ok(run_step(&engine, &conversation, &step, &mut clock))
+    let mut readings = raw.readings;
+    Ok(run_step(&engine, &conversation, &step, &mut clock, &mut readings))
+}
+
+/// The watched fields whose watch fired, in configuration order; `None`
+/// when no watch is configured.
+pub fn fired_watches(engine: &Engine<'_>, decision: &envaware::Decision) -> Option<Vec<String>> {
+    let watches = engine.config().config().injection.watch;
+    (!watches.is_empty()).then(|| decision.watch.iter().filter_map(|i| watches.get(i)).map(|(name, _)| name.to_string()).collect())
 }
 
 /// Runs one step of the engine with a growing buffer (the host has room).
-pub fn run_step(engine: &Engine<'_>, conversation: &VecConversation, step: &Step<'_>, clock: &mut FixedClock) -> Evaluation {
+pub fn run_step(
+    engine: &Engine<'_>,
+    conversation: &VecConversation,
+    step: &Step<'_>,
+    clock: &mut FixedClock,
+    readings: &mut Readings,
+) -> Evaluation {
     let mut size = 4096;
     loop {
         let mut out = vec![0u8; size];
-        match engine.step(conversation, step, clock, &mut (), &mut out) {
+        match engine.step(conversation, step, clock, readings, &mut out) {
             Ok(outcome) => {
                 return Evaluation::Hint {
                     hint: outcome.hint.map(str::to_string),
                     event: outcome.event,
                     warnings: outcome.warnings.iter().map(|w| w.to_string()).collect(),
+                    watch: fired_watches(engine, &outcome.decision),
                 }
             }
             Err(e) => size = e.needed.max(size * 2),

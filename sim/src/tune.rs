@@ -74,7 +74,24 @@ pub enum Event {
     Tokens(Tokens),
     /// A compression keeps the newest messages.
     Compress(usize),
+    /// Every watched field reads the `READINGS` entry at this index.
+    Read(usize),
 }
+
+/// Readings a watched field takes: a slow warming, jumps across common
+/// thresholds, a long text, and unavailable.
+const READINGS: &[Option<&str>] = &[
+    Some("20.0 °C"),
+    Some("20.5 °C"),
+    Some("21.75 °C"),
+    Some("24.0 °C"),
+    Some("27.5 °C"),
+    Some("28.25 °C"),
+    Some("31.0 °C"),
+    Some("9.5 °C"),
+    Some("-3.25 °C (north bed, sensor 3, averaged over the last ten minutes)"),
+    None,
+];
 
 /// A session: its start and its events.
 #[derive(Debug, Clone)]
@@ -102,10 +119,15 @@ fn event_strategy() -> impl Strategy<Value = Event> {
     ]
 }
 
-fn session_strategy(max_events: usize) -> BoxedStrategy<Session> {
-    (0..STARTS.len(), prop::collection::vec(event_strategy(), 1..=max_events.max(1)))
-        .prop_map(|(start, events)| Session { start, events })
-        .boxed()
+/// Sessions; with a watch configured, some events read the watched fields
+/// (without one, the sessions are as before: the reference has no live
+/// fields).
+fn session_strategy(max_events: usize, watching: bool) -> BoxedStrategy<Session> {
+    let event = match watching {
+        true => prop_oneof![10 => event_strategy(), 1 => (0..READINGS.len()).prop_map(Event::Read)].boxed(),
+        false => event_strategy().boxed(),
+    };
+    (0..STARTS.len(), prop::collection::vec(event, 1..=max_events.max(1))).prop_map(|(start, events)| Session { start, events }).boxed()
 }
 
 /// The longest clock move a session makes (a year): longer intervals are
@@ -121,13 +143,23 @@ struct Aims {
     trigger_tokens: i64,
 }
 
+/// The watched fields of a configuration (a `config` event's value).
+fn watched(config: &Value) -> Vec<String> {
+    config["injection_config"]["watch"].as_object().map_or_else(Vec::new, |w| w.keys().cloned().collect())
+}
+
 /// Writes a session as a replay trace of `config` (a `config` event's value).
 fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
     let mut lines = vec![json!({"config": config}), json!({"set_clock": STARTS[session.start]}), json!({"user": "Start the round."})];
     let mut calls = 0;
     let mut clock = chrono::DateTime::parse_from_rfc3339(STARTS[session.start]).map_or(0, |t| t.timestamp_micros());
+    let fields = watched(config);
     for e in &session.events {
         match *e {
+            Event::Read(i) => {
+                let readings: serde_json::Map<String, Value> = fields.iter().map(|f| (f.clone(), json!(READINGS[i]))).collect();
+                lines.push(json!({ "read": readings }));
+            }
             Event::Step => lines.push(json!({"step": {}})),
             Event::User => lines.push(json!({"user": "Status?"})),
             Event::Call { tool, args, fails, repeat } => {
@@ -214,8 +246,11 @@ pub struct TuneReport {
     pub steps: u64,
     /// Steps that made a hint.
     pub hints: u64,
-    /// Steps at which each dimension fired: time, tasks, context length, tool error.
-    pub fired: [u64; 4],
+    /// Steps at which each dimension fired: time, tasks, context length,
+    /// tool error, and (with a watch configured) a watch.
+    pub fired: [u64; 5],
+    /// Whether the configuration watches a field.
+    pub watching: bool,
     /// The longest hint.
     pub longest: Longest,
     /// Steps whose hint did not fit, and the sessions they were in.
@@ -230,8 +265,8 @@ pub struct TuneReport {
     pub shrink_cut: Option<Duration>,
 }
 
-/// The four dimensions, as the summary names them.
-const DIMENSIONS: [&str; 4] = ["time", "tasks", "context-length", "tool-error"];
+/// The dimensions, as the summary names them.
+const DIMENSIONS: [&str; 5] = ["time", "tasks", "context-length", "tool-error", "watch"];
 
 fn run(trace: &str, capacity: Option<usize>) -> Result<Vec<StepRecord>, String> {
     let opts = Options { json: true, hint_capacity: capacity, ..Options::default() };
@@ -269,8 +304,8 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
         trigger_tokens: r.trigger_tokens,
     });
     let mut runner = TestRunner::new_with_rng(PtConfig { cases: options.cases, ..PtConfig::default() }, seed_rng(options.seed));
-    let strategy = session_strategy(options.steps);
-    let mut report = TuneReport::default();
+    let strategy = session_strategy(options.steps, !watched(&options.config).is_empty());
+    let mut report = TuneReport { watching: !watched(&options.config).is_empty(), ..TuneReport::default() };
     let mut failing = None;
     for case in 1..=options.cases {
         let tree = strategy.new_tree(&mut runner).map_err(|e| e.to_string())?;
@@ -280,7 +315,7 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
         report.steps += records.len() as u64;
         let mut overflowed = false;
         for r in &records {
-            let fired = [r.time, r.tasks.is_some(), r.context_length, r.tool_error.is_some()];
+            let fired = [r.time, r.tasks.is_some(), r.context_length, r.tool_error.is_some(), r.watches.iter().any(|w| w.fired)];
             for (count, f) in report.fired.iter_mut().zip(fired) {
                 *count += u64::from(f);
             }
@@ -358,7 +393,8 @@ fn shrink(mut tree: impl ValueTree<Value = Session>, fails: impl Fn(&Session) ->
 pub fn summary(report: &TuneReport, capacity: Option<usize>) -> String {
     let mut s = format!("fuzz --config: {} sessions, {} steps, {} hints\n", report.sessions, report.steps, report.hints);
     let per100 = |n: u64| if report.steps == 0 { 0.0 } else { n as f64 * 100.0 / report.steps as f64 };
-    let rates: Vec<String> = DIMENSIONS.iter().zip(report.fired).map(|(d, n)| format!("{d} {:.1}", per100(n))).collect();
+    let shown = if report.watching { DIMENSIONS.len() } else { DIMENSIONS.len() - 1 };
+    let rates: Vec<String> = DIMENSIONS.iter().zip(report.fired).take(shown).map(|(d, n)| format!("{d} {:.1}", per100(n))).collect();
     let _ = writeln!(s, "fired per 100 steps: {}", rates.join(", "));
     let (session, step) = report.longest.at;
     let _ = writeln!(s, "longest hint: {} bytes (session {session}, step {step})", report.longest.bytes);

@@ -179,7 +179,7 @@ fn a_context_read_small_reads_as_the_whole_value() {
         let engine = envaware::Engine::new(buf.config()).unwrap();
         let step = envaware::Step { agent_name: "Friday", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 128_000 };
         let mut clock = envaware::FixedClock::at(scenario::parse_now("2026-07-22T02:30:00Z").unwrap());
-        scenario::run_step(&engine, &conversation, &step, &mut clock)
+        scenario::run_step(&engine, &conversation, &step, &mut clock, &mut scenario::Readings::default())
     };
     let hint = r#"{"type": "hint", "source": "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}", "hint": "<current-time>2026-07-22T02:10:00</current-time>", "extra": [1, {"a": 2}]}"#;
     let failed = r#"{"type": "tool_call", "id": "c1", "name": "Bash", "input": "{}"}, {"type": "tool_result", "id": "c1", "name": "Bash", "state": "error", "output": [1, 2]}"#;

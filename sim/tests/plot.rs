@@ -78,6 +78,8 @@ fn fired(report: &str) -> BTreeSet<(String, usize)> {
                     "context-length" => "context length",
                     "tool-error" => "tool error",
                     "(time skipped: clock unset)" => "time skipped (clock unset)",
+                    // One lane for every watched field.
+                    watch if watch.starts_with("watch ") => "watch",
                     other => other,
                 };
                 out.insert((dim.to_string(), step));
@@ -87,7 +89,7 @@ fn fired(report: &str) -> BTreeSet<(String, usize)> {
     out
 }
 
-const LANES: &[&str] = &["time", "time skipped (clock unset)", "tasks", "context length", "tool error"];
+const LANES: &[&str] = &["time", "time skipped (clock unset)", "tasks", "context length", "tool error", "watch"];
 
 /// The lane marks: (dimension, step) → mark.
 fn lane_marks(marks: &[Mark]) -> BTreeMap<(String, usize), Mark> {

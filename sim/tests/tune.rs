@@ -93,6 +93,25 @@ fn the_summary_gives_rates_per_100_steps_and_the_longest_hint() {
     assert_eq!(shown, longest, "the longest hint is printed whole:\n{out}");
 }
 
+/// `fuzz --config` accepts watches: its sessions read the watched fields,
+/// and the summary gives the watch's rate too; a bad watch is named.
+#[test]
+fn a_configuration_with_a_watch_is_fuzzed_with_readings() {
+    let config = tmp("watch.config.json");
+    let watch =
+        r#"{"agent_name": "Sprout", "injection_config": {"watch": {"temperature": {"change": 2.0, "above": 28, "hysteresis": 0.5}}}}"#;
+    std::fs::write(&config, watch).unwrap();
+    let (code, out, err) = sim(&["fuzz", "--config", config.to_str().unwrap(), "--hint-capacity", "4096", "--cases", "32"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let rates = out.lines().find_map(|l| l.strip_prefix("fired per 100 steps: ")).expect("a rates line");
+    let rate: f64 = rates.split(", ").find_map(|r| r.strip_prefix("watch")).expect("a watch rate").trim().parse().unwrap();
+    assert!(rate > 0.0 && rate <= 100.0, "watch: {rate} in {out}");
+    std::fs::write(&config, r#"{"injection_config": {"watch": {"temperature": {"change": 0}}}}"#).unwrap();
+    let (code, _, err) = sim(&["fuzz", "--config", config.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("injection_config.watch.temperature.change: must be greater than 0, got 0"), "{err}");
+}
+
 #[test]
 fn an_invalid_configuration_is_named() {
     let config = tmp("bad.config.json");

@@ -37,6 +37,14 @@ const RAM_BUDGET: u64 = 16 * 1024;
 /// One temperature per step, in milli-°C: all exact in 1/16 °C.
 const TEMPERATURES: [i32; 10] = [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
 
+/// The steps where, with [`TEMPERATURES`], the temperature watch alone
+/// makes a hint: each swings more than 2.0 °C from the last one told.
+const WATCH_ONLY: [usize; 4] = [2, 3, 4, 9];
+
+/// The temperatures of `cargo xtask demo --temperatures 20,20.5,25,25.2,29,26`
+/// (the last one holds for the later steps), in milli-°C.
+const DEMO_WARMING: [i32; 6] = [20_000, 20_500, 25_000, 25_200, 29_000, 26_000];
+
 /// The built-in fields the script makes due at each step (see
 /// `firmware/src/agent.rs`); `None`: no injection.
 const DUE: [Option<&[&str]>; 10] = [
@@ -81,12 +89,17 @@ impl Board {
     /// A run starting the board's wall clock at `epoch`; `None`: the host's time
     /// (semihosting `SYS_TIME`), as `cargo xtask demo` runs it.
     fn run_at(&self, elf: &Path, sensor: bool, epoch: Option<i64>) -> RunResult {
+        self.run_with(elf, sensor, epoch, &TEMPERATURES)
+    }
+
+    /// A run with `temperatures`, one per step (the last one holding).
+    fn run_with(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
         let opts = RunOptions {
             qemu: self.qemu.clone(),
             defmt_print: self.defmt_print.clone(),
             elf: elf.to_path_buf(),
             sensor,
-            temperatures_milli: TEMPERATURES.to_vec(),
+            temperatures_milli: temperatures.to_vec(),
             timeout: Duration::from_secs(90),
             echo: false,
             epoch,
@@ -154,13 +167,15 @@ fn seconds(time: &str) -> i64 {
 
 /// Checks the fields of every step against the script; `temperature`
 /// gives the expected reading of step `i`.
-fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String) {
+/// (and a hint of the live fields alone at the `watch_only` steps).
+fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, watch_only: &[usize]) {
     let steps = steps(&result.log);
     assert_eq!(steps.len(), DUE.len(), "steps in the log:\n{}", result.log);
     for (i, (step, due)) in steps.iter().zip(DUE).enumerate() {
+        let due = due.or(watch_only.contains(&i).then_some(&[]));
         match (due, &step.fields) {
             (None, None) => {
-                assert!(step.text.contains("(no injection; sensor read: false)"), "step {i}: the sensor must not be read:\n{}", step.text)
+                assert!(step.text.contains("(no injection; uptime read: false)"), "step {i}: the uptime must not be read:\n{}", step.text)
             }
             (Some(due), Some(fields)) => {
                 let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
@@ -207,12 +222,14 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished && result.steps == DUE.len(), "{result:?}");
     assert_eq!(result.set_per_step, TEMPERATURES.to_vec());
-    check_schedule(result, |i| qemu::expected_reading(TEMPERATURES[i]));
+    check_schedule(result, |i| qemu::expected_reading(TEMPERATURES[i]), &WATCH_ONLY);
+    // Every step's reading is more than 2.0 °C from the one told before it.
+    assert_eq!(watch_fired(&result.log), (0..10).collect::<Vec<_>>());
     // The readings as the firmware prints them.
     assert_eq!(qemu::expected_reading(-4_250), "-4.25 °C");
     assert_eq!(qemu::expected_reading(12_063), "12.0625 °C");
     assert_eq!(qemu::expected_reading(30_000), "30.0 °C");
-    assert!(result.log.contains("session done: 10 steps, 6 hints, 6 sensor reads, 0 failed"), "{}", result.log);
+    assert!(result.log.contains("session done: 10 steps, 10 hints, 10 sensor reads, 0 failed"), "{}", result.log);
     // The wall clock starts at EPOCH (01:00:00 in Berlin) and advances with SysTick.
     let steps = steps(&result.log);
     let time = |i: usize| steps[i].fields.as_deref().and_then(|f| field(f, "current-time")).map(str::to_string);
@@ -228,9 +245,33 @@ fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
     let result = board.run_at(&board.elf, false, None);
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished, "{result:?}");
-    check_schedule(&result, |_| "unavailable".to_string());
+    check_schedule(&result, |_| "unavailable".to_string(), &[]);
     assert!(result.log.contains("TMP105 unavailable (configure): ArbitrationLoss"), "{}", result.log);
-    assert!(result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 6 failed"), "{}", result.log);
+    // Read at every step (the temperature is watched); unavailable never fires.
+    assert_eq!(watch_fired(&result.log), [0usize; 0]);
+    assert!(result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 10 failed"), "{}", result.log);
+}
+
+/// The steps whose temperature watch fired, from the log's `watch` lines.
+fn watch_fired(log: &str) -> Vec<usize> {
+    let fired = |s: &StepLog| s.text.lines().any(|l| l.starts_with("watch temperature ") && l.ends_with(": fired"));
+    steps(log).iter().enumerate().filter(|(_, s)| fired(s)).map(|(i, _)| i).collect()
+}
+
+/// `cargo xtask demo --temperatures 20,20.5,25,25.2,29,26`, as the demo runs
+/// it (the host's clock): the watch fires where the rule says. Step 0:
+/// nothing told; 1: 0.5 °C from 20.0 (the tasks hint tells 20.5); 2: 4.5
+/// from 20.5; 3: 0.1875 from 25.0; 4: 4.0 from 25.0, and above 28; 5: 3.0
+/// from 29.0, and back below 27.5; 6 to 9: 26.0 as told.
+#[test]
+fn the_demo_s_warming_greenhouse_fires_the_watch_where_the_rule_says() {
+    let Some(board) = board() else { return };
+    let result = board.run_with(&board.elf, true, None, &DEMO_WARMING);
+    assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
+    assert_eq!(watch_fired(&result.log), [0, 2, 4, 5]);
+    let reading = |i: usize| qemu::expected_reading(DEMO_WARMING[i.min(DEMO_WARMING.len() - 1)]);
+    check_schedule(&result, reading, &[2, 4]);
+    assert!(result.log.contains("session done: 10 steps, 8 hints, 10 sensor reads, 0 failed"), "{}", result.log);
 }
 
 #[test]
@@ -278,7 +319,7 @@ fn runs_are_deterministic_under_icount() {
         steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
     };
     let (first, second) = (board.sensor_run(), board.run(&board.elf, true));
-    assert_eq!(uptimes(first).len(), 6);
+    assert_eq!(uptimes(first).len(), 10);
     assert_eq!(uptimes(&second), uptimes(first));
     assert_eq!(second.log, first.log);
 }
@@ -370,18 +411,49 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
         assert_eq!(ours["hint"].as_str(), theirs.as_deref(), "step {i}");
         assert_eq!(ours["event"].as_bool(), Some(theirs.is_some()), "step {i}");
     }
-    assert_eq!(device.iter().filter(|h| h.is_some()).count(), 6);
+    assert_eq!(device.iter().filter(|h| h.is_some()).count(), 10);
+    for (i, ours) in replayed.iter().enumerate() {
+        assert_eq!(ours["watch"], serde_json::json!(["temperature"]), "step {i}: the replay's watch");
+    }
 
+    // AgentScope has no watches: its scenarios carry the readings as extra
+    // fields (rendered the same way) and no watch. It must give the
+    // device's hint wherever another dimension fired, and none where the
+    // watch fired alone.
+    let reference_in = out.join("firmware-session.reference.jsonl");
+    let emitted = std::fs::read_to_string(&scenarios).expect("read the emitted scenarios");
+    let for_reference: String = emitted.lines().map(|line| readings_as_extra_fields(line) + "\n").collect();
+    std::fs::write(&reference_in, for_reference).expect("write the reference's scenarios");
     let reference = std::process::Command::new(python)
         .arg(needs::workspace().join("tests/reference/reference.py"))
-        .arg(&scenarios)
+        .arg(&reference_in)
         .output()
         .expect("run reference.py");
     assert!(reference.status.success(), "reference.py failed: {}", String::from_utf8_lossy(&reference.stderr));
     let agentscope = json_lines(&reference.stdout);
     assert_eq!(agentscope.len(), device.len(), "AgentScope's results: {agentscope:?}");
     for (i, (theirs, device)) in agentscope.iter().zip(&device).enumerate() {
-        assert_eq!(theirs["hint"].as_str(), device.as_deref(), "step {i}: AgentScope says {theirs}");
-        assert_eq!(theirs["event"].as_bool(), Some(device.is_some()), "step {i}");
+        let expected = if WATCH_ONLY.contains(&i) { None } else { device.as_deref() };
+        assert_eq!(theirs["hint"].as_str(), expected, "step {i}: AgentScope says {theirs}");
+        assert_eq!(theirs["event"].as_bool(), Some(expected.is_some()), "step {i}");
     }
+}
+
+/// A scenario line for the reference: its `readings` as `extra_fields`
+/// (`null`: unavailable) and no `watch`.
+fn readings_as_extra_fields(line: &str) -> String {
+    let mut s: serde_json::Value = serde_json::from_str(line).expect("a scenario");
+    let readings = s.as_object_mut().and_then(|o| o.remove("readings")).unwrap_or_default();
+    let extra: serde_json::Map<String, serde_json::Value> = readings
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| "unavailable".into(), Into::into)))
+        .collect();
+    let injection = &mut s["injection_config"];
+    if let Some(o) = injection.as_object_mut() {
+        o.remove("watch");
+    }
+    injection["extra_fields"] = serde_json::Value::Object(extra);
+    s.to_string()
 }

@@ -27,7 +27,40 @@ pub struct CaseConfig {
     pub(super) deprecated_buffer: bool,
     pub(super) compression_tool: bool,
     pub(super) context_size: usize,
+    /// Index into [`WATCHES`]; 0 watches nothing.
+    pub(super) watch: usize,
 }
+
+/// `injection_config.watch` values (the first is none): numbers and
+/// decimal strings, each condition, and a field that is read but not watched.
+pub(super) const WATCHES: &[&str] = &[
+    "",
+    r#"{"temperature": {"change": 2.0}}"#,
+    r#"{"temperature": {"change": "2.0", "above": 28, "hysteresis": "0.5"}}"#,
+    r#"{"temperature": {"below": "22.3", "hysteresis": 0.25}, "door": {"change": 1}}"#,
+    r#"{"door": {"above": "0"}, "temperature": {"change": 0.05, "below": 20.3}}"#,
+];
+/// Live fields a `read` event sets; "battery" is also an extra field.
+pub(super) const READ_FIELDS: &[&str] = &["temperature", "door", "battery"];
+/// Readings: near the watches' bounds, with units, signs and whitespace,
+/// none, and past the exact decimals' bounds.
+pub(super) const READ_VALUES: &[Option<&str>] = &[
+    Some("20.3 °C"),
+    Some("22.3 °C"),
+    Some("27.75 °C"),
+    Some("28.0 °C"),
+    Some("28.01"),
+    Some("27.5 °C"),
+    Some("20.35"),
+    Some(" -3"),
+    Some("1"),
+    Some("0"),
+    Some("open"),
+    None,
+    Some("99999999999999999999"),
+    Some("0.0000000000000000001"),
+    Some("<28> °C"),
+];
 
 pub(super) const INTERVALS: &[f64] = &[0.5, 0.0, 0.25, 1.0, 1.5, 24.0];
 pub(super) const HINTS: &[&str] = &[
@@ -211,6 +244,14 @@ pub enum Event {
         /// Whether another agent's message carries it.
         other_agent: bool,
     },
+    /// A live reading changes (only read with a watch configured: the
+    /// reference has no live fields).
+    Read {
+        /// Index into [`READ_FIELDS`].
+        field: usize,
+        /// Index into [`READ_VALUES`].
+        value: usize,
+    },
     /// The configuration changes: zone, format and interval.
     Reconfigure {
         /// Index into [`model::ZONES`].
@@ -254,12 +295,13 @@ fn config_strategy() -> impl Strategy<Value = CaseConfig> {
             prop::bool::weighted(0.2),
             any::<bool>(),
             idx(3),
+            prop::sample::select(vec![0usize, 0, 1, 2, 2, 3, 4]),
         ),
     )
         .prop_map(|(a, b, c)| {
             let (inject, zone, format, interval, limit, hint) = a;
             let (template, source, task_tools, mut extra) = b;
-            let (emit, strict, trigger, buffer, deprecated_buffer, compression_tool, context_size) = c;
+            let (emit, strict, trigger, buffer, deprecated_buffer, compression_tool, context_size, watch) = c;
             extra.sort_unstable();
             extra.dedup();
             if strict {
@@ -283,6 +325,7 @@ fn config_strategy() -> impl Strategy<Value = CaseConfig> {
                 deprecated_buffer,
                 compression_tool,
                 context_size,
+                watch,
             }
         })
 }
@@ -355,6 +398,7 @@ fn event_strategy(n_args: usize) -> impl Strategy<Value = Event> {
         1 => (0usize..4).prop_map(|keep| Event::Compress { keep }),
         2 => prop_oneof![Just(Tokens::Zero), (-2i64..3).prop_map(Tokens::NearThreshold), Just(Tokens::Full)].prop_map(Event::Tokens),
         2 => (foreign_strategy(), prop::bool::weighted(0.3)).prop_map(|(hint, other_agent)| Event::Foreign { hint, other_agent }),
+        4 => (idx(READ_FIELDS.len()), idx(READ_VALUES.len())).prop_map(|(field, value)| Event::Read { field, value }),
         1 => (idx(model::ZONES.len()), idx(model::FORMATS.len()), idx(INTERVALS.len()))
             .prop_map(|(zone, format, interval)| Event::Reconfigure { zone, format, interval }),
     ]

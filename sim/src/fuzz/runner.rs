@@ -197,6 +197,7 @@ pub(super) fn config_default() -> CaseConfig {
         deprecated_buffer: false,
         compression_tool: false,
         context_size: 0,
+        watch: 0,
     }
 }
 

@@ -11,12 +11,12 @@ use serde_json::{json, Map, Value};
 
 use super::case::{
     Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS, CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS,
-    INTERVALS, SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS,
+    INTERVALS, READ_FIELDS, READ_VALUES, SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS, WATCHES,
 };
 use super::raw::raw_arguments;
 use super::{FuzzConfigBuf, FuzzStore, AGENT, OTHER_AGENT};
-use crate::model::{self, Dims, MBlock, MConfig, MMsg, MOutcome, MStep, MWarning, Model};
-use crate::scenario::{self, OwnedBlock, OwnedMessage, VecConversation};
+use crate::model::{self, Dims, MBlock, MConfig, MMsg, MOutcome, MStep, MWarning, MWatch, Model};
+use crate::scenario::{self, OwnedBlock, OwnedMessage, Readings, VecConversation};
 
 /// Counts over a run.
 #[derive(Debug, Clone, Default)]
@@ -51,8 +51,9 @@ impl Stats {
     }
 }
 
-/// The four dimensions, as the summary names them.
-pub const DIMENSIONS: &[&str] = &["time", "tasks", "context-length", "tool-error"];
+/// The dimensions, as the summary names them (the four of the reference,
+/// and envaware's watch).
+pub const DIMENSIONS: &[&str] = &["time", "tasks", "context-length", "tool-error", "watch"];
 
 /// A step where the core and the model (or the tracker) disagree.
 #[derive(Debug, Clone)]
@@ -79,6 +80,8 @@ struct World {
     input_tokens: i64,
     context_size: i64,
     next_id: u64,
+    /// The live readings, set by `read` events when a watch is configured.
+    readings: Readings,
 }
 
 pub(super) fn model_config(c: &CaseConfig) -> MConfig {
@@ -101,7 +104,36 @@ pub(super) fn model_config(c: &CaseConfig) -> MConfig {
         reserve_ratio: 0.1 * TRIGGERS[c.trigger],
         context_buffer_ratio: BUFFERS[c.buffer].min(TRIGGERS[c.trigger] - 0.05),
         compression_tool_enabled: c.compression_tool,
+        watch: watches(WATCHES[c.watch]),
     }
+}
+
+/// A `watch` object's text as the model reads it: each value's decimal text.
+fn watches(json_text: &str) -> Vec<(String, MWatch)> {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(json_text) else { return Vec::new() };
+    let text = |w: &Value, key: &str| match &w[key] {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let watch = |w: &Value| MWatch {
+        change: text(w, "change"),
+        above: text(w, "above"),
+        below: text(w, "below"),
+        hysteresis: text(w, "hysteresis"),
+    };
+    fields.iter().map(|(field, w)| (field.clone(), watch(w))).collect()
+}
+
+/// The model's watches written back as JSON: numbers where the text is a
+/// JSON number, else strings (both are accepted).
+fn watch_json(watch: &[(String, MWatch)]) -> Value {
+    let value = |s: &Option<String>| s.as_ref().map(|t| serde_json::from_str::<serde_json::Number>(t).map_or(json!(t), Value::Number));
+    let one = |w: &MWatch| {
+        let pairs = [("change", &w.change), ("above", &w.above), ("below", &w.below), ("hysteresis", &w.hysteresis)];
+        Value::Object(pairs.iter().filter_map(|(k, v)| value(v).map(|v| (k.to_string(), v))).collect())
+    };
+    Value::Object(watch.iter().map(|(field, w)| (field.clone(), one(w))).collect())
 }
 
 fn injection_json(cfg: &MConfig) -> Value {
@@ -121,6 +153,9 @@ fn injection_json(cfg: &MConfig) -> Value {
     m.insert("extra_fields".into(), Value::Object(cfg.extra_fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect()));
     m.insert("emit_hint_event".into(), json!(cfg.emit_hint_event));
     m.insert("strict".into(), json!(cfg.strict));
+    if !cfg.watch.is_empty() {
+        m.insert("watch".into(), watch_json(&cfg.watch));
+    }
     Value::Object(m)
 }
 
@@ -262,8 +297,15 @@ impl World {
         s.insert("input_tokens".into(), json!(self.input_tokens));
         s.insert("cur_iter".into(), json!(cur_iter));
         s.insert("tasks".into(), Value::Array(tasks));
+        if !self.readings.0.is_empty() {
+            s.insert("readings".into(), serde_json::to_value(&self.readings).unwrap_or_default());
+        }
         s.insert("context".into(), Value::Array(context));
-        s.insert("expected".into(), json!({"hint": expected.hint, "event": expected.event}));
+        let mut expected_json = json!({"hint": expected.hint, "event": expected.event});
+        if !self.cfg.watch.is_empty() {
+            expected_json["watch"] = json!(expected.dims.watch);
+        }
+        s.insert("expected".into(), expected_json);
         Value::Object(s).to_string()
     }
 
@@ -306,6 +348,11 @@ impl World {
     fn apply(&mut self, event: &Event, case: &Case, tracker: &mut Trackers<'_>, stats: &mut Stats) {
         match event {
             Event::Step { .. } | Event::Reconfigure { .. } => {}
+            Event::Read { field, value } if !self.cfg.watch.is_empty() => {
+                let reading = (READ_FIELDS[*field].to_string(), READ_VALUES[*value].map(str::to_string));
+                self.readings.set(Readings(vec![reading]));
+            }
+            Event::Read { .. } => {}
             Event::User => {
                 self.reply += 1;
                 self.push("user", "user", vec![MBlock::Text("go on".into())], tracker);
@@ -401,12 +448,13 @@ impl World {
     }
 }
 
-fn model_dims(d: &envaware::Decision) -> Dims {
+fn model_dims(engine: &Engine<'_>, d: &envaware::Decision) -> Dims {
     Dims {
         time: matches!(d.time, TimeDecision::Inject(_)),
         tasks: d.tasks.is_some(),
         context: d.context.is_some(),
         tool_error: d.tool_error.is_some(),
+        watch: scenario::fired_watches(engine, d).unwrap_or_default(),
     }
 }
 
@@ -439,7 +487,11 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
         input_tokens: 0,
         context_size: CONTEXT_SIZES[case.config.context_size],
         next_id: 0,
+        readings: Readings::default(),
     };
+    if !world.cfg.watch.is_empty() {
+        stats.bump("sessions with a watch");
+    }
     let mut scenarios = Vec::new();
     let mut events = case.events.iter();
     // One engine per configuration: a `Reconfigure` starts a new one.
@@ -494,7 +546,8 @@ fn step(
     let core_step = input.for_agent(AGENT);
     let now = Timestamp::from_unix_micros(world.now);
     let mut out = vec![0u8; 1 << 16];
-    let outcome = match engine.step(&world.conv, &core_step, &mut FixedClock::at(now), &mut (), &mut out) {
+    let mut live = world.readings.clone();
+    let outcome = match engine.step(&world.conv, &core_step, &mut FixedClock::at(now), &mut live, &mut out) {
         Ok(o) => o,
         Err(e) => {
             return Err(Mismatch { message: format!("the core's hint does not fit 64 KiB: {e}"), scenarios: scenarios.clone() });
@@ -508,6 +561,7 @@ fn step(
         input_tokens: world.input_tokens,
         context_size: world.context_size,
         now_micros: world.now,
+        readings: world.readings.0.clone(),
     };
     let expected = model.step(&world.cfg, &world.context, &m_step);
     scenarios.push(world.scenario(cur_iter, &expected));
@@ -554,13 +608,14 @@ fn compare(
     if outcome.event != expected.event {
         problems.push(format!("event differs: core {} model {}", outcome.event, expected.event));
     }
-    if expected.hint.is_some() && model_dims(&outcome.decision) != expected.dims {
-        problems.push(format!("dimensions differ: core {:?} model {:?}", model_dims(&outcome.decision), expected.dims));
+    let core_dims = model_dims(engine, &outcome.decision);
+    if expected.hint.is_some() && core_dims != expected.dims {
+        problems.push(format!("dimensions differ: core {core_dims:?} model {:?}", expected.dims));
     }
     if core_warnings != expected.warnings {
         problems.push(format!("warnings differ: core {:?} model {:?}", core_warnings, expected.warnings));
     }
-    let tracked = tracker.vec.decide(&world.conv, input, Some(now));
+    let tracked = tracker.vec.decide_with_readings(&world.conv, input, Some(now), &world.readings);
     if tracked != outcome.decision {
         problems.push(format!(
             "the tracker decides differently from the full scan:\n  tracker: {tracked:?}\n  scan:    {:?}",
@@ -575,12 +630,12 @@ fn compare(
         // scan and by the store's tracker.
         stats.bump("steps on the store too");
         let mut out = vec![0u8; 1 << 16];
-        let on_store = engine.step(&*world.store, core_step, &mut FixedClock::at(now), &mut (), &mut out);
+        let on_store = engine.step(&*world.store, core_step, &mut FixedClock::at(now), &mut world.readings.clone(), &mut out);
         if on_store != Ok(*outcome) {
             problems.push(format!("the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"));
         }
         let mut out = vec![0u8; 1 << 16];
-        let tracked = tracker.store.step(&*world.store, input, &mut FixedClock::at(now), &mut (), &mut out);
+        let tracked = tracker.store.step(&*world.store, input, &mut FixedClock::at(now), &mut world.readings.clone(), &mut out);
         if tracked != Ok(*outcome) {
             problems.push(format!("the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"));
         }
@@ -591,8 +646,10 @@ fn compare(
 /// Counts what a hint-injecting step met, for the coverage summary.
 fn count_hint(world: &World, expected: &MOutcome, stats: &mut Stats) {
     stats.hints += 1;
-    let d = expected.dims;
-    for (on, name) in [(d.time, "time"), (d.tasks, "tasks"), (d.context, "context-length"), (d.tool_error, "tool-error")] {
+    let d = &expected.dims;
+    let watch = !d.watch.is_empty();
+    for (on, name) in [(d.time, "time"), (d.tasks, "tasks"), (d.context, "context-length"), (d.tool_error, "tool-error"), (watch, "watch")]
+    {
         if on {
             stats.bump(name);
         }

@@ -24,7 +24,7 @@ use envaware::{Conversation, Decision, Engine, Role, Step, StepInput, Timestamp,
 
 use super::context::Context;
 use crate::plot;
-use crate::scenario::OwnedMessage;
+use crate::scenario::{OwnedMessage, Readings};
 
 /// Messages the cross-check's full scan may read per step, on average.
 pub const CHECK_READS_PER_STEP: i64 = 64;
@@ -148,19 +148,27 @@ impl<'c> Decider<'c> {
 
     /// Decides a step: by the tracker, checked against the full scan
     /// within the budget, or by the full scan alone.
-    pub(super) fn decide(&mut self, context: &Context, step: &Step<'_>, now: Option<Timestamp>) -> Result<Decision, Box<Disagreement>> {
+    /// `readings` holds the watched fields' readings.
+    pub(super) fn decide(
+        &mut self,
+        context: &Context,
+        step: &Step<'_>,
+        now: Option<Timestamp>,
+        readings: &Readings,
+    ) -> Result<Decision, Box<Disagreement>> {
         let Some(tracker) = &self.tracker else {
-            return Ok(self.engine.decide(context, step, now));
+            return Ok(self.engine.decide_with_readings(context, step, now, readings));
         };
         let counted = Counted::new(context);
         // The tracker decides for the agent it was built for: its input names none.
-        let input = StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: step.context_size };
-        let tracked = tracker.decide(&counted, &input, now);
+        let input =
+            StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: step.context_size };
+        let tracked = tracker.decide_with_readings(&counted, &input, now, readings);
         self.check.tracker_reads = self.check.tracker_reads.max(counted.reads.get());
         self.check.credit = self.check.credit.saturating_add(CHECK_READS_PER_STEP);
         if self.check.credit >= 0 {
             let counted = Counted::new(context);
-            let full_scan = self.engine.decide(&counted, step, now);
+            let full_scan = self.engine.decide_with_readings(&counted, step, now, readings);
             let reads = counted.reads.get() as u64;
             self.check.credit = self.check.credit.saturating_sub(i64::try_from(reads).unwrap_or(i64::MAX));
             self.check.scanned += reads;
@@ -222,11 +230,11 @@ mod tests {
         let step =
             Step { agent_name: "rover", tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
         let mut decider = Decider::new(engine, "rover", &seen, Some(CrossCheck::default()));
-        assert!(decider.decide(&seen, &step, None).unwrap().tasks.is_none());
-        let err = decider.decide(&unseen, &step, None).unwrap_err();
+        assert!(decider.decide(&seen, &step, None, &Readings::default()).unwrap().tasks.is_none());
+        let err = decider.decide(&unseen, &step, None, &Readings::default()).unwrap_err();
         assert!(err.tracker.tasks.is_none() && err.full_scan.tasks.is_some(), "{err:?}");
         // The full scan alone sees only the context it is given.
         let mut alone = Decider::new(engine, "rover", &seen, None);
-        assert!(alone.decide(&unseen, &step, None).unwrap().tasks.is_some());
+        assert!(alone.decide(&unseen, &step, None, &Readings::default()).unwrap().tasks.is_some());
     }
 }

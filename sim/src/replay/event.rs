@@ -93,6 +93,8 @@ pub(super) enum Event {
     /// A device log's header (`envaware::journal`), with the agent's name:
     /// the log's items from here on say every input a step needs.
     Log(Option<String>),
+    /// Live readings for the following steps (envaware's own).
+    Read(scenario::Readings),
 }
 
 impl Event {
@@ -155,6 +157,7 @@ impl Event {
             }),
             "log" if value.is_object() => Event::Log(value.get("agent").and_then(Value::as_str).map(str::to_string)),
             "log" => return Err("log: expected the header object".into()),
+            "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "step" => Event::Step(match value {
                 Value::Null => StepEvent::default(),
                 Value::Object(_) => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
@@ -163,7 +166,7 @@ impl Event {
             other => {
                 return Err(format!(
                     "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \
-                     reply, context, tasks, tokens, compress, step or log)"
+                     reply, context, tasks, tokens, compress, read, step or log)"
                 ))
             }
         })

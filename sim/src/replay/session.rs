@@ -13,8 +13,8 @@ use super::context::Context;
 use super::decide::{CrossCheck, Decider};
 use super::event::{ConfigEvent, Event, UserEvent};
 use super::{format_instant, Options, ReplayError, Summary};
-use crate::plot::StepRecord;
-use crate::scenario::{self, Evaluation, SimConfigBuf};
+use crate::plot::{self, StepRecord, WatchRecord};
+use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
 
 /// Where a replay writes, and how.
 pub(super) struct Output<'a, 'e> {
@@ -38,7 +38,13 @@ struct ScenarioOut<'a> {
     input_tokens: i64,
     cur_iter: u64,
     tasks: &'a [Value],
+    #[serde(skip_serializing_if = "readings_empty")]
+    readings: &'a Readings,
     context: &'a VecDeque<Value>,
+}
+
+fn readings_empty(r: &&Readings) -> bool {
+    r.0.is_empty()
 }
 
 /// The session as the replay holds it.
@@ -53,6 +59,8 @@ pub(super) struct Session {
     pub(super) task_counts: TaskCounts,
     pub(super) context: Context,
     pub(super) clock: Option<Timestamp>,
+    /// The live readings (`read` events), kept until set again.
+    readings: Readings,
     /// The current reply's number (its message id is `reply-N`).
     reply: u64,
     /// Steps run in the current reply: the next step's `cur_iter`.
@@ -94,6 +102,7 @@ impl Session {
             task_counts: TaskCounts::default(),
             context: Context::default(),
             clock: None,
+            readings: Readings::default(),
             reply: 0,
             iter_in_reply: 0,
             last_call: None,
@@ -210,6 +219,7 @@ impl Session {
             }
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line, decider),
+            Event::Read(readings) => self.readings.set(readings),
             Event::Step(step) => {
                 if let Some(tokens) = step.tokens {
                     self.input_tokens = tokens;
@@ -340,10 +350,10 @@ impl Session {
             context_size: self.context_size,
         };
         let number = self.summary.steps + 1;
-        let decided = decider.decide(&self.context, &step, self.clock);
+        let decided = decider.decide(&self.context, &step, self.clock, &self.readings);
         self.check = decider.check();
         let decision = decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
-        let mut ran = render(decider.engine(), decision, &self.context, opts.hint_capacity);
+        let mut ran = render(decider.engine(), decision, &self.context, &mut self.readings, opts.hint_capacity);
         // A device's step: decided again, it must give the hint the device
         // appended (before the log's header, a compacted log may lack an
         // input); the context takes the device's hint either way.
@@ -357,7 +367,9 @@ impl Session {
         self.summary.steps = number;
         self.record(decider, &ran, line);
         if opts.json {
-            let mut json_line = Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone() }.to_json();
+            let watch = scenario::fired_watches(decider.engine(), &ran.decision);
+            let mut json_line =
+                Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone(), watch }.to_json();
             if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
                 m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
             }
@@ -383,6 +395,7 @@ impl Session {
                 input_tokens: self.input_tokens,
                 cur_iter,
                 tasks: &self.tasks,
+                readings: &self.readings,
                 context: self.context.json(),
             };
             serde_json::to_writer(&mut *emit, &scenario).map_err(io::Error::from)?;
@@ -414,13 +427,42 @@ impl Session {
             time_interval_hours: inj.time_interval,
             told_at: decider.time_hint(&self.context).and_then(|text| self.told.get(text).copied()),
             compressions: std::mem::take(&mut self.compressions),
+            watches: self.watch_records(decider.engine(), decision),
         });
+    }
+
+    /// Each watched field at this step, for the plot.
+    fn watch_records(&self, engine: &Engine<'_>, decision: &Decision) -> Vec<WatchRecord> {
+        let watches = engine.config().config().injection.watch;
+        if watches.is_empty() {
+            return Vec::new(); // no scan for the told values either
+        }
+        let told = engine.told(&self.context, &self.agent_name);
+        let approx = |d: Option<envaware::Decimal>| d.map(plot::approx);
+        watches
+            .iter()
+            .enumerate()
+            .map(|(i, (field, w))| {
+                let reading = self.readings.get(field).unwrap_or(envaware::UNAVAILABLE).to_string();
+                WatchRecord {
+                    field: field.to_string(),
+                    value: approx(envaware::Decimal::leading(reading.bytes()).map(|(d, _)| d)),
+                    reading,
+                    told: approx(told.get(i).copied().flatten()),
+                    change: approx(w.change),
+                    above: approx(w.above),
+                    below: approx(w.below),
+                    hysteresis: plot::approx(w.hysteresis),
+                    fired: decision.watch.contains(i),
+                }
+            })
+            .collect()
     }
 
     /// The readable report of one step.
     fn report(&self, ran: &Ran, cur_iter: u64, line: usize) -> String {
         let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
-        let fired = fired(&ran.decision);
+        let fired = fired(&ran.decision, &ran.watched);
         let at = if line == 0 { "the dump".to_string() } else { format!("line {line}, reply {}", self.reply) };
         let mut report = format!("step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n", self.summary.steps, self.input_tokens);
         match &ran.hint {
@@ -470,21 +512,24 @@ struct Ran {
     warnings: Vec<String>,
     /// With `--hint-capacity`: the hint did not fit the device's buffer.
     too_long: Option<HintTooLong>,
+    /// The watched fields whose watch fired.
+    watched: Vec<String>,
 }
 
 /// Renders a decided step. With `hint_capacity` the first try is the
 /// device's buffer (at most [`super::HINT_CAPACITY`] bytes); the whole text is rendered after
 /// it all the same, for the report, in a buffer of the size the core asks
 /// for (bounded by the configuration).
-fn render(engine: &Engine<'_>, decision: Decision, context: &Context, hint_capacity: Option<usize>) -> Ran {
+fn render(engine: &Engine<'_>, decision: Decision, context: &Context, readings: &mut Readings, hint_capacity: Option<usize>) -> Ran {
     let mut too_long = None;
     let mut size = hint_capacity.unwrap_or(4096);
     loop {
         let mut text = vec![0u8; size];
-        match engine.render_step(decision, context, &mut (), &mut text) {
+        match engine.render_step(decision, context, readings, &mut text) {
             Ok(o) => {
                 let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
-                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long };
+                let watched = scenario::fired_watches(engine, &o.decision).unwrap_or_default();
+                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long, watched };
             }
             Err(e) => {
                 if hint_capacity.is_some() && too_long.is_none() {
@@ -497,7 +542,7 @@ fn render(engine: &Engine<'_>, decision: Decision, context: &Context, hint_capac
 }
 
 /// The dimensions a decision fired, as the report names them.
-fn fired(decision: &Decision) -> Vec<String> {
+fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     let mut fired = Vec::new();
     match decision.time {
         TimeDecision::Inject(_) => fired.push("time".to_string()),
@@ -515,5 +560,6 @@ fn fired(decision: &Decision) -> Vec<String> {
     if let Some(t) = decision.tool_error {
         fired.push(format!("tool-error x{}", t.count));
     }
+    fired.extend(watched.iter().map(|name| format!("watch {name}")));
     fired
 }

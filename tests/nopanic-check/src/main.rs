@@ -79,6 +79,13 @@ fn entry_points() {
         clock.set(Timestamp(number()));
         clock.now()
     });
+    sink(envaware::Decimal::parse(text()));
+    sink(envaware::Decimal::leading(text().bytes()));
+    sink({
+        let d = |t| envaware::Decimal::parse(t);
+        let watch = envaware::Watch { change: d(text()), above: d(text()), below: d(text()), hysteresis: d(text()).unwrap_or_default() };
+        watch.fires(d(text()), d(text()))
+    });
     sink(load_and_step());
     sink(tracked_and_wire());
     sink(journal());
@@ -130,6 +137,7 @@ fn tracked_and_wire() -> Option<usize> {
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
     sink(live.record(number() as usize, if number() == 0 { Ok(number()) } else { Err(()) }));
     let decision = context.decide(&input(), Some(Timestamp(number())));
+    sink(context.decide_with_readings(&input(), None, &live));
     let mut out = [0u8; 512];
     sink(context.render_step(decision, &mut live, &mut out).map(|o| o.hint.map(str::len)));
     let mut clock = FixedClock::at(Timestamp(number()));
@@ -169,6 +177,8 @@ fn load_and_step() -> Option<usize> {
     tracker.push_message(&messages[0]);
     tracker.append_blocks(&messages[0], number() as usize);
     tracker.evict_oldest(number() as usize);
+    sink(tracker.decide_with_readings(&store, &input(), None, &live));
+    sink(engine.decide_with_readings(&slice, &step(agent), None, &live));
     sink(tracker.step(&store, &input(), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));
     #[cfg(feature = "demo-panic")]
     sink(out[number() as usize]); // a panic made reachable on purpose
