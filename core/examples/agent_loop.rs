@@ -12,7 +12,7 @@
 //! xtask test` runs it, and it checks its own results.
 
 use envaware::wire::{write_message, IsoTime, MessageMeta};
-use envaware::{ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use envaware::{AgentContext, ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState};
 
 /// AgentScope's `InjectionConfig` and `ContextConfig`, as JSON (a file or a
 /// message from the host in a real program). Pydantic's lax values work:
@@ -77,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The zone the messages' timestamps are written in, as AgentScope's.
     let zone = engine.config().zone();
 
-    let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "R2");
+    let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "R2");
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400)); // 2026-07-22T02:30:00Z
     let mut sensor = Thermometer { readings: [21.5, 22.25, 23.0].iter(), reads: 0, value: String::new() };
     let mut hint = [0u8; 1024];

@@ -3,13 +3,13 @@
 //!
 //! `LiveFields::refresh` is synchronous, so an embassy-style async driver
 //! cannot be awaited inside `step`. The split step does it instead:
-//! `TrackedContext::decide` → `sensor.read().await` → `TrackedContext::render_step`,
+//! `AgentContext::decide` → `sensor.read().await` → `AgentContext::render_step`,
 //! which keeps the outcome's event flag and every warning. `LiveReadings`
 //! takes each field's result: a failed reading says `unavailable`.
 //!
 //! With a watch (`injection_config.watch`) the watched sensor is awaited
 //! at every step, before deciding, and its reading goes to
-//! `TrackedContext::decide_with_readings`: a reading that moved makes the
+//! `AgentContext::decide_with_readings`: a reading that moved makes the
 //! hint by itself ([`watch_loop`]).
 //!
 //! The executor is a minimal `block_on` (the role embassy's executor plays
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 use envaware::{
-    Config, Decimal, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
+    AgentContext, Config, Decimal, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState,
     Warning, Watch, WatchList, UNAVAILABLE,
 };
 
@@ -101,7 +101,7 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
         ..Config::default()
     };
     let engine = Engine::new(config)?;
-    let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+    let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "rover");
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
     let mut sensor = AsyncSensor { readings: vec![Ok(21.5), Err("i2c: no acknowledge")], reads: 0 };
     // "note" is a live value: in strict mode its '<' and '>' are escaped, so
@@ -154,7 +154,7 @@ async fn watch_loop() -> Result<Vec<bool>, Box<dyn std::error::Error>> {
     let config =
         Config { injection: InjectionConfig { watch: WatchList::Slice(&watch), ..InjectionConfig::default() }, ..Config::default() };
     let engine = Engine::new(config)?;
-    let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+    let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "rover");
     let mut sensor = AsyncSensor { readings: vec![Ok(21.5), Ok(21.75), Ok(22.5), Err("i2c: no acknowledge"), Ok(22.75)], reads: 0 };
     let mut live: LiveReadings<'_, 1, 32> = LiveReadings::new(["temperature"]);
     let mut fired = Vec::new();

@@ -96,7 +96,7 @@ impl<'a> StrList<'a> {
 /// An ordered list of `key: value` string fields.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum FieldList<'a> {
+pub enum ExtraFields<'a> {
     /// Plain borrowed pairs.
     Slice(&'a [(&'a str, &'a str)]),
     /// Spans into `text`.
@@ -108,15 +108,15 @@ pub enum FieldList<'a> {
     },
 }
 
-impl<'a> FieldList<'a> {
+impl<'a> ExtraFields<'a> {
     /// An empty list.
-    pub const EMPTY: FieldList<'static> = FieldList::Slice(&[]);
+    pub const EMPTY: ExtraFields<'static> = ExtraFields::Slice(&[]);
 
     /// How many fields.
     pub fn len(&self) -> usize {
         match self {
-            FieldList::Slice(s) => s.len(),
-            FieldList::Spans { spans, .. } => spans.len(),
+            ExtraFields::Slice(s) => s.len(),
+            ExtraFields::Spans { spans, .. } => spans.len(),
         }
     }
 
@@ -128,8 +128,8 @@ impl<'a> FieldList<'a> {
     /// Field `i` as `(key, value)`.
     pub fn get(&self, i: usize) -> Option<(&'a str, &'a str)> {
         match *self {
-            FieldList::Slice(s) => s.get(i).copied(),
-            FieldList::Spans { text, spans } => spans.get(i).map(|(k, v)| (k.of(text), v.of(text))),
+            ExtraFields::Slice(s) => s.get(i).copied(),
+            ExtraFields::Spans { text, spans } => spans.get(i).map(|(k, v)| (k.of(text), v.of(text))),
         }
     }
 
@@ -164,7 +164,7 @@ pub struct InjectionConfig<'a> {
     /// Tools whose calls show the agent knows its tasks.
     pub task_tool_names: StrList<'a>,
     /// Fields attached to every injection (never a trigger).
-    pub extra_fields: FieldList<'a>,
+    pub extra_fields: ExtraFields<'a>,
     /// Whether to emit a `HintBlockEvent` with each injection.
     pub emit_hint_event: bool,
     /// envaware's spoof-proof mode (off by default, as the reference):
@@ -195,7 +195,7 @@ impl Default for InjectionConfig<'_> {
             template: DEFAULT_TEMPLATE,
             injection_source: DEFAULT_INJECTION_SOURCE,
             task_tool_names: StrList::Slice(DEFAULT_TASK_TOOL_NAMES),
-            extra_fields: FieldList::EMPTY,
+            extra_fields: ExtraFields::EMPTY,
             emit_hint_event: true,
             strict: false,
             filtered_zone_falls_back_to_utc: false,
@@ -250,7 +250,7 @@ pub struct Config<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[allow(missing_docs)]
-pub enum Field {
+pub enum ConfigField {
     InjectRuntimeState,
     Timezone,
     TimeFormat,
@@ -272,7 +272,7 @@ pub enum Field {
     CompressionToolEnabled,
 }
 
-/// The JSON object a [`Field`] belongs to: the first part of its path.
+/// The JSON object a [`ConfigField`] belongs to: the first part of its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Section {
     /// `injection_config`.
@@ -282,20 +282,20 @@ pub(crate) enum Section {
 }
 
 /// The one table of the fields' JSON keys, by section: it writes
-/// [`Field::path`] (for messages) and [`Field::key_in`] (for the loader).
+/// [`ConfigField::path`] (for messages) and [`ConfigField::key_in`] (for the loader).
 /// The keys stand as literals, so that a program that never prints a path
 /// does not carry the paths' text.
 macro_rules! field_keys {
     (injection_config { $($i:ident => $ik:literal,)* } context_config { $($c:ident => $ck:literal,)* }) => {
-        impl Field {
+        impl ConfigField {
             /// Every field, in declaration order.
-            const ALL: [Field; 19] = [$(Field::$i,)* $(Field::$c,)*];
+            const ALL: [ConfigField; 19] = [$(ConfigField::$i,)* $(ConfigField::$c,)*];
 
             /// The field's path as written in JSON, e.g. `injection_config.template`.
             pub fn path(self) -> &'static str {
                 match self {
-                    $(Field::$i => concat!("injection_config.", $ik),)*
-                    $(Field::$c => concat!("context_config.", $ck),)*
+                    $(ConfigField::$i => concat!("injection_config.", $ik),)*
+                    $(ConfigField::$c => concat!("context_config.", $ck),)*
                 }
             }
 
@@ -303,8 +303,8 @@ macro_rules! field_keys {
             /// (`template`), if it belongs to `section`.
             pub(crate) fn key_in(self, section: Section) -> Option<&'static str> {
                 match (self, section) {
-                    $((Field::$i, Section::Injection) => Some($ik),)*
-                    $((Field::$c, Section::Context) => Some($ck),)*
+                    $((ConfigField::$i, Section::Injection) => Some($ik),)*
+                    $((ConfigField::$c, Section::Context) => Some($ck),)*
                     _ => None,
                 }
             }
@@ -338,14 +338,14 @@ field_keys! {
     }
 }
 
-impl Field {
+impl ConfigField {
     /// The field of `section` whose key `is_key` accepts.
-    pub(crate) fn find(section: Section, is_key: impl Fn(&str) -> bool) -> Option<Field> {
-        Field::ALL.into_iter().find(|f| f.key_in(section).is_some_and(&is_key))
+    pub(crate) fn find(section: Section, is_key: impl Fn(&str) -> bool) -> Option<ConfigField> {
+        ConfigField::ALL.into_iter().find(|f| f.key_in(section).is_some_and(&is_key))
     }
 }
 
-impl fmt::Display for Field {
+impl fmt::Display for ConfigField {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.path())
     }
@@ -365,7 +365,7 @@ pub enum ConfigError {
     /// A ratio is outside its range.
     RatioOutOfRange {
         /// Which ratio.
-        field: Field,
+        field: ConfigField,
         /// Its value.
         value: f64,
         /// The allowed range, as text.
@@ -386,7 +386,7 @@ pub enum ConfigError {
         /// The trigger ratio.
         trigger: f64,
         /// Which field supplied the buffer.
-        field: Field,
+        field: ConfigField,
     },
     /// The time format is unusable.
     TimeFormat(TimeFormatError),
@@ -396,7 +396,7 @@ pub enum ConfigError {
     /// In strict mode, configured text that is injected as a value (the
     /// timezone, an extra field's key or value) contains `<` or `>`: it could
     /// open or close a tag the rules read.
-    AngleBracketInStrictMode(Field),
+    AngleBracketInStrictMode(ConfigField),
     /// In strict mode, an extra field's key is a built-in one
     /// (`current-time`, `timezone`, ...): it would replace the built-in value.
     BuiltinKeyInStrictMode,
@@ -412,19 +412,19 @@ pub enum ConfigError {
 
 impl ConfigError {
     /// The field the error is about.
-    pub fn field(&self) -> Field {
+    pub fn field(&self) -> ConfigField {
         match self {
-            ConfigError::TemplateWithoutPlaceholder => Field::Template,
-            ConfigError::ToolRetriesLimitBelow3(_) => Field::ToolRetriesLimit,
-            ConfigError::NegativeTimeInterval(_) => Field::TimeInterval,
+            ConfigError::TemplateWithoutPlaceholder => ConfigField::Template,
+            ConfigError::ToolRetriesLimitBelow3(_) => ConfigField::ToolRetriesLimit,
+            ConfigError::NegativeTimeInterval(_) => ConfigField::TimeInterval,
             ConfigError::RatioOutOfRange { field, .. } => *field,
-            ConfigError::ReserveNotBelowTrigger { .. } => Field::ReserveRatio,
+            ConfigError::ReserveNotBelowTrigger { .. } => ConfigField::ReserveRatio,
             ConfigError::BufferNotBelowTrigger { field, .. } => *field,
-            ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => Field::TimeFormat,
+            ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => ConfigField::TimeFormat,
             ConfigError::AngleBracketInStrictMode(field) => *field,
-            ConfigError::BuiltinKeyInStrictMode => Field::ExtraFields,
-            ConfigError::ZoneNotCompiledIn(_) => Field::Timezone,
-            ConfigError::TooManyWatches(_) | ConfigError::Watch(_) => Field::Watch,
+            ConfigError::BuiltinKeyInStrictMode => ConfigField::ExtraFields,
+            ConfigError::ZoneNotCompiledIn(_) => ConfigField::Timezone,
+            ConfigError::TooManyWatches(_) | ConfigError::Watch(_) => ConfigField::Watch,
         }
     }
 }
@@ -618,7 +618,7 @@ impl<'a> ValidConfig<'a> {
     }
 }
 
-fn check_ratio(field: Field, value: f64, ok: bool, range: &'static str) -> Result<(), ConfigError> {
+fn check_ratio(field: ConfigField, value: f64, ok: bool, range: &'static str) -> Result<(), ConfigError> {
     // NaN fails every comparison, as in pydantic.
     if ok {
         Ok(())
@@ -648,7 +648,7 @@ impl<'a> Config<'a> {
             return Err(ConfigError::NegativeTimeInterval(inj.time_interval));
         }
         if let Some(b) = inj.context_buffer_ratio {
-            check_ratio(Field::InjectionContextBufferRatio, b, (0.0..=1.0).contains(&b), "[0, 1]")?;
+            check_ratio(ConfigField::InjectionContextBufferRatio, b, (0.0..=1.0).contains(&b), "[0, 1]")?;
         }
         if inj.tool_retries_limit < 3 {
             return Err(ConfigError::ToolRetriesLimitBelow3(inj.tool_retries_limit));
@@ -660,10 +660,10 @@ impl<'a> Config<'a> {
             // The operator's own text (template, tool-retries hint) may hold
             // tags; what is injected as a value may not.
             if has_angle_bracket(inj.timezone) {
-                return Err(ConfigError::AngleBracketInStrictMode(Field::Timezone));
+                return Err(ConfigError::AngleBracketInStrictMode(ConfigField::Timezone));
             }
             if inj.extra_fields.iter().any(|(k, v)| has_angle_bracket(k) || has_angle_bracket(v)) {
-                return Err(ConfigError::AngleBracketInStrictMode(Field::ExtraFields));
+                return Err(ConfigError::AngleBracketInStrictMode(ConfigField::ExtraFields));
             }
             if inj.extra_fields.iter().any(|(k, _)| is_builtin_key(k)) {
                 return Err(ConfigError::BuiltinKeyInStrictMode);
@@ -674,17 +674,17 @@ impl<'a> Config<'a> {
         }
         watch::validate(&inj.watch, &inj.extra_fields).map_err(ConfigError::Watch)?;
         let t = ctx.trigger_ratio;
-        check_ratio(Field::TriggerRatio, t, t > 0.0 && t <= 0.9, "(0, 0.9]")?;
+        check_ratio(ConfigField::TriggerRatio, t, t > 0.0 && t <= 0.9, "(0, 0.9]")?;
         let r = ctx.reserve_ratio;
-        check_ratio(Field::ReserveRatio, r, r > 0.0 && r < 0.9, "(0, 0.9)")?;
+        check_ratio(ConfigField::ReserveRatio, r, r > 0.0 && r < 0.9, "(0, 0.9)")?;
         let c = ctx.context_buffer_ratio;
-        check_ratio(Field::ContextBufferRatio, c, (0.0..=1.0).contains(&c), "[0, 1]")?;
+        check_ratio(ConfigField::ContextBufferRatio, c, (0.0..=1.0).contains(&c), "[0, 1]")?;
         if r >= t {
             return Err(ConfigError::ReserveNotBelowTrigger { reserve: r, trigger: t });
         }
         let (buffer, buffer_field) = match inj.context_buffer_ratio {
-            Some(b) => (b, Field::InjectionContextBufferRatio),
-            None => (c, Field::ContextBufferRatio),
+            Some(b) => (b, ConfigField::InjectionContextBufferRatio),
+            None => (c, ConfigField::ContextBufferRatio),
         };
         if (inj.inject_runtime_state || ctx.compression_tool_enabled) && buffer >= t {
             return Err(ConfigError::BufferNotBelowTrigger { buffer, trigger: t, field: buffer_field });
@@ -736,12 +736,12 @@ mod tests {
             assert!(!empty.contains(""));
         }
         let pairs = [(Span { start: 11, end: 12 }, Span { start: 12, end: 13 })];
-        for fields in [FieldList::Slice(&[("k", "v")]), FieldList::Spans { text, spans: &pairs }] {
+        for fields in [ExtraFields::Slice(&[("k", "v")]), ExtraFields::Spans { text, spans: &pairs }] {
             assert_eq!((fields.len(), fields.is_empty()), (1, false));
             assert_eq!((fields.get(0), fields.get(1)), (Some(("k", "v")), None));
             assert_eq!(fields.iter().collect::<std::vec::Vec<_>>(), [("k", "v")]);
         }
-        assert!(FieldList::EMPTY.is_empty() && FieldList::Spans { text, spans: &[] }.is_empty());
+        assert!(ExtraFields::EMPTY.is_empty() && ExtraFields::Spans { text, spans: &[] }.is_empty());
         // A span past the text, or off a char boundary, reads as "".
         assert_eq!(Span { start: 12, end: 14 }.of(text), "");
         assert_eq!(Span { start: 0, end: 1 }.of("é"), "");
@@ -777,30 +777,36 @@ mod tests {
         assert!(matches!(inj(|i| i.time_format = "%H:%M").unwrap_err(), E::TimeFormat(_)));
         // The deprecated buffer: [0, 1], and below the trigger ratio.
         let range = |field, value, range| E::RatioOutOfRange { field, value, range };
-        assert_eq!(inj(|i| i.context_buffer_ratio = Some(-0.1)).unwrap_err(), range(Field::InjectionContextBufferRatio, -0.1, "[0, 1]"));
-        assert_eq!(inj(|i| i.context_buffer_ratio = Some(1.1)).unwrap_err(), range(Field::InjectionContextBufferRatio, 1.1, "[0, 1]"));
+        assert_eq!(
+            inj(|i| i.context_buffer_ratio = Some(-0.1)).unwrap_err(),
+            range(ConfigField::InjectionContextBufferRatio, -0.1, "[0, 1]")
+        );
+        assert_eq!(
+            inj(|i| i.context_buffer_ratio = Some(1.1)).unwrap_err(),
+            range(ConfigField::InjectionContextBufferRatio, 1.1, "[0, 1]")
+        );
         assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.0)).unwrap().buffer_ratio(), 0.0);
         let buffer = |buffer, field| E::BufferNotBelowTrigger { buffer, trigger: 0.8, field };
-        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.8)).unwrap_err(), buffer(0.8, Field::InjectionContextBufferRatio));
+        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.8)).unwrap_err(), buffer(0.8, ConfigField::InjectionContextBufferRatio));
         assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.3)).unwrap().buffer_ratio(), 0.3);
         // The context configuration's ratios.
         assert!(ctx(|c| c.trigger_ratio = 0.9, true).is_ok());
-        assert_eq!(ctx(|c| c.trigger_ratio = 0.91, true).unwrap_err(), range(Field::TriggerRatio, 0.91, "(0, 0.9]"));
-        assert_eq!(ctx(|c| c.trigger_ratio = 0.0, true).unwrap_err(), range(Field::TriggerRatio, 0.0, "(0, 0.9]"));
-        assert_eq!(ctx(|c| c.reserve_ratio = 0.0, true).unwrap_err(), range(Field::ReserveRatio, 0.0, "(0, 0.9)"));
-        assert_eq!(ctx(|c| c.reserve_ratio = 0.9, true).unwrap_err(), range(Field::ReserveRatio, 0.9, "(0, 0.9)"));
+        assert_eq!(ctx(|c| c.trigger_ratio = 0.91, true).unwrap_err(), range(ConfigField::TriggerRatio, 0.91, "(0, 0.9]"));
+        assert_eq!(ctx(|c| c.trigger_ratio = 0.0, true).unwrap_err(), range(ConfigField::TriggerRatio, 0.0, "(0, 0.9]"));
+        assert_eq!(ctx(|c| c.reserve_ratio = 0.0, true).unwrap_err(), range(ConfigField::ReserveRatio, 0.0, "(0, 0.9)"));
+        assert_eq!(ctx(|c| c.reserve_ratio = 0.9, true).unwrap_err(), range(ConfigField::ReserveRatio, 0.9, "(0, 0.9)"));
         assert!(ctx(|c| (c.trigger_ratio, c.reserve_ratio, c.context_buffer_ratio) = (0.9, 0.89, 0.0), true).is_ok());
-        assert_eq!(ctx(|c| c.context_buffer_ratio = -0.1, true).unwrap_err(), range(Field::ContextBufferRatio, -0.1, "[0, 1]"));
-        assert_eq!(ctx(|c| c.context_buffer_ratio = 1.1, false).unwrap_err(), range(Field::ContextBufferRatio, 1.1, "[0, 1]"));
+        assert_eq!(ctx(|c| c.context_buffer_ratio = -0.1, true).unwrap_err(), range(ConfigField::ContextBufferRatio, -0.1, "[0, 1]"));
+        assert_eq!(ctx(|c| c.context_buffer_ratio = 1.1, false).unwrap_err(), range(ConfigField::ContextBufferRatio, 1.1, "[0, 1]"));
         assert_eq!(ctx(|c| c.reserve_ratio = 0.8, true).unwrap_err(), E::ReserveNotBelowTrigger { reserve: 0.8, trigger: 0.8 });
         assert!(ctx(|c| c.reserve_ratio = 0.79, true).is_ok());
         // The buffer must be below the trigger only while injection or the
         // compression tool is on.
-        assert_eq!(ctx(|c| c.context_buffer_ratio = 0.8, true).unwrap_err(), buffer(0.8, Field::ContextBufferRatio));
+        assert_eq!(ctx(|c| c.context_buffer_ratio = 0.8, true).unwrap_err(), buffer(0.8, ConfigField::ContextBufferRatio));
         assert!(ctx(|c| c.context_buffer_ratio = 0.79, true).is_ok());
         assert_eq!(ctx(|c| c.context_buffer_ratio = 1.0, false).unwrap().buffer_ratio(), 1.0);
         let tool_on = |c: &mut ContextConfig| (c.context_buffer_ratio, c.compression_tool_enabled) = (0.8, true);
-        assert_eq!(ctx(tool_on, false).unwrap_err(), buffer(0.8, Field::ContextBufferRatio));
+        assert_eq!(ctx(tool_on, false).unwrap_err(), buffer(0.8, ConfigField::ContextBufferRatio));
     }
 
     #[test]
@@ -812,22 +818,22 @@ mod tests {
                 f(i)
             })
         };
-        assert_eq!(strict(|i| i.timezone = "<UTC").unwrap_err(), E::AngleBracketInStrictMode(Field::Timezone));
-        assert_eq!(strict(|i| i.timezone = "UTC>").unwrap_err(), E::AngleBracketInStrictMode(Field::Timezone));
+        assert_eq!(strict(|i| i.timezone = "<UTC").unwrap_err(), E::AngleBracketInStrictMode(ConfigField::Timezone));
+        assert_eq!(strict(|i| i.timezone = "UTC>").unwrap_err(), E::AngleBracketInStrictMode(ConfigField::Timezone));
         assert_eq!(
-            strict(|i| i.extra_fields = FieldList::Slice(&[("k", "a>b")])).unwrap_err(),
-            E::AngleBracketInStrictMode(Field::ExtraFields)
+            strict(|i| i.extra_fields = ExtraFields::Slice(&[("k", "a>b")])).unwrap_err(),
+            E::AngleBracketInStrictMode(ConfigField::ExtraFields)
         );
         assert_eq!(
-            strict(|i| i.extra_fields = FieldList::Slice(&[("<k", "v")])).unwrap_err(),
-            E::AngleBracketInStrictMode(Field::ExtraFields)
+            strict(|i| i.extra_fields = ExtraFields::Slice(&[("<k", "v")])).unwrap_err(),
+            E::AngleBracketInStrictMode(ConfigField::ExtraFields)
         );
         for key in BUILTIN_KEYS {
             let fields: &'static [(&str, &str)] = std::boxed::Box::leak(std::vec![(key, "v")].into_boxed_slice());
-            assert_eq!(inj(|i| (i.strict, i.extra_fields) = (true, FieldList::Slice(fields))).unwrap_err(), E::BuiltinKeyInStrictMode);
-            assert!(inj(|i| i.extra_fields = FieldList::Slice(fields)).is_ok());
+            assert_eq!(inj(|i| (i.strict, i.extra_fields) = (true, ExtraFields::Slice(fields))).unwrap_err(), E::BuiltinKeyInStrictMode);
+            assert!(inj(|i| i.extra_fields = ExtraFields::Slice(fields)).is_ok());
         }
-        assert!(strict(|i| i.extra_fields = FieldList::Slice(&[("robot", "R2"), ("tasks-x", "v")])).is_ok());
+        assert!(strict(|i| i.extra_fields = ExtraFields::Slice(&[("robot", "R2"), ("tasks-x", "v")])).is_ok());
         // The operator's own text may hold tags.
         assert!(strict(|i| i.template = "<r>{runtime_state}</r>").is_ok());
         assert!(inj(|i| i.timezone = "<UTC>").is_ok());
@@ -855,29 +861,33 @@ mod tests {
     fn each_error_names_its_field_first() {
         use ConfigError as E;
         let cases = [
-            (E::TemplateWithoutPlaceholder, Field::Template, "must contain the '{runtime_state}' placeholder"),
-            (E::ToolRetriesLimitBelow3(2), Field::ToolRetriesLimit, "must be at least 3, got 2"),
-            (E::NegativeTimeInterval(-1.5), Field::TimeInterval, "must be >= 0 hours, got -1.5"),
+            (E::TemplateWithoutPlaceholder, ConfigField::Template, "must contain the '{runtime_state}' placeholder"),
+            (E::ToolRetriesLimitBelow3(2), ConfigField::ToolRetriesLimit, "must be at least 3, got 2"),
+            (E::NegativeTimeInterval(-1.5), ConfigField::TimeInterval, "must be >= 0 hours, got -1.5"),
             (
-                E::RatioOutOfRange { field: Field::ReserveRatio, value: 0.95, range: "(0, 0.9)" },
-                Field::ReserveRatio,
+                E::RatioOutOfRange { field: ConfigField::ReserveRatio, value: 0.95, range: "(0, 0.9)" },
+                ConfigField::ReserveRatio,
                 "must be in (0, 0.9), got 0.95",
             ),
             (
                 E::ReserveNotBelowTrigger { reserve: 0.5, trigger: 0.4 },
-                Field::ReserveRatio,
+                ConfigField::ReserveRatio,
                 "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
             ),
             (
-                E::BufferNotBelowTrigger { buffer: 0.5, trigger: 0.4, field: Field::InjectionContextBufferRatio },
-                Field::InjectionContextBufferRatio,
+                E::BufferNotBelowTrigger { buffer: 0.5, trigger: 0.4, field: ConfigField::InjectionContextBufferRatio },
+                ConfigField::InjectionContextBufferRatio,
                 "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
             ),
-            (E::TimeFormat(TimeFormatError::NoDatePart), Field::TimeFormat, ""),
-            (E::TimeFormatRepeatsDirective, Field::TimeFormat, "a directive repeats"),
-            (E::AngleBracketInStrictMode(Field::ExtraFields), Field::ExtraFields, "in strict mode it may not contain '<' or '>'"),
-            (E::BuiltinKeyInStrictMode, Field::ExtraFields, "in strict mode no key may be a built-in one"),
-            (E::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo")), Field::Timezone, "\"Asia/Tokyo\" is an IANA zone"),
+            (E::TimeFormat(TimeFormatError::NoDatePart), ConfigField::TimeFormat, ""),
+            (E::TimeFormatRepeatsDirective, ConfigField::TimeFormat, "a directive repeats"),
+            (
+                E::AngleBracketInStrictMode(ConfigField::ExtraFields),
+                ConfigField::ExtraFields,
+                "in strict mode it may not contain '<' or '>'",
+            ),
+            (E::BuiltinKeyInStrictMode, ConfigField::ExtraFields, "in strict mode no key may be a built-in one"),
+            (E::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo")), ConfigField::Timezone, "\"Asia/Tokyo\" is an IANA zone"),
         ];
         for (e, field, text) in cases {
             assert_eq!(e.field(), field, "{e:?}");
@@ -890,7 +900,7 @@ mod tests {
 
     #[test]
     fn each_field_is_found_by_its_own_key_in_its_own_section() {
-        for field in Field::ALL {
+        for field in ConfigField::ALL {
             let (section, other, name) = match field.path().split_once('.') {
                 Some(("injection_config", _)) => (Section::Injection, Section::Context, "injection_config"),
                 Some(("context_config", _)) => (Section::Context, Section::Injection, "context_config"),
@@ -899,12 +909,12 @@ mod tests {
             let key = field.key_in(section).unwrap();
             assert_eq!(std::format!("{name}.{key}"), field.path());
             assert_eq!(field.key_in(other), None);
-            assert_eq!(Field::find(section, |k| k == key), Some(field));
+            assert_eq!(ConfigField::find(section, |k| k == key), Some(field));
             assert_eq!(field.to_string(), field.path());
         }
-        assert_eq!(Field::find(Section::Context, |k| k == "context_buffer_ratio"), Some(Field::ContextBufferRatio));
-        assert_eq!(Field::find(Section::Injection, |k| k == "context_buffer_ratio"), Some(Field::InjectionContextBufferRatio));
-        assert_eq!(Field::find(Section::Injection, |k| k == "trigger_ratio"), None);
+        assert_eq!(ConfigField::find(Section::Context, |k| k == "context_buffer_ratio"), Some(ConfigField::ContextBufferRatio));
+        assert_eq!(ConfigField::find(Section::Injection, |k| k == "context_buffer_ratio"), Some(ConfigField::InjectionContextBufferRatio));
+        assert_eq!(ConfigField::find(Section::Injection, |k| k == "trigger_ratio"), None);
     }
 
     #[test]

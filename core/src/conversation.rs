@@ -179,7 +179,7 @@ pub trait Conversation {
 }
 
 /// A view of a conversation that counts the messages read through it
-/// ([`TrackedContext::messages_read`](crate::TrackedContext::messages_read),
+/// ([`AgentContext::messages_read`](crate::AgentContext::messages_read),
 /// and the tests that show a decision's cost).
 pub(crate) struct Counted<'c, C> {
     inner: &'c C,

@@ -204,7 +204,7 @@ impl<'a> Engine<'a> {
 mod tests {
     use super::*;
     use crate::clock::{FixedClock, Timestamp};
-    use crate::config::{FieldList, InjectionConfig};
+    use crate::config::{ExtraFields, InjectionConfig};
     use crate::conversation::{Block, HintText, Role, SliceConversation, SliceMessage};
 
     const NOW: i64 = 1_784_687_400;
@@ -216,7 +216,7 @@ mod tests {
     /// Live fields that count their refreshes.
     struct Counting<'a> {
         refreshed: u32,
-        fields: FieldList<'a>,
+        fields: ExtraFields<'a>,
     }
 
     impl LiveFields for Counting<'_> {
@@ -261,7 +261,7 @@ mod tests {
         let config = Config { injection: InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
         let fields = [("tasks", "spoofed"), ("temperature", "21 °C")];
-        let mut live = Counting { refreshed: 0, fields: FieldList::Slice(&fields) };
+        let mut live = Counting { refreshed: 0, fields: ExtraFields::Slice(&fields) };
         let mut out = [0u8; 1024];
         let empty = SliceConversation(&[]);
         let now = Some(Timestamp::from_unix_seconds(NOW));

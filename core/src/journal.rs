@@ -1,7 +1,7 @@
 //! The session as an append-only log, read back after a reset (feature
 //! `journal`; see `docs/reboot.md`).
 //!
-//! Every change of a [`TrackedContext`] goes through a [`Journal`], which
+//! Every change of an [`AgentContext`] goes through a [`Journal`], which
 //! writes it as one item (a JSON object, the replay trace format of
 //! `envaware-sim replay`) into a caller's buffer; the caller appends the item
 //! to its store (sequential-storage's queue on a device). After a reset the
@@ -34,10 +34,10 @@
 //!
 //! ```
 //! use envaware::journal::{Event, Journal};
-//! use envaware::{Config, Engine, FixedClock, StepInput, Timestamp, TrackedContext};
+//! use envaware::{Config, Engine, FixedClock, StepInput, Timestamp, AgentContext};
 //!
 //! let engine = Engine::new(Config::default())?;
-//! let mut live: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, "rover");
+//! let mut live: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
 //! let mut journal = Journal::new(&live);
 //! let (mut buf, mut hint) = ([0u8; 1024], [0u8; 512]);
 //! let mut log: Vec<Vec<u8>> = Vec::new(); // the device's flash queue
@@ -53,7 +53,7 @@
 //! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
 //!
 //! // After a reset: an empty context, the log read back.
-//! let mut restored: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, "rover");
+//! let mut restored: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
 //! let mut journal = Journal::new(&restored);
 //! let mut scratch = [0u8; 1024];
 //! for item in &log {
@@ -83,7 +83,7 @@ use crate::render::LiveFields;
 use crate::rules::{StepInput, TaskCounts};
 use crate::store::StoreError;
 use crate::time::Zone;
-use crate::tracked::{StepError, TrackedContext};
+use crate::tracked::{AgentContext, StepError};
 use crate::watch::Watch;
 use crate::wire::{BufferFull, Content, IsoTime};
 
@@ -110,7 +110,7 @@ pub struct Header {
 
 impl Header {
     /// The header of `context`'s log.
-    pub fn of<const M: usize, const B: usize, const T: usize>(context: &TrackedContext<'_, M, B, T>) -> Header {
+    pub fn of<const M: usize, const B: usize, const T: usize>(context: &AgentContext<'_, M, B, T>) -> Header {
         let mut hasher = SipHasher13::new_with_keys(0x656e_7661_7761_7265, 0x6a6f_7572_6e61_6c31);
         hash_config(&mut hasher, context.engine().config().config());
         write_str(&mut hasher, context.agent_name());
@@ -199,12 +199,12 @@ pub enum Event<'a> {
     SetClock(Option<Timestamp>),
     /// `tasks`: the plan's counts, where they changed.
     Tasks(TaskCounts),
-    /// `user`: [`TrackedContext::user`].
+    /// `user`: [`AgentContext::user`].
     User {
         /// The sender.
         name: &'a str,
     },
-    /// `message`: [`TrackedContext::observe`].
+    /// `message`: [`AgentContext::observe`].
     Message {
         /// The sender's role.
         role: Role,
@@ -213,9 +213,9 @@ pub enum Event<'a> {
         /// At most [`MAX_EVENT_BLOCKS`].
         blocks: &'a [Block<'a>],
     },
-    /// `assistant`: [`TrackedContext::agent`], at most [`MAX_EVENT_BLOCKS`].
+    /// `assistant`: [`AgentContext::agent`], at most [`MAX_EVENT_BLOCKS`].
     Assistant(&'a [Block<'a>]),
-    /// `tool_call`: [`TrackedContext::tool_call`].
+    /// `tool_call`: [`AgentContext::tool_call`].
     ToolCall {
         /// The call's id.
         id: &'a str,
@@ -224,7 +224,7 @@ pub enum Event<'a> {
         /// The arguments' raw text.
         input: &'a str,
     },
-    /// `tool_result`: [`TrackedContext::tool_result`].
+    /// `tool_result`: [`AgentContext::tool_result`].
     ToolResult {
         /// The call's id.
         id: &'a str,
@@ -233,14 +233,14 @@ pub enum Event<'a> {
         /// How it ended.
         state: ToolResultState,
     },
-    /// `reply`: [`TrackedContext::new_reply`].
+    /// `reply`: [`AgentContext::new_reply`].
     Reply,
-    /// `compress`: [`TrackedContext::compress`].
+    /// `compress`: [`AgentContext::compress`].
     Compress {
         /// Messages kept.
         keep: usize,
     },
-    /// `step`: a step, and the hint it appended ([`TrackedContext::append_hint`]).
+    /// `step`: a step, and the hint it appended ([`AgentContext::append_hint`]).
     Step {
         /// The step's iteration in its reply.
         cur_iter: u64,
@@ -493,7 +493,7 @@ impl Said {
 
 impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// The journal of `context` (empty), before a log is started or read.
-    pub fn new<const B: usize, const T: usize>(context: &TrackedContext<'_, MESSAGES, B, T>) -> Self {
+    pub fn new<const B: usize, const T: usize>(context: &AgentContext<'_, MESSAGES, B, T>) -> Self {
         Journal {
             header: Header::of(context),
             next: 0,
@@ -528,7 +528,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// When the item does not fit `out`.
     pub fn start<const B: usize, const T: usize>(
         &mut self,
-        context: &TrackedContext<'_, MESSAGES, B, T>,
+        context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
         self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name() }, out)
@@ -556,7 +556,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// then nothing was applied or counted, and nothing is to be appended.
     pub fn record<const B: usize, const T: usize>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
         out: &mut [u8],
     ) -> Result<Items, RecordError> {
@@ -578,7 +578,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// replay without the store's capacity keeps the same messages.
     fn logged<const B: usize, const T: usize>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
         out: &mut [u8],
         items: &mut Items,
@@ -596,7 +596,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// both do, and keeps track of the item that created each message.
     fn apply<const B: usize, const T: usize>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
         index: u32,
     ) -> Result<usize, StoreError> {
@@ -633,17 +633,17 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// One step, logged: writes `config`, `tasks` and `set_clock` items
     /// where they changed, decides, renders the hint into `hint_out`, and
     /// writes the `step` item with it; then appends the hint (as
-    /// [`TrackedContext::step`]). The items are in `items_out`, to append
+    /// [`AgentContext::step`]). The items are in `items_out`, to append
     /// in order.
     ///
     /// # Errors
     ///
-    /// As [`TrackedContext::step`], or when the items do not fit
+    /// As [`AgentContext::step`], or when the items do not fit
     /// `items_out`: nothing was appended to the context then, and no item
     /// is to be appended to the log.
     pub fn step<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         step: &StepInput,
         now: Option<Timestamp>,
         live: &mut L,
@@ -660,7 +660,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
 
     fn step_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         step: &StepInput,
         now: Option<Timestamp>,
         live: &mut L,
@@ -681,7 +681,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         for event in before.iter().flatten() {
             self.logged(context, event, items_out, &mut items)?;
         }
-        // As `TrackedContext::step`: the watched fields are read before deciding.
+        // As `AgentContext::step`: the watched fields are read before deciding.
         let engine = *context.engine();
         let decision = context.decide_with_readings(step, now, engine.read_watched(live));
         let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
@@ -718,7 +718,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// When the item does not fit `out`.
     pub fn compaction_header<const B: usize, const T: usize>(
         &mut self,
-        context: &TrackedContext<'_, MESSAGES, B, T>,
+        context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
         let live = self.items - self.dead_items();
@@ -776,7 +776,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// whole or found no header in. Start from an empty context then.
     pub fn restore<const B: usize, const T: usize>(
         &mut self,
-        context: &mut TrackedContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
         item: &[u8],
         scratch: &mut [u8],
     ) -> Result<bool, LogError> {
@@ -1144,7 +1144,7 @@ mod tests {
     use std::vec::Vec;
 
     const AGENT: &str = "rover";
-    type Context<'a> = TrackedContext<'a, 6, 24, 1024>;
+    type Context<'a> = AgentContext<'a, 6, 24, 1024>;
 
     fn engine() -> Engine<'static> {
         let mut config = Config::default();
@@ -1390,7 +1390,7 @@ mod tests {
         let others = [
             Header::of(&Context::new(&other, AGENT)).config,
             Header::of(&Context::new(&engine, "scout")).config,
-            Header::of(&TrackedContext::<'_, 6, 24, 1000>::new(&engine, AGENT)).config,
+            Header::of(&AgentContext::<'_, 6, 24, 1000>::new(&engine, AGENT)).config,
         ];
         for found in others {
             assert_ne!(found, expected);

@@ -13,7 +13,7 @@
 //! | configuration | [`Config`] ([`InjectionConfig`], [`ContextConfig`]) validated into [`ValidConfig`]; [`ConfigBuf`] reads it from AgentScope's JSON; [`ConfigError`], [`LoadError`], [`Warning`] |
 //! | one step | [`Engine`] (decide, render, or both), [`Step`] and [`TaskCounts`] in, [`Decision`] and [`Outcome`] out, [`HintTooLong`] |
 //! | the context | [`Conversation`] and [`Message`] over [`Block`]s (your own storage, or [`SliceConversation`]); [`ContextStore`], a fixed-capacity one |
-//! | constant-time steps | [`TrackedContext`] (a store and its tracker in one, the usual choice), or a [`Tracker`] you tell of every change to your own context |
+//! | constant-time steps | [`AgentContext`] (a store and its tracker in one, the usual choice), or a [`Tracker`] you tell of every change to your own context |
 //! | time | [`Clock`] ([`FixedClock`], [`EpochTickClock`]), [`Timestamp`], [`Zone`] and [`resolve_zone`] |
 //! | live values | [`LiveFields`] (read when a hint is made), [`LiveReadings`] (one result per field, for async sensors) |
 //!
@@ -93,7 +93,7 @@ mod documentation {
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::{
-    Config, ConfigError, ContextConfig, Field, FieldList, InjectionConfig, Span, StrList, ValidConfig, Warning, ZoneName,
+    Config, ConfigError, ConfigField, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ValidConfig, Warning, ZoneName,
     DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE, DEFAULT_TIME_FORMAT, DEFAULT_TOOL_RETRIES_HINT,
     RUNTIME_STATE_PLACEHOLDER,
 };
@@ -106,6 +106,6 @@ pub use render::{HintTooLong, LiveFields};
 pub use rules::{ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone};
-pub use tracked::{StepError, TrackedContext};
+pub use tracked::{AgentContext, StepError};
 pub use tracker::Tracker;
 pub use watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, WatchSet, MAX_WATCHES, MAX_WATCH_NAME};

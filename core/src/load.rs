@@ -2,7 +2,7 @@
 
 use core::fmt::{self, Write};
 
-use crate::config::{Config, ContextConfig, Field, FieldList, InjectionConfig, Section, Span, StrList};
+use crate::config::{Config, ConfigField, ContextConfig, ExtraFields, InjectionConfig, Section, Span, StrList};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
 use crate::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
@@ -34,14 +34,14 @@ pub enum LoadError {
     /// A field has a value of the wrong type, or one lax mode cannot read.
     WrongType {
         /// The field.
-        field: Field,
+        field: ConfigField,
         /// What it must be.
         expected: &'static str,
     },
     /// A string does not fit the arena, or a list is longer than its capacity.
     TooLong {
         /// The field.
-        field: Field,
+        field: ConfigField,
     },
     /// A watch (`injection_config.watch`) or one of its values has the
     /// wrong type.
@@ -69,7 +69,7 @@ impl fmt::Display for LoadError {
             LoadError::WrongType { field, expected } => write!(f, "{field}: expected {expected}"),
             LoadError::TooLong { field } => write!(f, "{field}: too long for the configuration buffer"),
             LoadError::WatchValue { path, expected } => write!(f, "{path}: expected {expected}"),
-            LoadError::TooManyWatches => write!(f, "{}: at most {MAX_WATCHES} fields can be watched", Field::Watch),
+            LoadError::TooManyWatches => write!(f, "{}: at most {MAX_WATCHES} fields can be watched", ConfigField::Watch),
         }
     }
 }
@@ -204,7 +204,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
                     Some(spans) => StrList::Spans { text, spans },
                     None => d.task_tool_names,
                 },
-                extra_fields: FieldList::Spans { text, spans: &v.extra_fields },
+                extra_fields: ExtraFields::Spans { text, spans: &v.extra_fields },
                 emit_hint_event: v.emit_hint_event,
                 strict: v.strict,
                 filtered_zone_falls_back_to_utc: v.filtered_zone_falls_back_to_utc,
@@ -236,7 +236,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
         let arena_len = self.text.len();
         let mut next = self.values.clone();
         let mut arena = Arena(&mut self.text);
-        let read = members.into_iter().try_for_each(|(key, value)| match Field::find(section, |k| key.eq_str(k)) {
+        let read = members.into_iter().try_for_each(|(key, value)| match ConfigField::find(section, |k| key.eq_str(k)) {
             Some(field) => next.member(&mut arena, field, value),
             None => Ok(()), // unknown keys are ignored, as pydantic ignores them
         });
@@ -251,33 +251,33 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
 }
 
 impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
-    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: Field, value: Value<'_>) -> Result<(), LoadError> {
+    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: ConfigField, value: Value<'_>) -> Result<(), LoadError> {
         let string = |arena: &mut Arena<'_, TEXT>| arena.push_str(value, field).map(Some);
         match field {
-            Field::InjectRuntimeState => self.inject_runtime_state = lax_bool(value, field)?,
-            Field::Timezone => self.timezone = string(arena)?,
-            Field::TimeFormat => self.time_format = string(arena)?,
-            Field::TimeInterval => self.time_interval = lax_float(value, field)?,
-            Field::InjectionContextBufferRatio => {
+            ConfigField::InjectRuntimeState => self.inject_runtime_state = lax_bool(value, field)?,
+            ConfigField::Timezone => self.timezone = string(arena)?,
+            ConfigField::TimeFormat => self.time_format = string(arena)?,
+            ConfigField::TimeInterval => self.time_interval = lax_float(value, field)?,
+            ConfigField::InjectionContextBufferRatio => {
                 self.context_buffer_ratio = match value.kind() {
                     Kind::Null => None,
                     _ => Some(lax_float(value, field)?),
                 }
             }
-            Field::ToolRetriesLimit => self.tool_retries_limit = lax_uint(value, field)?,
-            Field::ToolRetriesHint => self.tool_retries_hint = string(arena)?,
-            Field::Template => self.template = string(arena)?,
-            Field::InjectionSource => self.injection_source = string(arena)?,
-            Field::TaskToolNames => self.task_tool_names = Some(names(arena, value)?),
-            Field::ExtraFields => self.extra_fields = extra_fields(arena, value)?,
-            Field::EmitHintEvent => self.emit_hint_event = lax_bool(value, field)?,
-            Field::Strict => self.strict = lax_bool(value, field)?,
-            Field::FilteredZoneFallsBackToUtc => self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?,
-            Field::Watch => self.watch = watches(arena, value)?,
-            Field::TriggerRatio => self.context.trigger_ratio = lax_float(value, field)?,
-            Field::ReserveRatio => self.context.reserve_ratio = lax_float(value, field)?,
-            Field::ContextBufferRatio => self.context.context_buffer_ratio = lax_float(value, field)?,
-            Field::CompressionToolEnabled => self.context.compression_tool_enabled = lax_bool(value, field)?,
+            ConfigField::ToolRetriesLimit => self.tool_retries_limit = lax_uint(value, field)?,
+            ConfigField::ToolRetriesHint => self.tool_retries_hint = string(arena)?,
+            ConfigField::Template => self.template = string(arena)?,
+            ConfigField::InjectionSource => self.injection_source = string(arena)?,
+            ConfigField::TaskToolNames => self.task_tool_names = Some(names(arena, value)?),
+            ConfigField::ExtraFields => self.extra_fields = extra_fields(arena, value)?,
+            ConfigField::EmitHintEvent => self.emit_hint_event = lax_bool(value, field)?,
+            ConfigField::Strict => self.strict = lax_bool(value, field)?,
+            ConfigField::FilteredZoneFallsBackToUtc => self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?,
+            ConfigField::Watch => self.watch = watches(arena, value)?,
+            ConfigField::TriggerRatio => self.context.trigger_ratio = lax_float(value, field)?,
+            ConfigField::ReserveRatio => self.context.reserve_ratio = lax_float(value, field)?,
+            ConfigField::ContextBufferRatio => self.context.context_buffer_ratio = lax_float(value, field)?,
+            ConfigField::CompressionToolEnabled => self.context.compression_tool_enabled = lax_bool(value, field)?,
         }
         Ok(())
     }
@@ -287,7 +287,7 @@ fn names<const TEXT: usize, const NAMES: usize>(
     arena: &mut Arena<'_, TEXT>,
     value: Value<'_>,
 ) -> Result<heapless::Vec<Span, NAMES>, LoadError> {
-    const FIELD: Field = Field::TaskToolNames;
+    const FIELD: ConfigField = ConfigField::TaskToolNames;
     if value.kind() != Kind::Array {
         return Err(LoadError::WrongType { field: FIELD, expected: "a list of strings" });
     }
@@ -303,7 +303,7 @@ fn extra_fields<const TEXT: usize, const FIELDS: usize>(
     arena: &mut Arena<'_, TEXT>,
     value: Value<'_>,
 ) -> Result<heapless::Vec<(Span, Span), FIELDS>, LoadError> {
-    const FIELD: Field = Field::ExtraFields;
+    const FIELD: ConfigField = ConfigField::ExtraFields;
     if value.kind() != Kind::Object {
         return Err(LoadError::WrongType { field: FIELD, expected: "an object of string values" });
     }
@@ -329,7 +329,7 @@ fn watches<const TEXT: usize>(
     arena: &mut Arena<'_, TEXT>,
     value: Value<'_>,
 ) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, LoadError> {
-    const FIELD: Field = Field::Watch;
+    const FIELD: ConfigField = ConfigField::Watch;
     if value.kind() != Kind::Object {
         return Err(LoadError::WrongType { field: FIELD, expected: "an object of watches by live field name" });
     }
@@ -389,12 +389,12 @@ fn decimal(value: Value<'_>) -> Option<Decimal> {
 struct Arena<'t, const TEXT: usize>(&'t mut heapless::String<TEXT>);
 
 impl<const TEXT: usize> Arena<'_, TEXT> {
-    fn push_str(&mut self, value: Value<'_>, field: Field) -> Result<Span, LoadError> {
+    fn push_str(&mut self, value: Value<'_>, field: ConfigField) -> Result<Span, LoadError> {
         let s = value.as_str().ok_or(LoadError::WrongType { field, expected: "a string" })?;
         self.push_json_str(s, field)
     }
 
-    fn push_json_str(&mut self, s: JsonStr<'_>, field: Field) -> Result<Span, LoadError> {
+    fn push_json_str(&mut self, s: JsonStr<'_>, field: ConfigField) -> Result<Span, LoadError> {
         let start = self.0.len();
         let mut w = ArenaWriter { text: &mut *self.0, overflow: false };
         let ok = s.write_to(&mut w).is_ok();
@@ -443,7 +443,7 @@ fn short_str<'b>(value: Value<'_>, buf: &'b mut heapless::String<64>) -> Option<
 }
 
 /// pydantic's lax `float`: numbers, booleans, numeric strings.
-fn lax_float(value: Value<'_>, field: Field) -> Result<f64, LoadError> {
+fn lax_float(value: Value<'_>, field: ConfigField) -> Result<f64, LoadError> {
     let err = LoadError::WrongType { field, expected: "a number" };
     let mut buf = heapless::String::new();
     match value.kind() {
@@ -459,7 +459,7 @@ fn lax_float(value: Value<'_>, field: Field) -> Result<f64, LoadError> {
 
 /// pydantic's lax `int` (non-negative here: the only int field must be >= 3):
 /// integers, floats without a fraction, and integer strings.
-fn lax_uint(value: Value<'_>, field: Field) -> Result<u64, LoadError> {
+fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, LoadError> {
     let err = LoadError::WrongType { field, expected: "a whole number >= 0" };
     let mut buf = heapless::String::new();
     match value.kind() {
@@ -581,7 +581,7 @@ fn exact_decimal(text: &str) -> Option<f64> {
 }
 
 /// pydantic's lax `bool`.
-fn lax_bool(value: Value<'_>, field: Field) -> Result<bool, LoadError> {
+fn lax_bool(value: Value<'_>, field: ConfigField) -> Result<bool, LoadError> {
     let err = LoadError::WrongType { field, expected: "a boolean" };
     let mut buf = heapless::String::new();
     match value.kind() {
@@ -675,7 +675,7 @@ mod tests {
             (e.path.name(), e.path.param(), e.problem),
             ("temperature", Some(WatchParam::Change), crate::WatchProblem::NotPositive(Decimal::parse("-1").unwrap()))
         );
-        assert_eq!(err.field(), Field::Watch);
+        assert_eq!(err.field(), ConfigField::Watch);
         // A failed load leaves the buffer as it was.
         let mut buf: ConfigBuf = ConfigBuf::new();
         buf.load_injection(r#"{"watch": {"t": {"change": 1}}}"#).unwrap();
@@ -790,12 +790,12 @@ mod tests {
     #[test]
     fn each_bad_value_names_its_field() {
         for (doc, field) in [
-            (r#"{"time_interval": "soon"}"#, Field::TimeInterval),
-            (r#"{"tool_retries_limit": 3.5}"#, Field::ToolRetriesLimit),
-            (r#"{"emit_hint_event": " yes"}"#, Field::EmitHintEvent),
-            (r#"{"timezone": 8}"#, Field::Timezone),
-            (r#"{"task_tool_names": "TaskList"}"#, Field::TaskToolNames),
-            (r#"{"extra_fields": {"a": 1}}"#, Field::ExtraFields),
+            (r#"{"time_interval": "soon"}"#, ConfigField::TimeInterval),
+            (r#"{"tool_retries_limit": 3.5}"#, ConfigField::ToolRetriesLimit),
+            (r#"{"emit_hint_event": " yes"}"#, ConfigField::EmitHintEvent),
+            (r#"{"timezone": 8}"#, ConfigField::Timezone),
+            (r#"{"task_tool_names": "TaskList"}"#, ConfigField::TaskToolNames),
+            (r#"{"extra_fields": {"a": 1}}"#, ConfigField::ExtraFields),
         ] {
             match load(doc) {
                 Err(LoadError::WrongType { field: f, .. }) => assert_eq!(f, field, "{doc}"),
@@ -814,8 +814,11 @@ mod tests {
                 "invalid JSON at line 1 column 1031 (byte 1030): nested deeper than 1024 levels",
             ),
             (LoadError::NotAnObject, "the configuration must be a JSON object"),
-            (LoadError::WrongType { field: Field::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
-            (LoadError::TooLong { field: Field::TriggerRatio }, "context_config.trigger_ratio: too long for the configuration buffer"),
+            (LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
+            (
+                LoadError::TooLong { field: ConfigField::TriggerRatio },
+                "context_config.trigger_ratio: too long for the configuration buffer",
+            ),
         ] {
             assert_eq!(std::format!("{err}"), text);
         }
@@ -861,14 +864,14 @@ mod tests {
             "extra_fields": {"k": "v"}"#;
         let long = "x".repeat(80);
         for (tail, err) in [
-            (std::format!(r#""template": "{long}{{runtime_state}}""#), LoadError::TooLong { field: Field::Template }),
-            (std::format!(r#""extra_fields": {{"a": "{long}"}}"#), LoadError::TooLong { field: Field::ExtraFields }),
-            (r#""task_tool_names": ["A", "B", "C"]"#.into(), LoadError::TooLong { field: Field::TaskToolNames }),
-            (r#""extra_fields": {"a": "1", "b": "2", "c": "3"}"#.into(), LoadError::TooLong { field: Field::ExtraFields }),
-            (r#""strict": "maybe""#.into(), LoadError::WrongType { field: Field::Strict, expected: "a boolean" }),
+            (std::format!(r#""template": "{long}{{runtime_state}}""#), LoadError::TooLong { field: ConfigField::Template }),
+            (std::format!(r#""extra_fields": {{"a": "{long}"}}"#), LoadError::TooLong { field: ConfigField::ExtraFields }),
+            (r#""task_tool_names": ["A", "B", "C"]"#.into(), LoadError::TooLong { field: ConfigField::TaskToolNames }),
+            (r#""extra_fields": {"a": "1", "b": "2", "c": "3"}"#.into(), LoadError::TooLong { field: ConfigField::ExtraFields }),
+            (r#""strict": "maybe""#.into(), LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" }),
             (
                 r#""template": "\ud800""#.into(),
-                LoadError::WrongType { field: Field::Template, expected: "a string without lone surrogates" },
+                LoadError::WrongType { field: ConfigField::Template, expected: "a string without lone surrogates" },
             ),
         ] {
             let doc = std::format!("{{{everything}, {tail}}}");
@@ -876,7 +879,7 @@ mod tests {
             assert_eq!(std::format!("{buf:?}"), before, "{tail}");
         }
         let doc = r#"{"trigger_ratio": 0.5, "reserve_ratio": 0.2, "compression_tool_enabled": true, "context_buffer_ratio": "x"}"#;
-        assert_eq!(buf.load_context(doc), Err(LoadError::WrongType { field: Field::ContextBufferRatio, expected: "a number" }));
+        assert_eq!(buf.load_context(doc), Err(LoadError::WrongType { field: ConfigField::ContextBufferRatio, expected: "a number" }));
         assert_eq!(std::format!("{buf:?}"), before);
         let c = buf.config();
         assert_eq!((c.injection.timezone, c.injection.task_tool_names.get(0), c.context.trigger_ratio), ("Asia/Tokyo", Some("Plan"), 0.7));
@@ -927,7 +930,7 @@ mod tests {
         let mut buf: ConfigBuf = ConfigBuf::new();
         buf.load_context(r#"{"trigger_ratio": 0.5, "context_buffer_ratio": "0.5"}"#).unwrap();
         let err = buf.config().validate().unwrap_err();
-        assert_eq!(err.field(), Field::ContextBufferRatio);
+        assert_eq!(err.field(), ConfigField::ContextBufferRatio);
     }
 
     mod never_panics {

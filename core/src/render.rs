@@ -3,7 +3,7 @@
 use core::fmt::{self, Write};
 
 use crate::clock::Timestamp;
-use crate::config::{is_builtin_key, FieldList, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
+use crate::config::{is_builtin_key, ExtraFields, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
 use crate::rules::{ContextLength, Decision, TaskCounts, TimeDecision};
 use crate::text::{push_escaped, ByteWriter, Bytes, Escaped, Replace};
 use crate::time;
@@ -34,9 +34,9 @@ pub trait LiveFields {
     fn field(&self, i: usize) -> Option<(&str, &str)>;
 }
 
-impl LiveFields for FieldList<'_> {
+impl LiveFields for ExtraFields<'_> {
     fn len(&self) -> usize {
-        FieldList::len(self)
+        ExtraFields::len(self)
     }
     fn field(&self, i: usize) -> Option<(&str, &str)> {
         self.get(i)
@@ -85,7 +85,7 @@ enum Value<'a> {
 /// ones that fired, then the configured extras, then the live ones.
 struct Entries<'a, L: ?Sized> {
     builtin: heapless::Vec<(&'a str, Value<'a>), 5>,
-    extra: FieldList<'a>,
+    extra: ExtraFields<'a>,
     live: &'a L,
     strict: bool,
 }
@@ -280,8 +280,8 @@ mod tests {
     #[test]
     fn every_field_in_the_reference_s_order_with_dict_update_for_extra_and_live_keys() {
         const EXTRA: [(&str, &str); 2] = [("timezone", "Mars"), ("robot", "R2")];
-        let cfg = valid(|i| (i.extra_fields, i.tool_retries_hint) = (FieldList::Slice(&EXTRA), "{count}x '{tool_name}' {count}"));
-        let live = FieldList::Slice(&[("robot", "R3"), ("temp", "<21>")]);
+        let cfg = valid(|i| (i.extra_fields, i.tool_retries_hint) = (ExtraFields::Slice(&EXTRA), "{count}x '{tool_name}' {count}"));
+        let live = ExtraFields::Slice(&[("robot", "R3"), ("temp", "<21>")]);
         let state = "<current-time>2026-07-22T02:30:00</current-time>\n\
             <timezone>Mars</timezone>\n\
             <tasks>You have 1 in-progress tasks and 2 pending tasks. Use `TaskList` to view them if you don't know.</tasks>\n\
@@ -307,18 +307,18 @@ mod tests {
         let mut out = [0u8; 64];
         assert_eq!(render(&cfg, &Decision::NONE, "x", &(), &mut out), Ok(None));
         // Live fields alone never fire.
-        assert_eq!(render(&cfg, &Decision::NONE, "x", &FieldList::Slice(&[("a", "b")]), &mut out), Ok(None));
+        assert_eq!(render(&cfg, &Decision::NONE, "x", &ExtraFields::Slice(&[("a", "b")]), &mut out), Ok(None));
     }
 
     #[test]
     fn strict_mode_escapes_what_it_did_not_write_itself() {
         let cfg = valid(|i| (i.strict, i.tool_retries_hint) = (true, "<b>{tool_name}</b> {count}"));
         let d = Decision { tool_error: Some(ToolError { count: 3, result: 0 }), ..Decision::NONE };
-        let live = FieldList::Slice(&[("<k>", "<v>"), ("tasks", "spoofed")]);
+        let live = ExtraFields::Slice(&[("<k>", "<v>"), ("tasks", "spoofed")]);
         let state = "<tool-error><b>&lt;T&gt;</b> 3</tool-error>\n<&lt;k&gt;>&lt;v&gt;</&lt;k&gt;>";
         assert_eq!(rendered(&cfg, &d, "<T>", &live), std::format!("A{state}B{state}C"));
         assert!(drops_live_field(&cfg, &live));
-        assert!(!drops_live_field(&cfg, &FieldList::Slice(&[("robot", "x")])));
+        assert!(!drops_live_field(&cfg, &ExtraFields::Slice(&[("robot", "x")])));
         assert!(!drops_live_field(&valid(|_| {}), &live));
     }
 
@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn live_field_sources_report_their_fields() {
         assert_eq!((LiveFields::len(&()), ().field(0), LiveFields::is_empty(&())), (0, None, true));
-        let list = FieldList::Slice(&[("a", "1"), ("b", "2")]);
+        let list = ExtraFields::Slice(&[("a", "1"), ("b", "2")]);
         assert_eq!((LiveFields::len(&list), list.field(1), list.field(2), LiveFields::is_empty(&list)), (2, Some(("b", "2")), None, false));
     }
 }

@@ -28,7 +28,7 @@ impl TaskCounts {
 }
 
 /// What the caller knows about an agent's reasoning step besides the
-/// context: the input of [`TrackedContext`](crate::TrackedContext)'s and
+/// context: the input of [`AgentContext`](crate::AgentContext)'s and
 /// [`Tracker`](crate::Tracker)'s steps. Both were given their agent's name
 /// when built, so the input has no name of its own that could disagree
 /// with it. [`StepInput::for_agent`] makes the [`Step`] an
@@ -1335,7 +1335,7 @@ mod tests {
     fn watch_fires(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], reading: Option<&str>) -> bool {
         let conv = SliceConversation(msgs);
         let fields = [("robot", "R2"), ("temperature", reading.unwrap_or(""))];
-        let live = crate::FieldList::Slice(if reading.is_some() { &fields } else { &fields[..1] });
+        let live = crate::ExtraFields::Slice(if reading.is_some() { &fields } else { &fields[..1] });
         let scanned = engine.decide_with_readings(&conv, &step(), None, &live);
         let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide_with_readings(&conv, &input(&step()), None, &live);
         assert_eq!(scanned, tracked);
@@ -1435,7 +1435,7 @@ mod tests {
         let engine = watching(false, change(2));
         let told = [hint("<temperature>20</temperature>")];
         let conv = SliceConversation(&[own(&told)]);
-        let mut live = crate::FieldList::Slice(&[("temperature", "23 °C")]);
+        let mut live = crate::ExtraFields::Slice(&[("temperature", "23 °C")]);
         let mut out = [0u8; 512];
         let mut clock = crate::FixedClock::at(Timestamp::from_unix_seconds(NOW));
         let outcome = engine.step(&conv, &step(), &mut clock, &mut live, &mut out).unwrap();

@@ -47,32 +47,32 @@ impl From<StoreError> for StepError {
 /// An agent's context in a fixed-capacity store, with the tracker that
 /// keeps its decisions constant-time.
 ///
-/// [`TrackedContext`] owns a [`ContextStore`] and the [`Tracker`] that
+/// [`AgentContext`] owns a [`ContextStore`] and the [`Tracker`] that
 /// mirrors it: every change goes through one of its methods, which updates
 /// both, so the tracker cannot miss an append or an eviction, and a decision
 /// reads a constant number of messages however long the context grows
-/// ([`TrackedContext::messages_read`] tells how many the last one read).
+/// ([`AgentContext::messages_read`] tells how many the last one read).
 ///
 /// Its appends follow AgentScope 2.x's reply rules:
-/// - [`user`](TrackedContext::user) appends a message from the named user
+/// - [`user`](AgentContext::user) appends a message from the named user
 ///   (its sender, not its text, which the store does not keep) and starts
 ///   a new reply;
-/// - what the agent produces ([`agent`](TrackedContext::agent),
-///   [`tool_call`](TrackedContext::tool_call),
-///   [`tool_result`](TrackedContext::tool_result), and an injected hint,
-///   [`append_hint`](TrackedContext::append_hint)) goes through
+/// - what the agent produces ([`agent`](AgentContext::agent),
+///   [`tool_call`](AgentContext::tool_call),
+///   [`tool_result`](AgentContext::tool_result), and an injected hint,
+///   [`append_hint`](AgentContext::append_hint)) goes through
 ///   `AgentState.append_context`'s rule: into the agent's own message of the
 ///   current reply when that is the newest message, else into a new
 ///   assistant message, which becomes the reply's message;
-/// - [`observe`](TrackedContext::observe) appends anyone else's message (a
+/// - [`observe`](AgentContext::observe) appends anyone else's message (a
 ///   system message, another agent's);
-/// - [`compress`](TrackedContext::compress) keeps only the newest messages,
+/// - [`compress`](AgentContext::compress) keeps only the newest messages,
 ///   and a store that runs out of room evicts the oldest whole messages
 ///   itself: both are compressions in AgentScope's sense.
 ///
-/// A step is [`step`](TrackedContext::step) (decide, render, append the
-/// hint), or the split [`decide`](TrackedContext::decide) → the caller reads
-/// (awaits) its sensors → [`render_step`](TrackedContext::render_step).
+/// A step is [`step`](AgentContext::step) (decide, render, append the
+/// hint), or the split [`decide`](AgentContext::decide) → the caller reads
+/// (awaits) its sensors → [`render_step`](AgentContext::render_step).
 /// With feature `wire`, `context.engine().write_hint_block(id, hint, now,
 /// out)` writes the appended hint as AgentScope's `HintBlock` JSON.
 ///
@@ -80,11 +80,11 @@ impl From<StoreError> for StepError {
 /// [`Conversation`], and optionally a [`Tracker`] they feed themselves.
 ///
 /// ```
-/// use envaware::{Config, Engine, FixedClock, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+/// use envaware::{Config, Engine, FixedClock, StepInput, TaskCounts, Timestamp, ToolResultState, AgentContext};
 ///
 /// let engine = Engine::new(Config::default())?;
 /// // 16 messages, 64 blocks, 4 KiB of text.
-/// let mut context: TrackedContext<'_, 16, 64, 4096> = TrackedContext::new(&engine, "rover");
+/// let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "rover");
 /// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
 /// let mut hint = [0u8; 1024];
 /// // The context knows its agent: a step's input names none.
@@ -108,7 +108,7 @@ impl From<StoreError> for StepError {
 /// # Ok::<(), Box<dyn core::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct TrackedContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
+pub struct AgentContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
     store: ContextStore<MESSAGES, BLOCKS, TEXT>,
     tracker: Tracker<'a>,
     agent_name: &'a str,
@@ -121,10 +121,10 @@ pub struct TrackedContext<'a, const MESSAGES: usize, const BLOCKS: usize, const 
     messages_read: usize,
 }
 
-impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedContext<'a, MESSAGES, BLOCKS, TEXT> {
+impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentContext<'a, MESSAGES, BLOCKS, TEXT> {
     /// An empty context for `agent_name`'s steps with `engine`.
     pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
-        TrackedContext {
+        AgentContext {
             store: ContextStore::new(),
             tracker: Tracker::new(engine, agent_name),
             agent_name,
@@ -313,10 +313,10 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// The agent is the one named in [`new`](Self::new):
     ///
     /// ```
-    /// use envaware::{Config, Engine, FixedClock, StepInput, TrackedContext};
+    /// use envaware::{Config, Engine, FixedClock, StepInput, AgentContext};
     ///
     /// let engine = Engine::new(Config::default())?;
-    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let mut context: AgentContext<'_, 4, 16, 1024> = AgentContext::new(&engine, "rover");
     /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
     /// let mut hint = [0u8; 512];
     /// context.step(&step, &mut FixedClock::unset(), &mut (), &mut hint)?;
@@ -327,10 +327,10 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
     /// so the two names cannot disagree:
     ///
     /// ```compile_fail,E0308
-    /// use envaware::{Config, Engine, FixedClock, Step, TrackedContext};
+    /// use envaware::{Config, Engine, FixedClock, Step, AgentContext};
     ///
     /// let engine = Engine::new(Config::default())?;
-    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let mut context: AgentContext<'_, 4, 16, 1024> = AgentContext::new(&engine, "rover");
     /// let step = Step { agent_name: "rover", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
     /// let mut hint = [0u8; 512];
     /// context.step(&step, &mut FixedClock::unset(), &mut (), &mut hint)?;
@@ -357,11 +357,11 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> TrackedC
 }
 
 #[cfg(feature = "defmt")]
-impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Format for TrackedContext<'_, MESSAGES, BLOCKS, TEXT> {
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Format for AgentContext<'_, MESSAGES, BLOCKS, TEXT> {
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
-            "TrackedContext {{ agent: {=str}, messages: {=usize}/{=usize}, evicted: {=u32}, last decision read: {=usize} }}",
+            "AgentContext {{ agent: {=str}, messages: {=usize}/{=usize}, evicted: {=u32}, last decision read: {=usize} }}",
             self.agent_name,
             self.store.len(),
             MESSAGES,
@@ -396,7 +396,7 @@ mod tests {
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         let mut reads = std::vec::Vec::new();
         for len in [23usize, 203, 2001] {
-            let mut context: Box<TrackedContext<'_, 2048, 4096, 65536>> = Box::new(TrackedContext::new(&engine, AGENT));
+            let mut context: Box<AgentContext<'_, 2048, 4096, 65536>> = Box::new(AgentContext::new(&engine, AGENT));
             let mut buf = [0u8; 1024];
             // The time hint is in the oldest messages; tasks pending, never
             // acknowledged: the scan cannot stop early.
@@ -433,7 +433,7 @@ mod tests {
     #[test]
     fn appends_follow_agentscope_reply_rules() {
         let engine = Engine::new(Config::default()).unwrap();
-        let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, AGENT);
+        let mut context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, AGENT);
         assert_eq!((context.agent_name(), context.is_empty(), context.len(), context.sequence(0)), (AGENT, true, 0, None));
         assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
         assert_eq!((context.is_empty(), context.sequence(0)), (false, Some(0)));
@@ -469,7 +469,7 @@ mod tests {
     #[test]
     fn evictions_keep_decisions_exact() {
         let engine = Engine::new(Config::default()).unwrap();
-        let mut context: TrackedContext<'_, 4, 8, 512> = TrackedContext::new(&engine, AGENT);
+        let mut context: AgentContext<'_, 4, 8, 512> = AgentContext::new(&engine, AGENT);
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         let mut buf = [0u8; 1024];
         for i in 0..40u64 {
@@ -499,7 +499,7 @@ mod tests {
             ..Default::default()
         };
         let engine = Engine::new(config).unwrap();
-        let mut context: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, AGENT);
+        let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, AGENT);
         context.user("operator").unwrap();
         let decision = context.decide(&step(0, 0), Some(Timestamp::from_unix_seconds(1_784_687_400)));
         assert!(decision.fires());
@@ -524,7 +524,7 @@ mod tests {
     #[test]
     fn a_step_error_says_which_capacity_was_short() {
         let engine = Engine::new(Config::default()).unwrap();
-        let mut context: TrackedContext<'_, 2, 2, 64> = TrackedContext::new(&engine, AGENT);
+        let mut context: AgentContext<'_, 2, 2, 64> = AgentContext::new(&engine, AGENT);
         let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
         let mut small = [0u8; 16];
         let err = context.step(&step(0, 0), &mut clock, &mut (), &mut small).unwrap_err();
@@ -548,7 +548,7 @@ mod tests {
         let config =
             Config { injection: InjectionConfig { watch: crate::WatchList::Slice(&watch), ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
-        let mut context: Box<TrackedContext<'_, 64, 256, 16384>> = Box::new(TrackedContext::new(&engine, AGENT));
+        let mut context: Box<AgentContext<'_, 64, 256, 16384>> = Box::new(AgentContext::new(&engine, AGENT));
         let mut buf = [0u8; 1024];
         let mut fired = std::vec::Vec::new();
         let mut reads = std::vec::Vec::new();

@@ -347,7 +347,7 @@ mod tests {
                     // Readings 18 to 23.5, or unavailable.
                     let text = std::format!("{}.{} °C", 18 + reading / 2, reading % 2 * 5);
                     let fields = [("temperature", if *reading == 11 { crate::UNAVAILABLE } else { text.as_str() })];
-                    let mut live = crate::FieldList::Slice(&fields);
+                    let mut live = crate::ExtraFields::Slice(&fields);
                     let full = engine.decide_with_readings(&store, &step.for_agent(AGENT), Some(now), &live);
                     prop_assert_eq!(tracker.decide_with_readings(&store, &step, Some(now), &live), full);
                     let mut buf = [0u8; 1024];

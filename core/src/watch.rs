@@ -511,7 +511,7 @@ impl fmt::Display for WatchError {
 impl core::error::Error for WatchError {}
 
 /// Checks each watch of `watches` against the configuration's extra fields.
-pub(crate) fn validate(watches: &WatchList<'_>, extra: &crate::config::FieldList<'_>) -> Result<(), WatchError> {
+pub(crate) fn validate(watches: &WatchList<'_>, extra: &crate::config::ExtraFields<'_>) -> Result<(), WatchError> {
     for (name, w) in watches.iter() {
         let err = |param, problem| Err(WatchError { path: WatchPath::new(name, param), problem });
         if name.len() > MAX_WATCH_NAME {
@@ -686,10 +686,10 @@ mod tests {
 
     #[test]
     fn a_reading_is_the_last_live_field_of_that_key() {
-        use crate::config::FieldList;
-        let live = FieldList::Slice(&[("t", "1 °C"), ("u", "5"), ("t", " 2.5 °C")]);
+        use crate::config::ExtraFields;
+        let live = ExtraFields::Slice(&[("t", "1 °C"), ("u", "5"), ("t", " 2.5 °C")]);
         assert_eq!(reading(&live, "t"), Some(d("2.5")));
         assert_eq!(reading(&live, "v"), None);
-        assert_eq!(reading(&FieldList::Slice(&[("t", crate::live::UNAVAILABLE)]), "t"), None);
+        assert_eq!(reading(&ExtraFields::Slice(&[("t", crate::live::UNAVAILABLE)]), "t"), None);
     }
 }

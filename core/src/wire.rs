@@ -129,11 +129,11 @@ impl Engine<'_> {
     /// the block's id. Returns the bytes written. Feature `wire`.
     ///
     /// ```
-    /// use envaware::{Config, Engine, FixedClock, InjectionConfig, StepInput, Timestamp, TrackedContext};
+    /// use envaware::{Config, Engine, FixedClock, InjectionConfig, StepInput, Timestamp, AgentContext};
     ///
     /// let config = Config { injection: InjectionConfig { timezone: "Europe/Berlin", ..Default::default() }, ..Default::default() };
     /// let engine = Engine::new(config)?;
-    /// let mut context: TrackedContext<'_, 4, 16, 1024> = TrackedContext::new(&engine, "rover");
+    /// let mut context: AgentContext<'_, 4, 16, 1024> = AgentContext::new(&engine, "rover");
     /// let now = Timestamp::from_unix_seconds(1_784_687_400);
     /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 };
     /// let mut hint = [0u8; 512];

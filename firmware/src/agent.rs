@@ -30,8 +30,8 @@ use core::fmt::Write as _;
 use embedded_hal::i2c::I2c;
 use envaware::Block;
 use envaware::{
-    Clock, Config, ContextConfig, Decimal, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState, TrackedContext, Watch,
-    WatchList,
+    AgentContext, Clock, Config, ContextConfig, Decimal, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState,
+    Watch, WatchList,
 };
 
 use crate::fmt::Debug2Format;
@@ -66,7 +66,7 @@ pub const UNAVAILABLE: &str = "unavailable";
 /// The context: 16 messages, 48 blocks, 4 KiB of strings (a hint at every
 /// step, when the watched temperature swings, fills 3), with the tracker
 /// that keeps each decision's reading constant.
-pub type Context<'a> = TrackedContext<'a, 16, 48, 4096>;
+pub type Context<'a> = AgentContext<'a, 16, 48, 4096>;
 
 /// What the agent's surroundings do between steps; the board provides it.
 pub trait Pacer {

@@ -9,7 +9,7 @@
 #![no_main]
 
 use envaware::ConfigBuf;
-use envaware::{ConfigError, Engine, FieldList, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
+use envaware::{ConfigError, Engine, ExtraFields, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
         &SliceConversation(&[]),
         &Step { agent_name: "agent", tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 128_000 },
         None,
-        &FieldList::Slice(&readings),
+        &ExtraFields::Slice(&readings),
     );
     let expected = if buf.config().injection.inject_runtime_state { watches.len() } else { 0 };
     assert_eq!(decision.watch.iter().count(), expected, "every watched reading fires when nothing was told");

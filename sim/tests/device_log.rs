@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use envaware::journal::{Event, Journal};
-use envaware::{Config, Engine, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use envaware::{AgentContext, Config, Engine, StepInput, TaskCounts, Timestamp, ToolResultState};
 use serde_json::Value;
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
-type Context<'a> = TrackedContext<'a, 6, 32, 2048>;
+type Context<'a> = AgentContext<'a, 6, 32, 2048>;
 
 /// A device session: the log's items, and each step's hint.
 fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<String>>) {

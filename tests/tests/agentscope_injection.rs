@@ -3,7 +3,7 @@
 
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{Config, ConfigError, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp, Warning};
-use envaware::{FieldList, DEFAULT_INJECTION_SOURCE, DEFAULT_TEMPLATE};
+use envaware::{ExtraFields, DEFAULT_INJECTION_SOURCE, DEFAULT_TEMPLATE};
 
 /// 2026-07-22T02:30:00Z.
 const NOW: i64 = 1_784_687_400;
@@ -96,7 +96,7 @@ fn the_recorded_timezone_is_honoured_and_a_future_time_reinjects() {
 #[test]
 fn extra_fields_are_attached_but_never_trigger() {
     let fields = [("robot", "R2-D2"), ("site", "greenhouse 3")];
-    let config = InjectionConfig { extra_fields: FieldList::Slice(&fields), ..InjectionConfig::default() };
+    let config = InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
     let recorded = wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
     let blocks = [hint_block(&recorded)];
     let context = [assistant(&blocks)];
@@ -108,7 +108,7 @@ fn extra_fields_are_attached_but_never_trigger() {
 #[test]
 fn a_colliding_extra_key_replaces_the_value_in_place() {
     let fields = [("timezone", "ship time"), ("deck", "2")];
-    let config = InjectionConfig { extra_fields: FieldList::Slice(&fields), ..InjectionConfig::default() };
+    let config = InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
     let (hint, _) = inject(config, &[], &step(TaskCounts::default()), NOW);
     assert_eq!(hint.unwrap(), wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>ship time</timezone>\n<deck>2</deck>"));
 }

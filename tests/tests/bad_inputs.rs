@@ -4,8 +4,8 @@
 
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{ConfigBuf, LoadError};
+use envaware::{ConfigField, DEFAULT_INJECTION_SOURCE};
 use envaware::{Engine, FixedClock, Role, Step, TaskCounts, TimeDecision, Timestamp};
-use envaware::{Field, DEFAULT_INJECTION_SOURCE};
 
 fn load(injection: &str) -> Result<String, LoadError> {
     let mut buf: ConfigBuf<512, 4, 4> = ConfigBuf::with_capacity();
@@ -35,9 +35,9 @@ fn malformed_deep_unknown_and_oversized_configuration_json() {
     assert!(refused.to_string().ends_with("nested deeper than 1024 levels"), "{refused}");
     // Oversized text and lists: TooLong naming the field, buffer unchanged.
     let long = format!(r#"{{"template": "{}{{runtime_state}}"}}"#, "x".repeat(600));
-    assert_eq!(load(&long), Err(LoadError::TooLong { field: Field::Template }));
+    assert_eq!(load(&long), Err(LoadError::TooLong { field: ConfigField::Template }));
     let many = r#"{"task_tool_names": ["a", "b", "c", "d", "e"]}"#;
-    assert_eq!(load(many), Err(LoadError::TooLong { field: Field::TaskToolNames }));
+    assert_eq!(load(many), Err(LoadError::TooLong { field: ConfigField::TaskToolNames }));
 }
 
 #[test]

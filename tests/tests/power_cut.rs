@@ -20,7 +20,7 @@ use std::ops::Range;
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
 use envaware::journal::{Event, Journal, LogError};
-use envaware::{Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext};
+use envaware::{AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::mock_flash::{MockFlashBase, MockFlashError, WriteCountCheck};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
@@ -31,7 +31,7 @@ const PAGE: u32 = 1024;
 /// Room kept for a compaction's header and one operation's items (a
 /// step's four items may straddle a page).
 const RESERVE: u32 = 2 * PAGE;
-type Context<'a> = TrackedContext<'a, 6, 32, 2048>;
+type Context<'a> = AgentContext<'a, 6, 32, 2048>;
 type Mock<const PAGES: usize> = MockFlashBase<PAGES, 4, 256>;
 type Queue<const PAGES: usize> = QueueStorage<CutFlash<PAGES>, Cache<Uncached, Uncached, Uncached>>;
 

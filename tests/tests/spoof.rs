@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{Config, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp};
-use envaware::{FieldList, DEFAULT_INJECTION_SOURCE};
+use envaware::{ExtraFields, DEFAULT_INJECTION_SOURCE};
 use serde_json::{json, Value};
 use xtask::needs;
 
@@ -189,7 +189,7 @@ fn a_live_value_carrying_tags_withholds_the_time() {
         };
         let mut buf = [0u8; 2048];
         let mut clock = FixedClock::at(Timestamp::from_unix_seconds(T0));
-        let mut fields = FieldList::Slice(&[("temperature", live)]);
+        let mut fields = ExtraFields::Slice(&[("temperature", live)]);
         let outcome = engine.step(&SliceConversation(&context), &step, &mut clock, &mut fields, &mut buf).unwrap();
         hints.push(outcome.hint.unwrap().to_string());
     }

@@ -13,7 +13,7 @@ use core::cell::Cell;
 use cortex_m::interrupt::Mutex;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
-use envaware::{Config, Engine, EpochTickClock, InjectionConfig, StepInput, TaskCounts, Timestamp, TrackedContext};
+use envaware::{Config, Engine, EpochTickClock, InjectionConfig, StepInput, TaskCounts, Timestamp, AgentContext};
 
 /// The core clock at reset, for SysTick: 16 MHz on an STM32F411.
 const CORE_HZ: u32 = 16_000_000;
@@ -56,7 +56,7 @@ fn main() -> ! {
     // 8 messages, 32 blocks, 2 KiB of text, and a 512-byte hint: about
     // 3.4 KiB of stack. When the store is full the oldest messages go,
     // which AgentScope calls a compression: the time is told again.
-    let mut context: TrackedContext<'_, 8, 32, 2048> = TrackedContext::new(&engine, "rover");
+    let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
     let mut hint = [0u8; 512];
     let tasks = TaskCounts { pending: 1, in_progress: 0 };
     loop {

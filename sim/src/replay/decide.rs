@@ -1,5 +1,5 @@
 //! How a replay decides a step: on the device path, the core's [`Tracker`]
-//! (what `TrackedContext` runs on a device), cross-checked against the full
+//! (what `AgentContext` runs on a device), cross-checked against the full
 //! scan ([`Engine::decide`]); or, with `--full-scan`, by the full scan
 //! alone.
 //!

@@ -13,7 +13,7 @@ use envaware::ConfigBuf;
 use envaware::ContextStore;
 use envaware::Tracker;
 use envaware::{
-    Clock, Config, Engine, EpochTickClock, FieldList, FixedClock, LiveReadings, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState, TrackedContext,
+    Clock, Config, Engine, EpochTickClock, ExtraFields, FixedClock, LiveReadings, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState, AgentContext,
 };
 
 #[cfg(feature = "link")]
@@ -96,7 +96,7 @@ fn entry_points() {
 fn journal() -> Option<usize> {
     use envaware::journal::{Event, Journal};
     let engine = Engine::new(Config::default()).ok()?;
-    let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, "agent");
+    let mut context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, "agent");
     let mut journal = Journal::new(&context);
     let (mut out, mut hint, mut scratch) = ([0u8; 512], [0u8; 512], [0u8; 512]);
     sink(journal.start(&context, &mut out));
@@ -125,7 +125,7 @@ fn journal() -> Option<usize> {
 /// and the wire writers.
 fn tracked_and_wire() -> Option<usize> {
     let engine = Engine::new(Config::default()).ok()?;
-    let mut context: TrackedContext<'_, 8, 32, 1024> = TrackedContext::new(&engine, "agent");
+    let mut context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, "agent");
     sink(context.user(text()));
     sink(context.agent(&blocks()));
     sink(context.tool_call(text(), text(), text()));
@@ -164,7 +164,7 @@ fn load_and_step() -> Option<usize> {
     sink(store.compact(number() as usize));
     let mut out = [0u8; 512];
     let mut clock = FixedClock::at(Timestamp(number()));
-    let live = black_box(FieldList::Slice(&[("", "")]));
+    let live = black_box(ExtraFields::Slice(&[("", "")]));
     let mut live = live;
     let agent = text();
     sink(engine.step(&store, &step(agent), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));

@@ -26,7 +26,7 @@ pub extern "C" fn _start() -> ! {
         }
         // The tracked context and the AgentScope JSON writer (serde,
         // serde-json-core) link without an allocator too.
-        let mut context: envaware::TrackedContext<'_, 4, 16, 512> = envaware::TrackedContext::new(&engine, "bot");
+        let mut context: envaware::AgentContext<'_, 4, 16, 512> = envaware::AgentContext::new(&engine, "bot");
         let _ = context.user("operator");
         if let Ok(outcome) = context.step(&input, &mut clock, &mut (), &mut buf) {
             core::hint::black_box(outcome.event);

@@ -21,7 +21,7 @@ use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::ContextStore;
 use envaware::Tracker;
 use envaware::{
-    Config, ConfigError, Engine, FieldList, FixedClock, InjectionConfig, LiveFields, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState,
+    Config, ConfigError, Engine, ExtraFields, FixedClock, InjectionConfig, LiveFields, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState,
 };
 use semihosting::println;
 
@@ -299,7 +299,7 @@ fn main() -> ! {
         time_format: FORMAT,
         time_interval: 0.0,
         template: long_template(),
-        extra_fields: FieldList::Slice(&fields),
+        extra_fields: ExtraFields::Slice(&fields),
         ..Default::default()
     };
     let engine = match Engine::new(Config { injection, ..Default::default() }) {
