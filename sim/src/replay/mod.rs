@@ -481,6 +481,20 @@ mod tests {
     }
 
     #[test]
+    fn a_clock_past_9999_is_refused_when_emitting_scenarios_not_written() {
+        let trace = "{\"set_clock\": \"9999-12-31T23:00:00Z\"}\n{\"step\": {}}\n{\"advance\": 7200}\n{\"step\": {}}";
+        let mut emitted = Vec::new();
+        let err = replay(trace, &Options::default(), &mut Vec::new(), Some(&mut emitted)).unwrap_err().to_string();
+        assert!(err.contains("line 4: --emit-scenarios: the clock +10000-01-01T01:00:00Z is outside the years 0001 to 9999"), "{err}");
+        // The steps before it were written, each a scenario eval reads.
+        let lines: Vec<&str> = std::str::from_utf8(&emitted).unwrap().lines().collect();
+        assert_eq!(lines.len(), 1);
+        assert!(matches!(scenario::evaluate(lines[0]), scenario::Evaluation::Hint { .. }), "{}", lines[0]);
+        // Without --emit-scenarios the same trace replays (the core skips a time past 9999).
+        assert!(replay(trace, &Options::default(), &mut Vec::new(), None).is_ok());
+    }
+
+    #[test]
     fn errors_name_the_line() {
         for (trace, needle) in [
             ("{\"step\": {}}\n{\"bogus\": 1}", "line 2: unknown event"),

@@ -340,6 +340,16 @@ impl Session {
     ) -> Result<(), ReplayError> {
         let (out, opts) = (&mut *output.out, output.opts);
         if let Some(emit) = output.emit.as_deref_mut() {
+            // A scenario's `now` is RFC 3339, four-digit years: a step it
+            // cannot hold is refused rather than written as a line eval
+            // cannot read.
+            if let Some(now) = self.clock.filter(|&t| !writable_in_rfc3339(t)) {
+                let message = format!(
+                    "--emit-scenarios: the clock {} is outside the years 0001 to 9999 a scenario's `now` can hold",
+                    format_instant(now)
+                );
+                return Err(ReplayError::Invalid { line, message });
+            }
             self.emit_scenario(cur_iter, emit)?;
         }
         let step = Step {
@@ -562,4 +572,10 @@ fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     }
     fired.extend(watched.iter().map(|name| format!("watch {name}")));
     fired
+}
+
+/// Whether `t` falls in the years RFC 3339 writes (0001 to 9999).
+fn writable_in_rfc3339(t: Timestamp) -> bool {
+    use chrono::Datelike as _;
+    chrono::DateTime::from_timestamp_micros(t.unix_micros()).is_some_and(|dt| (1..=9999).contains(&dt.year()))
 }
