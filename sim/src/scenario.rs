@@ -653,7 +653,7 @@ mod tests {
             assert_eq!(evaluate(&format!("{{{now}, \"tasks\": {tasks}}}")), Evaluation::Error(error.into()), "{tasks}");
         }
         let counts =
-            count_tasks(&serde_json::from_str::<Vec<Value>>("[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]").unwrap());
+            count_tasks(serde_json::from_str::<Vec<Value>>("[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]").unwrap());
         assert_eq!(counts, Ok(TaskCounts { pending: 1, in_progress: 1 }));
         assert!(short_json(&Value::String("x".repeat(100))).ends_with("xxx..."));
     }
