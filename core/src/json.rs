@@ -80,9 +80,10 @@ pub enum JsonErrorKind {
     ControlCharacter,
     /// A backslash escape is not one JSON knows, or `\u` lacks 4 hex digits.
     InvalidEscape,
-    /// An integer has more than [`MAX_INT_DIGITS`] digits.
+    /// An integer has more digits than Python's `int` reads (4,300).
     IntegerTooLong,
-    /// Containers nest deeper than the limit given to [`parse`].
+    /// Containers nest deeper than the reader's limit (1,024 levels for a
+    /// configuration).
     TooDeep,
     /// Something other than whitespace follows the value.
     TrailingData,

@@ -44,6 +44,7 @@ mod conversation;
 mod engine;
 mod iana;
 #[cfg(feature = "journal")]
+#[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
 pub mod journal;
 mod json;
 mod live;

@@ -118,8 +118,8 @@ fn test() -> Result<(), String> {
     )?;
     run("cargo doc (core, warnings denied)", cargo().args(["doc", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))?;
     run(
-        "cargo doc (core with defmt and wire, warnings denied)",
-        cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire"]).env("RUSTDOCFLAGS", "-D warnings"),
+        "cargo doc (core with defmt, wire and journal, warnings denied)",
+        cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire,journal"]).env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run("the async sensor example (checks its own outcomes)", cargo().args(["run", "-q", "-p", "envaware", "--example", "async_sensor"]))?;
     run(
