@@ -82,10 +82,9 @@ use crate::json::{self, JsonError, JsonStr, Kind, Value};
 use crate::render::LiveFields;
 use crate::rules::{StepInput, TaskCounts};
 use crate::store::StoreError;
-use crate::time::Zone;
 use crate::tracked::{AgentContext, StepError};
 use crate::watch::Watch;
-use crate::wire::{BufferFull, Content, IsoTime};
+use crate::wire::{BufferFull, Content, Rfc3339};
 
 /// The log format's version, in every header.
 pub const VERSION: u32 = 1;
@@ -904,23 +903,6 @@ struct Hex(u64);
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{:016x}", self.0))
-    }
-}
-
-/// An instant as RFC 3339 in UTC (`2026-07-22T02:00:00Z`), as `set_clock`
-/// reads it.
-#[derive(Clone, Copy)]
-struct Rfc3339(Timestamp);
-
-impl fmt::Display for Rfc3339 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}Z", IsoTime { at: self.0, zone: Zone::Utc })
-    }
-}
-
-impl Serialize for Rfc3339 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
     }
 }
 

@@ -94,6 +94,25 @@ impl Serialize for IsoTime {
     }
 }
 
+/// An instant as RFC 3339 in UTC (`2026-07-22T02:00:00Z`), as a replay
+/// trace's `set_clock` reads it (the device's stream and its journal both
+/// write it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Rfc3339(pub Timestamp);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}Z", IsoTime { at: self.0, zone: Zone::Utc })
+    }
+}
+
+impl Serialize for Rfc3339 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// What a `Msg` carries besides its sender and blocks.
 #[derive(Debug, Clone, Copy)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -22,7 +22,7 @@
 
 use core::fmt::{self, Write as _};
 
-use envaware::wire::{self, IsoTime, MessageMeta};
+use envaware::wire::{self, IsoTime, MessageMeta, Rfc3339};
 use envaware::Message as _;
 use envaware::Zone;
 use envaware::{LiveFields, TaskCounts, Timestamp, WatchList};
@@ -149,21 +149,6 @@ impl<L: LiveFields> Serialize for Fields<'_, L> {
 #[derive(Serialize)]
 struct ClockLine {
     set_clock: Option<Rfc3339>,
-}
-
-/// An instant as RFC 3339 in UTC.
-struct Rfc3339(Timestamp);
-
-impl fmt::Display for Rfc3339 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}Z", IsoTime { at: self.0, zone: Zone::Utc })
-    }
-}
-
-impl Serialize for Rfc3339 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
 }
 
 #[derive(Serialize)]
