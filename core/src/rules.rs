@@ -326,29 +326,16 @@ pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<Hi
 /// value, `None` when nothing was told.
 pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
 
-/// What the context's scan found besides the recorded time.
-pub(crate) struct Awareness {
-    /// Whether the agent is aware of its tasks.
-    pub(crate) tasks: bool,
-    /// The told value of each watched field.
-    pub(crate) told: Told,
-}
-
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
-/// returns whether the agent is aware of its tasks and what the newest
-/// hint holding each watched field's tag told of it.
-fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> Awareness {
+/// returns whether the agent is aware of its tasks.
+fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
-    let watches = &cfg.config.injection.watch;
-    let mut told: Told = [None; MAX_WATCHES];
-    // One bit per watch whose told value is not found yet.
-    let mut unsettled: u8 = ((1u16 << watches.len().min(MAX_WATCHES)) - 1) as u8;
     let mut index = 0;
     while let Some(msg) = conv.newest(index) {
         index += 1;
-        if time_settled && aware && unsettled == 0 {
+        if time_settled && aware {
             break;
         }
         if !scanned(cfg, &msg, step.agent_name) {
@@ -364,23 +351,45 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
                 }
             }
             aware |= m.tasks;
-            if unsettled != 0 {
-                if let Some(text) = our_hint(cfg, block) {
-                    for (i, (slot, (name, _))) in told.iter_mut().zip(watches.iter()).enumerate() {
-                        let bit = 1 << i; // i < MAX_WATCHES <= 8
-                        if unsettled & bit == 0 {
-                            continue;
-                        }
-                        if let Some(value) = watch::told_in(cfg, text, name) {
-                            *slot = value;
-                            unsettled &= !bit;
-                        }
-                    }
+        }
+    }
+    aware
+}
+
+/// What the newest hint holding each watched field's tag told of it, by
+/// the blocks the time rule reads: the full scan's half of the watch rule.
+/// A pass of its own, made after the time rule (and only with a watch
+/// configured), so that its values are not on the stack while a recorded
+/// time is read.
+fn scan_told<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Told {
+    let watches = &cfg.config.injection.watch;
+    let mut told: Told = [None; MAX_WATCHES];
+    // One bit per watch whose told value is not found yet.
+    let mut unsettled: u8 = ((1u16 << watches.len().min(MAX_WATCHES)) - 1) as u8;
+    let mut index = 0;
+    while let Some(msg) = conv.newest(index) {
+        index += 1;
+        if unsettled == 0 {
+            break;
+        }
+        if !scanned(cfg, &msg, agent_name) {
+            continue;
+        }
+        for b in (0..msg.block_count()).rev() {
+            let Some(text) = msg.block(b).and_then(|block| our_hint(cfg, block)) else { continue };
+            for (i, (slot, (name, _))) in told.iter_mut().zip(watches.iter()).enumerate() {
+                let bit = 1 << i; // i < MAX_WATCHES <= 8
+                if unsettled & bit == 0 {
+                    continue;
+                }
+                if let Some(value) = watch::told_in(cfg, text, name) {
+                    *slot = value;
+                    unsettled &= !bit;
                 }
             }
         }
     }
-    Awareness { tasks: aware, told }
+    told
 }
 
 /// Where the first field starts in a hint envaware rendered: after the
@@ -732,8 +741,7 @@ fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> 
 /// What the context told of each watched field, by the scan the decisions
 /// use (for tools that show it).
 pub(crate) fn told<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Told {
-    let step = Step { agent_name, tasks: TaskCounts::default(), cur_iter: 0, input_tokens: 0, context_size: 0 };
-    scan(cfg, conv, &step, &mut |_| {}).told
+    scan_told(cfg, conv, agent_name)
 }
 
 /// Decides every dimension for one step; `readings` holds the watched
@@ -745,14 +753,16 @@ pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
     now: Option<Timestamp>,
     readings: &L,
 ) -> Decision {
-    decide_with(cfg, conv, step, now, readings, |on_time_hint| scan(cfg, conv, step, on_time_hint))
+    let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| scan(cfg, conv, step, on_time_hint);
+    decide_with(cfg, conv, step, now, readings, awareness, || scan_told(cfg, conv, step.agent_name))
 }
 
 /// Decides every dimension for one step, with the context's awareness read
 /// by `awareness`: it calls its argument with the newest hint of ours that
 /// records a time (its text, or what it reads to), if any, and returns
-/// whether the agent is aware of its tasks and what was told of each
-/// watched field. [`scan`] reads it from the whole context; a
+/// whether the agent is aware of its tasks; `told` gives what was told of
+/// each watched field (called only with a watch configured). [`scan`] and
+/// [`scan_told`] read them from the whole context; a
 /// [`Tracker`](crate::tracker::Tracker) from what it observed.
 pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
     cfg: &ValidConfig<'_>,
@@ -760,7 +770,8 @@ pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
     step: &Step<'_>,
     now: Option<Timestamp>,
     readings: &L,
-    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> Awareness,
+    awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
+    told: impl FnOnce() -> Told,
 ) -> Decision {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
@@ -789,16 +800,19 @@ pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
             }
         }
     });
-    let tasks = (step.tasks.has_uncompleted() && !aware.tasks).then_some(step.tasks);
+    let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
     let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
-    let watch = watched(cfg, readings, &aware.told);
+    let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
     Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
 }
 
-/// The watches that fire for `readings`, given what was told.
-fn watched<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, readings: &L, told: &Told) -> WatchSet {
+/// The watches that fire for `readings`, given what was told. Out of line:
+/// the told values live in its frame only, never under the time rule's.
+#[inline(never)]
+fn watched<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, readings: &L, told: impl FnOnce() -> Told) -> WatchSet {
+    let told = told();
     let mut fired = WatchSet::EMPTY;
-    for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(told).enumerate() {
+    for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(&told).enumerate() {
         if w.fires(watch::reading(readings, name), *told) {
             fired.insert(i);
         }

@@ -5,7 +5,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Awareness, Decision, StepInput, TimeHint, TimeReading};
+use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading};
 use crate::watch::{self, Decimal, MAX_WATCHES};
 
 /// The newest time hint: the position of its message (counted from the
@@ -227,12 +227,13 @@ impl<'a> Tracker<'a> {
         if !in_sync {
             return self.engine.decide_with_readings(conversation, &step, now, readings);
         }
-        rules::decide_with(cfg, conversation, &step, now, readings, |on_time_hint| {
+        let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| {
             if let Some(at) = self.time_hint {
                 on_time_hint(TimeHint::Read(at.reading));
             }
-            Awareness { tasks: self.tasks_seen.is_some(), told: self.told.map(|t| t.and_then(|t| t.value)) }
-        })
+            self.tasks_seen.is_some()
+        };
+        rules::decide_with(cfg, conversation, &step, now, readings, awareness, || self.told.map(|t| t.and_then(|t| t.value)))
     }
 
     /// One reasoning step, as [`Engine::step`], deciding from what was
