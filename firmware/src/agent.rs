@@ -34,7 +34,10 @@ use envaware::{
     Watch, WatchList,
 };
 
+use envaware::journal::{Event as JournalEvent, Items, Journal};
+
 use crate::fmt::Debug2Format;
+use crate::log::SessionLog;
 use crate::stream::Stream;
 use crate::tmp105::{self, Tmp105};
 
@@ -76,6 +79,13 @@ pub trait Pacer {
     fn pass_time(&mut self, ms: u32);
     /// Called once after the last step.
     fn finished(&mut self);
+    /// Called after step `index` is logged (the board may reset here).
+    fn after_step(&mut self, index: usize) {
+        let _ = index;
+    }
+    /// Called when the session was restored from the log, before its next
+    /// step (the board puts its clock back here).
+    fn resumed(&mut self) {}
 }
 
 /// Where the session's transcript goes: each step's header, its hint in
@@ -390,25 +400,52 @@ pub struct Summary {
     pub max_read: usize,
 }
 
-/// Logs an append the store refused, or one that evicted messages.
-fn appended(what: &str, result: Result<envaware::Appended, envaware::StoreError>) {
-    match result {
-        Ok(a) if a.evicted > 0 => info!("context full: the store evicted {=usize} messages", a.evicted),
+/// Reads the log back into `context` (see [`crate::log`]) and returns the
+/// steps it held; an empty or refused log starts a new one (a refused one
+/// with a warning) from an empty context.
+fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
+    log: &mut SessionLog<S>,
+    journal: &mut Journal<16>,
+    context: &mut Context<'_>,
+    items: &mut [u8],
+    scratch: &mut [u8],
+) -> usize {
+    match log.restore(journal, context, items, scratch) {
+        Ok(steps) if journal.items() > 0 => {
+            info!("restored {=u32} events", journal.restored_events());
+            return steps;
+        }
         Ok(_) => {}
-        Err(e) => error!("context store refused the {=str}: {}", what, e),
+        Err(e) => {
+            warn!("the log is not restored, starting empty: {}", e);
+            *context = Context::new(context.engine(), AGENT);
+            *journal = Journal::new(context);
+            if !log.clear() {
+                error!("the log could not be erased");
+            }
+        }
     }
+    match journal.start(context, items) {
+        Ok(n) if log.append(&items[..n]) => {}
+        _ => error!("the log's header was not written"),
+    }
+    0
 }
 
 /// Runs the scripted session, reading the TMP105 on `i2c` and the board's
 /// uptime from `uptime_ms`. Writes each step's hint in full to `output` and
 /// streams the session there as AgentScope JSON; logs the messages each
 /// decision read.
-pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
+///
+/// The session is logged in `log` ([`crate::log`]); a session found there
+/// (after a reset) is restored and goes on from the step after its last.
+pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor_flash::NorFlash>(
     i2c: I,
     clock: &mut K,
     pacer: &mut P,
     output: &mut O,
     uptime_ms: impl Fn() -> u32,
+    log: &mut SessionLog<S>,
 ) -> Summary {
     let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0 };
     let engine = match Engine::new(config()) {
@@ -425,19 +462,30 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
     let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
     let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let mut hint_buf = [0u8; 1024];
+    let mut items = [0u8; crate::log::MAX_ITEM];
+    let mut journal = Journal::new(&context);
+    let first = resume(log, &mut journal, &mut context, &mut items, &mut hint_buf);
     stream.start(output);
-    for (index, s) in SCRIPT.iter().enumerate() {
+    if first > 0 {
+        pacer.resumed();
+    }
+    for (index, s) in SCRIPT.iter().enumerate().skip(first) {
         pacer.pass_time(s.wait_ms);
         pacer.before_step(index);
         output.step(index, s.note);
         for event in s.events {
-            match *event {
-                Event::User => appended("operator's message", context.user("operator")),
-                Event::Agent(blocks) => appended("agent's blocks", context.agent(blocks)),
-                Event::Compress { keep } => {
-                    let evicted = context.compress(keep);
-                    info!("context compressed: {=usize} messages evicted, {=usize} kept", evicted, context.len());
-                }
+            let before = context.len();
+            let logged = match *event {
+                Event::User => JournalEvent::User { name: "operator" },
+                Event::Agent(blocks) => JournalEvent::Assistant(blocks),
+                Event::Compress { keep } => JournalEvent::Compress { keep },
+            };
+            match journal.record(&mut context, &logged, &mut items) {
+                Ok(written) => append(log, &written, &items),
+                Err(e) => error!("not recorded: {}", e),
+            }
+            if let Event::Compress { .. } = event {
+                info!("context compressed: {=usize} messages evicted, {=usize} kept", before - context.len(), context.len());
             }
         }
         let step = StepInput { tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
@@ -446,13 +494,12 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
         let now = clock.now();
         stream.before_step(output, &context, now, now, s.tasks);
         // The watched temperature is read at every step, before deciding.
-        live.refresh_watched();
-        let decision = context.decide_with_readings(&step, now, &live);
-        output.watch(live.temperature(), !decision.watch.is_empty());
-        info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
-        summary.max_read = summary.max_read.max(context.messages_read());
-        match context.render_step(decision, &mut live, &mut hint_buf) {
-            Ok(outcome) => {
+        match journal.step(&mut context, &step, now, &mut live, &mut hint_buf, &mut items) {
+            Ok((outcome, written)) => {
+                append(log, &written, &items);
+                output.watch(live.temperature(), !outcome.decision.watch.is_empty());
+                info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
+                summary.max_read = summary.max_read.max(context.messages_read());
                 stream.step(output, &live, s.cur_iter, s.input_tokens);
                 for w in outcome.warnings.iter() {
                     warn!("{}", w);
@@ -471,10 +518,20 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output>(
             Err(e) => error!("hint dropped: {}", e),
         }
         summary.steps += 1;
+        pacer.after_step(index);
     }
     pacer.finished();
     summary.reads = live.reads;
     summary.failures = live.failures;
     summary.evicted = context.store().evicted_total();
     summary
+}
+
+/// Appends the items one record or step wrote.
+fn append<S: embedded_storage_async::nor_flash::NorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
+    for item in written.iter(items) {
+        if !log.append(item) {
+            error!("the log refused an item: the session after it is not restored after a reset");
+        }
+    }
 }

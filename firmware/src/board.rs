@@ -78,13 +78,66 @@ pub fn wall_clock() -> Clock {
     clock
 }
 
-/// The `epoch=SECONDS` argument of the semihosting command line, if any
-/// (arguments are separated by spaces).
+/// The `epoch=SECONDS` argument of the semihosting command line, if any.
 fn epoch_argument() -> Option<i64> {
+    argument(b"epoch=")
+}
+
+/// The number after `key` (`epoch=`, `reset-after=`) on the semihosting
+/// command line, if any (arguments are separated by spaces).
+fn argument<T: core::str::FromStr>(key: &[u8]) -> Option<T> {
     let mut buf = [MaybeUninit::<u8>::uninit(); 128];
-    // Fails when there is no command line or it does not fit: no epoch then.
+    // Fails when there is no command line or it does not fit: no value then.
     let line = semihosting::sys::arm_compat::sys_get_cmdline_uninit(&mut buf).ok()?;
-    line.split(|&b| b == b' ').find_map(|arg| core::str::from_utf8(arg.strip_prefix(b"epoch=")?).ok()?.parse().ok())
+    line.split(|&b| b == b' ').find_map(|arg| core::str::from_utf8(arg.strip_prefix(key)?).ok()?.parse().ok())
+}
+
+// ---------------------------------------------------------------- the retained region
+
+/// Bytes of the session log's "flash" (16 pages of 1 KiB): the whole
+/// session of ten steps with a hint at every step (about 9 KB of items),
+/// as the log is not compacted yet.
+const LOG_BYTES: usize = 16 * 1024;
+const RETAINED_MAGIC: u32 = 0x454E_5641;
+
+/// RAM that survives `SCB::sys_reset` under QEMU (checked: docs/reboot.md):
+/// in cortex-m-rt's `.uninit`, a NOLOAD section it neither zeroes nor
+/// copies (and below `_stack_end`, so `paint-stack` leaves it alone). It
+/// models the board's flash for the session log, and keeps what the board
+/// needs across the reset it makes for `reset-after=N`.
+#[repr(C)]
+struct Retained {
+    /// [`RETAINED_MAGIC`] once set up; anything else is a cold boot.
+    magic: u32,
+    /// 1 once the board reset itself (`reset-after=N`): not again.
+    reset_done: u32,
+    /// The millisecond counter at the reset, put back when the session resumes.
+    millis: u32,
+    log: [u8; LOG_BYTES],
+}
+
+#[link_section = ".uninit.RETAINED"]
+static mut RETAINED: MaybeUninit<Retained> = MaybeUninit::uninit();
+
+fn retained() -> *mut Retained {
+    // Only a raw pointer is made here; the fields are read and written
+    // through it with volatile accesses, one core, no interrupt touches them.
+    core::ptr::addr_of_mut!(RETAINED).cast()
+}
+
+/// The log's region: erased (all `0xFF`) at a cold boot, kept as it is
+/// after a reset.
+fn log_region() -> &'static mut [u8] {
+    let r = retained();
+    unsafe {
+        if read_volatile(core::ptr::addr_of!((*r).magic)) != RETAINED_MAGIC {
+            core::ptr::addr_of_mut!((*r).log).write_bytes(0xFF, 1);
+            write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 0);
+            write_volatile(core::ptr::addr_of_mut!((*r).magic), RETAINED_MAGIC);
+        }
+        // Board::take runs once: this is the only reference to the log.
+        &mut *core::ptr::addr_of_mut!((*r).log)
+    }
 }
 
 fn systick_start(syst: &mut SYST) {
@@ -273,6 +326,9 @@ const FR_TXFF: u32 = 1 << 5;
 /// for the tests of the exit status.
 pub struct Uart0Pacer {
     syst: SYST,
+    /// `reset-after=N` on the semihosting command line: reset the MCU
+    /// (`SCB::sys_reset`) after step N, once.
+    reset_after: Option<usize>,
 }
 
 impl core::fmt::Debug for Uart0Pacer {
@@ -285,7 +341,7 @@ impl Uart0Pacer {
     fn new(syst: SYST) -> Self {
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
-        Uart0Pacer { syst }
+        Uart0Pacer { syst, reset_after: argument(b"reset-after=") }
     }
 
     fn put(&mut self, byte: u8) {
@@ -329,6 +385,29 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
     fn finished(&mut self) {
         self.put(b'.');
     }
+
+    fn after_step(&mut self, index: usize) {
+        let r = retained();
+        if self.reset_after != Some(index) || unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
+            return;
+        }
+        defmt::info!("resetting the MCU after step {=usize}", index);
+        unsafe {
+            write_volatile(core::ptr::addr_of_mut!((*r).millis), uptime_ms());
+            write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
+        }
+        cortex_m::peripheral::SCB::sys_reset()
+    }
+
+    fn resumed(&mut self) {
+        // The board's time goes on from the reset (the wall clock is the
+        // boot's epoch plus this counter), so the steps after it read the
+        // times an uninterrupted board would.
+        let r = retained();
+        if unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
+            MILLIS.store(unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) }, Ordering::Relaxed);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- the board
@@ -340,6 +419,8 @@ pub struct Board {
     pub i2c: I2c0,
     /// The step handshake and the passing of time.
     pub pacer: Uart0Pacer,
+    /// The session log's "flash" (see [`Retained`]).
+    pub log: envaware_firmware::log::RamFlash<'static>,
 }
 
 impl Board {
@@ -352,7 +433,7 @@ impl Board {
         let core = cortex_m::Peripherals::take().expect("Board::take is called once");
         let mut syst = core.SYST;
         systick_start(&mut syst);
-        Board { i2c: I2c0::new(), pacer: Uart0Pacer::new(syst) }
+        Board { i2c: I2c0::new(), pacer: Uart0Pacer::new(syst), log: envaware_firmware::log::RamFlash(log_region()) }
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`clock`]: the wall clock over the board's wrapping millisecond counter;
 //! - [`agent`]: the session, generic over the bus, the clock, the pacer and
 //!   the output;
+//! - [`log`]: the session's log (`envaware::journal`) in sequential-storage's
+//!   queue, read back after a reset;
 //! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
 //!
 //! With the `defmt` feature (the default, the board) the log and the
@@ -22,5 +24,6 @@ mod fmt;
 
 pub mod agent;
 pub mod clock;
+pub mod log;
 pub mod stream;
 pub mod tmp105;

@@ -29,10 +29,11 @@ mod board;
 
 #[cortex_m_rt::entry]
 fn main() -> ! {
-    let board::Board { i2c, mut pacer } = board::Board::take();
+    let board::Board { i2c, mut pacer, log } = board::Board::take();
+    let mut log = envaware_firmware::log::SessionLog::new(log);
     let mut clock = board::wall_clock();
     defmt::info!("envaware firmware: {=str} in {=str}", agent::AGENT, agent::TIMEZONE);
-    let summary = agent::run(i2c, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms);
+    let summary = agent::run(i2c, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms, &mut log);
     defmt::info!(
         "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted, at most {=usize} messages read per decision",
         summary.steps,

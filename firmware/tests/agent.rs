@@ -20,6 +20,7 @@ use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::Timestamp;
 use envaware_firmware::agent::{self, Output, Pacer, Summary, SCRIPT};
 use envaware_firmware::clock;
+use envaware_firmware::log::{RamFlash, SessionLog};
 use serde_json::{json, Value};
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin
@@ -144,6 +145,12 @@ fn session(transactions: &[Transaction]) -> Session {
 /// [`session`] with the board's millisecond counter (a `u32`, as SysTick's)
 /// reading `boot_ms` at boot.
 fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
+    // The session's log, on an erased 16 KiB "flash" (as the board's).
+    session_on(boot_ms, transactions, &mut vec![0xFF; 16 * 1024])
+}
+
+/// [`session_from`] logging to `flash`, restoring what it holds first.
+fn session_on(boot_ms: u32, transactions: &[Transaction], flash: &mut [u8]) -> Session {
     let mut mock = Mock::new(transactions);
     let ms = Cell::new(0u64);
     let counter = || boot_ms.wrapping_add(ms.get() as u32);
@@ -151,7 +158,8 @@ fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
     clock.set(Timestamp::from_unix_seconds(EPOCH));
     let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new() };
     let mut transcript = Transcript::default();
-    let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, counter);
+    let mut log = SessionLog::new(RamFlash(flash));
+    let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, counter, &mut log);
     mock.done();
     Session { summary, transcript, paced: pacer.calls }
 }
@@ -429,4 +437,28 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
         let expected: Vec<String> = (kept_from..j).filter_map(|i| t.steps[i].hint.clone()).collect();
         assert_eq!(hint_blocks(j), expected, "step {j}");
     }
+}
+
+/// issue 21: a whole session's log restores the whole session (no step
+/// left to run); a log with a byte flipped is refused and the session
+/// starts again from an empty context, giving the same hints.
+#[test]
+fn a_logged_session_restores_and_a_damaged_log_starts_empty() {
+    let readings = answering(&[[0x19, 0x80]; 10]);
+    let mut flash = vec![0xFF; 16 * 1024];
+    let first = session_on(0, &readings, &mut flash);
+    assert_eq!(first.summary.steps, 10);
+    let whole = flash.clone();
+    let again = session_on(0, &[], &mut flash);
+    assert_eq!(again.summary.steps, 0, "all ten steps were restored");
+    assert!(again.transcript.steps.is_empty());
+    let mut damaged = whole.clone();
+    // A byte in the first item's JSON (after the queue's page and item headers).
+    let at = damaged.iter().position(|&b| b == b'{').expect("an item");
+    damaged[at + 3] ^= 0x01;
+    let fresh = session_on(0, &readings, &mut damaged);
+    assert_eq!(fresh.summary.steps, 10, "a refused log starts the session again");
+    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    assert_eq!(hints(&fresh), hints(&first));
+    assert!(hints(&first).iter().flatten().count() >= 6);
 }

@@ -11,12 +11,16 @@ use xtask::qemu::{self, RunOptions};
 /// The firmware's target.
 pub const TARGET: &str = "thumbv7m-none-eabi";
 /// Flash budget for the release image (text + rodata + data's initial values):
-/// 112 KiB of the LM3S6965's 256 KiB, raised on purpose from 96 KiB when the
+/// 136 KiB of the LM3S6965's 256 KiB, raised on purpose from 96 KiB when the
 /// tracked context, the AgentScope stream, the zone rule past 2099 and the
-/// zone-name table came in (firmware/README.md, "Size"; core/CHANGELOG.md).
-pub const FLASH_BUDGET: u64 = 112 * 1024;
-/// RAM budget: data + bss + the measured peak stack.
-pub const RAM_BUDGET: u64 = 16 * 1024;
+/// zone-name table came in, and from 112 KiB when the session log came in
+/// (`envaware::journal` in sequential-storage's queue: +25 KB, docs/reboot.md;
+/// firmware/README.md, "Size"; core/CHANGELOG.md).
+pub const FLASH_BUDGET: u64 = 136 * 1024;
+/// RAM budget: data + bss + uninit + the measured peak stack; raised from
+/// 16 KiB with the session log, whose 16 KiB region (the board's "flash"
+/// under QEMU, in `.uninit`) is counted here, and its buffers on the stack.
+pub const RAM_BUDGET: u64 = 40 * 1024;
 /// Temperatures the demo sets when none are given, in °C (one per step).
 pub const DEMO_TEMPERATURES: &str = "21.5,22.25,23,24.5,26,27.75,29.5,27,25.25,23.5";
 
@@ -176,7 +180,7 @@ pub fn prepare_tests() -> Result<Vec<(&'static str, PathBuf)>, String> {
     ])
 }
 
-fn run_options(temperatures: Vec<i32>, echo: bool) -> Result<RunOptions, String> {
+fn run_options(temperatures: Vec<i32>, echo: bool, reset_after: Option<usize>) -> Result<RunOptions, String> {
     Ok(RunOptions {
         qemu: ensure_qemu()?,
         defmt_print: ensure_defmt_print()?,
@@ -187,6 +191,7 @@ fn run_options(temperatures: Vec<i32>, echo: bool) -> Result<RunOptions, String>
         echo,
         // The host's time: the demo shows the real date.
         epoch: None,
+        reset_after,
     })
 }
 
@@ -194,18 +199,27 @@ fn run_options(temperatures: Vec<i32>, echo: bool) -> Result<RunOptions, String>
 /// and runs it in QEMU with the TMP105, setting one temperature per step.
 pub fn demo(args: &[String]) -> Result<(), String> {
     let mut temperatures = DEMO_TEMPERATURES.to_string();
+    let mut reset_after = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--temperatures" => temperatures = it.next().ok_or("--temperatures needs a list, e.g. 21.5,30,-4.25")?.clone(),
+            "--reset-after" => {
+                let n = it.next().ok_or("--reset-after needs a step number, e.g. 4")?;
+                reset_after = Some(n.parse().map_err(|_| format!("--reset-after {n:?}: not a step number"))?);
+            }
             other => match other.strip_prefix("--temperatures=") {
                 Some(list) => temperatures = list.to_string(),
-                None => return Err(format!("unknown argument {other:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] [--host]")),
+                None => {
+                    return Err(format!(
+                        "unknown argument {other:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] [--reset-after N] [--host]"
+                    ))
+                }
             },
         }
     }
     let temperatures = qemu::parse_temperatures(&temperatures)?;
-    let opts = run_options(temperatures, true)?;
+    let opts = run_options(temperatures, true, reset_after)?;
     build(false)?;
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
     let result = qemu::run(&opts)?;
@@ -256,7 +270,7 @@ impl Sizes {
 
 /// Measures the release image: sections from the ELF, stack from a run.
 pub fn measure() -> Result<Sizes, String> {
-    let opts = run_options(qemu::parse_temperatures(DEMO_TEMPERATURES)?, false)?;
+    let opts = run_options(qemu::parse_temperatures(DEMO_TEMPERATURES)?, false, None)?;
     build(false)?;
     let sections = qemu::elf_sections(&elf())?;
     let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();

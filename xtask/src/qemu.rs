@@ -67,6 +67,9 @@ pub struct RunOptions {
     /// Start the board's wall clock at this Unix time (seconds) instead of
     /// the host's time: makes runs repeatable.
     pub epoch: Option<i64>,
+    /// Reset the MCU (`SCB::sys_reset`) after this step, once: the board
+    /// restores its session from its log and runs the rest (docs/reboot.md).
+    pub reset_after: Option<usize>,
 }
 
 /// What a run produced.
@@ -212,7 +215,8 @@ impl Qmp {
 static RUNS: AtomicU32 = AtomicU32::new(0);
 
 /// The QEMU command line (without the sockets' paths filled in by [`run`]).
-pub fn qemu_args(elf: &Path, sensor: bool, epoch: Option<i64>, qmp: &Path, uart: &Path) -> Vec<String> {
+pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
+    let (elf, sensor, epoch) = (&opts.elf, opts.sensor, opts.epoch);
     let mut args: Vec<String> =
         ["-machine", MACHINE, "-display", "none", "-monitor", "none", "-nodefaults", "-icount", "shift=7,sleep=off", "-S"]
             .iter()
@@ -221,7 +225,8 @@ pub fn qemu_args(elf: &Path, sensor: bool, epoch: Option<i64>, qmp: &Path, uart:
     // The program's name, so that QEMU does not fall back to the kernel's
     // path as the semihosting command line; then the optional start time.
     let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
-    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}")]);
+    let reset = opts.reset_after.map(|n| format!(",arg=reset-after={n}")).unwrap_or_default();
+    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset}")]);
     args.extend(["-chardev".into(), format!("socket,id=uart0,path={}", uart.display()), "-serial".into(), "chardev:uart0".into()]);
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
     if sensor {
@@ -243,7 +248,7 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let uart_listener = UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
 
     let mut qemu = Command::new(&opts.qemu)
-        .args(qemu_args(&opts.elf, opts.sensor, opts.epoch, &qmp_path, &uart_path))
+        .args(qemu_args(opts, &qmp_path, &uart_path))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
