@@ -520,6 +520,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.restored
     }
 
+    /// The clock the log set last: after [`restore`](Self::restore) of a
+    /// `step` item's clock, the time that step was decided at (a device's
+    /// transcript stamps the messages it restores with it). `None` when
+    /// the log has not set it, set it unknown, or advanced it from a clock
+    /// a compaction popped.
+    pub fn clock(&self) -> Option<Timestamp> {
+        self.said.clock.flatten()
+    }
+
     /// Writes the header that starts a new log (the log must be empty).
     ///
     /// # Errors
@@ -800,10 +809,6 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
         self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
         self.said.note(&event);
-        if let Event::SetClock(_) = event {
-            // Not read back: the context keeps no time.
-            self.said.clock = None;
-        }
         self.restored += 1;
         Ok(true)
     }
@@ -950,6 +955,39 @@ fn number_or<N: core::str::FromStr + Default>(object: Value<'_>, name: &'static 
     }
 }
 
+/// `2026-07-22T02:30:00Z` or `2026-07-22T02:30:00.250000Z`, as
+/// [`Rfc3339`](crate::wire::Rfc3339) writes it: years 1 to 9999, as
+/// strftime's `%Y` writes them (no leading zeros).
+fn read_rfc3339(text: &str) -> Option<Timestamp> {
+    let (date_time, micros) = match text.strip_suffix('Z')?.split_once('.') {
+        Some((dt, f)) if f.len() == 6 => (dt, digits(f)?),
+        Some(_) => return None,
+        None => (text.strip_suffix('Z')?, 0),
+    };
+    let (date, time) = date_time.split_once('T')?;
+    let (year, month_day) = date.split_once('-')?;
+    let two = |pair: &str, sep: char| -> Option<(u32, u32)> {
+        let (a, b) = pair.split_once(sep).filter(|(a, b)| a.len() == 2 && b.len() == 2)?;
+        Some((u32::try_from(digits(a)?).ok()?, u32::try_from(digits(b)?).ok()?))
+    };
+    let (month, day) = two(month_day, '-')?;
+    let (hour, minute_second) = time.split_once(':').filter(|(h, _)| h.len() == 2)?;
+    let (minute, second) = two(minute_second, ':')?;
+    let year = i32::try_from(digits(year).filter(|_| (1..=4).contains(&year.len()))?).ok()?;
+    let at = chrono::NaiveDate::from_ymd_opt(year, month, day)?.and_hms_micro_opt(
+        u32::try_from(digits(hour)?).ok()?,
+        minute,
+        second,
+        u32::try_from(micros).ok()?,
+    )?;
+    Some(Timestamp(at.and_utc().timestamp_micros()))
+}
+
+/// A run of ASCII digits (no sign, unlike `str::parse`).
+fn digits(text: &str) -> Option<i64> {
+    text.bytes().try_fold(0i64, |n, b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(i64::from(b - b'0')) } else { None })
+}
+
 fn read_header(value: Value<'_>) -> Result<(Header, u32), ItemError> {
     let config = field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
     let header = Header { version: number(value, "version")?, config: config.ok_or(ItemError::Field("config"))? };
@@ -1014,11 +1052,20 @@ fn read_event<'a: 'b, 'b>(
     let name = |scratch: &mut Scratch<'a>| scratch.text(value, "name");
     Ok(match key.raw() {
         "config" => Event::Config { agent_name: scratch.text(value, "agent_name")?, context_size: number(value, "context_size")? },
-        "set_clock" | "advance" => match value.kind() {
-            // Read by the desktop replay only: the context does not keep time.
-            Kind::String | Kind::Null | Kind::Number => Event::SetClock(None),
-            _ => return Err(ItemError::Field("set_clock")),
+        "set_clock" => match value.kind() {
+            Kind::Null => Event::SetClock(None),
+            _ => Event::SetClock(Some(value.as_str().and_then(|t| read_rfc3339(t.raw())).ok_or(ItemError::Field("set_clock"))?)),
         },
+        "advance" => {
+            let micros = match value.kind() {
+                Kind::Number => value.number_text().and_then(|t| t.parse::<i64>().ok()).and_then(|s| s.checked_mul(1_000_000)),
+                _ => value.as_str().and_then(|t| t.raw().strip_suffix("us")?.parse().ok()),
+            };
+            let micros = micros.ok_or(ItemError::Field("advance"))?;
+            // A compacted log's first live items may advance from a clock
+            // set in an item popped since: the time is unknown there.
+            Event::SetClock(said.clock.flatten().and_then(|then| Some(Timestamp(then.unix_micros().checked_add(micros)?))))
+        }
         "tasks" => Event::Tasks(read_tasks(value)?),
         "user" => Event::User { name: name(scratch)? },
         "message" => {
@@ -1282,6 +1329,11 @@ mod tests {
             assert_eq!(run_live(&mut restored, &mut journal, &ops[split..], &mut log), after, "split at {split}");
             assert!(before.iter().chain(&after).filter(|h| h.is_some()).count() >= 4);
             assert_eq!(state(&mut restored), state(&mut uninterrupted));
+            // The restore read the clock back, so the log goes on with the
+            // items an uninterrupted device writes (an `advance`, not a new
+            // `set_clock`).
+            assert_eq!(log, l, "split at {split}");
+            assert_eq!(journal.clock(), j.clock());
         }
     }
 
@@ -1309,6 +1361,47 @@ mod tests {
         assert_eq!(text[12], r##"{"#":12,"advance":60}"##);
         assert_eq!(text[13], r##"{"#":13,"step":{"tokens":7000,"hint":null}}"##);
         assert_eq!(text.len(), 14);
+    }
+
+    #[test]
+    fn the_clock_is_read_back_as_the_wire_writes_it() {
+        for micros in [0, 1, 250_000, 1_784_687_400_000_000, 1_784_687_400_123_456, -62_135_596_800_000_000, 253_402_300_799_999_999] {
+            let text = Rfc3339(Timestamp(micros)).to_string();
+            assert_eq!(read_rfc3339(&text), Some(Timestamp(micros)), "{text}");
+        }
+        for bad in [
+            "",
+            "Z",
+            "2026-07-22T02:30:00",
+            "2026-07-22 02:30:00Z",
+            "2026-07-22T02:30:00.25Z",
+            "2026-02-30T02:30:00Z",
+            "+026-07-22T02:30:00Z",
+            "12026-07-22T02:30:00Z",
+            "2026-7-22T02:30:00Z",
+            "2026-07-22T2:30:00Z",
+            "2026-07-22T24:00:00Z",
+        ] {
+            assert_eq!(read_rfc3339(bad), None, "{bad}");
+        }
+        // A restore follows the clock through `set_clock` and `advance`.
+        let engine = engine();
+        let mut live = Context::new(&engine, AGENT);
+        let (mut journal, mut log) = started(&live);
+        run_live(&mut live, &mut journal, &session(), &mut log);
+        let (_, restored) = restore(&engine, &log).unwrap();
+        assert!(restored.clock().is_some());
+        assert_eq!(restored.clock(), journal.clock());
+        // An `advance` with no clock before it: the time is unknown.
+        let mut said = Said::default();
+        let value = json::parse("60", 4).unwrap();
+        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+        let event = read_event(JsonStr::from_validated("advance"), value, &said, &mut Scratch { rest: &mut [] }, &mut blocks).unwrap();
+        assert!(matches!(event, Event::SetClock(None)));
+        said.clock = Some(Some(Timestamp(5)));
+        let value = json::parse("\"7us\"", 4).unwrap();
+        let event = read_event(JsonStr::from_validated("advance"), value, &said, &mut Scratch { rest: &mut [] }, &mut blocks).unwrap();
+        assert!(matches!(event, Event::SetClock(Some(Timestamp(12)))));
     }
 
     fn error_of(log: &[Vec<u8>]) -> LogError {

@@ -409,8 +409,9 @@ fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
     context: &mut Context<'_>,
     items: &mut [u8],
     scratch: &mut [u8],
+    stream: &mut Stream,
 ) -> usize {
-    match log.restore(journal, context, items, scratch) {
+    match log.restore(journal, context, items, scratch, |context, now| stream.stamp(context, now)) {
         Ok(steps) if journal.items() > 0 => {
             info!("restored {=u32} events", journal.restored_events());
             return steps;
@@ -420,6 +421,7 @@ fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
             warn!("the log is not restored, starting empty: {}", e);
             *context = Context::new(context.engine(), AGENT);
             *journal = Journal::new(context);
+            stream.forget();
             if !log.clear() {
                 error!("the log could not be erased");
             }
@@ -464,7 +466,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
     let mut hint_buf = [0u8; 1024];
     let mut items = [0u8; crate::log::MAX_ITEM];
     let mut journal = Journal::new(&context);
-    let first = resume(log, &mut journal, &mut context, &mut items, &mut hint_buf);
+    let first = resume(log, &mut journal, &mut context, &mut items, &mut hint_buf, &mut stream);
     stream.start(output);
     if first > 0 {
         pacer.resumed();

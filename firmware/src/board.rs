@@ -66,13 +66,17 @@ pub type Clock = EpochTickClock<fn() -> u64>;
 /// move a later uptime by a millisecond.
 pub fn wall_clock() -> Clock {
     let mut clock: Clock = clock::wall_clock(ticks as fn() -> u64);
+    // The epoch is the time at the counter's 0 (the boot), not at this
+    // read: the wall time is then always epoch + counter, also after a
+    // reset puts the counter back, however long the boot took.
+    let since_boot = |secs: i64| Timestamp::from_unix_micros(secs.saturating_mul(1_000_000).saturating_add(i64::from(uptime_ms()) * 1000));
     if let Some(secs) = epoch_argument() {
         defmt::info!("wall clock: epoch {=i64} from the command line", secs);
-        clock.set(Timestamp::from_unix_seconds(secs));
+        clock.set(since_boot(secs));
         return clock;
     }
     match semihosting::sys::arm_compat::sys_time() {
-        Ok(secs) => clock.set(Timestamp::from_unix_seconds(secs as i64)),
+        Ok(secs) => clock.set(since_boot(secs as i64)),
         Err(_) => defmt::warn!("SYS_TIME failed: the wall time stays unknown"),
     }
     clock
@@ -387,13 +391,17 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
     }
 
     fn after_step(&mut self, index: usize) {
+        // Read first: the counter an uninterrupted board goes on from. Read
+        // after the log line below it was a millisecond later (work is
+        // board time under `-icount`).
+        let millis = uptime_ms();
         let r = retained();
         if self.reset_after != Some(index) || unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
             return;
         }
         defmt::info!("resetting the MCU after step {=usize}", index);
         unsafe {
-            write_volatile(core::ptr::addr_of_mut!((*r).millis), uptime_ms());
+            write_volatile(core::ptr::addr_of_mut!((*r).millis), millis);
             write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
         }
         cortex_m::peripheral::SCB::sys_reset()
@@ -406,6 +414,10 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         let r = retained();
         if unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
             MILLIS.store(unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) }, Ordering::Relaxed);
+            // A whole millisecond before the next tick, so none falls between
+            // here and `pass_time` reading the counter (the uninterrupted
+            // board reads it right after the value saved at the reset).
+            self.syst.clear_current();
         }
     }
 }

@@ -7,6 +7,7 @@
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
 use envaware::journal::{Journal, LogError};
+use envaware::Timestamp;
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
 
@@ -119,7 +120,9 @@ impl<S: NorFlash> SessionLog<S> {
 
     /// Reads the log back into `context` (empty) through `journal`, in two
     /// passes (`Journal::check`, then `Journal::restore`). Returns how many
-    /// `step` items it held: the steps done before the reset.
+    /// `step` items it held: the steps done before the reset. `before_step`
+    /// sees the context and the log's clock just before each step item is
+    /// applied, as the live session's step saw them.
     ///
     /// # Errors
     ///
@@ -131,6 +134,7 @@ impl<S: NorFlash> SessionLog<S> {
         context: &mut Context<'_>,
         buf: &mut [u8],
         scratch: &mut [u8],
+        mut before_step: impl FnMut(&Context<'_>, Option<Timestamp>),
     ) -> Result<usize, RestoreError> {
         let mut steps = 0;
         for pass in 0..2 {
@@ -139,8 +143,12 @@ impl<S: NorFlash> SessionLog<S> {
                 if pass == 0 {
                     journal.check(&item).map_err(RestoreError::Item)?;
                 } else {
+                    let step = is_step(&item);
+                    if step {
+                        before_step(context, journal.clock());
+                    }
                     journal.restore(context, &item, scratch).map_err(RestoreError::Item)?;
-                    steps += usize::from(is_step(&item));
+                    steps += usize::from(step);
                 }
             }
         }

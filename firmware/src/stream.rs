@@ -218,6 +218,23 @@ impl Stream {
         );
     }
 
+    /// Stamps the messages `context` holds that this stream has not seen
+    /// with `stamp`, their `created_at`: the time of the step that first
+    /// decided on them. Also called for each step a restore reads back, so
+    /// that a restored session streams the times it streamed before.
+    pub fn stamp(&mut self, context: &Context<'_>, stamp: Option<Timestamp>) {
+        let newest = context.sequence(0).map_or(0, |s| s + 1);
+        while self.stamped < newest {
+            self.created[(self.stamped % MESSAGES as u64) as usize] = stamp.unwrap_or(Timestamp(0));
+            self.stamped += 1;
+        }
+    }
+
+    /// Forgets the stamps: the context starts again empty.
+    pub fn forget(&mut self) {
+        self.stamped = 0;
+    }
+
     /// What the step decides on: the whole context, the clock `now` and the
     /// plan. Messages seen for the first time are stamped with `stamp`.
     pub fn before_step(
@@ -228,11 +245,7 @@ impl Stream {
         now: Option<Timestamp>,
         tasks: TaskCounts,
     ) {
-        let newest = context.sequence(0).map_or(0, |s| s + 1);
-        while self.stamped < newest {
-            self.created[(self.stamped % MESSAGES as u64) as usize] = stamp.unwrap_or(Timestamp(0));
-            self.stamped += 1;
-        }
+        self.stamp(context, stamp);
         self.buf[..14].copy_from_slice(b"{\"context\":[]}");
         self.print(out, 14);
         for index in (0..context.len()).rev() {
