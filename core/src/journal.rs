@@ -71,7 +71,7 @@ use core::fmt;
 use core::hash::{Hash as _, Hasher as _};
 
 use heapless::Deque;
-use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 use siphasher::sip::SipHasher13;
 
 use crate::clock::Timestamp;
@@ -239,6 +239,10 @@ pub enum Event<'a> {
         /// Messages kept.
         keep: usize,
     },
+    /// `read`: the live fields' values at a step, where they changed
+    /// since the log said them last (written by [`Journal::step`]: the
+    /// desktop replay decides with them; a restore applies nothing).
+    Read(Readings<'a>),
     /// `step`: a step, and the hint it appended ([`AgentContext::append_hint`]).
     Step {
         /// The step's iteration in its reply.
@@ -267,8 +271,75 @@ impl Event<'_> {
             Event::ToolResult { .. } => "tool_result",
             Event::Reply => "reply",
             Event::Compress { .. } => "compress",
+            Event::Read(_) => "read",
             Event::Step { .. } => "step",
         }
+    }
+}
+
+/// A step's live values in a [`Event::Read`]: the fields as the step
+/// left them (those read for it), and a hash of them, by which the log
+/// writes them again only when they changed.
+#[derive(Clone, Copy)]
+pub struct Readings<'a> {
+    /// `None` when read back from a log (a restore needs only the hash).
+    fields: Option<&'a dyn LiveFields>,
+    hash: u64,
+}
+
+impl fmt::Debug for Readings<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Readings").field("hash", &self.hash).finish_non_exhaustive()
+    }
+}
+
+impl<'a> Readings<'a> {
+    fn of(fields: &'a dyn LiveFields) -> Self {
+        let mut hasher = SipHasher13::new();
+        for (name, value) in (0..fields.len()).filter_map(|i| fields.field(i)) {
+            hash_code_points(&mut hasher, name.chars().map(u32::from));
+            hash_code_points(&mut hasher, value.chars().map(u32::from));
+        }
+        Readings { fields: Some(fields), hash: hasher.finish() }
+    }
+
+    /// The hash of a `read` item's value, as [`of`](Self::of) hashes the
+    /// fields that wrote it (strings decoded; `null` is unavailable).
+    fn read(value: Value<'_>) -> Result<Self, ItemError> {
+        if value.kind() != Kind::Object {
+            return Err(ItemError::Field("read"));
+        }
+        let mut hasher = SipHasher13::new();
+        for (name, reading) in value.members() {
+            hash_code_points(&mut hasher, name.code_points());
+            match (reading.kind(), reading.as_str()) {
+                (_, Some(text)) => hash_code_points(&mut hasher, text.code_points()),
+                (Kind::Null, _) => hash_code_points(&mut hasher, crate::UNAVAILABLE.chars().map(u32::from)),
+                _ => return Err(ItemError::Field("read")),
+            }
+        }
+        Ok(Readings { fields: None, hash: hasher.finish() })
+    }
+}
+
+/// One text into a readings hash, closed by a value no code point has.
+fn hash_code_points(h: &mut SipHasher13, text: impl Iterator<Item = u32>) {
+    for c in text {
+        h.write_u32(c);
+    }
+    h.write_u32(u32::MAX);
+}
+
+/// `L` behind a sized reference, so that a step's fields, of any type,
+/// can be an `&dyn LiveFields` in its `read` item.
+struct Live<'a, L: ?Sized>(&'a L);
+
+impl<L: LiveFields + ?Sized> LiveFields for Live<'_, L> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        self.0.field(i)
     }
 }
 
@@ -459,6 +530,8 @@ struct Said {
     tasks: Option<TaskCounts>,
     clock: Option<Option<Timestamp>>,
     tokens: Option<i64>,
+    /// The hash of the live values said last.
+    readings: Option<u64>,
     /// The replay's default `cur_iter` for the next step: 0 after a user
     /// message or a `reply`, one more than the last step's otherwise.
     iter: Option<u64>,
@@ -479,6 +552,7 @@ impl Said {
             Event::Config { context_size, .. } => self.config = Some(context_size),
             Event::Tasks(counts) => self.tasks = Some(counts),
             Event::SetClock(now) => self.clock = Some(now),
+            Event::Read(readings) => self.readings = Some(readings.hash),
             Event::User { .. } | Event::Reply => self.iter = Some(0),
             Event::Step { cur_iter, tokens, .. } => {
                 self.iter = Some(cur_iter.saturating_add(1));
@@ -624,7 +698,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 context.compress(keep);
                 0
             }
-            Event::Step { hint: None, .. } | Event::Config { .. } | Event::Tasks(_) | Event::SetClock(_) | Event::Log { .. } => 0,
+            Event::Step { hint: None, .. }
+            | Event::Config { .. }
+            | Event::Tasks(_)
+            | Event::SetClock(_)
+            | Event::Read(_)
+            | Event::Log { .. } => 0,
         };
         if context.sequence(0).is_some() && context.sequence(0) != newest {
             if self.created.is_full() {
@@ -693,6 +772,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let engine = *context.engine();
         let decision = context.decide_with_readings(step, now, engine.read_watched(live));
         let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
+        let fields = Live(&*live);
+        let readings = Readings::of(&fields);
+        if live.len() > 0 && self.said.readings != Some(readings.hash) {
+            self.logged(context, &Event::Read(readings), items_out, &mut items)?;
+        }
         let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
         self.logged(context, &event, items_out, &mut items)?;
         Ok((outcome, items))
@@ -886,6 +970,14 @@ impl Serialize for EventOut<'_> {
             }
             Event::Reply => s.serialize_none(),
             Event::Compress { keep } => s.serialize_u64(keep as u64),
+            Event::Read(Readings { fields, .. }) => {
+                let fields = fields.unwrap_or(&());
+                let mut m = s.serialize_map(Some(fields.len()))?;
+                for (name, value) in (0..fields.len()).filter_map(|i| fields.field(i)) {
+                    m.serialize_entry(name, value)?;
+                }
+                m.end()
+            }
             // What the replay would assume is left out.
             Event::Step { cur_iter, tokens, hint } => {
                 let mut m = s.serialize_struct("Step", 3)?;
@@ -1081,6 +1173,7 @@ fn read_event<'a: 'b, 'b>(
         }
         "reply" => Event::Reply,
         "compress" => Event::Compress { keep: value.number_text().and_then(|t| t.parse().ok()).ok_or(ItemError::Field("compress"))? },
+        "read" => Event::Read(Readings::read(value)?),
         "step" => {
             let hint = match field(value, "hint")?.kind() {
                 Kind::Null => None,
@@ -1402,6 +1495,63 @@ mod tests {
         let value = json::parse("\"7us\"", 4).unwrap();
         let event = read_event(JsonStr::from_validated("advance"), value, &said, &mut Scratch { rest: &mut [] }, &mut blocks).unwrap();
         assert!(matches!(event, Event::SetClock(Some(Timestamp(12)))));
+    }
+
+    /// One live field, as a device's sensor.
+    struct Thermometer(String);
+
+    impl LiveFields for Thermometer {
+        fn len(&self) -> usize {
+            1
+        }
+        fn field(&self, i: usize) -> Option<(&str, &str)> {
+            (i == 0).then_some(("temperature", self.0.as_str()))
+        }
+    }
+
+    /// Steps a minute apart at these temperatures, through `journal`.
+    fn steps_at(context: &mut Context<'_>, journal: &mut Journal<6>, from: i64, temperatures: &[&str], log: &mut Vec<Vec<u8>>) {
+        let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+        for (i, t) in temperatures.iter().enumerate() {
+            let minutes = from + i as i64;
+            let mut live = Thermometer(t.to_string());
+            let (_, items) = journal.step(context, &step(minutes as u64, 1, 100), now(minutes), &mut live, &mut hint, &mut buf).unwrap();
+            log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+        }
+    }
+
+    #[test]
+    fn live_values_are_logged_where_they_changed_and_survive_a_restore() {
+        let engine = engine();
+        let mut live = Context::new(&engine, AGENT);
+        let (mut journal, mut log) = started(&live);
+        live.user("operator").unwrap();
+        steps_at(&mut live, &mut journal, 0, &["21.5 °C", "21.5 °C", "22 \"C\"", "22 \"C\""], &mut log);
+        let text: Vec<String> = log.iter().map(|i| String::from_utf8(i.clone()).unwrap()).collect();
+        let reads: Vec<&String> = text.iter().filter(|t| t.contains("\"read\":")).collect();
+        assert_eq!(reads.len(), 2, "{text:#?}");
+        assert!(reads[0].ends_with(r#""read":{"temperature":"21.5 °C"}}"#), "{}", reads[0]);
+        assert!(reads[1].ends_with(r#""read":{"temperature":"22 \"C\""}}"#), "{}", reads[1]);
+        // Each `read` is the item just before its step's.
+        for (i, _) in text.iter().enumerate().filter(|(_, t)| t.contains("\"read\":")) {
+            assert!(text[i + 1].contains("\"step\":"), "{}", text[i + 1]);
+        }
+        // A restore knows what the log said last: the same temperature is
+        // not written again, a new one is, as without the reset.
+        let (mut restored, mut restored_journal) = restore(&engine, &log).unwrap();
+        let mut continued = log.clone();
+        steps_at(&mut restored, &mut restored_journal, 4, &["22 \"C\"", "23 °C"], &mut continued);
+        steps_at(&mut live, &mut journal, 4, &["22 \"C\"", "23 °C"], &mut log);
+        assert_eq!(continued, log);
+        assert_eq!(log.iter().filter(|i| i.windows(7).any(|w| w == b"\"read\":")).count(), 3);
+        // A `read` that is not an object of texts is refused, naming it.
+        let index = text.iter().position(|t| t.contains("\"read\":")).unwrap();
+        for bad in ["5", r#"{"temperature":5}"#] {
+            let mut damaged = log.clone();
+            damaged[index] = format!("{{\"#\":{index},\"read\":{bad}}}").into_bytes();
+            let e = error_of(&damaged);
+            assert_eq!((e.index as usize, e.kind), (index, ItemError::Field("read")), "{bad}");
+        }
     }
 
     fn error_of(log: &[Vec<u8>]) -> LogError {

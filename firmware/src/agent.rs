@@ -75,7 +75,8 @@ pub type Context<'a> = AgentContext<'a, 16, 48, 4096>;
 pub trait Pacer {
     /// Called before each step (a host handshake under QEMU).
     fn before_step(&mut self, index: usize);
-    /// Lets `ms` milliseconds of the board's time pass.
+    /// Lets the board's time pass until `ms` milliseconds after the last
+    /// step was due (at once if that is past).
     fn pass_time(&mut self, ms: u32);
     /// Called once after the last step.
     fn finished(&mut self);
@@ -163,7 +164,7 @@ pub enum Event {
 pub struct ScriptStep {
     /// What happens, for the log.
     pub note: &'static str,
-    /// Board time that passes before the step, in milliseconds.
+    /// When the step is due, in milliseconds after the step before was due.
     pub wait_ms: u32,
     /// What enters the context before the step.
     pub events: &'static [Event],

@@ -117,6 +117,8 @@ struct Retained {
     reset_done: u32,
     /// The millisecond counter at the reset, put back when the session resumes.
     millis: u32,
+    /// The pacer's schedule at the reset ([`Uart0Pacer`]'s `due`).
+    due: u32,
     log: [u8; LOG_BYTES],
 }
 
@@ -333,6 +335,8 @@ pub struct Uart0Pacer {
     /// `reset-after=N` on the semihosting command line: reset the MCU
     /// (`SCB::sys_reset`) after step N, once.
     reset_after: Option<usize>,
+    /// When the last step was due, on the millisecond counter.
+    due: u32,
 }
 
 impl core::fmt::Debug for Uart0Pacer {
@@ -345,7 +349,7 @@ impl Uart0Pacer {
     fn new(syst: SYST) -> Self {
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
-        Uart0Pacer { syst, reset_after: argument(b"reset-after=") }
+        Uart0Pacer { syst, reset_after: argument(b"reset-after="), due: 0 }
     }
 
     fn put(&mut self, byte: u8) {
@@ -379,8 +383,11 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
     }
 
     fn pass_time(&mut self, ms: u32) {
-        let start = uptime_ms();
-        while uptime_ms().wrapping_sub(start) < ms {
+        // On a schedule: `ms` after the last step was due, not after its
+        // work ended, so a step's time does not depend on how long the
+        // steps before it took (a restored board does a little more).
+        self.due = self.due.wrapping_add(ms);
+        while (uptime_ms().wrapping_sub(self.due) as i32) < 0 {
             // With `-icount …,sleep=off` QEMU jumps straight to the next tick.
             cortex_m::asm::wfi();
         }
@@ -402,6 +409,7 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         defmt::info!("resetting the MCU after step {=usize}", index);
         unsafe {
             write_volatile(core::ptr::addr_of_mut!((*r).millis), millis);
+            write_volatile(core::ptr::addr_of_mut!((*r).due), self.due);
             write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
         }
         cortex_m::peripheral::SCB::sys_reset()
@@ -414,6 +422,7 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         let r = retained();
         if unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
             MILLIS.store(unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) }, Ordering::Relaxed);
+            self.due = unsafe { read_volatile(core::ptr::addr_of!((*r).due)) };
             // A whole millisecond before the next tick, so none falls between
             // here and `pass_time` reading the counter (the uninterrupted
             // board reads it right after the value saved at the reset).
@@ -450,6 +459,23 @@ impl Board {
 }
 
 // ---------------------------------------------------------------- exit, faults, stack
+
+/// The host file the log's region is dumped to when the command line
+/// says `dump-log=1` (QEMU's working directory; `cargo xtask demo` and the
+/// tests read it: `envaware-sim replay --flash` reads such an image).
+const LOG_DUMP: &core::ffi::CStr = c"envaware-flash-log.bin";
+
+/// Writes `region`, the log's "flash" byte for byte, to the host over
+/// semihosting, when the command line asks for it.
+pub fn dump_log(region: &[u8]) {
+    if argument::<u8>(b"dump-log=") != Some(1) {
+        return;
+    }
+    match semihosting::fs::write(LOG_DUMP, region) {
+        Ok(()) => defmt::info!("the log's region ({=usize} bytes) is saved to {=str}", region.len(), LOG_DUMP.to_str().unwrap_or("?")),
+        Err(_) => defmt::warn!("the log's region could not be saved to the host"),
+    }
+}
 
 /// Ends the QEMU run with `code` (semihosting `SYS_EXIT_EXTENDED`).
 pub fn exit(code: i32) -> ! {

@@ -108,6 +108,11 @@ impl<S: NorFlash> SessionLog<S> {
         SessionLog { queue: QueueStorage::new(flash, QueueConfig::new(0..end), Cache::new_uncached()) }
     }
 
+    /// The flash under the log (the board dumps its bytes for the desktop).
+    pub fn flash(&mut self) -> &mut S {
+        self.queue.flash()
+    }
+
     /// Appends one item; `false` when the log refused it (full, or damaged).
     pub fn append(&mut self, item: &[u8]) -> bool {
         block_on(self.queue.push(item, false)).is_ok()

@@ -44,6 +44,7 @@ fn main() -> ! {
         summary.max_read
     );
     defmt::info!("stack high-water mark: {=u32} bytes", board::stack_high_water());
+    board::dump_log(log.flash().0);
     board::exit(0)
 }
 

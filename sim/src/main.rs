@@ -318,6 +318,11 @@ struct ReplayArgs {
     /// against the full scan within a budget of reads per step.
     #[arg(long)]
     full_scan: bool,
+    /// The file is a raw image of a device's log region (the firmware's
+    /// sequential-storage queue: 1 KiB pages of 4-byte words, as `cargo
+    /// xtask demo` saves it): its items are replayed as a session log.
+    #[arg(long)]
+    flash: bool,
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -335,6 +340,12 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
     };
     if let Err(e) = read {
         return fail(format!("cannot read the trace: {e}"), 2);
+    }
+    if args.flash {
+        match replay::flash::log_lines(&bytes) {
+            Ok(lines) => bytes = lines.into_bytes(),
+            Err(e) => return fail(e.to_string(), 1),
+        }
     }
     // Bytes that are not UTF-8 end the trace at their line, as an invalid
     // event does: the lines before it are replayed.

@@ -107,3 +107,93 @@ fn a_hint_the_replay_would_not_decide_is_an_error_naming_the_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("line {}: the device appended", line + 1)), "{err}");
 }
+
+/// A NOR flash of 4-byte words and 1 KiB pages over RAM, as the firmware's
+/// `RamFlash` (an erase sets `0xFF`, a write only clears bits).
+struct RamFlash(Vec<u8>);
+
+mod flash {
+    use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, NorFlashErrorKind, ReadNorFlash};
+
+    impl ErrorType for super::RamFlash {
+        type Error = NorFlashErrorKind;
+    }
+
+    impl ReadNorFlash for super::RamFlash {
+        const READ_SIZE: usize = 4;
+        async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Self::Error> {
+            let at = offset as usize;
+            bytes.copy_from_slice(self.0.get(at..at + bytes.len()).ok_or(NorFlashErrorKind::OutOfBounds)?);
+            Ok(())
+        }
+        fn capacity(&self) -> usize {
+            self.0.len()
+        }
+    }
+
+    impl NorFlash for super::RamFlash {
+        const WRITE_SIZE: usize = 4;
+        const ERASE_SIZE: usize = 1024;
+        async fn erase(&mut self, from: u32, to: u32) -> Result<(), Self::Error> {
+            self.0.get_mut(from as usize..to as usize).ok_or(NorFlashErrorKind::OutOfBounds)?.fill(0xFF);
+            Ok(())
+        }
+        async fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Self::Error> {
+            let at = offset as usize;
+            for (cell, b) in self.0.get_mut(at..at + bytes.len()).ok_or(NorFlashErrorKind::OutOfBounds)?.iter_mut().zip(bytes) {
+                *cell &= b;
+            }
+            Ok(())
+        }
+    }
+
+    impl MultiwriteNorFlash for super::RamFlash {}
+}
+
+/// `log` pushed into sequential-storage's queue over a `pages`-KiB region,
+/// as the firmware keeps it; the region's bytes.
+fn flash_image(log: &[Vec<u8>], pages: usize) -> Vec<u8> {
+    use sequential_storage::cache::Cache;
+    use sequential_storage::queue::{QueueConfig, QueueStorage};
+    let end = (pages * 1024) as u32;
+    let mut queue = QueueStorage::new(RamFlash(vec![0xFF; pages * 1024]), QueueConfig::new(0..end), Cache::new_uncached());
+    for item in log {
+        embassy_futures::block_on(queue.push(item, false)).expect("the region holds the log");
+    }
+    queue.flash().0.clone()
+}
+
+/// issue 21: `replay --flash` reads the log from a raw image of the
+/// device's region, as `cargo xtask demo` saves it.
+#[test]
+fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
+    let (log, hints) = device_session(None);
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-flash.bin");
+    std::fs::write(&path, flash_image(&log, 32)).unwrap();
+    let out = Command::new(SIM).args(["replay", "--json", "--flash", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(printed_hints(&out), hints);
+    assert!(hints.iter().flatten().count() >= 10);
+
+    // A region that is not whole pages, and one whose queue is damaged.
+    std::fs::write(&path, vec![0xFF; 1000]).unwrap();
+    let out = Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a flash image of 1000 bytes: expected a whole number of 1024-byte pages"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A flipped byte in item 5: its CRC fails, the queue skips it, and
+    // the numbers show the gap.
+    let mut damaged = flash_image(&log, 32);
+    let at = damaged.windows(7).position(|w| w == b"{\"#\":5,").unwrap() + 8;
+    damaged[at] ^= 0x01;
+    std::fs::write(&path, &damaged).unwrap();
+    let out = Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the flash image's item 5 is numbered 6, not 5: an item before it is lost"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -234,11 +234,26 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         trace.display()
     );
     crate::run("build envaware-sim", crate::cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    save_flash_log(&result)?;
     crate::timeline(&trace, &crate::root().join("target/demo/firmware-timeline.svg"))?;
     match result.status {
         Some(0) if result.finished => Ok(()),
         status => Err(format!("the firmware did not finish cleanly (exit status {status:?})")),
     }
+}
+
+/// Saves the log's region the board dumped (`target/demo/flash-log.bin`)
+/// and replays it on the desktop, as a user would.
+fn save_flash_log(result: &qemu::RunResult) -> Result<(), String> {
+    let Some(image) = &result.flash_log else {
+        return Err("the board did not dump its log's region (no envaware-flash-log.bin)".into());
+    };
+    let path = crate::root().join("target/demo/flash-log.bin");
+    std::fs::create_dir_all(crate::root().join("target/demo")).map_err(|e| format!("target/demo: {e}"))?;
+    std::fs::write(&path, image).map_err(|e| format!("{}: {e}", path.display()))?;
+    eprintln!("==> the session log from the board's flash ({} bytes): {}", image.len(), path.display());
+    eprintln!("    replay it: cargo run -p envaware-sim -- replay --flash {} --config firmware/session-config.json", path.display());
+    Ok(())
 }
 
 /// The release image's sizes, and the peak stack measured in one run.

@@ -87,7 +87,14 @@ pub struct RunResult {
     pub steps: usize,
     /// Whether the firmware signalled the end of its script (`.`) before exiting.
     pub finished: bool,
+    /// The session log's region as the board dumped it at the end
+    /// (`dump-log=1`), if it did: the raw bytes of its "flash".
+    pub flash_log: Option<Vec<u8>>,
 }
+
+/// The file the firmware dumps its log's region to, in QEMU's working
+/// directory (`firmware/src/board.rs`, `LOG_DUMP`).
+const LOG_DUMP: &str = "envaware-flash-log.bin";
 
 /// Parses `21.5,30,-4.25` into milli-°C.
 pub fn parse_temperatures(text: &str) -> Result<Vec<i32>, String> {
@@ -226,7 +233,8 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
     // path as the semihosting command line; then the optional start time.
     let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
     let reset = opts.reset_after.map(|n| format!(",arg=reset-after={n}")).unwrap_or_default();
-    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset}")]);
+    // The board dumps its log's region at the end (read back by `run`).
+    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset},arg=dump-log=1")]);
     args.extend(["-chardev".into(), format!("socket,id=uart0,path={}", uart.display()), "-serial".into(), "chardev:uart0".into()]);
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
     if sensor {
@@ -247,8 +255,11 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let qmp_listener = UnixListener::bind(&qmp_path).map_err(|e| format!("{}: {e}", qmp_path.display()))?;
     let uart_listener = UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
 
+    // QEMU runs in the run's directory, where the board's log dump lands.
+    let elf = std::path::absolute(&opts.elf).map_err(|e| format!("{}: {e}", opts.elf.display()))?;
     let mut qemu = Command::new(&opts.qemu)
-        .args(qemu_args(opts, &qmp_path, &uart_path))
+        .args(qemu_args(&RunOptions { elf, ..opts.clone() }, &qmp_path, &uart_path))
+        .current_dir(&dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -339,7 +350,8 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
         Err(e) => return Err(format!("{e}\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}")),
     };
     let status = status.ok_or_else(|| format!("QEMU did not exit in time\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"))?;
-    Ok(RunResult { status: status.code(), log, stderr, set_per_step, steps, finished })
+    let flash_log = std::fs::read(dir.join(LOG_DUMP)).ok();
+    Ok(RunResult { status: status.code(), log, stderr, set_per_step, steps, finished, flash_log })
 }
 
 /// The allocated sections of a 32-bit little-endian ELF, as `(name, size)`.

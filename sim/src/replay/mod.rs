@@ -51,6 +51,7 @@ use serde_json::{Map, Value};
 mod context;
 mod decide;
 mod event;
+pub mod flash;
 mod lines;
 mod session;
 
