@@ -97,7 +97,7 @@ impl NorFlash for Image<'_> {
 /// An image of the wrong size, a queue that cannot be read, an item that
 /// is not UTF-8.
 pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
-    if image.len() % PAGE != 0 || image.len() < 2 * PAGE {
+    if !image.len().is_multiple_of(PAGE) || image.len() < 2 * PAGE {
         return Err(FlashError::Size(image.len()));
     }
     let end = u32::try_from(image.len()).map_err(|_| FlashError::Size(image.len()))?;
