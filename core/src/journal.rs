@@ -185,6 +185,9 @@ pub enum Event<'a> {
         /// The agent whose context it is (a replay reads its name here, before
         /// the first step's `config`).
         agent: &'a str,
+        /// Steps the session took before this header (written when not 0):
+        /// a compacted log still knows how far its session went.
+        steps: u64,
     },
     /// `config`: the agent and the context window its steps had, where it
     /// changed (the desktop replay reads it).
@@ -520,6 +523,8 @@ pub struct Journal<const MESSAGES: usize> {
     checked: u32,
     last_header: Option<(u32, u32)>,
     restored: u32,
+    /// Steps the session took, across compactions.
+    steps: u64,
 }
 
 /// What the log last said, as the replay keeps it: `None` where it is
@@ -576,6 +581,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             checked: 0,
             last_header: None,
             restored: 0,
+            steps: 0,
         }
     }
 
@@ -592,6 +598,14 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// Events applied by [`restore`](Self::restore) (headers not counted).
     pub fn restored_events(&self) -> u32 {
         self.restored
+    }
+
+    /// Steps the session took: those [`step`](Self::step) logged, or
+    /// [`restore`](Self::restore) read back, also those a compaction popped
+    /// (each header says how many came before it). A device resuming a
+    /// script goes on from here.
+    pub fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// The clock the log set last: after [`restore`](Self::restore) of a
@@ -613,7 +627,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name() }, out)
+        self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name(), steps: self.steps }, out)
     }
 
     /// Writes `event` as the next item. The log says again, after a header,
@@ -625,6 +639,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.next = self.next.wrapping_add(1);
         self.items = self.items.saturating_add(1);
         self.said.note(event);
+        self.steps += u64::from(matches!(event, Event::Step { .. }));
         Ok(n)
     }
 
@@ -814,7 +829,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
         let live = self.items - self.dead_items();
-        self.write(&Event::Log { header: self.header, live, agent: context.agent_name() }, out)
+        self.write(&Event::Log { header: self.header, live, agent: context.agent_name(), steps: self.steps }, out)
     }
 
     /// `count` items were popped from the front of the log.
@@ -841,7 +856,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             return Err(error(ItemError::Gap { expected: self.next, found: n }));
         }
         if key.eq_str("log") {
-            let (header, live) = read_header(value).map_err(error)?;
+            let (header, live, _) = read_header(value).map_err(error)?;
             if header.version != VERSION {
                 return Err(error(ItemError::Version { found: header.version }));
             }
@@ -884,6 +899,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let (n, key, value) = read_item(item).map_err(error)?;
         self.items += 1;
         self.next = n.wrapping_add(1);
+        if key.eq_str("log") {
+            // The steps before it, popped or not, are in its count.
+            self.steps = read_header(value).map_err(error)?.2;
+        }
         if index < needed_from || key.eq_str("log") {
             self.said = Said::default();
             return Ok(false);
@@ -893,6 +912,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
         self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
         self.said.note(&event);
+        self.steps += u64::from(matches!(event, Event::Step { .. }));
         self.restored += 1;
         Ok(true)
     }
@@ -920,12 +940,15 @@ struct EventOut<'e>(&'e Event<'e>, &'e Said);
 impl Serialize for EventOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self.0 {
-            Event::Log { header, live, agent } => {
-                let mut m = s.serialize_struct("Log", 4)?;
+            Event::Log { header, live, agent, steps } => {
+                let mut m = s.serialize_struct("Log", 5)?;
                 m.serialize_field("version", &header.version)?;
                 m.serialize_field("config", &Hex(header.config))?;
                 m.serialize_field("live", &live)?;
                 m.serialize_field("agent", agent)?;
+                if steps > 0 {
+                    m.serialize_field("steps", &steps)?;
+                }
                 m.end()
             }
             Event::Config { agent_name, context_size } => {
@@ -1080,10 +1103,11 @@ fn digits(text: &str) -> Option<i64> {
     text.bytes().try_fold(0i64, |n, b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(i64::from(b - b'0')) } else { None })
 }
 
-fn read_header(value: Value<'_>) -> Result<(Header, u32), ItemError> {
+/// A header's version and configuration, its `live` items and `steps`.
+fn read_header(value: Value<'_>) -> Result<(Header, u32, u64), ItemError> {
     let config = field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
     let header = Header { version: number(value, "version")?, config: config.ok_or(ItemError::Field("config"))? };
-    Ok((header, number(value, "live")?))
+    Ok((header, number(value, "live")?, number_or(value, "steps", None)?))
 }
 
 /// Where an item's strings with escapes are decoded.
@@ -1652,7 +1676,7 @@ mod tests {
         assert_eq!(e, RecordError::Step(StepError::Store(StoreError::TooMuchText { needed: 2000, capacity: 1024 })));
         let e = journal.step(&mut live, &step(0, 1, 0), now(0), &mut (), &mut [0u8; 8], &mut [0u8; 1024]).unwrap_err();
         assert!(matches!(e, RecordError::Step(StepError::HintTooLong(_))), "{e}");
-        let header = Event::Log { header: journal.header(), live: 0, agent: AGENT };
+        let header = Event::Log { header: journal.header(), live: 0, agent: AGENT, steps: 0 };
         assert_eq!(journal.record(&mut live, &header, &mut [0u8; 128]).unwrap_err(), RecordError::NotRecordable);
         assert_eq!((state(&mut live), journal.items()), before);
         // The next item follows the last one written.
@@ -1684,6 +1708,9 @@ mod tests {
             for popped in 0..=dead {
                 let (mut restored, mut rj) = restore(&engine, &log[popped..]).unwrap();
                 assert_eq!(restored.store().len(), live.store().len(), "split {split}, popped {popped}");
+                // However many items were popped, the session's steps are known.
+                assert_eq!(rj.steps(), journal.steps(), "split {split}, popped {popped}");
+                assert!(rj.steps() >= 1);
                 for i in 0..live.len() {
                     assert_eq!(format!("{:?}", restored.newest(i)), format!("{:?}", live.newest(i)));
                 }

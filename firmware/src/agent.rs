@@ -399,6 +399,8 @@ pub struct Summary {
     pub evicted: u32,
     /// The most messages one decision read.
     pub max_read: usize,
+    /// Times the session log was compacted (its region filled).
+    pub compactions: u32,
 }
 
 /// Reads the log back into `context` (see [`crate::log`]) and returns the
@@ -442,7 +444,7 @@ fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
 ///
 /// The session is logged in `log` ([`crate::log`]); a session found there
 /// (after a reset) is restored and goes on from the step after its last.
-pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor_flash::NorFlash>(
+pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor_flash::MultiwriteNorFlash>(
     i2c: I,
     clock: &mut K,
     pacer: &mut P,
@@ -450,7 +452,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
     uptime_ms: impl Fn() -> u32,
     log: &mut SessionLog<S>,
 ) -> Summary {
-    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0 };
+    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0, compactions: 0 };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
         Err(e) => {
@@ -483,6 +485,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
                 Event::Agent(blocks) => JournalEvent::Assistant(blocks),
                 Event::Compress { keep } => JournalEvent::Compress { keep },
             };
+            summary.compactions += make_room(log, &mut journal, &context, &mut items);
             match journal.record(&mut context, &logged, &mut items) {
                 Ok(written) => append(log, &written, &items),
                 Err(e) => error!("not recorded: {}", e),
@@ -497,6 +500,7 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
         let now = clock.now();
         stream.before_step(output, &context, now, now, s.tasks);
         // The watched temperature is read at every step, before deciding.
+        summary.compactions += make_room(log, &mut journal, &context, &mut items);
         match journal.step(&mut context, &step, now, &mut live, &mut hint_buf, &mut items) {
             Ok((outcome, written)) => {
                 append(log, &written, &items);
@@ -528,6 +532,26 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
     summary.failures = live.failures;
     summary.evicted = context.store().evicted_total();
     summary
+}
+
+/// Compacts the log if its region fills; 1 when it did.
+fn make_room<S: embedded_storage_async::nor_flash::MultiwriteNorFlash>(
+    log: &mut SessionLog<S>,
+    journal: &mut Journal<16>,
+    context: &Context<'_>,
+    buf: &mut [u8],
+) -> u32 {
+    match log.make_room(journal, context, buf) {
+        Ok(0) => 0,
+        Ok(popped) => {
+            info!("the log is compacted: {=u32} items popped (the context holds none of their messages)", popped);
+            1
+        }
+        Err(e) => {
+            error!("the log could not be compacted: {}", e);
+            0
+        }
+    }
 }
 
 /// Appends the items one record or step wrote.

@@ -71,6 +71,11 @@ impl MultiwriteNorFlash for RamFlash<'_> {}
 /// The longest item read back.
 pub const MAX_ITEM: usize = 1024;
 
+/// What the log keeps free before each event or step: two pages, so that
+/// a compaction's header and one step's items (which may straddle a page)
+/// fit after it.
+pub const RESERVE: u32 = 2 * 1024;
+
 /// The log: sequential-storage's queue over `S`.
 pub struct SessionLog<S: NorFlash> {
     queue: QueueStorage<S, Cache<Uncached, Uncached, Uncached>>,
@@ -124,8 +129,9 @@ impl<S: NorFlash> SessionLog<S> {
     }
 
     /// Reads the log back into `context` (empty) through `journal`, in two
-    /// passes (`Journal::check`, then `Journal::restore`). Returns how many
-    /// `step` items it held: the steps done before the reset. `before_step`
+    /// passes (`Journal::check`, then `Journal::restore`). Returns the
+    /// steps the session took before the reset (`Journal::steps`: also
+    /// those a compaction popped). `before_step`
     /// sees the context and the log's clock just before each step item is
     /// applied, as the live session's step saw them.
     ///
@@ -141,23 +147,49 @@ impl<S: NorFlash> SessionLog<S> {
         scratch: &mut [u8],
         mut before_step: impl FnMut(&Context<'_>, Option<Timestamp>),
     ) -> Result<usize, RestoreError> {
-        let mut steps = 0;
         for pass in 0..2 {
             let mut items = block_on(self.queue.iter()).map_err(|_| RestoreError::Storage)?;
             while let Some(item) = block_on(items.next(buf)).map_err(|_| RestoreError::Storage)? {
                 if pass == 0 {
                     journal.check(&item).map_err(RestoreError::Item)?;
                 } else {
-                    let step = is_step(&item);
-                    if step {
+                    if is_step(&item) {
                         before_step(context, journal.clock());
                     }
                     journal.restore(context, &item, scratch).map_err(RestoreError::Item)?;
-                    steps += usize::from(step);
                 }
             }
         }
-        Ok(steps)
+        Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
+    }
+}
+
+// Popping rewrites an item's header: a NOR flash whose words can be
+// written again (bits only cleared).
+impl<S: MultiwriteNorFlash> SessionLog<S> {
+    /// Compacts the log when less than [`RESERVE`] is left (its region
+    /// fills): appends the journal's compaction header, then pops the items
+    /// the context no longer needs (docs/reboot.md, "Compaction"). A power
+    /// cut in between leaves a log that restores the same context. Returns
+    /// the items popped (0: no need, or none is dead yet); `buf` is scratch.
+    ///
+    /// # Errors
+    ///
+    /// When the queue cannot be read or written, or the header does not
+    /// fit `buf`; the log is as it was, or compacted in part (it still
+    /// restores).
+    pub fn make_room(&mut self, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> Result<u32, RestoreError> {
+        let dead = journal.dead_items();
+        if dead == 0 || block_on(self.queue.space_left()).map_err(|_| RestoreError::Storage)? >= RESERVE {
+            return Ok(0);
+        }
+        let n = journal.compaction_header(context, buf).map_err(|_| RestoreError::Storage)?;
+        block_on(self.queue.push(&buf[..n], false)).map_err(|_| RestoreError::Storage)?;
+        for _ in 0..dead {
+            block_on(self.queue.pop(buf)).map_err(|_| RestoreError::Storage)?;
+            journal.popped(1);
+        }
+        Ok(dead)
     }
 }
 

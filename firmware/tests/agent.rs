@@ -60,6 +60,10 @@ enum Paced {
 struct RecordingPacer<'a> {
     ms: &'a Cell<u64>,
     calls: Vec<Paced>,
+    /// Unwind after this step, as a board resets after it.
+    reset_after: Option<usize>,
+    /// The counter kept across the reset, as the board keeps it.
+    retained: &'a Cell<u64>,
 }
 
 impl Pacer for RecordingPacer<'_> {
@@ -75,7 +79,21 @@ impl Pacer for RecordingPacer<'_> {
     fn finished(&mut self) {
         self.calls.push(Paced::Finished);
     }
+
+    fn after_step(&mut self, index: usize) {
+        if self.reset_after == Some(index) {
+            self.retained.set(self.ms.get());
+            std::panic::panic_any(Reset);
+        }
+    }
+
+    fn resumed(&mut self) {
+        self.ms.set(self.retained.get());
+    }
 }
+
+/// The unwinding that stands for a reset in [`RecordingPacer`].
+struct Reset;
 
 /// One step of the recorded transcript.
 #[derive(Debug, Default)]
@@ -95,11 +113,14 @@ struct StepRecord {
 struct Transcript {
     start: Vec<Value>,
     steps: Vec<StepRecord>,
+    /// The first step's index (after a restore, not 0).
+    first: Option<usize>,
 }
 
 impl Output for Transcript {
     fn step(&mut self, index: usize, note: &str) {
-        assert_eq!(index, self.steps.len(), "steps out of order");
+        let first = *self.first.get_or_insert(index);
+        assert_eq!(index, first + self.steps.len(), "steps out of order");
         self.steps.push(StepRecord { note: note.to_string(), ..StepRecord::default() });
     }
 
@@ -151,12 +172,26 @@ fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
 
 /// [`session_from`] logging to `flash`, restoring what it holds first.
 fn session_on(boot_ms: u32, transactions: &[Transaction], flash: &mut [u8]) -> Session {
+    session_resetting(boot_ms, transactions, flash, None, &Cell::new(0))
+}
+
+/// [`session_on`], the board resetting after step `reset_after` (the run
+/// unwinds there: what the log holds is what a reset leaves).
+/// `retained` keeps the counter across it, and puts it back when the next
+/// session resumes.
+fn session_resetting(
+    boot_ms: u32,
+    transactions: &[Transaction],
+    flash: &mut [u8],
+    reset_after: Option<usize>,
+    retained: &Cell<u64>,
+) -> Session {
     let mut mock = Mock::new(transactions);
     let ms = Cell::new(0u64);
     let counter = || boot_ms.wrapping_add(ms.get() as u32);
     let mut clock = clock::wall_clock(|| u64::from(counter()));
     clock.set(Timestamp::from_unix_seconds(EPOCH));
-    let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new() };
+    let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new(), reset_after, retained };
     let mut transcript = Transcript::default();
     let mut log = SessionLog::new(RamFlash(flash));
     let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, counter, &mut log);
@@ -267,7 +302,7 @@ fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step(
     assert_eq!(watch_fired(&s), [0, 5, 7, 8]);
     // The compression at step 8 evicts 7 messages, and no decision reads
     // more than 2.
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 2 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 2, compactions: 0 });
 
     let f = |i: usize| hints[i].as_deref().unwrap_or_else(|| panic!("step {i} injected nothing"));
     // The time is told at 01:00:00 (Berlin), again once more than 36 s have
@@ -331,7 +366,7 @@ fn a_sensor_that_never_answers_gives_unavailable_in_every_hint_and_the_run_goes_
     check_schedule(&s, &[agent::UNAVAILABLE; 6], &[]);
     // An unavailable reading never fires the watch.
     assert_eq!(watch_fired(&s), [0usize; 0]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 2 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 2, compactions: 0 });
 }
 
 #[test]
@@ -363,7 +398,7 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
     // 25.5 (nothing told), 25.5 again (step 1 told "unavailable"); at step
     // 6, step 5 told "unavailable"; at 8, step 7 did.
     assert_eq!(watch_fired(&s), [0, 2, 6, 8]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 2 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 2, compactions: 0 });
 }
 
 /// The time the stream's `set_clock` carries at step `i`, in UTC.
@@ -462,3 +497,33 @@ fn a_logged_session_restores_and_a_damaged_log_starts_empty() {
     assert_eq!(hints(&fresh), hints(&first));
     assert!(hints(&first).iter().flatten().count() >= 6);
 }
+
+/// The log compacts when its region fills: the same hints as with room to
+/// spare, and a reset after a compaction restores the session, whose later
+/// hints are an uninterrupted run's.
+#[test]
+fn the_log_compacts_when_its_region_fills_and_restores_after_it() {
+    let readings: Vec<[u8; 2]> = (0..10u8).map(|i| [0x14 + 3 * (i % 4), 0x40]).collect();
+    let roomy = session_on(0, &answering(&readings), &mut vec![0xFF; 16 * 1024]);
+    assert_eq!(roomy.summary.compactions, 0);
+    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    let mut small = vec![0xFF; PAGES * 1024];
+    let compacted = session_on(0, &answering(&readings), &mut small);
+    assert!(compacted.summary.compactions >= 1, "{:?}", compacted.summary);
+    assert_eq!(hints(&compacted), hints(&roomy));
+    // A reset late in the session, after the log was compacted.
+    let after = 8;
+    let mut flash = vec![0xFF; PAGES * 1024];
+    let mock = answering(&readings[..=after]);
+    let retained = Cell::new(0);
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session_resetting(0, &mock, &mut flash, Some(after), &retained)));
+    assert!(first.is_err_and(|e| e.is::<Reset>()), "the run resets after step {after}");
+    let resumed = session_resetting(0, &answering(&readings[after + 1..]), &mut flash, None, &retained);
+    assert_eq!(resumed.summary.steps, 10 - after - 1);
+    assert_eq!(hints(&resumed)[..], hints(&roomy)[after + 1..]);
+}
+
+/// The smallest region (in 1 KiB pages) the whole session runs in, with
+/// compactions: in 6 its log refuses an item (the items since the oldest
+/// message the context holds, and the two pages kept free, do not fit).
+const PAGES: usize = 7;

@@ -25,7 +25,7 @@ use xtask::needs;
 use xtask::qemu::{self, RunOptions, RunResult};
 
 /// As `xtask/src/firmware.rs` says why.
-const FLASH_BUDGET: u64 = 136 * 1024;
+const FLASH_BUDGET: u64 = 144 * 1024;
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin.
 /// Fixed, because the date is input too: formatting and parsing another
@@ -504,12 +504,12 @@ fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() 
 
 /// The log's region the board dumped at the end, replayed on the desktop
 /// (`envaware-sim replay --flash`, as `cargo xtask demo` saves it): each
-/// step decided again, and the hints printed are the device's, the steps
-/// before the reset and after it.
+/// step the log still holds decided again, and the hints printed are the
+/// device's.
 fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]) {
     let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
     let image = run.flash_log.as_ref().expect("the board dumps its log's region");
-    assert_eq!(image.len(), 16 * 1024);
+    assert_eq!(image.len(), 8 * 1024);
     let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
     let file = out.join("firmware-flash-log.bin");
@@ -524,5 +524,9 @@ fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]
         .expect("run envaware-sim replay");
     assert!(replay.status.success(), "replay --flash failed: {}", String::from_utf8_lossy(&replay.stderr));
     let replayed: Vec<Option<String>> = json_lines(&replay.stdout).iter().map(|l| l["hint"].as_str().map(str::to_string)).collect();
-    assert_eq!(replayed, device);
+    // The region compacted during the session: its log holds the last
+    // steps (from a header saying how many items before it are live).
+    assert!(run.log.contains("the log is compacted"), "{}", run.log);
+    assert!(replayed.len() >= 3 && replayed.len() < device.len(), "{replayed:?}");
+    assert_eq!(replayed[..], device[device.len() - replayed.len()..]);
 }

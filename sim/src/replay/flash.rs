@@ -4,7 +4,7 @@
 //! line each, as `replay` reads a log dumped item by item.
 
 use embassy_futures::block_on;
-use embedded_storage_async::nor_flash::{ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash};
+use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash};
 use sequential_storage::cache::Cache;
 use sequential_storage::queue::{QueueConfig, QueueStorage};
 
@@ -50,28 +50,37 @@ impl std::fmt::Display for FlashError {
 
 impl std::error::Error for FlashError {}
 
-/// The image as a NOR flash of 4-byte words and [`PAGE`]-byte pages, read
-/// only (reading a queue writes nothing).
-struct Image<'a>(&'a [u8]);
+/// A copy of the image as a NOR flash of 4-byte words and [`PAGE`]-byte
+/// pages (an erase sets `0xFF`, a write only clears bits): reading a queue
+/// may write (sequential-storage's iterator erases a page whose items were
+/// all popped, and re-erases one it finds half-erased), on the copy, never
+/// the file.
+struct Image(Vec<u8>);
 
 #[derive(Debug)]
-struct ReadOnly;
+struct OutOfBounds;
 
-impl NorFlashError for ReadOnly {
+impl NorFlashError for OutOfBounds {
     fn kind(&self) -> NorFlashErrorKind {
-        NorFlashErrorKind::Other
+        NorFlashErrorKind::OutOfBounds
     }
 }
 
-impl ErrorType for Image<'_> {
-    type Error = ReadOnly;
+impl Image {
+    fn range(&mut self, offset: u32, len: usize) -> Result<&mut [u8], OutOfBounds> {
+        let start = offset as usize;
+        self.0.get_mut(start..start.checked_add(len).ok_or(OutOfBounds)?).ok_or(OutOfBounds)
+    }
 }
 
-impl ReadNorFlash for Image<'_> {
+impl ErrorType for Image {
+    type Error = OutOfBounds;
+}
+
+impl ReadNorFlash for Image {
     const READ_SIZE: usize = 4;
-    async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), ReadOnly> {
-        let start = offset as usize;
-        bytes.copy_from_slice(self.0.get(start..start + bytes.len()).ok_or(ReadOnly)?);
+    async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), OutOfBounds> {
+        bytes.copy_from_slice(self.range(offset, bytes.len())?);
         Ok(())
     }
     fn capacity(&self) -> usize {
@@ -79,16 +88,23 @@ impl ReadNorFlash for Image<'_> {
     }
 }
 
-impl NorFlash for Image<'_> {
+impl NorFlash for Image {
     const WRITE_SIZE: usize = 4;
     const ERASE_SIZE: usize = PAGE;
-    async fn erase(&mut self, _: u32, _: u32) -> Result<(), ReadOnly> {
-        Err(ReadOnly)
+    async fn erase(&mut self, from: u32, to: u32) -> Result<(), OutOfBounds> {
+        self.range(from, (to as usize).saturating_sub(from as usize))?.fill(0xFF);
+        Ok(())
     }
-    async fn write(&mut self, _: u32, _: &[u8]) -> Result<(), ReadOnly> {
-        Err(ReadOnly)
+    async fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), OutOfBounds> {
+        for (cell, byte) in self.range(offset, bytes.len())?.iter_mut().zip(bytes) {
+            *cell &= *byte;
+        }
+        Ok(())
     }
 }
+
+// A word can be written again as long as bits are only cleared.
+impl MultiwriteNorFlash for Image {}
 
 /// The log's items in `image`, oldest first, one per line.
 ///
@@ -101,7 +117,7 @@ pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
         return Err(FlashError::Size(image.len()));
     }
     let end = u32::try_from(image.len()).map_err(|_| FlashError::Size(image.len()))?;
-    let mut queue = QueueStorage::new(Image(image), QueueConfig::new(0..end), Cache::new_uncached());
+    let mut queue = QueueStorage::new(Image(image.to_vec()), QueueConfig::new(0..end), Cache::new_uncached());
     let mut lines = String::new();
     let mut buf = vec![0u8; MAX_ITEM];
     let mut items = block_on(queue.iter()).map_err(|e| FlashError::Queue { items: 0, error: format!("{e:?}") })?;
