@@ -527,3 +527,54 @@ fn the_log_compacts_when_its_region_fills_and_restores_after_it() {
 /// compactions: in 6 its log refuses an item (the items since the oldest
 /// message the context holds, and the two pages kept free, do not fit).
 const PAGES: usize = 7;
+
+/// issue 21: a log the device cannot restore — another configuration's, or
+/// one with an item cut short in its middle (a torn write: its CRC fails, the
+/// queue skips it) — is refused with a warning, and the session starts again
+/// from an empty context, giving the hints of a fresh run.
+#[test]
+fn a_foreign_or_truncated_log_starts_the_session_empty() {
+    let readings = answering(&[[0x19, 0x80]; 10]);
+    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    let fresh = session_on(0, &readings, &mut vec![0xFF; 16 * 1024]);
+
+    // Another configuration: a log another engine's journal started.
+    let mut foreign = vec![0xFF; 16 * 1024];
+    {
+        let engine = envaware::Engine::new(envaware::Config::default()).unwrap();
+        let mut context = agent::Context::new(&engine, agent::AGENT);
+        let mut journal = envaware::journal::Journal::new(&context);
+        let mut log = SessionLog::new(RamFlash(&mut foreign));
+        let mut buf = [0u8; 512];
+        let n = journal.start(&context, &mut buf).unwrap();
+        assert!(log.append(&buf[..n]));
+        let items = journal.record(&mut context, &envaware::journal::Event::User { name: "operator" }, &mut buf).unwrap();
+        assert!(items.iter(&buf).all(|item| log.append(item)));
+    }
+    assert!(restored_steps(&mut foreign.clone()).is_err());
+    let refused = session_on(0, &readings, &mut foreign);
+    assert_eq!(refused.summary.steps, 10, "a foreign log is not restored");
+    assert_eq!(hints(&refused), hints(&fresh));
+    // It was erased, and the new session's log is this device's.
+    assert_eq!(restored_steps(&mut foreign), Ok(10));
+
+    // An item cut short in the log's middle.
+    let mut whole = vec![0xFF; 16 * 1024];
+    session_on(0, &readings, &mut whole);
+    let at = whole.windows(7).position(|w| w == b"{\"#\":3,").expect("item 3");
+    whole[at + 10..at + 20].fill(0xFF);
+    assert!(matches!(restored_steps(&mut whole.clone()), Err(envaware_firmware::log::RestoreError::Item(_))));
+    let truncated = session_on(0, &readings, &mut whole);
+    assert_eq!(truncated.summary.steps, 10, "a log with a torn item is not restored");
+    assert_eq!(hints(&truncated), hints(&fresh));
+    assert_eq!(restored_steps(&mut whole), Ok(10));
+}
+
+/// The steps the log in `flash` restores, as the board reads it at boot.
+fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::RestoreError> {
+    let engine = envaware::Engine::new(agent::config()).unwrap();
+    let mut context = agent::Context::new(&engine, agent::AGENT);
+    let mut journal = envaware::journal::Journal::new(&context);
+    let (mut buf, mut scratch) = ([0u8; 1024], [0u8; 1024]);
+    SessionLog::new(RamFlash(flash)).restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {})
+}
