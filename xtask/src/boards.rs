@@ -84,9 +84,10 @@ impl Board {
         }
     }
 
-    /// The board's own arguments: for `virt`, a CPU with no atomics and no
-    /// floating point (rv32imc, as the ESP32-C3), started with no firmware
-    /// at the start of RAM, where the image is linked.
+    /// The board's own arguments: for `virt`, a CPU without the atomic and
+    /// floating-point extensions (the program is rv32imc code, as on the
+    /// ESP32-C3), started with no firmware at the start of RAM, where the
+    /// image is linked (`tests/bench-target/memory-riscv.x`).
     fn machine_args(self) -> &'static [&'static str] {
         match self {
             Board::CortexM3 => &[],
