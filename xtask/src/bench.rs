@@ -4,7 +4,7 @@
 //! within a run, never against a fixed number of microseconds).
 //!
 //! `cargo xtask bench --target`: instructions per decision on the Cortex-M3
-//! under QEMU (see [`target`]).
+//! and on rv32imc under QEMU (see [`target`]).
 
 use std::path::Path;
 use std::process::Command;
@@ -109,88 +109,58 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-mod target {
-    //! `cargo xtask bench --target`: builds `tests/bench-target` for the
-    //! Cortex-M3 and runs it in QEMU with `-icount shift=0` (one virtual
-    //! nanosecond per instruction), twice: the two runs must print the
-    //! same numbers, and the calibration case must read its known length.
+pub(crate) mod target {
+    //! `cargo xtask bench --target`: builds `tests/bench-target` for each
+    //! board and runs it in QEMU with `-icount shift=0`, twice: the two
+    //! runs must print the same numbers, and the calibration case must read
+    //! its known length (`xtask::boards::bench_cases`).
 
-    use std::process::Command;
-    use std::time::Duration;
+    use xtask::boards::{self, Board};
 
-    use crate::firmware::ensure_qemu;
+    use crate::firmware::ensure_board_qemu;
     use crate::{cargo, ensure_targets, root};
 
-    fn crate_dir() -> std::path::PathBuf {
-        root().join("tests/bench-target")
-    }
-
-    fn elf() -> std::path::PathBuf {
-        root().join("target/bench-target/thumbv7m-none-eabi/release/envaware-bench-target")
-    }
-
-    fn run_once(qemu: &std::path::Path) -> Result<String, String> {
-        let mut child = Command::new(qemu)
-            .args(["-machine", xtask::qemu::MACHINE, "-display", "none", "-monitor", "none", "-nodefaults"])
-            .args(["-icount", "shift=0", "-semihosting-config", "enable=on,target=native", "-kernel"])
-            .arg(elf())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", qemu.display()))?;
-        // Bounded: a hung board must not hang the task.
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                return Err("the target benchmark did not finish within 120 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if !out.status.success() || !stdout.lines().any(|l| l == "done") {
-            return Err(format!("the target benchmark failed ({}): {stdout}{}", out.status, String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(stdout)
-    }
-
-    pub fn bench() -> Result<(), String> {
-        ensure_targets()?;
-        let qemu = ensure_qemu()?;
-        // Run from its directory so that its `.cargo/config.toml` applies.
-        eprintln!("==> build tests/bench-target (thumbv7m-none-eabi, release)");
+    /// Builds the bench program for `board`, from its directory so that
+    /// its `.cargo/config.toml` (linker scripts, zone filter) applies.
+    pub fn build(board: Board) -> Result<(), String> {
+        let target = board.target();
+        eprintln!("==> build tests/bench-target ({target}, release)");
         let status = cargo()
-            .args(["build", "--release"])
-            .current_dir(crate_dir())
+            .args(["build", "--release", "--target", target])
+            .current_dir(root().join("tests/bench-target"))
             .env("CARGO_TARGET_DIR", root().join("target/bench-target"))
             .status()
             .map_err(|e| format!("cargo build: cannot start: {e}"))?;
         if !status.success() {
-            return Err(format!("building tests/bench-target failed ({status})"));
+            return Err(format!("building tests/bench-target for {target} failed ({status})"));
         }
-        let first = run_once(&qemu)?;
-        let second = run_once(&qemu)?;
-        if first != second {
-            return Err(format!("two runs differ:\n{first}\n{second}"));
+        Ok(())
+    }
+
+    /// For `cargo xtask test`, after its stack check built the `stack`
+    /// programs: builds the rv32imc bench program and returns the
+    /// environment `tests/tests/rv32imc.rs` reads.
+    pub fn prepare_rv32_tests() -> Result<Vec<(&'static str, std::path::PathBuf)>, String> {
+        let board = Board::Rv32imc;
+        let qemu = ensure_board_qemu(board)?;
+        build(board)?;
+        Ok(vec![(board.qemu().1, qemu), ("ENVAWARE_RV32_STACK_ELF", board.stack_elf()), ("ENVAWARE_RV32_BENCH_ELF", board.bench_elf())])
+    }
+
+    pub fn bench() -> Result<(), String> {
+        ensure_targets()?;
+        let mut runs = Vec::new();
+        for board in Board::ALL {
+            let qemu = ensure_board_qemu(board)?;
+            build(board)?;
+            runs.push((board, boards::bench_cases(board, &qemu, &board.bench_elf())?));
         }
-        let mut cases = Vec::new();
-        for line in first.lines().filter(|l| *l != "done") {
-            let (name, count) = line.rsplit_once(": ").ok_or(format!("unexpected line {line:?}"))?;
-            let count: u64 = count.strip_suffix(" instructions").and_then(|n| n.parse().ok()).ok_or(format!("unexpected line {line:?}"))?;
-            cases.push((name.to_string(), count));
-        }
-        let (calibration, known) = cases
-            .iter()
-            .find_map(|(name, n)| Some((*n, name.strip_prefix("calibration, asm::delay instructions=")?.parse::<u64>().ok()?)))
-            .ok_or("no calibration case")?;
-        if calibration.abs_diff(known) * 100 > known {
-            return Err(format!("calibration: measured {calibration} instructions for a loop of {known}: the scale is off"));
-        }
-        println!("\nInstructions on the Cortex-M3 (QEMU lm3s6965evb, -icount shift=0; two runs, identical):");
-        for (name, count) in &cases {
-            println!("{count:>10}  {name}");
+        for (board, cases) in runs {
+            let counter = if board == Board::CortexM3 { "" } else { ", minstret" };
+            println!("\nInstructions on {} (QEMU {}, -icount shift=0{counter}; two runs, identical):", board.on(), board.machine());
+            for (name, count) in &cases {
+                println!("{count:>10}  {name}");
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use xtask::boards::Board;
 use xtask::qemu::{self, RunOptions};
 
 /// The firmware's target.
@@ -53,8 +54,18 @@ fn is_root() -> bool {
 /// `qemu-system-arm`, installed from the distribution's packages when
 /// missing (as root), else the command to run is printed.
 pub fn ensure_qemu() -> Result<PathBuf, String> {
-    let qemu = PathBuf::from(env::var("ENVAWARE_QEMU").unwrap_or_else(|_| "qemu-system-arm".into()));
-    ensure_apt_tool(qemu, "qemu-system-arm", &[])
+    ensure_board_qemu(Board::CortexM3)
+}
+
+/// The QEMU that runs `board` (`ENVAWARE_QEMU`, `ENVAWARE_QEMU_RISCV`, else
+/// the program on the PATH), installed as [`ensure_qemu`] does; rv32's
+/// package (`qemu-system-misc`, many machines) without its recommends,
+/// the GUI and media libraries.
+pub fn ensure_board_qemu(board: Board) -> Result<PathBuf, String> {
+    let (program, var) = board.qemu();
+    let qemu = PathBuf::from(env::var(var).unwrap_or_else(|_| program.into()));
+    let flags: &[&str] = if board == Board::CortexM3 { &[] } else { &["--no-install-recommends"] };
+    ensure_apt_tool(qemu, board.qemu_package(), flags)
 }
 
 /// `program` when it runs (`--version`), else `package` installed with

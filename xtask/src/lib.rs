@@ -1,10 +1,12 @@
 //! What `cargo xtask` shares with the workspace's tests: the QEMU runner
 //! that drives the firmware ([`qemu`]), used by `cargo xtask demo`/`size`
-//! and by `tests/tests/firmware.rs`; and where the tests find the tools
+//! and by `tests/tests/firmware.rs`; the boards the core's stack and
+//! instruction-count programs run on ([`boards`]); and where the tests find the tools
 //! they need beyond Rust, skipping without them except under `cargo xtask
 //! test` and CI ([`needs`]).
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
+pub mod boards;
 pub mod needs;
 pub mod qemu;

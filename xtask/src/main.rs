@@ -8,7 +8,8 @@
 //!   at each step; `--host` runs the host demo (`examples/demo.jsonl`) and
 //!   draws the greenhouse session's timeline.
 //! - `cargo xtask size`: the core's footprint on devices (flash of minimal
-//!   programs, the worst-case stack of one decision; see [`footprint`]), then
+//!   programs, the worst-case stack of one decision on a Cortex-M3 and on
+//!   rv32imc; see [`footprint`]), then
 //!   the firmware's flash and RAM (peak stack measured) against its budget.
 //! - `cargo xtask bench-args`: argument equality in MB/s beside the
 //!   reference's `json.dumps(json.loads(raw), sort_keys=True)`.
@@ -173,12 +174,14 @@ fn test() -> Result<(), String> {
     )?;
     firmware::host_tests()?;
     let firmware_env = firmware::prepare_tests()?;
+    let rv32_env = bench::target::prepare_rv32_tests()?;
     run_tests(
         cargo_test(&["--workspace"])
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
             .env("ENVAWARE_CHROMIUM", chromium)
-            .envs(firmware_env),
+            .envs(firmware_env)
+            .envs(rv32_env),
     )
 }
 

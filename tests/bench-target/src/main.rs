@@ -1,33 +1,33 @@
-//! Instructions per decision on the Cortex-M3 (QEMU `lm3s6965evb`).
+//! Instructions per decision on the Cortex-M3 (QEMU `lm3s6965evb`) and on
+//! rv32imc (QEMU `virt`): the same cases on both, only the counter and the
+//! start-up differ (`arm.rs`, `riscv.rs`).
 //!
-//! Run under `-icount shift=0`, QEMU's virtual clock advances one
-//! nanosecond per instruction, and SysTick, on the 12.5 MHz core clock,
-//! counts one tick per 80 ns: 80 instructions. Each case runs [`REPS`]
-//! times between two SysTick readings, and the cost of the empty loop is
-//! taken off. Nothing here depends on the host, so two runs print the same
-//! numbers. `cargo xtask bench --target` builds and runs it; the output is
-//! one `name: N instructions` line per case, then `done`. The first case
-//! checks the scale on a loop of known length.
+//! Run under `-icount shift=0`, QEMU counts instructions exactly: on the
+//! Cortex-M3 its virtual clock advances one nanosecond per instruction, and
+//! SysTick, on the 12.5 MHz core clock, counts one tick per 80 ns: 80
+//! instructions; on rv32imc `minstret` counts them one by one. Each case
+//! runs [`REPS`] times between two counter readings, and the cost of the
+//! empty loop is taken off. Nothing here depends on the host, so two runs
+//! print the same numbers. `cargo xtask bench --target` builds and runs it
+//! on both; the output is one `name: N instructions` line per case, then
+//! `done`. The first case checks the scale on a loop of known length.
 #![no_std]
 #![no_main]
 
 use core::hint::black_box;
 
-use cortex_m::peripheral::syst::SystClkSource;
-use cortex_m::peripheral::SYST;
-use cortex_m_rt::entry;
 use envaware::args::argument_key;
 use envaware::DEFAULT_INJECTION_SOURCE;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::Tracker;
 use envaware::{Config, Engine, FixedClock, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
-use lm3s6965 as _;
+
+#[cfg_attr(target_arch = "arm", path = "arm.rs")]
+#[cfg_attr(target_arch = "riscv32", path = "riscv.rs")]
+mod platform;
 
 /// Repetitions per case.
 const REPS: u32 = 16;
-/// Virtual nanoseconds (instructions) per SysTick tick: the core clock is
-/// 12.5 MHz at reset.
-const INSTRUCTIONS_PER_TICK: u32 = 80;
 
 const AGENT: &str = "rover";
 /// The recorded time, 2026-07-22T02:30:00Z.
@@ -76,12 +76,11 @@ fn context<const N: usize>() -> [SliceMessage<'static>; N] {
 }
 
 fn ticks(mut case: impl FnMut()) -> u32 {
-    let start = SYST::get_current();
+    let start = platform::counter();
     for _ in 0..REPS {
         case();
     }
-    // SysTick counts down, 24 bits.
-    start.wrapping_sub(SYST::get_current()) & 0x00FF_FFFF
+    platform::ticks_since(start)
 }
 
 struct Bench {
@@ -91,7 +90,7 @@ struct Bench {
 impl Bench {
     fn report(&self, name: &str, messages: &str, case: impl FnMut()) {
         let spent = ticks(case).saturating_sub(self.overhead);
-        semihosting::println!("{name}{messages}: {} instructions", spent * INSTRUCTIONS_PER_TICK / REPS);
+        semihosting::println!("{name}{messages}: {} instructions", spent * platform::INSTRUCTIONS_PER_TICK / REPS);
     }
 }
 
@@ -100,15 +99,10 @@ fn fail(what: &str) -> ! {
     semihosting::process::exit(1)
 }
 
-#[entry]
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
-    let Some(mut peripherals) = cortex_m::Peripherals::take() else { fail("no peripherals") };
-    let syst = &mut peripherals.SYST;
-    syst.set_clock_source(SystClkSource::Core);
-    syst.set_reload(0x00FF_FFFF);
-    syst.clear_current();
-    syst.enable_counter();
-
+    platform::start_counter();
     let Ok(engine) = Engine::new(Config::default()) else { fail("configuration") };
     let input = StepInput { tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
     let step = input.for_agent(AGENT);
@@ -116,8 +110,8 @@ fn main() -> ! {
     let due = Timestamp::from_unix_seconds(RECORDED_AT + 3_600);
     let bench = Bench { overhead: ticks(|| black_box(())) };
     let mut hint = [0u8; 512];
-    // Checks the scale: `asm::delay(n)` runs n + 1 two-instruction loops.
-    bench.report("calibration, asm::delay instructions=", "100002", || cortex_m::asm::delay(50_000));
+    // Checks the scale: a loop of 100,002 instructions.
+    bench.report("calibration, asm::delay instructions=", "100002", platform::delay_100_002);
 
     let small = context::<8>();
     let large = context::<128>();

@@ -1,5 +1,5 @@
-//! The worst-case stack of one decision, measured on a Cortex-M3 in QEMU
-//! (lm3s6965evb). Each case paints the free stack, runs one
+//! The worst-case stack of one decision, measured in QEMU on a Cortex-M3
+//! (lm3s6965evb) and on rv32imc (`virt`). Each case paints the free stack, runs one
 //! `Engine::step` or `Tracker::step` over an adversarial context, and finds
 //! the deepest word that lost the paint. The context, the hint buffer and
 //! the engine live in `main`'s frame, where a device keeps them: only what
@@ -14,7 +14,6 @@
 use core::fmt::Write as _;
 use core::hint::black_box;
 
-use cortex_m_rt::{entry, exception, ExceptionFrame};
 use envaware::args::MAX_DEPTH;
 use envaware::Warning;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
@@ -32,16 +31,65 @@ type Store = ContextStore<16, 64, 16384>;
 
 // ------------------------------------------------------------ measuring
 
-extern "C" {
-    static mut _stack_end: u32;
+/// What differs between the boards: the stack pointer, the stack's lowest
+/// address, and a fault's report.
+#[cfg(target_arch = "arm")]
+mod platform {
+    use cortex_m_rt::{exception, ExceptionFrame};
+
+    extern "C" {
+        static mut _stack_end: u32;
+    }
+
+    pub fn sp() -> usize {
+        cortex_m::register::msp::read() as usize
+    }
+
+    pub fn stack_end() -> usize {
+        &raw const _stack_end as usize
+    }
+
+    #[exception]
+    unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
+        semihosting::println!("FAIL: hard fault at pc {:#x}", frame.pc());
+        semihosting::process::exit(2)
+    }
+}
+
+#[cfg(target_arch = "riscv32")]
+mod platform {
+    extern "C" {
+        /// riscv-rt's lowest stack address (the `.stack` region's start).
+        static mut __estack: u32;
+    }
+
+    pub fn sp() -> usize {
+        let sp: usize;
+        // SAFETY: reads a register, touches no memory.
+        unsafe { core::arch::asm!("mv {}, sp", out(reg) sp, options(nomem, nostack)) };
+        sp
+    }
+
+    pub fn stack_end() -> usize {
+        &raw const __estack as usize
+    }
+
+    /// Any exception (riscv-rt's default loops forever, which would hang
+    /// the run until its timeout).
+    #[export_name = "ExceptionHandler"]
+    fn exception(_: &riscv_rt::TrapFrame) -> ! {
+        let (cause, pc) = (riscv::register::mcause::read().bits(), riscv::register::mepc::read());
+        semihosting::println!("FAIL: exception {cause} at pc {pc:#x}");
+        semihosting::process::exit(2)
+    }
 }
 
 /// Paints every word from the bottom of the stack up to just below this
 /// function's own frame.
 #[inline(never)]
 fn paint() {
-    let top = cortex_m::register::msp::read() as usize - 16;
-    let mut addr = &raw const _stack_end as usize;
+    let top = platform::sp() - 16;
+    let mut addr = platform::stack_end();
     while addr < top {
         // SAFETY: below the stack pointer, above the stack's end: RAM that
         // nothing uses.
@@ -52,7 +100,7 @@ fn paint() {
 
 /// The deepest word below `base` that lost the paint.
 fn deepest(base: usize) -> usize {
-    let mut addr = &raw const _stack_end as usize;
+    let mut addr = platform::stack_end();
     // SAFETY: as in `paint`.
     while addr < base && unsafe { core::ptr::read_volatile(addr as *const u32) } == PAINT {
         addr += 4;
@@ -65,7 +113,7 @@ fn deepest(base: usize) -> usize {
 #[inline(never)]
 fn measure(case: fn(&mut Run<'_>) -> usize, run: &mut Run<'_>) -> (usize, usize) {
     paint();
-    let base = cortex_m::register::msp::read() as usize;
+    let base = platform::sp();
     let hint_len = black_box(case)(run);
     (deepest(base), hint_len)
 }
@@ -286,7 +334,8 @@ fn long_template() -> &'static str {
     T
 }
 
-#[entry]
+#[cfg_attr(target_arch = "arm", cortex_m_rt::entry)]
+#[cfg_attr(target_arch = "riscv32", riscv_rt::entry)]
 fn main() -> ! {
     let mut failed = zone_checks();
     let fields: [(&str, &str); 3] = [
@@ -389,12 +438,6 @@ fn zone_checks() -> bool {
     check("an unknown name falls back to UTC, as the reference", warns(with("Mars/Olympus_Mons", false)));
     check("a compiled-in zone resolves", with("Europe/Berlin", false).is_ok_and(|e| e.config().warnings().next().is_none()));
     failed
-}
-
-#[exception]
-unsafe fn HardFault(frame: &ExceptionFrame) -> ! {
-    println!("FAIL: hard fault at pc {:#x}", frame.pc());
-    semihosting::process::exit(2)
 }
 
 #[panic_handler]
