@@ -1,9 +1,10 @@
-//! envaware-sim as a library: the scenario format, and the fuzzer with its
-//! independent reference model. The `envaware-sim` binary is a thin
+//! envaware-sim as a library: the scenario format, the fuzzer with its
+//! independent reference model, and a device's log read from its flash. The `envaware-sim` binary is a thin
 //! command line over these.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
+pub mod flash;
 pub mod fuzz;
 pub mod model;
 pub mod scenario;

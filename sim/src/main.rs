@@ -342,7 +342,7 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         return fail(format!("cannot read the trace: {e}"), 2);
     }
     if args.flash {
-        match replay::flash::log_lines(&bytes) {
+        match envaware_sim::flash::log_lines(&bytes) {
             Ok(lines) => bytes = lines.into_bytes(),
             Err(e) => return fail(e.to_string(), 1),
         }

@@ -108,55 +108,14 @@ fn a_hint_the_replay_would_not_decide_is_an_error_naming_the_line() {
     assert!(err.contains(&format!("line {}: the device appended", line + 1)), "{err}");
 }
 
-/// A NOR flash of 4-byte words and 1 KiB pages over RAM, as the firmware's
-/// `RamFlash` (an erase sets `0xFF`, a write only clears bits).
-struct RamFlash(Vec<u8>);
-
-mod flash {
-    use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, NorFlashErrorKind, ReadNorFlash};
-
-    impl ErrorType for super::RamFlash {
-        type Error = NorFlashErrorKind;
-    }
-
-    impl ReadNorFlash for super::RamFlash {
-        const READ_SIZE: usize = 4;
-        async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Self::Error> {
-            let at = offset as usize;
-            bytes.copy_from_slice(self.0.get(at..at + bytes.len()).ok_or(NorFlashErrorKind::OutOfBounds)?);
-            Ok(())
-        }
-        fn capacity(&self) -> usize {
-            self.0.len()
-        }
-    }
-
-    impl NorFlash for super::RamFlash {
-        const WRITE_SIZE: usize = 4;
-        const ERASE_SIZE: usize = 1024;
-        async fn erase(&mut self, from: u32, to: u32) -> Result<(), Self::Error> {
-            self.0.get_mut(from as usize..to as usize).ok_or(NorFlashErrorKind::OutOfBounds)?.fill(0xFF);
-            Ok(())
-        }
-        async fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Self::Error> {
-            let at = offset as usize;
-            for (cell, b) in self.0.get_mut(at..at + bytes.len()).ok_or(NorFlashErrorKind::OutOfBounds)?.iter_mut().zip(bytes) {
-                *cell &= b;
-            }
-            Ok(())
-        }
-    }
-
-    impl MultiwriteNorFlash for super::RamFlash {}
-}
-
 /// `log` pushed into sequential-storage's queue over a `pages`-KiB region,
 /// as the firmware keeps it; the region's bytes.
 fn flash_image(log: &[Vec<u8>], pages: usize) -> Vec<u8> {
     use sequential_storage::cache::Cache;
     use sequential_storage::queue::{QueueConfig, QueueStorage};
     let end = (pages * 1024) as u32;
-    let mut queue = QueueStorage::new(RamFlash(vec![0xFF; pages * 1024]), QueueConfig::new(0..end), Cache::new_uncached());
+    let mut queue =
+        QueueStorage::new(envaware_sim::flash::RamFlash(vec![0xFF; pages * 1024]), QueueConfig::new(0..end), Cache::new_uncached());
     for item in log {
         embassy_futures::block_on(queue.push(item, false)).expect("the region holds the log");
     }

@@ -51,7 +51,6 @@ use serde_json::{Map, Value};
 mod context;
 mod decide;
 mod event;
-pub mod flash;
 mod lines;
 mod session;
 

@@ -19,14 +19,29 @@ const MAX_ITEM: usize = 1024;
 pub enum FlashError {
     /// The image is not a whole number of pages (at least two).
     Size(usize),
-    /// The queue could not be read; `items` were read before.
-    Queue { items: usize, error: String },
-    /// Item `index` (from 0) is not UTF-8.
-    NotUtf8 { index: usize },
-    /// Item `index` is numbered `found` where `expected` follows the item
-    /// before it: an item between was lost (its CRC failed and the queue
-    /// skipped it), or it is not a log item.
-    Gap { index: usize, expected: Option<u64>, found: Option<u64> },
+    /// The queue could not be read.
+    Queue {
+        /// Items read before.
+        items: usize,
+        /// sequential-storage's error.
+        error: String,
+    },
+    /// An item is not UTF-8.
+    NotUtf8 {
+        /// The item, from 0.
+        index: usize,
+    },
+    /// An item is not numbered the one after the item before it: an item
+    /// between was lost (its CRC failed and the queue skipped it), or it is
+    /// not a log item.
+    Gap {
+        /// The item, from 0.
+        index: usize,
+        /// The number that follows the item before it.
+        expected: Option<u64>,
+        /// Its number (`None`: none).
+        found: Option<u64>,
+    },
 }
 
 impl std::fmt::Display for FlashError {
@@ -50,15 +65,17 @@ impl std::fmt::Display for FlashError {
 
 impl std::error::Error for FlashError {}
 
-/// A copy of the image as a NOR flash of 4-byte words and [`PAGE`]-byte
-/// pages (an erase sets `0xFF`, a write only clears bits): reading a queue
-/// may write (sequential-storage's iterator erases a page whose items were
-/// all popped, and re-erases one it finds half-erased), on the copy, never
-/// the file.
-struct Image(Vec<u8>);
+/// A NOR flash of 4-byte words and [`PAGE`]-byte pages over RAM, as the
+/// firmware's (an erase sets `0xFF`, a write only clears bits). The image
+/// is read through a copy: reading a queue may write (sequential-storage's
+/// iterator erases a page whose items were all popped, and re-erases one it
+/// finds half-erased), never to the file.
+#[derive(Debug, Clone)]
+pub struct RamFlash(pub Vec<u8>);
 
+/// An access outside the region.
 #[derive(Debug)]
-struct OutOfBounds;
+pub struct OutOfBounds;
 
 impl NorFlashError for OutOfBounds {
     fn kind(&self) -> NorFlashErrorKind {
@@ -66,18 +83,18 @@ impl NorFlashError for OutOfBounds {
     }
 }
 
-impl Image {
+impl RamFlash {
     fn range(&mut self, offset: u32, len: usize) -> Result<&mut [u8], OutOfBounds> {
         let start = offset as usize;
         self.0.get_mut(start..start.checked_add(len).ok_or(OutOfBounds)?).ok_or(OutOfBounds)
     }
 }
 
-impl ErrorType for Image {
+impl ErrorType for RamFlash {
     type Error = OutOfBounds;
 }
 
-impl ReadNorFlash for Image {
+impl ReadNorFlash for RamFlash {
     const READ_SIZE: usize = 4;
     async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), OutOfBounds> {
         bytes.copy_from_slice(self.range(offset, bytes.len())?);
@@ -88,7 +105,7 @@ impl ReadNorFlash for Image {
     }
 }
 
-impl NorFlash for Image {
+impl NorFlash for RamFlash {
     const WRITE_SIZE: usize = 4;
     const ERASE_SIZE: usize = PAGE;
     async fn erase(&mut self, from: u32, to: u32) -> Result<(), OutOfBounds> {
@@ -104,7 +121,7 @@ impl NorFlash for Image {
 }
 
 // A word can be written again as long as bits are only cleared.
-impl MultiwriteNorFlash for Image {}
+impl MultiwriteNorFlash for RamFlash {}
 
 /// The log's items in `image`, oldest first, one per line.
 ///
@@ -117,7 +134,7 @@ pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
         return Err(FlashError::Size(image.len()));
     }
     let end = u32::try_from(image.len()).map_err(|_| FlashError::Size(image.len()))?;
-    let mut queue = QueueStorage::new(Image(image.to_vec()), QueueConfig::new(0..end), Cache::new_uncached());
+    let mut queue = QueueStorage::new(RamFlash(image.to_vec()), QueueConfig::new(0..end), Cache::new_uncached());
     let mut lines = String::new();
     let mut buf = vec![0u8; MAX_ITEM];
     let mut items = block_on(queue.iter()).map_err(|e| FlashError::Queue { items: 0, error: format!("{e:?}") })?;
