@@ -94,11 +94,19 @@ impl Board {
 
     /// A run with `temperatures`, one per step (the last one holding).
     fn run_with(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
-        self.run_resetting(elf, sensor, epoch, temperatures, None)
+        self.run_resetting(elf, sensor, epoch, temperatures, None, &[])
     }
 
     /// A run that resets the MCU after step `reset_after`, if any.
-    fn run_resetting(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32], reset_after: Option<usize>) -> RunResult {
+    fn run_resetting(
+        &self,
+        elf: &Path,
+        sensor: bool,
+        epoch: Option<i64>,
+        temperatures: &[i32],
+        reset_after: Option<usize>,
+        environment: &[(usize, i32)],
+    ) -> RunResult {
         let opts = RunOptions {
             qemu: self.qemu.clone(),
             defmt_print: self.defmt_print.clone(),
@@ -109,6 +117,7 @@ impl Board {
             echo: false,
             epoch,
             reset_after,
+            environment_milli: environment.to_vec(),
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
     }
@@ -474,7 +483,7 @@ fn readings_as_extra_fields(line: &str) -> String {
 fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() {
     let Some(board) = board() else { return };
     let plain = board.sensor_run();
-    let reset = board.run_resetting(&board.elf, true, Some(EPOCH), &TEMPERATURES, Some(4));
+    let reset = board.run_resetting(&board.elf, true, Some(EPOCH), &TEMPERATURES, Some(4), &[]);
     assert_eq!(reset.status, Some(0), "{}\n{}", reset.log, reset.stderr);
     assert!(reset.finished && reset.steps == DUE.len(), "{reset:?}");
     assert!(reset.log.contains("resetting the MCU after step 4"), "{}", reset.log);
