@@ -615,10 +615,13 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: NorFlash>(
     let mut s = Session { context, journal, live, stream, hint_buf: [0; 1024], items: [0; crate::log::MAX_ITEM], summary };
     let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream);
     s.stream.start(output);
+    pacer.told(s.told());
+    // Last before the first idle time, as the uninterrupted session goes
+    // from its last step's end to its next idle time (under `-icount`,
+    // work is board time: a scan here would move the next deadline).
     if first > 0 {
         pacer.resumed();
     }
-    pacer.told(s.told());
     for (index, step) in SCRIPT.iter().enumerate().skip(first) {
         while let Some(woken) = pacer.idle(index, step.wait_ms).await {
             let mut text: heapless::String<24> = heapless::String::new();

@@ -120,7 +120,6 @@ impl<I> Tmp105<I> {
 }
 
 impl<I: I2c> Tmp105<I> {
-
     /// Puts the sensor in 12-bit mode. [`Tmp105::read`] does it first if it
     /// has not succeeded yet, so a sensor attached late is picked up.
     pub fn configure(&mut self) -> Result<(), Error<I::Error>> {

@@ -15,14 +15,14 @@ use std::cell::Cell;
 mod common;
 
 use common::{configure, data, select};
+use embassy_futures::block_on;
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::Timestamp;
-use embassy_futures::block_on;
 use envaware_firmware::agent::{self, Output, Pacer, Summary, Woken, SCRIPT};
-use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 use envaware_firmware::clock;
 use envaware_firmware::log::{RamFlash, SessionLog};
+use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 use serde_json::{json, Value};
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin
@@ -503,7 +503,13 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     let env = &steps[7];
     assert_eq!(env.woken.as_deref(), Some("33.0 °C"));
     let f = fields(env.hint.as_deref().expect("the environment step's hint"));
-    assert_eq!(f, [("temperature".to_string(), "33.0 °C".to_string()), ("uptime".to_string(), format!("{}.{:03} s", ms_at(6) / 1000, ms_at(6) % 1000))]);
+    assert_eq!(
+        f,
+        [
+            ("temperature".to_string(), "33.0 °C".to_string()),
+            ("uptime".to_string(), format!("{}.{:03} s", ms_at(6) / 1000, ms_at(6) % 1000))
+        ]
+    );
     assert_eq!(env.watch, Some(("33.0 °C".to_string(), true)));
     // Streamed: a new reply, what woke it, then the step as any other.
     assert_eq!(env.stream[..3], [json!({"reply": {}}), json!({"woken": {"temperature": "33.0 °C"}}), json!({"context": []})]);

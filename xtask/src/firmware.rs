@@ -11,16 +11,19 @@ use xtask::qemu::{self, RunOptions};
 /// The firmware's target.
 pub const TARGET: &str = "thumbv7m-none-eabi";
 /// Flash budget for the release image (text + rodata + data's initial values):
-/// 136 KiB of the LM3S6965's 256 KiB, raised on purpose from 96 KiB when the
+/// 144 KiB of the LM3S6965's 256 KiB, raised on purpose from 96 KiB when the
 /// tracked context, the AgentScope stream, the zone rule past 2099 and the
-/// zone-name table came in, and from 112 KiB when the session log came in
+/// zone-name table came in, from 112 KiB when the session log came in
 /// (`envaware::journal` in sequential-storage's queue: +25 KB, docs/reboot.md;
-/// firmware/README.md, "Size"; core/CHANGELOG.md).
-pub const FLASH_BUDGET: u64 = 136 * 1024;
+/// firmware/README.md, "Size"; core/CHANGELOG.md), and from 136 KiB with the
+/// move to embassy (executor, time driver, sensor task: docs/footprint.md).
+pub const FLASH_BUDGET: u64 = 144 * 1024;
 /// RAM budget: data + bss + uninit + the measured peak stack; raised from
 /// 16 KiB with the session log, whose 16 KiB region (the board's "flash"
-/// under QEMU, in `.uninit`) is counted here, and its buffers on the stack.
-pub const RAM_BUDGET: u64 = 40 * 1024;
+/// under QEMU, in `.uninit`) is counted here, and its buffers on the stack;
+/// from 40 KiB with the move to embassy (the agent's future, with its
+/// context and buffers, is a static task now: `.bss`).
+pub const RAM_BUDGET: u64 = 48 * 1024;
 /// Temperatures the demo sets when none are given, in °C (one per step).
 pub const DEMO_TEMPERATURES: &str = "21.5,22.25,23,24.5,26,27.75,29.5,27,25.25,23.5";
 /// The demo's environment: the midday sun heats the greenhouse to 33 °C
@@ -184,7 +187,12 @@ pub fn prepare_tests() -> Result<Vec<(&'static str, PathBuf)>, String> {
     ])
 }
 
-fn run_options(temperatures: Vec<i32>, echo: bool, reset_after: Option<usize>, environment: Vec<(usize, i32)>) -> Result<RunOptions, String> {
+fn run_options(
+    temperatures: Vec<i32>,
+    echo: bool,
+    reset_after: Option<usize>,
+    environment: Vec<(usize, i32)>,
+) -> Result<RunOptions, String> {
     Ok(RunOptions {
         qemu: ensure_qemu()?,
         defmt_print: ensure_defmt_print()?,
