@@ -1,7 +1,10 @@
 //! The on-device agent: a scripted session of Sprout, a greenhouse robot,
-//! run through the envaware core. Generic over the sensor's bus
-//! ([`embedded_hal::i2c::I2c`]), the wall clock ([`envaware::Clock`]), the
-//! [`Pacer`] and the [`Output`]; nothing here knows the board.
+//! run through the envaware core, as an `async fn` ([`run`]). Generic over
+//! the [`Sensor`] it awaits (the board's sensor task, or the async TMP105
+//! driver itself), the wall clock ([`envaware::Clock`]), the [`Pacer`] (the
+//! idle time between steps, which the environment can cut short, and the
+//! model's reply) and the [`Output`]; nothing here knows the board or the
+//! executor.
 //!
 //! The script ([`SCRIPT`]) makes each dimension due at a known step:
 //!
@@ -20,10 +23,15 @@
 //! Every hint also carries the live fields `temperature` and `uptime`. The
 //! agent watches its temperature ([`WATCH`]: a change of 2.0 °C from what
 //! it was last told, or crossing 28.0 °C with 0.5 °C of hysteresis), so
-//! the TMP105 is read at every step, before deciding, and a step whose
+//! the TMP105 is awaited at every step, before deciding, and a step whose
 //! temperature moved injects a hint by itself; the uptime is read only
 //! when a hint fires. When the sensor cannot be read, `temperature` says
 //! `unavailable` (which never fires the watch) and the run goes on.
+//!
+//! Between steps, a reading that would fire the watch wakes the agent
+//! ([`Pacer::idle`] returns it; [`wakes`] asks the core): it then takes an
+//! environment step, a reply with no user message whose hint tells the
+//! reading.
 
 use core::fmt::Write as _;
 

@@ -16,8 +16,9 @@
 //!   measurement.
 //!
 //! To move the agent to another board, replace this module: provide an
-//! `I2c` for the sensor's bus, a [`envaware::Clock`], and an
-//! [`agent::Pacer`](envaware_firmware::agent::Pacer), then call
+//! [`agent::Sensor`](envaware_firmware::agent::Sensor) (a sensor task over
+//! the board's async I2C), a [`envaware::Clock`], and an
+//! [`agent::Pacer`](envaware_firmware::agent::Pacer), then await
 //! [`agent::run`](envaware_firmware::agent::run) with them (see the README).
 
 use core::cell::{Cell, RefCell};
