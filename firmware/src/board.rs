@@ -521,8 +521,9 @@ impl agent::Pacer for Uart0Pacer {
             let millis = unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) };
             critical_section::with(|cs| TICKS.borrow(cs).set(u64::from(millis)));
             // A whole millisecond before the next tick, so none falls between
-            // here and `pass_time` reading the counter (the uninterrupted
-            // board reads it right after the value saved at the reset).
+            // here and the idle time's deadline reading the counter (the
+            // uninterrupted board reads it right after the value saved at
+            // the reset).
             self.syst.clear_current();
         }
     }
