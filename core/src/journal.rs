@@ -77,10 +77,10 @@ use siphasher::sip::SipHasher13;
 use crate::clock::Timestamp;
 use crate::config::{Config, ContextConfig, InjectionConfig};
 use crate::conversation::{Block, HintText, Role, SliceMessage, ToolResultState};
-use crate::engine::Outcome;
+use crate::engine::{Engine, Outcome};
 use crate::json::{self, JsonError, JsonStr, Kind, Value};
 use crate::render::LiveFields;
-use crate::rules::{StepInput, TaskCounts};
+use crate::rules::{Decision, StepInput, TaskCounts};
 use crate::store::StoreError;
 use crate::tracked::{AgentContext, StepError};
 use crate::watch::Watch;
@@ -753,22 +753,85 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
         let saved = (self.next, self.items, self.said, self.created.clone());
-        let result = self.step_items(context, step, now, live, hint_out, items_out);
+        // As `AgentContext::step`: the watched fields are read before deciding.
+        let result =
+            self.decide_items(context, step, now, |engine| engine.read_watched(live), items_out).and_then(|(decision, mut items)| {
+                let outcome = self.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+                Ok((outcome, items))
+            });
         if result.is_err() {
             (self.next, self.items, self.said, self.created) = saved;
         }
         result
     }
 
-    fn step_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+    /// The first half of a split step, logged (as
+    /// [`AgentContext::decide_with_readings`]): writes `config`, `tasks` and
+    /// `set_clock` items where they changed, into `items_out`, and decides
+    /// with the watched fields' `readings` (awaited by the caller). Append
+    /// the items, then read what the decision needs and call
+    /// [`render_step`](Self::render_step).
+    ///
+    /// # Errors
+    ///
+    /// When the items do not fit `items_out`: nothing was counted then, and
+    /// no item is to be appended.
+    pub fn decide<const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
         context: &mut AgentContext<'_, MESSAGES, B, T>,
         step: &StepInput,
         now: Option<Timestamp>,
+        readings: &L,
+        items_out: &mut [u8],
+    ) -> Result<(Decision, Items), RecordError> {
+        let saved = (self.next, self.items, self.said);
+        let result = self.decide_items(context, step, now, |_| readings, items_out);
+        if result.is_err() {
+            (self.next, self.items, self.said) = saved;
+        }
+        result
+    }
+
+    /// The second half of a split step, logged: refreshes `live` when the
+    /// `decision` of [`decide`](Self::decide) fires, renders the hint into
+    /// `hint_out`, writes the `step` item into `items_out` and appends the
+    /// hint (as [`AgentContext::render_step`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentContext::render_step`], or when the item does not fit
+    /// `items_out`: nothing was appended or counted then.
+    pub fn render_step<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        decision: Decision,
+        step: &StepInput,
         live: &mut L,
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
+        let saved = (self.next, self.items, self.said, self.created.clone());
+        let mut items = Items::default();
+        let result = self.render_items(context, decision, step, live, hint_out, items_out, &mut items);
+        match result {
+            Ok(outcome) => Ok((outcome, items)),
+            Err(e) => {
+                (self.next, self.items, self.said, self.created) = saved;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the items a step's decision needs before it, and decides with
+    /// the readings `read` gives.
+    fn decide_items<'r, const B: usize, const T: usize, L: LiveFields + ?Sized + 'r>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        read: impl FnOnce(&Engine<'_>) -> &'r L,
+        items_out: &mut [u8],
+    ) -> Result<(Decision, Items), RecordError> {
         let mut items = Items::default();
         let mut before = [None, None, None];
         if self.said.config != Some(step.context_size) {
@@ -783,18 +846,33 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         for event in before.iter().flatten() {
             self.logged(context, event, items_out, &mut items)?;
         }
-        // As `AgentContext::step`: the watched fields are read before deciding.
         let engine = *context.engine();
-        let decision = context.decide_with_readings(step, now, engine.read_watched(live));
+        let decision = context.decide_with_readings(step, now, read(&engine));
+        Ok((decision, items))
+    }
+
+    /// Renders `decision`, writes the `step` item after `items` and appends the hint.
+    #[allow(clippy::too_many_arguments)]
+    fn render_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        decision: Decision,
+        step: &StepInput,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        items_out: &mut [u8],
+        items: &mut Items,
+    ) -> Result<Outcome<'h>, RecordError> {
+        let engine = *context.engine();
         let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
         let fields = Live(&*live);
         let readings = Readings::of(&fields);
         if live.len() > 0 && self.said.readings != Some(readings.hash) {
-            self.logged(context, &Event::Read(readings), items_out, &mut items)?;
+            self.logged(context, &Event::Read(readings), items_out, items)?;
         }
         let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
-        self.logged(context, &event, items_out, &mut items)?;
-        Ok((outcome, items))
+        self.logged(context, &event, items_out, items)?;
+        Ok(outcome)
     }
 
     fn push_item(&mut self, event: &Event<'_>, out: &mut [u8], items: &mut Items) -> Result<(), BufferFull> {
@@ -1452,6 +1530,47 @@ mod tests {
             assert_eq!(log, l, "split at {split}");
             assert_eq!(journal.clock(), j.clock());
         }
+    }
+
+    /// The split step (`decide`, then `render_step`) writes the items and
+    /// makes the hints `step` does, and leaves the same context.
+    #[test]
+    fn the_split_step_logs_what_the_whole_step_logs() {
+        let engine = engine();
+        let ops = session();
+        let (mut whole, mut split) = (Context::new(&engine, AGENT), Context::new(&engine, AGENT));
+        let (mut whole_journal, mut whole_log) = started(&whole);
+        let whole_hints = run_live(&mut whole, &mut whole_journal, &ops, &mut whole_log);
+        let (mut journal, mut log) = started(&split);
+        let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+        let mut hints = Vec::new();
+        for op in &ops {
+            match op {
+                Op::Ev(event) => {
+                    let items = journal.record(&mut split, event, &mut buf).unwrap();
+                    log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+                }
+                Op::Step { minutes, cur_iter, pending, tokens } => {
+                    let step = step(*cur_iter, *pending, *tokens);
+                    let (decision, items) = journal.decide(&mut split, &step, now(*minutes), &(), &mut buf).unwrap();
+                    log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+                    let (outcome, items) = journal.render_step(&mut split, decision, &step, &mut (), &mut hint, &mut buf).unwrap();
+                    hints.push(outcome.hint.map(str::to_string));
+                    log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+                }
+            }
+        }
+        assert_eq!(hints, whole_hints);
+        assert_eq!(log, whole_log);
+        assert_eq!(state(&mut split), state(&mut whole));
+        // Items that do not fit: nothing counted, the next step logs as before.
+        let step = step(0, 3, 100);
+        assert!(journal.decide(&mut split, &step, now(90), &(), &mut [0u8; 4]).is_err());
+        let (decision, items) = journal.decide(&mut split, &step, now(90), &(), &mut buf).unwrap();
+        let first = core::str::from_utf8(items.iter(&buf).next().unwrap()).unwrap().to_string();
+        assert!(first.starts_with(&format!("{{\"#\":{},", log.len())), "{first}");
+        assert!(journal.render_step(&mut split, decision, &step, &mut (), &mut hint, &mut [0u8; 4]).is_err());
+        assert_eq!(journal.items() as usize, log.len() + items.len());
     }
 
     #[test]

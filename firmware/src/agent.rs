@@ -1,7 +1,10 @@
 //! The on-device agent: a scripted session of Sprout, a greenhouse robot,
-//! run through the envaware core. Generic over the sensor's bus
-//! ([`embedded_hal::i2c::I2c`]), the wall clock ([`envaware::Clock`]), the
-//! [`Pacer`] and the [`Output`]; nothing here knows the board.
+//! run through the envaware core, as an `async fn` ([`run`]). Generic over
+//! the [`Sensor`] it awaits (the board's sensor task, or the async TMP105
+//! driver itself), the wall clock ([`envaware::Clock`]), the [`Pacer`] (the
+//! idle time between steps, which the environment can cut short, and the
+//! model's reply) and the [`Output`]; nothing here knows the board or the
+//! executor.
 //!
 //! The script ([`SCRIPT`]) makes each dimension due at a known step:
 //!
@@ -20,18 +23,23 @@
 //! Every hint also carries the live fields `temperature` and `uptime`. The
 //! agent watches its temperature ([`WATCH`]: a change of 2.0 °C from what
 //! it was last told, or crossing 28.0 °C with 0.5 °C of hysteresis), so
-//! the TMP105 is read at every step, before deciding, and a step whose
+//! the TMP105 is awaited at every step, before deciding, and a step whose
 //! temperature moved injects a hint by itself; the uptime is read only
 //! when a hint fires. When the sensor cannot be read, `temperature` says
 //! `unavailable` (which never fires the watch) and the run goes on.
+//!
+//! Between steps, a reading that would fire the watch wakes the agent
+//! ([`Pacer::idle`] returns it; [`wakes`] asks the core): it then takes an
+//! environment step, a reply with no user message whose hint tells the
+//! reading.
 
 use core::fmt::Write as _;
 
-use embedded_hal::i2c::I2c;
+use embedded_storage_async::nor_flash::MultiwriteNorFlash;
 use envaware::Block;
 use envaware::{
-    AgentContext, Clock, Config, ContextConfig, Decimal, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, ToolResultState,
-    Watch, WatchList,
+    AgentContext, Clock, Config, ContextConfig, Decimal, Engine, InjectionConfig, LiveFields, StepInput, TaskCounts, Timestamp,
+    ToolResultState, Watch, WatchList, MAX_WATCHES,
 };
 
 use envaware::journal::{Event as JournalEvent, Items, Journal};
@@ -39,7 +47,7 @@ use envaware::journal::{Event as JournalEvent, Items, Journal};
 use crate::fmt::Debug2Format;
 use crate::log::SessionLog;
 use crate::stream::Stream;
-use crate::tmp105::{self, Tmp105};
+use crate::tmp105::{self, Temperature, Tmp105};
 
 /// The agent's name.
 pub const AGENT: &str = "Sprout";
@@ -72,12 +80,28 @@ pub const UNAVAILABLE: &str = "unavailable";
 pub type Context<'a> = AgentContext<'a, 16, 48, 4096>;
 
 /// What the agent's surroundings do between steps; the board provides it.
+///
+/// The board's pacer (`src/board.rs`) awaits embassy-time timers and the
+/// sensor task's wake; a host test's returns at once.
+#[allow(async_fn_in_trait)]
 pub trait Pacer {
     /// Called before each step (a host handshake under QEMU).
     fn before_step(&mut self, index: usize);
-    /// Lets the board's time pass until `ms` milliseconds after the last
-    /// step was due (at once if that is past).
-    fn pass_time(&mut self, ms: u32);
+    /// Lets the board's time pass until `ms` milliseconds after the first
+    /// call for step `index` (the idle time before it), unless the
+    /// environment wakes the agent first: then returns the reading that
+    /// woke it, and the next call for the same step waits for the rest.
+    async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken>;
+    /// The model's reply to the prompt that step `index` (`None`: an
+    /// environment step) sent: a scripted delay, as a call over a network
+    /// would take, while the sensors go on sampling.
+    async fn model_reply(&mut self, index: Option<usize>);
+    /// What the context now tells of each watched field (by watch index,
+    /// the core's [`Engine::told`]): a reading that would fire a watch
+    /// against it wakes the agent.
+    fn told(&mut self, told: [Option<Decimal>; MAX_WATCHES]) {
+        let _ = told;
+    }
     /// Called once after the last step.
     fn finished(&mut self);
     /// Called after step `index` is logged (the board may reset here).
@@ -87,6 +111,40 @@ pub trait Pacer {
     /// Called when the session was restored from the log, before its next
     /// step (the board puts its clock back here).
     fn resumed(&mut self) {}
+}
+
+/// The environment woke the agent: a watched reading moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Woken {
+    /// The temperature that would fire the watch.
+    pub temperature: Temperature,
+}
+
+/// Whether a new `temperature` reading would fire a watch on the
+/// temperature, given what the context told (`told`, by watch index, as
+/// [`Engine::told`] gives it). The core's rule decides ([`Watch::fires`]
+/// on the reading's leading decimal, as the core reads a live field); with
+/// no watch configured nothing wakes the agent.
+pub fn wakes(watches: &WatchList<'_>, told: &[Option<Decimal>; MAX_WATCHES], temperature: &str) -> bool {
+    let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
+    watches.iter().zip(told).any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
+}
+
+/// The temperature sensor, as the agent awaits it: the board's sensor task
+/// (which owns the bus), or the async driver itself on the host.
+#[allow(async_fn_in_trait)]
+pub trait Sensor {
+    /// The bus's error.
+    type Error: embedded_hal::i2c::Error;
+    /// A reading taken now.
+    async fn read(&mut self) -> Result<Temperature, tmp105::Error<Self::Error>>;
+}
+
+impl<I: embedded_hal_async::i2c::I2c> Sensor for Tmp105<I> {
+    type Error = I::Error;
+    async fn read(&mut self) -> Result<Temperature, tmp105::Error<I::Error>> {
+        self.read_async().await
+    }
 }
 
 /// Where the session's transcript goes: each step's header, its hint in
@@ -107,12 +165,17 @@ pub trait Output {
     fn watch(&mut self, temperature: &str, fired: bool) {
         let _ = (temperature, fired);
     }
+    /// The environment woke the agent in the idle time before step
+    /// `before`: an environment step begins, started by the `temperature`
+    /// reading (no user message).
+    fn woken(&mut self, before: usize, temperature: &str);
     /// One line of the streamed session (see [`crate::stream`]), without
     /// the [`PREFIX`](crate::stream::PREFIX).
     fn stream(&mut self, line: &str);
 }
 
-/// The transcript as defmt `println!` lines: `=== step N: note`, the hint,
+/// The transcript as defmt `println!` lines: `=== step N: note` (or
+/// `=== environment step before step N: woken by temperature: T`), the hint,
 /// `(no injection; uptime read: false)`, `watch temperature T: fired` or
 /// `quiet`, and each streamed line after
 /// [`PREFIX`](crate::stream::PREFIX).
@@ -136,6 +199,10 @@ impl Output for DefmtOutput {
 
     fn watch(&mut self, temperature: &str, fired: bool) {
         defmt::println!("watch temperature {=str}: {=str}", temperature, if fired { "fired" } else { "quiet" });
+    }
+
+    fn woken(&mut self, before: usize, temperature: &str) {
+        defmt::println!("=== environment step before step {=usize}: woken by temperature: {=str}", before, temperature);
     }
 
     fn stream(&mut self, line: &str) {
@@ -300,17 +367,14 @@ pub fn config() -> Config<'static> {
     }
 }
 
-/// The live fields: the TMP105's temperature, read at every step before
-/// deciding (it is watched), and the board's uptime, read when an
-/// injection fires.
+/// The live fields: the TMP105's temperature, awaited from the [`Sensor`]
+/// and recorded here before deciding (it is watched), and the board's
+/// uptime, read when an injection fires.
 #[derive(Debug)]
-pub struct SensorFields<I, U> {
-    sensor: Tmp105<I>,
+pub struct SensorFields<U> {
     uptime_ms: U,
     temperature: heapless::String<24>,
     uptime: heapless::String<24>,
-    /// Whether the temperature was read for this step already.
-    fresh: bool,
     /// Successful sensor reads.
     pub reads: u32,
     /// Failed sensor reads.
@@ -319,11 +383,11 @@ pub struct SensorFields<I, U> {
     pub refreshes: u32,
 }
 
-impl<I: I2c, U: Fn() -> u32> SensorFields<I, U> {
-    /// Fields over `sensor`, with `uptime_ms` reading the board's uptime.
-    pub fn new(sensor: Tmp105<I>, uptime_ms: U) -> Self {
+impl<U: Fn() -> u32> SensorFields<U> {
+    /// Fields with `uptime_ms` reading the board's uptime.
+    pub fn new(uptime_ms: U) -> Self {
         let (temperature, uptime) = (heapless::String::new(), heapless::String::new());
-        SensorFields { sensor, uptime_ms, temperature, uptime, fresh: false, reads: 0, failures: 0, refreshes: 0 }
+        SensorFields { uptime_ms, temperature, uptime, reads: 0, failures: 0, refreshes: 0 }
     }
 
     /// The temperature as the hint writes it.
@@ -331,10 +395,11 @@ impl<I: I2c, U: Fn() -> u32> SensorFields<I, U> {
         &self.temperature
     }
 
-    fn read_temperature(&mut self) {
+    /// Records a reading of the sensor (logged), or why there is none.
+    pub fn record<E: embedded_hal::i2c::Error>(&mut self, reading: Result<Temperature, tmp105::Error<E>>) {
         self.temperature.clear();
         // Both strings have room for their longest value: the writes cannot fail.
-        match self.sensor.read() {
+        match reading {
             Ok(t) => {
                 self.reads += 1;
                 let _ = write!(self.temperature, "{t}");
@@ -353,17 +418,12 @@ impl<I: I2c, U: Fn() -> u32> SensorFields<I, U> {
     }
 }
 
-impl<I: I2c, U: Fn() -> u32> LiveFields for SensorFields<I, U> {
+impl<U: Fn() -> u32> LiveFields for SensorFields<U> {
     fn refresh_watched(&mut self) {
-        self.read_temperature();
-        self.fresh = true;
+        // The temperature was awaited and recorded before deciding.
     }
 
     fn refresh(&mut self) {
-        // The watched temperature was read before deciding: not again.
-        if !core::mem::take(&mut self.fresh) {
-            self.read_temperature();
-        }
         self.refreshes += 1;
         let ms = (self.uptime_ms)();
         self.uptime.clear();
@@ -406,7 +466,7 @@ pub struct Summary {
 /// Reads the log back into `context` (see [`crate::log`]) and returns the
 /// steps it held; an empty or refused log starts a new one (a refused one
 /// with a warning) from an empty context.
-fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
+fn resume<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
     journal: &mut Journal<16>,
     context: &mut Context<'_>,
@@ -437,22 +497,119 @@ fn resume<S: embedded_storage_async::nor_flash::NorFlash>(
     0
 }
 
-/// Runs the scripted session, reading the TMP105 on `i2c` and the board's
-/// uptime from `uptime_ms`. Writes each step's hint in full to `output` and
-/// streams the session there as AgentScope JSON; logs the messages each
-/// decision read.
+/// The session's state across its steps.
+struct Session<'e, U> {
+    context: Context<'e>,
+    journal: Journal<16>,
+    live: SensorFields<U>,
+    stream: Stream,
+    hint_buf: [u8; 1024],
+    items: [u8; crate::log::MAX_ITEM],
+    summary: Summary,
+}
+
+impl<U: Fn() -> u32> Session<'_, U> {
+    /// Records `event` in the context and the log.
+    fn record<S: MultiwriteNorFlash>(&mut self, event: &JournalEvent<'_>, log: &mut SessionLog<S>) {
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items);
+        match self.journal.record(&mut self.context, event, &mut self.items) {
+            Ok(written) => append(log, &written, &self.items),
+            Err(e) => error!("not recorded: {}", e),
+        }
+    }
+
+    /// Awaits the sensor, or takes the reading that woke the agent.
+    async fn read<Se: Sensor>(&mut self, sensor: &mut Se, woken: Option<Temperature>) {
+        match woken {
+            Some(t) => self.live.record::<Se::Error>(Ok(t)),
+            None => self.live.record(sensor.read().await),
+        }
+    }
+
+    /// One step through the core's split API, logged: the watched sensor
+    /// is awaited before deciding (the reading that woke the agent, in an
+    /// environment step), a sensor read only for a hint after deciding,
+    /// and only when something fires; then the hint is rendered.
+    async fn step<Se: Sensor, O: Output, S: MultiwriteNorFlash>(
+        &mut self,
+        input: &StepInput,
+        now: Option<Timestamp>,
+        sensor: &mut Se,
+        woken: Option<Temperature>,
+        output: &mut O,
+        log: &mut SessionLog<S>,
+    ) {
+        let refreshes_before = self.live.refreshes;
+        // The clock is read once, so the stream carries the very time decided on.
+        self.stream.before_step(output, &self.context, now, now, input.tasks);
+        let watched = !self.context.engine().config().config().injection.watch.is_empty();
+        if watched {
+            self.read(sensor, woken).await;
+        }
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items);
+        let decision = match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
+            Ok((decision, written)) => {
+                append(log, &written, &self.items);
+                decision
+            }
+            Err(e) => return error!("hint dropped: {}", e),
+        };
+        if !watched && decision.fires() {
+            self.read(sensor, woken).await;
+        }
+        let fired = !decision.watch.is_empty();
+        match self.journal.render_step(&mut self.context, decision, input, &mut self.live, &mut self.hint_buf, &mut self.items) {
+            Ok((outcome, written)) => {
+                append(log, &written, &self.items);
+                output.watch(self.live.temperature(), fired);
+                info!("decision read {=usize} messages of {=usize}", self.context.messages_read(), self.context.len());
+                self.summary.max_read = self.summary.max_read.max(self.context.messages_read());
+                self.stream.step(output, &self.live, input.cur_iter, input.input_tokens);
+                for w in outcome.warnings.iter() {
+                    warn!("{}", w);
+                }
+                match outcome.hint {
+                    Some(hint) => {
+                        self.summary.hints += 1;
+                        output.hint(hint);
+                        if outcome.event {
+                            info!("HintBlockEvent emitted");
+                        }
+                    }
+                    None => output.no_injection(self.live.refreshes != refreshes_before),
+                }
+            }
+            Err(e) => error!("hint dropped: {}", e),
+        }
+    }
+
+    /// What the context tells of each watched field now, for the pacer.
+    fn told(&self) -> [Option<Decimal>; MAX_WATCHES] {
+        self.context.engine().told(self.context.store(), AGENT)
+    }
+}
+
+/// Runs the scripted session, awaiting the TMP105 through `sensor` and
+/// reading the board's uptime from `uptime_ms`. Writes each step's hint in
+/// full to `output` and streams the session there as AgentScope JSON; logs
+/// the messages each decision read.
+///
+/// Between steps the agent is idle ([`Pacer::idle`]); when the environment
+/// wakes it (a reading that would fire a watch), it starts a reply with no
+/// user message and takes an environment step with that reading. After
+/// each step it awaits its model's reply ([`Pacer::model_reply`]).
 ///
 /// The session is logged in `log` ([`crate::log`]); a session found there
 /// (after a reset) is restored and goes on from the step after its last.
-pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor_flash::MultiwriteNorFlash>(
-    i2c: I,
+pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlash>(
+    sensor: &mut Se,
     clock: &mut K,
     pacer: &mut P,
     output: &mut O,
     uptime_ms: impl Fn() -> u32,
     log: &mut SessionLog<S>,
 ) -> Summary {
-    let mut summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0, compactions: 0 };
+    let summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0, compactions: 0 };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
         Err(e) => {
@@ -463,84 +620,68 @@ pub fn run<I: I2c, K: Clock, P: Pacer, O: Output, S: embedded_storage_async::nor
     for w in engine.config().warnings() {
         warn!("configuration: {}", w);
     }
-    let mut context = Context::new(&engine, AGENT);
-    let mut live = SensorFields::new(Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS), uptime_ms);
-    let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
-    let mut hint_buf = [0u8; 1024];
-    let mut items = [0u8; crate::log::MAX_ITEM];
-    let mut journal = Journal::new(&context);
-    let first = resume(log, &mut journal, &mut context, &mut items, &mut hint_buf, &mut stream);
-    stream.start(output);
+    let context = Context::new(&engine, AGENT);
+    let journal = Journal::new(&context);
+    let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
+    let live = SensorFields::new(uptime_ms);
+    let mut s = Session { context, journal, live, stream, hint_buf: [0; 1024], items: [0; crate::log::MAX_ITEM], summary };
+    let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream);
+    s.stream.start(output);
+    pacer.told(s.told());
+    // Last before the first idle time, as the uninterrupted session goes
+    // from its last step's end to its next idle time (under `-icount`,
+    // work is board time: a scan here would move the next deadline).
     if first > 0 {
         pacer.resumed();
     }
-    for (index, s) in SCRIPT.iter().enumerate().skip(first) {
-        pacer.pass_time(s.wait_ms);
+    for (index, step) in SCRIPT.iter().enumerate().skip(first) {
+        while let Some(woken) = pacer.idle(index, step.wait_ms).await {
+            let mut text: heapless::String<24> = heapless::String::new();
+            let _ = write!(text, "{}", woken.temperature);
+            info!("woken by temperature: {=str}", text);
+            output.woken(index, &text);
+            // A reply the environment started: no user message before it.
+            s.record(&JournalEvent::Reply, log);
+            s.stream.woken(output, &text);
+            let last = &SCRIPT[index.saturating_sub(1)];
+            let input = StepInput { tasks: last.tasks, cur_iter: 0, input_tokens: last.input_tokens, context_size: CONTEXT_SIZE };
+            s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
+            pacer.told(s.told());
+            pacer.model_reply(None).await;
+        }
         pacer.before_step(index);
-        output.step(index, s.note);
-        for event in s.events {
-            let before = context.len();
-            let logged = match *event {
-                Event::User => JournalEvent::User { name: "operator" },
-                Event::Agent(blocks) => JournalEvent::Assistant(blocks),
-                Event::Compress { keep } => JournalEvent::Compress { keep },
-            };
-            summary.compactions += make_room(log, &mut journal, &context, &mut items);
-            match journal.record(&mut context, &logged, &mut items) {
-                Ok(written) => append(log, &written, &items),
-                Err(e) => error!("not recorded: {}", e),
-            }
+        output.step(index, step.note);
+        for event in step.events {
+            let before = s.context.len();
+            s.record(
+                &match *event {
+                    Event::User => JournalEvent::User { name: "operator" },
+                    Event::Agent(blocks) => JournalEvent::Assistant(blocks),
+                    Event::Compress { keep } => JournalEvent::Compress { keep },
+                },
+                log,
+            );
             if let Event::Compress { .. } = event {
-                info!("context compressed: {=usize} messages evicted, {=usize} kept", before - context.len(), context.len());
+                info!("context compressed: {=usize} messages evicted, {=usize} kept", before - s.context.len(), s.context.len());
             }
         }
-        let step = StepInput { tasks: s.tasks, cur_iter: s.cur_iter, input_tokens: s.input_tokens, context_size: CONTEXT_SIZE };
-        let refreshes_before = live.refreshes;
-        // The clock is read once, so the stream carries the very time decided on.
-        let now = clock.now();
-        stream.before_step(output, &context, now, now, s.tasks);
-        // The watched temperature is read at every step, before deciding.
-        summary.compactions += make_room(log, &mut journal, &context, &mut items);
-        match journal.step(&mut context, &step, now, &mut live, &mut hint_buf, &mut items) {
-            Ok((outcome, written)) => {
-                append(log, &written, &items);
-                output.watch(live.temperature(), !outcome.decision.watch.is_empty());
-                info!("decision read {=usize} messages of {=usize}", context.messages_read(), context.len());
-                summary.max_read = summary.max_read.max(context.messages_read());
-                stream.step(output, &live, s.cur_iter, s.input_tokens);
-                for w in outcome.warnings.iter() {
-                    warn!("{}", w);
-                }
-                match outcome.hint {
-                    Some(hint) => {
-                        summary.hints += 1;
-                        output.hint(hint);
-                        if outcome.event {
-                            info!("HintBlockEvent emitted");
-                        }
-                    }
-                    None => output.no_injection(live.refreshes != refreshes_before),
-                }
-            }
-            Err(e) => error!("hint dropped: {}", e),
-        }
-        summary.steps += 1;
+        let input = StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: CONTEXT_SIZE };
+        s.step(&input, clock.now(), sensor, None, output, log).await;
+        pacer.told(s.told());
+        pacer.model_reply(Some(index)).await;
+        s.summary.steps += 1;
         pacer.after_step(index);
     }
     pacer.finished();
-    summary.reads = live.reads;
-    summary.failures = live.failures;
-    summary.evicted = context.store().evicted_total();
+    let mut summary = s.summary;
+    summary.reads = s.live.reads;
+    summary.failures = s.live.failures;
+    summary.evicted = s.context.store().evicted_total();
     summary
 }
 
 /// Compacts the log if its region fills; 1 when it did.
-fn make_room<S: embedded_storage_async::nor_flash::MultiwriteNorFlash>(
-    log: &mut SessionLog<S>,
-    journal: &mut Journal<16>,
-    context: &Context<'_>,
-    buf: &mut [u8],
-) -> u32 {
+fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> u32 {
     match log.make_room(journal, context, buf) {
         Ok(0) => 0,
         Ok(popped) => {
@@ -555,7 +696,7 @@ fn make_room<S: embedded_storage_async::nor_flash::MultiwriteNorFlash>(
 }
 
 /// Appends the items one record or step wrote.
-fn append<S: embedded_storage_async::nor_flash::NorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
+fn append<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
     for item in written.iter(items) {
         if !log.append(item) {
             error!("the log refused an item: the session after it is not restored after a reset");

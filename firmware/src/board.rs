@@ -1,47 +1,106 @@
 //! Everything specific to the board: the TI Stellaris LM3S6965 evaluation
 //! board (Cortex-M3) as QEMU's `lm3s6965evb` machine emulates it.
 //!
-//! - [`I2c0`]: the I2C0 master, implementing [`embedded_hal::i2c::I2c`];
+//! - the `embassy-time` driver: SysTick's 1 kHz interrupt counts the
+//!   board's milliseconds and wakes the timers that are due (the counter
+//!   stops while the board waits for the host);
+//! - [`I2c0`]: the I2C0 master, implementing [`embedded_hal_async::i2c::I2c`];
+//! - [`sensor_task`]: samples the TMP105 on its own period, answers the
+//!   agent's requests ([`SensorLink`]) and wakes the agent when a reading
+//!   would fire its watch;
 //! - [`Clock`]: wall time at boot (an `epoch=` argument from the host, else
-//!   semihosting `SYS_TIME`) plus a SysTick millisecond counter ([`uptime_ms`]);
-//! - [`Uart0Pacer`]: the step handshake with the host over UART0;
+//!   semihosting `SYS_TIME`) plus the millisecond counter ([`uptime_ms`]);
+//! - [`Uart0Pacer`]: the step and environment handshakes with the host over
+//!   UART0, the idle time between steps and the model's (simulated) reply;
 //! - [`exit`], [`stack_high_water`]: semihosting exit and the painted-stack
 //!   measurement.
 //!
 //! To move the agent to another board, replace this module: provide an
-//! `I2c` for the sensor's bus, a [`envaware::Clock`], and an
-//! [`agent::Pacer`](envaware_firmware::agent::Pacer), then call
+//! [`agent::Sensor`](envaware_firmware::agent::Sensor) (a sensor task over
+//! the board's async I2C), a [`envaware::Clock`], and an
+//! [`agent::Pacer`](envaware_firmware::agent::Pacer), then await
 //! [`agent::run`](envaware_firmware::agent::run) with them (see the README).
 
+use core::cell::{Cell, RefCell};
+use core::fmt::Write as _;
 use core::mem::MaybeUninit;
 use core::ptr::{read_volatile, write_volatile};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
+use core::task::Waker;
 
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m::peripheral::SYST;
 use cortex_m_rt::exception;
+use critical_section::Mutex;
+use embassy_futures::select::{select, Either};
+use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
+use embassy_sync::signal::Signal;
+use embassy_time::{Duration, Instant, Timer};
+use embassy_time_driver::Driver;
+use embassy_time_queue_utils::Queue;
 use embedded_hal::i2c::{ErrorKind, ErrorType, NoAcknowledgeSource, Operation, SevenBitAddress};
-use envaware::{EpochTickClock, Timestamp};
+use envaware::{Decimal, EpochTickClock, Timestamp, MAX_WATCHES};
+use envaware_firmware::agent::{self, Woken};
 use envaware_firmware::clock;
+use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 
 /// The core clock at reset as QEMU models the board: 12.5 MHz. SysTick
 /// counts it (the external reference clock is not modelled).
 const CORE_HZ: u32 = 12_500_000;
 
-// ---------------------------------------------------------------- SysTick
+// ---------------------------------------------------------------- the time driver
 
-static MILLIS: AtomicU32 = AtomicU32::new(0);
+/// Milliseconds since boot, counted by SysTick's interrupt (the only
+/// writer, besides the restore after a reset).
+static TICKS: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
+
+/// The `embassy-time` driver: 1 kHz ticks from SysTick, one timer queue.
+/// SysTick is stopped while the board waits for the host ([`Uart0Pacer`]),
+/// so the board's time, and every timer, waits too.
+struct SysTickDriver {
+    queue: Mutex<RefCell<Queue>>,
+    /// The tick at which the queue is next due (`u64::MAX`: none).
+    alarm: Mutex<Cell<u64>>,
+}
+
+impl Driver for SysTickDriver {
+    fn now(&self) -> u64 {
+        critical_section::with(|cs| TICKS.borrow(cs).get())
+    }
+
+    fn schedule_wake(&self, at: u64, waker: &Waker) {
+        critical_section::with(|cs| {
+            let mut queue = self.queue.borrow(cs).borrow_mut();
+            if queue.schedule_wake(at, waker) {
+                // Wakes what is due already; the tick handler the rest.
+                self.alarm.borrow(cs).set(queue.next_expiration(TICKS.borrow(cs).get()));
+            }
+        })
+    }
+}
+
+embassy_time_driver::time_driver_impl!(static DRIVER: SysTickDriver = SysTickDriver {
+    queue: Mutex::new(RefCell::new(Queue::new())),
+    alarm: Mutex::new(Cell::new(u64::MAX)),
+});
 
 #[exception]
 fn SysTick() {
-    // Only this handler writes; a load/store pair is enough on one core.
-    MILLIS.store(MILLIS.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    critical_section::with(|cs| {
+        let ticks = TICKS.borrow(cs);
+        let now = ticks.get() + 1;
+        ticks.set(now);
+        let alarm = DRIVER.alarm.borrow(cs);
+        if now >= alarm.get() {
+            alarm.set(DRIVER.queue.borrow(cs).borrow_mut().next_expiration(now));
+        }
+    });
 }
 
-/// Milliseconds of SysTick counting since boot (paused while waiting for
-/// the host, see [`Uart0Pacer`]).
+/// Milliseconds of board time since boot (paused while waiting for the
+/// host, see [`Uart0Pacer`]), wrapping as a `u32`.
 pub fn uptime_ms() -> u32 {
-    MILLIS.load(Ordering::Relaxed)
+    critical_section::with(|cs| TICKS.borrow(cs).get()) as u32
 }
 
 fn ticks() -> u64 {
@@ -118,8 +177,6 @@ struct Retained {
     reset_done: u32,
     /// The millisecond counter at the reset, put back when the session resumes.
     millis: u32,
-    /// The pacer's schedule at the reset ([`Uart0Pacer`]'s `due`).
-    due: u32,
     log: [u8; LOG_BYTES],
 }
 
@@ -202,7 +259,8 @@ impl embedded_hal::i2c::Error for I2cError {
     }
 }
 
-/// The Stellaris I2C0 controller in master mode, at 100 kHz.
+/// The Stellaris I2C0 controller in master mode, at 100 kHz, async (the
+/// sensor task awaits it).
 ///
 /// Each [`Operation`] of a transaction is its own START…STOP transfer:
 /// QEMU's model ignores a repeated START. Empty operations are skipped.
@@ -228,8 +286,9 @@ impl I2c0 {
         (I2C0 + offset) as *mut u32
     }
 
-    /// Issues one command and waits for it to finish.
-    fn command(&mut self, cmd: u32) -> Result<(), I2cError> {
+    /// Issues one command and awaits its end, yielding to the other tasks
+    /// while the controller is busy (QEMU's model finishes at once).
+    async fn command(&mut self, cmd: u32) -> Result<(), I2cError> {
         unsafe { write_volatile(Self::reg(MCS), cmd) };
         let mut polls = 0;
         let status = loop {
@@ -241,6 +300,7 @@ impl I2c0 {
             if polls == BUSY_POLLS {
                 return Err(I2cError::Timeout);
             }
+            embassy_futures::yield_now().await;
         };
         let error = if status & MCS_ARBLST != 0 {
             Some(I2cError::ArbitrationLoss)
@@ -262,7 +322,7 @@ impl I2c0 {
         }
     }
 
-    fn write_bytes(&mut self, address: u8, bytes: &[u8]) -> Result<(), I2cError> {
+    async fn write_bytes(&mut self, address: u8, bytes: &[u8]) -> Result<(), I2cError> {
         unsafe { write_volatile(Self::reg(MSA), u32::from(address) << 1) };
         let last = bytes.len().saturating_sub(1);
         for (i, &byte) in bytes.iter().enumerate() {
@@ -274,12 +334,12 @@ impl I2c0 {
             if i == last {
                 cmd |= MCS_STOP;
             }
-            self.command(cmd)?;
+            self.command(cmd).await?;
         }
         Ok(())
     }
 
-    fn read_bytes(&mut self, address: u8, buffer: &mut [u8]) -> Result<(), I2cError> {
+    async fn read_bytes(&mut self, address: u8, buffer: &mut [u8]) -> Result<(), I2cError> {
         unsafe { write_volatile(Self::reg(MSA), u32::from(address) << 1 | 1) };
         let last = buffer.len().saturating_sub(1);
         for (i, byte) in buffer.iter_mut().enumerate() {
@@ -289,7 +349,7 @@ impl I2c0 {
             }
             // ACK every byte but the last, which ends with STOP.
             cmd |= if i == last { MCS_STOP } else { MCS_ACK };
-            self.command(cmd)?;
+            self.command(cmd).await?;
             *byte = unsafe { read_volatile(Self::reg(MDR)) } as u8;
         }
         Ok(())
@@ -300,12 +360,12 @@ impl ErrorType for I2c0 {
     type Error = I2cError;
 }
 
-impl embedded_hal::i2c::I2c<SevenBitAddress> for I2c0 {
-    fn transaction(&mut self, address: u8, operations: &mut [Operation<'_>]) -> Result<(), Self::Error> {
+impl embedded_hal_async::i2c::I2c<SevenBitAddress> for I2c0 {
+    async fn transaction(&mut self, address: u8, operations: &mut [Operation<'_>]) -> Result<(), Self::Error> {
         for op in operations {
             match op {
-                Operation::Write(bytes) => self.write_bytes(address, bytes)?,
-                Operation::Read(buffer) => self.read_bytes(address, buffer)?,
+                Operation::Write(bytes) => self.write_bytes(address, bytes).await?,
+                Operation::Read(buffer) => self.read_bytes(address, buffer).await?,
             }
         }
         Ok(())
@@ -328,6 +388,10 @@ const FR_TXFF: u32 = 1 << 5;
 /// start time, see [`wall_clock`], two runs give the same uptimes). At the
 /// end it sends `.`.
 ///
+/// Before the idle time of each step it sends `~` (the environment
+/// handshake): the host may change the temperature there (`cargo xtask demo
+/// --environment 7:33`), which the sensor task then finds on its own.
+///
 /// With the `force-panic` or `force-hardfault` feature it panics or
 /// executes an undefined instruction right after the handshake of step 2,
 /// for the tests of the exit status.
@@ -336,8 +400,8 @@ pub struct Uart0Pacer {
     /// `reset-after=N` on the semihosting command line: reset the MCU
     /// (`SCB::sys_reset`) after step N, once.
     reset_after: Option<usize>,
-    /// When the last step was due, on the millisecond counter.
-    due: u32,
+    /// The step whose idle time runs, and when it ends.
+    idle: Option<(usize, Instant)>,
 }
 
 impl core::fmt::Debug for Uart0Pacer {
@@ -350,7 +414,7 @@ impl Uart0Pacer {
     fn new(syst: SYST) -> Self {
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
-        Uart0Pacer { syst, reset_after: argument(b"reset-after="), due: 0 }
+        Uart0Pacer { syst, reset_after: argument(b"reset-after="), idle: None }
     }
 
     fn put(&mut self, byte: u8) {
@@ -366,14 +430,20 @@ impl Uart0Pacer {
             read_volatile((UART0 + UART_DR) as *const u32) as u8
         }
     }
-}
 
-impl envaware_firmware::agent::Pacer for Uart0Pacer {
-    fn before_step(&mut self, index: usize) {
+    /// Sends `byte` and waits for the host's answer, the board's time
+    /// stopped meanwhile (every task and timer waits too).
+    fn handshake(&mut self, byte: u8) {
         self.syst.disable_counter();
-        self.put(b'?');
+        self.put(byte);
         let _ = self.get();
         self.syst.enable_counter();
+    }
+}
+
+impl agent::Pacer for Uart0Pacer {
+    fn before_step(&mut self, index: usize) {
+        self.handshake(b'?');
         // The exit-status tests' failures, right after step 2's handshake.
         if index == 2 {
             #[cfg(feature = "force-panic")]
@@ -383,15 +453,43 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         }
     }
 
-    fn pass_time(&mut self, ms: u32) {
-        // On a schedule: `ms` after the last step was due, not after its
-        // work ended, so a step's time does not depend on how long the
-        // steps before it took (a restored board does a little more).
-        self.due = self.due.wrapping_add(ms);
-        while (uptime_ms().wrapping_sub(self.due) as i32) < 0 {
-            // With `-icount …,sleep=off` QEMU jumps straight to the next tick.
-            cortex_m::asm::wfi();
+    async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken> {
+        let end = match self.idle {
+            Some((step, end)) if step == index => end,
+            _ => {
+                self.handshake(b'~');
+                let end = Instant::now() + Duration::from_millis(u64::from(ms));
+                self.idle = Some((index, end));
+                // A wake left from a sample taken as the last idle time ended.
+                WAKE.reset();
+                START.signal(());
+                end
+            }
+        };
+        STATE.store(IDLE, Ordering::Relaxed);
+        // The executor sleeps (`wfe`) until a tick wakes a timer; with
+        // `-icount …,sleep=off` QEMU jumps straight to the next tick.
+        let woken = match select(Timer::at(end), WAKE.wait()).await {
+            Either::First(()) => None,
+            Either::Second(woken) => Some(woken),
+        };
+        STATE.store(BUSY, Ordering::Relaxed);
+        woken
+    }
+
+    async fn model_reply(&mut self, index: Option<usize>) {
+        match index {
+            Some(i) => defmt::info!("model: the prompt of step {=usize} sent, awaiting the reply ({=u64} ms)", i, MODEL_REPLY_MS),
+            None => defmt::info!("model: the prompt of the environment step sent, awaiting the reply ({=u64} ms)", MODEL_REPLY_MS),
         }
+        STATE.store(AWAITING_MODEL, Ordering::Relaxed);
+        Timer::after_millis(MODEL_REPLY_MS).await;
+        STATE.store(BUSY, Ordering::Relaxed);
+        defmt::info!("model: replied");
+    }
+
+    fn told(&mut self, told: [Option<Decimal>; MAX_WATCHES]) {
+        critical_section::with(|cs| TOLD.borrow(cs).set(told));
     }
 
     fn finished(&mut self) {
@@ -410,7 +508,6 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         defmt::info!("resetting the MCU after step {=usize}", index);
         unsafe {
             write_volatile(core::ptr::addr_of_mut!((*r).millis), millis);
-            write_volatile(core::ptr::addr_of_mut!((*r).due), self.due);
             write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
         }
         cortex_m::peripheral::SCB::sys_reset()
@@ -422,12 +519,87 @@ impl envaware_firmware::agent::Pacer for Uart0Pacer {
         // times an uninterrupted board would.
         let r = retained();
         if unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
-            MILLIS.store(unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) }, Ordering::Relaxed);
-            self.due = unsafe { read_volatile(core::ptr::addr_of!((*r).due)) };
+            let millis = unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) };
+            critical_section::with(|cs| TICKS.borrow(cs).set(u64::from(millis)));
             // A whole millisecond before the next tick, so none falls between
-            // here and `pass_time` reading the counter (the uninterrupted
-            // board reads it right after the value saved at the reset).
+            // here and the idle time's deadline reading the counter (the
+            // uninterrupted board reads it right after the value saved at
+            // the reset).
             self.syst.clear_current();
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the sensor task
+
+/// The sensor task's period: it samples the TMP105 every half second.
+const SAMPLE_MS: u64 = 500;
+/// How long the (simulated) model takes to reply to a step's prompt.
+const MODEL_REPLY_MS: u64 = 800;
+
+/// What the agent does, for the sensor task: busy with a step, idle
+/// between steps (a reading that would fire a watch wakes it), or awaiting
+/// its model's reply.
+static STATE: AtomicU8 = AtomicU8::new(BUSY);
+const BUSY: u8 = 0;
+const IDLE: u8 = 1;
+const AWAITING_MODEL: u8 = 2;
+
+/// The session runs: the sensor task starts sampling (after a restore, so
+/// that the board's time is put back first).
+static START: Signal<CriticalSectionRawMutex, ()> = Signal::new();
+/// The agent asks for a reading now (its step's).
+static SAMPLE_NOW: Signal<CriticalSectionRawMutex, ()> = Signal::new();
+/// The reading the agent asked for.
+static READING: Signal<CriticalSectionRawMutex, Result<Temperature, tmp105::Error<I2cError>>> = Signal::new();
+/// A reading that would fire the watch: the environment wakes the agent.
+static WAKE: Signal<CriticalSectionRawMutex, Woken> = Signal::new();
+/// What the agent's context told of each watched field (the core's
+/// `Engine::told`), for the sensor task to compare its readings with.
+static TOLD: Mutex<Cell<[Option<Decimal>; MAX_WATCHES]>> = Mutex::new(Cell::new([None; MAX_WATCHES]));
+
+/// The agent's side of the sensor task: a reading taken when asked.
+#[derive(Debug)]
+pub struct SensorLink;
+
+impl agent::Sensor for SensorLink {
+    type Error = I2cError;
+    async fn read(&mut self) -> Result<Temperature, tmp105::Error<I2cError>> {
+        SAMPLE_NOW.signal(());
+        READING.wait().await
+    }
+}
+
+/// Owns the TMP105 (async, on I2C0): samples it every [`SAMPLE_MS`] on a
+/// grid of board time (so a session restored after a reset samples when
+/// the uninterrupted one did), and reads it when the agent asks. A sample
+/// taken while the agent awaits its model is logged; one taken while it
+/// is idle that would fire its watch (the core's rule, through
+/// [`agent::wakes`]) wakes it.
+#[embassy_executor::task]
+pub async fn sensor_task(i2c: I2c0) {
+    let mut sensor = Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS);
+    let watches = agent::config().injection.watch;
+    START.wait().await;
+    let mut next = Instant::from_millis((Instant::now().as_millis() / SAMPLE_MS + 1) * SAMPLE_MS);
+    loop {
+        match select(Timer::at(next), SAMPLE_NOW.wait()).await {
+            Either::Second(()) => READING.signal(sensor.read_async().await),
+            Either::First(()) => {
+                next += Duration::from_millis(SAMPLE_MS);
+                // A failed sample is not told: the agent's own read logs why.
+                let Ok(temperature) = sensor.read_async().await else { continue };
+                let mut text: heapless::String<24> = heapless::String::new();
+                let _ = write!(text, "{temperature}");
+                match STATE.load(Ordering::Relaxed) {
+                    AWAITING_MODEL => defmt::info!("sensor task: {=str} (sampled while the agent awaits its model)", text),
+                    IDLE if agent::wakes(&watches, &critical_section::with(|cs| TOLD.borrow(cs).get()), &text) => {
+                        defmt::info!("sensor task: {=str} would fire the temperature watch: waking the agent", text);
+                        WAKE.signal(Woken { temperature });
+                    }
+                    _ => {}
+                }
+            }
         }
     }
 }

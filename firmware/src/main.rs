@@ -3,10 +3,14 @@
 //! readings into its hints. Built for the TI Stellaris LM3S6965 as QEMU's
 //! `lm3s6965evb` emulates it; `cargo xtask demo` runs it.
 //!
-//! - [`board`]: everything board-specific (I2C0, SysTick clock, UART0
-//!   handshake, semihosting exit);
+//! - [`board`]: everything board-specific (the embassy-time driver on
+//!   SysTick, async I2C0, the sensor task, the UART0 handshakes, semihosting
+//!   exit);
 //! - the library (`src/lib.rs`): the agent, the stream and the TMP105
 //!   driver, which know nothing of the board.
+//!
+//! It runs on `embassy-executor` (thread mode): the agent is the main task,
+//! the TMP105 is sampled by a task of its own.
 //!
 //! Output is defmt over semihosting, decoded on the host by `defmt-print`.
 //! The run exits QEMU with 0 at the end of the script, 101 on a panic and
@@ -27,13 +31,16 @@ use envaware_firmware::agent;
 
 mod board;
 
-#[cortex_m_rt::entry]
-fn main() -> ! {
+/// The agent's task (the executor's main task): spawns the sensor task,
+/// runs the session, reports and exits.
+#[embassy_executor::main]
+async fn main(spawner: embassy_executor::Spawner) {
     let board::Board { i2c, mut pacer, log } = board::Board::take();
+    spawner.must_spawn(board::sensor_task(i2c));
     let mut log = envaware_firmware::log::SessionLog::new(log);
     let mut clock = board::wall_clock();
-    defmt::info!("envaware firmware: {=str} in {=str}", agent::AGENT, agent::TIMEZONE);
-    let summary = agent::run(i2c, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms, &mut log);
+    defmt::info!("envaware firmware: {=str} in {=str}, on embassy", agent::AGENT, agent::TIMEZONE);
+    let summary = agent::run(&mut board::SensorLink, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms, &mut log).await;
     defmt::info!(
         "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted, at most {=usize} messages read per decision",
         summary.steps,

@@ -9,7 +9,9 @@
 //! writes the configuration with its temperature watch (a `config` event),
 //! the live values it read (a `read` event: the watched temperature,
 //! read before deciding, and the uptime) and the `step` with its
-//! `cur_iter` and token count.
+//! `cur_iter` and token count. An environment step (the sensor task woke
+//! the agent) is preceded by `{"reply": {}}` and `{"woken": {"temperature":
+//! …}}`.
 //! `cargo xtask demo` saves the lines to `target/firmware-session.trace.jsonl`;
 //! `envaware-sim replay` on that file must give the device's hints, and
 //! AgentScope 2.0.11 agrees on the scenarios it emits (`tests/tests/firmware.rs`).
@@ -147,6 +149,24 @@ impl<L: LiveFields> Serialize for Fields<'_, L> {
 }
 
 #[derive(Serialize)]
+struct ReplyLine {
+    reply: Empty,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+#[derive(Serialize)]
+struct WokenLine<'a> {
+    woken: WokenOut<'a>,
+}
+
+#[derive(Serialize)]
+struct WokenOut<'a> {
+    temperature: &'a str,
+}
+
+#[derive(Serialize)]
 struct ClockLine {
     set_clock: Option<Rfc3339>,
 }
@@ -266,6 +286,15 @@ impl Stream {
         }
         self.line(out, &ClockLine { set_clock: now.map(Rfc3339) });
         self.line(out, &TasksLine { tasks: Tasks(tasks) });
+    }
+
+    /// An environment step begins: a new reply with no user message
+    /// (`{"reply": {}}`), started by the reading that would fire the
+    /// temperature watch (`{"woken": {"temperature": "31.0 °C"}}`, which
+    /// `envaware-sim replay` shows at the step that follows).
+    pub fn woken(&mut self, out: &mut impl Output, temperature: &str) {
+        self.line(out, &ReplyLine { reply: Empty {} });
+        self.line(out, &WokenLine { woken: WokenOut { temperature } });
     }
 
     /// The step itself, once rendered: the configuration with its watch,

@@ -6,10 +6,16 @@
 //! with a repeated START: the TMP105 keeps its pointer across a STOP, and
 //! some controllers (QEMU's Stellaris model among them) do not do repeated
 //! STARTs.
+//!
+//! Both a blocking driver ([`Tmp105::read`], over `embedded_hal::i2c::I2c`)
+//! and an async one ([`Tmp105::read_async`], over
+//! `embedded_hal_async::i2c::I2c`, which the board's sensor task awaits)
+//! make the same transfers and share the checks.
 
 use core::fmt;
 
 use embedded_hal::i2c::I2c;
+use embedded_hal_async::i2c::I2c as AsyncI2c;
 
 /// The TMP105's address with A0 tied low (QEMU's default for the board).
 pub const DEFAULT_ADDRESS: u8 = 0x48;
@@ -106,12 +112,14 @@ pub struct Tmp105<I> {
     configured: bool,
 }
 
-impl<I: I2c> Tmp105<I> {
+impl<I> Tmp105<I> {
     /// A sensor at `address` (7-bit). Nothing is sent until the first read.
     pub const fn new(i2c: I, address: u8) -> Self {
         Tmp105 { i2c, address, configured: false }
     }
+}
 
+impl<I: I2c> Tmp105<I> {
     /// Puts the sensor in 12-bit mode. [`Tmp105::read`] does it first if it
     /// has not succeeded yet, so a sensor attached late is picked up.
     pub fn configure(&mut self) -> Result<(), Error<I::Error>> {
@@ -128,10 +136,37 @@ impl<I: I2c> Tmp105<I> {
         let mut bytes = [0u8; 2];
         self.i2c.write(self.address, &[POINTER_TEMPERATURE]).map_err(Error::Read)?;
         self.i2c.read(self.address, &mut bytes).map_err(Error::Read)?;
+        self.checked(bytes)
+    }
+}
+
+impl<I: embedded_hal::i2c::ErrorType> Tmp105<I> {
+    /// The register's bytes as a temperature, or why not.
+    fn checked(&mut self, bytes: [u8; 2]) -> Result<Temperature, Error<I::Error>> {
         Temperature::plausible(bytes).ok_or_else(|| {
             // The sensor may have been reset (9-bit mode) or swapped: set it up again.
             self.configured = false;
             Error::Implausible(bytes)
         })
+    }
+}
+
+impl<I: AsyncI2c> Tmp105<I> {
+    /// [`Tmp105::configure`], awaiting the bus.
+    pub async fn configure_async(&mut self) -> Result<(), Error<I::Error>> {
+        self.i2c.write(self.address, &[POINTER_CONFIG, CONFIG_12_BIT]).await.map_err(Error::Configure)?;
+        self.configured = true;
+        Ok(())
+    }
+
+    /// [`Tmp105::read`], awaiting the bus: the same transfers, the same errors.
+    pub async fn read_async(&mut self) -> Result<Temperature, Error<I::Error>> {
+        if !self.configured {
+            self.configure_async().await?;
+        }
+        let mut bytes = [0u8; 2];
+        self.i2c.write(self.address, &[POINTER_TEMPERATURE]).await.map_err(Error::Read)?;
+        self.i2c.read(self.address, &mut bytes).await.map_err(Error::Read)?;
+        self.checked(bytes)
     }
 }

@@ -15,12 +15,14 @@ use std::cell::Cell;
 mod common;
 
 use common::{configure, data, select};
+use embassy_futures::block_on;
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::Timestamp;
-use envaware_firmware::agent::{self, Output, Pacer, Summary, SCRIPT};
+use envaware_firmware::agent::{self, Output, Pacer, Summary, Woken, SCRIPT};
 use envaware_firmware::clock;
 use envaware_firmware::log::{RamFlash, SessionLog};
+use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 use serde_json::{json, Value};
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin
@@ -53,10 +55,13 @@ fn due(i: usize, watch_only: &[usize]) -> Option<&'static [&'static str]> {
 enum Paced {
     Wait(u32),
     Before(usize),
+    /// The model's reply to step N's prompt (`None`: an environment step's).
+    Model(Option<usize>),
     Finished,
 }
 
-/// Lets time pass on the board's millisecond counter, and records.
+/// Lets time pass on the board's millisecond counter, and records; wakes
+/// the agent once with `wake` (a reading) in the idle time before its step.
 struct RecordingPacer<'a> {
     ms: &'a Cell<u64>,
     calls: Vec<Paced>,
@@ -64,6 +69,8 @@ struct RecordingPacer<'a> {
     reset_after: Option<usize>,
     /// The counter kept across the reset, as the board keeps it.
     retained: &'a Cell<u64>,
+    /// Wake the agent once, in the idle time before this step, with this reading.
+    wake: Option<(usize, Temperature)>,
 }
 
 impl Pacer for RecordingPacer<'_> {
@@ -71,9 +78,17 @@ impl Pacer for RecordingPacer<'_> {
         self.calls.push(Paced::Before(index));
     }
 
-    fn pass_time(&mut self, ms: u32) {
+    async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken> {
+        if let Some((_, temperature)) = self.wake.take_if(|(before, _)| *before == index) {
+            return Some(Woken { temperature });
+        }
         self.ms.set(self.ms.get() + u64::from(ms));
         self.calls.push(Paced::Wait(ms));
+        None
+    }
+
+    async fn model_reply(&mut self, index: Option<usize>) {
+        self.calls.push(Paced::Model(index));
     }
 
     fn finished(&mut self) {
@@ -99,6 +114,8 @@ struct Reset;
 #[derive(Debug, Default)]
 struct StepRecord {
     note: String,
+    /// An environment step: the reading that woke the agent.
+    woken: Option<String>,
     hint: Option<String>,
     /// `Some(sensor_read)` when the step injected nothing.
     no_injection: Option<bool>,
@@ -120,8 +137,13 @@ struct Transcript {
 impl Output for Transcript {
     fn step(&mut self, index: usize, note: &str) {
         let first = *self.first.get_or_insert(index);
-        assert_eq!(index, first + self.steps.len(), "steps out of order");
+        assert_eq!(index, first + self.steps.iter().filter(|s| s.woken.is_none()).count(), "steps out of order");
         self.steps.push(StepRecord { note: note.to_string(), ..StepRecord::default() });
+    }
+
+    fn woken(&mut self, before: usize, temperature: &str) {
+        assert_eq!(before, self.steps.iter().filter(|s| s.woken.is_none()).count(), "woken before the next step");
+        self.steps.push(StepRecord { woken: Some(temperature.to_string()), ..StepRecord::default() });
     }
 
     fn hint(&mut self, hint: &str) {
@@ -172,7 +194,7 @@ fn session_from(boot_ms: u32, transactions: &[Transaction]) -> Session {
 
 /// [`session_from`] logging to `flash`, restoring what it holds first.
 fn session_on(boot_ms: u32, transactions: &[Transaction], flash: &mut [u8]) -> Session {
-    session_resetting(boot_ms, transactions, flash, None, &Cell::new(0))
+    session_with(boot_ms, transactions, flash, None, None, &Cell::new(0))
 }
 
 /// [`session_on`], the board resetting after step `reset_after` (the run
@@ -186,15 +208,33 @@ fn session_resetting(
     reset_after: Option<usize>,
     retained: &Cell<u64>,
 ) -> Session {
+    session_with(boot_ms, transactions, flash, None, reset_after, retained)
+}
+
+/// [`session_on`], the environment waking the agent once with `wake`.
+fn session_woken(boot_ms: u32, transactions: &[Transaction], flash: &mut [u8], wake: Option<(usize, Temperature)>) -> Session {
+    session_with(boot_ms, transactions, flash, wake, None, &Cell::new(0))
+}
+
+/// [`session_on`] with the environment's wake and the board's reset.
+fn session_with(
+    boot_ms: u32,
+    transactions: &[Transaction],
+    flash: &mut [u8],
+    wake: Option<(usize, Temperature)>,
+    reset_after: Option<usize>,
+    retained: &Cell<u64>,
+) -> Session {
     let mut mock = Mock::new(transactions);
     let ms = Cell::new(0u64);
     let counter = || boot_ms.wrapping_add(ms.get() as u32);
     let mut clock = clock::wall_clock(|| u64::from(counter()));
     clock.set(Timestamp::from_unix_seconds(EPOCH));
-    let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new(), reset_after, retained };
+    let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new(), wake, reset_after, retained };
     let mut transcript = Transcript::default();
     let mut log = SessionLog::new(RamFlash(flash));
-    let summary = agent::run(mock.clone(), &mut clock, &mut pacer, &mut transcript, counter, &mut log);
+    let mut sensor = Tmp105::new(mock.clone(), tmp105::DEFAULT_ADDRESS);
+    let summary = block_on(agent::run(&mut sensor, &mut clock, &mut pacer, &mut transcript, counter, &mut log));
     mock.done();
     Session { summary, transcript, paced: pacer.calls }
 }
@@ -238,11 +278,11 @@ fn ms_at(i: usize) -> u32 {
 /// with `temperature` the `i`-th expected one for the `i`-th injection and
 /// `uptime` the board's time; returns each hint's fields.
 fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> Vec<Option<Vec<(String, String)>>> {
-    let steps = &s.transcript.steps;
+    let steps: Vec<&StepRecord> = s.transcript.steps.iter().filter(|s| s.woken.is_none()).collect();
     assert_eq!(steps.len(), SCRIPT.len());
     let mut expected_paced = Vec::new();
     for (i, step) in SCRIPT.iter().enumerate() {
-        expected_paced.extend([Paced::Wait(step.wait_ms), Paced::Before(i)]);
+        expected_paced.extend([Paced::Wait(step.wait_ms), Paced::Before(i), Paced::Model(Some(i))]);
     }
     expected_paced.push(Paced::Finished);
     assert_eq!(s.paced, expected_paced);
@@ -577,4 +617,56 @@ fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::Res
     let mut journal = envaware::journal::Journal::new(&context);
     let (mut buf, mut scratch) = ([0u8; 1024], [0u8; 1024]);
     SessionLog::new(RamFlash(flash)).restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {})
+}
+
+/// issue 22: the environment wakes the agent before step 7 with 33.0 °C.
+/// The agent starts a reply with no user message and takes an environment
+/// step whose hint tells the reading; the scripted steps' hints are those
+/// of the session nobody woke, and the sensor is not read for it.
+#[test]
+fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
+    let plain = session(&answering(&READINGS));
+    let woke = session_woken(0, &answering(&READINGS), &mut vec![0xFF; 16 * 1024], Some((7, Temperature::from_register([0x21, 0x00]))));
+    let steps = &woke.transcript.steps;
+    assert_eq!(steps.len(), SCRIPT.len() + 1);
+    let env = &steps[7];
+    assert_eq!(env.woken.as_deref(), Some("33.0 °C"));
+    let f = fields(env.hint.as_deref().expect("the environment step's hint"));
+    assert_eq!(
+        f,
+        [
+            ("temperature".to_string(), "33.0 °C".to_string()),
+            ("uptime".to_string(), format!("{}.{:03} s", ms_at(6) / 1000, ms_at(6) % 1000))
+        ]
+    );
+    assert_eq!(env.watch, Some(("33.0 °C".to_string(), true)));
+    // Streamed: a new reply, what woke it, then the step as any other.
+    assert_eq!(env.stream[..3], [json!({"reply": {}}), json!({"woken": {"temperature": "33.0 °C"}}), json!({"context": []})]);
+    assert_eq!(env.stream.last(), Some(&json!({"step": {"cur_iter": 0, "tokens": SCRIPT[6].input_tokens}})));
+    // The scripted steps: the same hints; the model awaited after each
+    // step, the environment's included.
+    let scripted = |s: &Session| s.transcript.steps.iter().filter(|s| s.woken.is_none()).map(|s| s.hint.clone()).collect::<Vec<_>>();
+    assert_eq!(scripted(&woke), scripted(&plain));
+    assert!(woke.paced.windows(2).any(|w| w == [Paced::Model(Some(6)), Paced::Model(None)]), "{:?}", woke.paced);
+    // One reading more (the one that woke it, not read again), one hint
+    // more, and the compression at step 8 evicts the environment's message too.
+    assert_eq!(woke.summary, Summary { hints: plain.summary.hints + 1, reads: 11, evicted: 8, ..plain.summary });
+}
+
+/// Whether a reading wakes the agent is the core's watch rule against what
+/// the context told; with no watch, nothing wakes it.
+#[test]
+fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires() {
+    let watches = agent::config().injection.watch;
+    let told = |t: Option<&str>| {
+        let mut told = [None; envaware::MAX_WATCHES];
+        told[0] = t.and_then(envaware::Decimal::parse);
+        told
+    };
+    assert!(agent::wakes(&watches, &told(None), "21.5 °C"), "nothing told");
+    assert!(!agent::wakes(&watches, &told(Some("29.5")), "31.0 °C"), "1.5 from 29.5, above 28 both");
+    assert!(agent::wakes(&watches, &told(Some("29.5")), "33.0 °C"), "3.5 from 29.5");
+    assert!(agent::wakes(&watches, &told(Some("27.5")), "28.0625 °C"), "crossing 28");
+    assert!(!agent::wakes(&watches, &told(None), agent::UNAVAILABLE), "unavailable never fires");
+    assert!(!agent::wakes(&envaware::WatchList::EMPTY, &told(None), "33.0 °C"), "no watch: nothing wakes the agent");
 }

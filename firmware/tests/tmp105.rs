@@ -119,3 +119,29 @@ fn the_range_limits_are_plausible_and_readings_print_as_exact_decimals() {
     // The register's sign survives the shift.
     assert!(Temperature::from_register([0xFF, 0xF0]) < Temperature::from_register([0x00, 0x00]));
 }
+
+/// The async driver (`read_async`, which the board's sensor task awaits)
+/// makes the blocking one's transfers and gives its results and errors:
+/// set up once, a failed read keeps the mode, an implausible one sets up again.
+#[test]
+fn the_async_driver_makes_the_same_transfers_with_the_same_results() {
+    let t = [
+        configure(),
+        select(),
+        data([0x19, 0x80]),
+        select().with_error(ErrorKind::NoAcknowledge(NoAcknowledgeSource::Address)),
+        select(),
+        data([0xFF, 0xFF]),
+        configure(),
+        select(),
+        data([0xFB, 0xC0]),
+    ];
+    let (mut blocking, mut blocking_mock) = sensor(&t);
+    let (mut awaited, mut awaited_mock) = sensor(&t);
+    for _ in 0..4 {
+        let expected = blocking.read();
+        assert_eq!(embassy_futures::block_on(awaited.read_async()), expected);
+    }
+    blocking_mock.done();
+    awaited_mock.done();
+}

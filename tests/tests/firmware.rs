@@ -32,7 +32,7 @@ const FLASH_BUDGET: u64 = 144 * 1024;
 /// date takes another number of instructions, which under `-icount` are the
 /// board's time (it can move an uptime by a millisecond).
 const EPOCH: i64 = 1_767_225_600;
-const RAM_BUDGET: u64 = 40 * 1024;
+const RAM_BUDGET: u64 = 48 * 1024;
 
 /// One temperature per step, in milli-°C: all exact in 1/16 °C.
 const TEMPERATURES: [i32; 10] = [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
@@ -94,11 +94,19 @@ impl Board {
 
     /// A run with `temperatures`, one per step (the last one holding).
     fn run_with(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
-        self.run_resetting(elf, sensor, epoch, temperatures, None)
+        self.run_resetting(elf, sensor, epoch, temperatures, None, &[])
     }
 
     /// A run that resets the MCU after step `reset_after`, if any.
-    fn run_resetting(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32], reset_after: Option<usize>) -> RunResult {
+    fn run_resetting(
+        &self,
+        elf: &Path,
+        sensor: bool,
+        epoch: Option<i64>,
+        temperatures: &[i32],
+        reset_after: Option<usize>,
+        environment: &[(usize, i32)],
+    ) -> RunResult {
         let opts = RunOptions {
             qemu: self.qemu.clone(),
             defmt_print: self.defmt_print.clone(),
@@ -109,6 +117,7 @@ impl Board {
             echo: false,
             epoch,
             reset_after,
+            environment_milli: environment.to_vec(),
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
     }
@@ -129,14 +138,34 @@ struct StepLog {
     text: String,
 }
 
+/// The scripted steps of the decoded log (an environment step's lines are
+/// not part of the step before it: see [`environment_steps`]).
 fn steps(log: &str) -> Vec<StepLog> {
+    split_steps(log).0
+}
+
+/// The environment steps of the decoded log (issue 22), with their headers.
+fn environment_steps(log: &str) -> Vec<(String, StepLog)> {
+    split_steps(log).1
+}
+
+fn split_steps(log: &str) -> (Vec<StepLog>, Vec<(String, StepLog)>) {
     let mut steps: Vec<StepLog> = Vec::new();
+    let mut environment: Vec<(String, StepLog)> = Vec::new();
+    let mut in_environment = false;
     for line in log.lines() {
         if line.starts_with("=== step ") {
             steps.push(StepLog { fields: None, text: String::new() });
+            in_environment = false;
             continue;
         }
-        let Some(step) = steps.last_mut() else { continue };
+        if line.starts_with("=== environment step ") {
+            environment.push((line.to_string(), StepLog { fields: None, text: String::new() }));
+            in_environment = true;
+            continue;
+        }
+        let step = if in_environment { environment.last_mut().map(|e| &mut e.1) } else { steps.last_mut() };
+        let Some(step) = step else { continue };
         step.text.push_str(line);
         step.text.push('\n');
         if line.starts_with("<system-reminder>") {
@@ -149,7 +178,7 @@ fn steps(log: &str) -> Vec<StepLog> {
             }
         }
     }
-    steps
+    (steps, environment)
 }
 
 fn field<'a>(fields: &'a [(String, String)], key: &str) -> Option<&'a str> {
@@ -240,10 +269,11 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
     let steps = steps(&result.log);
     let time = |i: usize| steps[i].fields.as_deref().and_then(|f| field(f, "current-time")).map(str::to_string);
     assert_eq!(time(0).as_deref(), Some("2026-01-01T01:00:00"));
-    assert_eq!(time(6).as_deref(), Some("2026-01-01T01:00:47"));
-    // The steps are paced on the script's schedule (52.5 s after step 0 for
-    // step 8), whatever work the steps before did.
-    assert_eq!(time(8).as_deref(), Some("2026-01-01T01:00:52"));
+    // 47.5 s of script plus 6 model replies of 0.8 s (embassy-time timers).
+    assert_eq!(time(6).as_deref(), Some("2026-01-01T01:00:52"));
+    // 52.5 s of script, 8 model replies of 0.8 s and the board's own work,
+    // which under `-icount` is board time too (the session log's items included).
+    assert_eq!(time(8).as_deref(), Some("2026-01-01T01:00:59"));
 }
 
 #[test]
@@ -280,6 +310,66 @@ fn the_demo_s_warming_greenhouse_fires_the_watch_where_the_rule_says() {
     let reading = |i: usize| qemu::expected_reading(DEMO_WARMING[i.min(DEMO_WARMING.len() - 1)]);
     check_schedule(&result, reading, &[2, 4]);
     assert!(result.log.contains("session done: 10 steps, 8 hints, 10 sensor reads, 0 failed"), "{}", result.log);
+}
+
+/// The demo's temperatures (`cargo xtask demo`), in milli-°C.
+const DEMO: [i32; 10] = [21_500, 22_250, 23_000, 24_500, 26_000, 27_750, 29_500, 27_000, 25_250, 23_500];
+
+/// `text` with the value of every `<uptime>` field emptied.
+fn without_uptime(text: &str) -> String {
+    text.lines().map(|l| if l.starts_with("<uptime>") { "<uptime></uptime>" } else { l }).flat_map(|l| [l, "\n"]).collect()
+}
+
+/// issue 22: in the idle time before step 7 the greenhouse reaches 33.0 °C
+/// (set over QMP at the board's `~` handshake, as `cargo xtask demo` does).
+/// The sensor task, sampling on its own period, finds it, asks the core
+/// whether it fires the watch (3.5 °C from the 29.5 °C step 6 told) and
+/// wakes the agent: an environment step, whose hint tells the reading, and
+/// which the stream marks so that `envaware-sim replay` shows it. The
+/// scripted steps' hints are those of the run nobody woke (uptimes aside),
+/// and the log shows readings taken while the agent awaited its model.
+#[test]
+fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
+    let Some(board) = board() else { return };
+    let plain = board.run_with(&board.elf, true, Some(EPOCH), &DEMO);
+    let woke = board.run_resetting(&board.elf, true, Some(EPOCH), &DEMO, None, &[(7, 33_000)]);
+    assert_eq!(woke.status, Some(0), "{}\n{}", woke.log, woke.stderr);
+    assert_eq!(woke.environment_set, [(7, 33_000)]);
+    assert!(plain.environment_set.is_empty() && environment_steps(&plain.log).is_empty(), "{}", plain.log);
+    let env = environment_steps(&woke.log);
+    assert_eq!(env.len(), 1, "{}", woke.log);
+    assert_eq!(env[0].0, "=== environment step before step 7: woken by temperature: 33.0 °C");
+    assert!(woke.log.contains("sensor task: 33.0 °C would fire the temperature watch: waking the agent"), "{}", woke.log);
+    let fields = env[0].1.fields.as_deref().expect("the environment step's hint");
+    let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["temperature", "uptime"]);
+    assert_eq!(field(fields, "temperature"), Some("33.0 °C"));
+    assert!(env[0].1.text.contains("watch temperature 33.0 °C: fired"), "{}", env[0].1.text);
+    // The scripted steps: the same hints, the same watches.
+    let masked = |log: &str| device_hints(log).iter().map(|h| h.as_deref().map(without_uptime)).collect::<Vec<_>>();
+    assert_eq!(masked(&woke.log), masked(&plain.log));
+    assert_eq!(watch_fired(&woke.log), watch_fired(&plain.log));
+    assert!(woke.log.contains("session done: 10 steps, 8 hints, 11 sensor reads, 0 failed, 8 messages evicted"), "{}", woke.log);
+    // Sampling goes on while the agent awaits its model.
+    let sampled = woke.log.lines().filter(|l| l.ends_with("(sampled while the agent awaits its model)")).count();
+    assert!(sampled >= 10, "{sampled} readings during model waits:\n{}", woke.log);
+    // The stream marks the step; the replay shows it and decides the same hint.
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+    let out = needs::workspace().join("tests/out");
+    std::fs::create_dir_all(&out).expect("tests/out");
+    let trace_file = out.join("firmware-woken.trace.jsonl");
+    std::fs::write(&trace_file, qemu::session_trace(&woke.log)).expect("write the trace");
+    let replay = std::process::Command::new(&sim).arg("replay").arg(&trace_file).arg("--json").output().expect("run envaware-sim replay");
+    assert!(replay.status.success(), "replay failed: {}", String::from_utf8_lossy(&replay.stderr));
+    let replayed = json_lines(&replay.stdout);
+    assert_eq!(replayed.len(), 11);
+    let woken: Vec<usize> = replayed.iter().enumerate().filter(|(_, r)| r.get("woken").is_some()).map(|(i, _)| i).collect();
+    assert_eq!(woken, [7]);
+    assert_eq!(replayed[7]["woken"], serde_json::json!({"temperature": "33.0 °C"}));
+    let env_hint = env[0].1.text.lines().skip_while(|l| !l.starts_with("<system-reminder>")).take(4).collect::<Vec<_>>().join("\n");
+    assert_eq!(replayed[7]["hint"].as_str(), Some(env_hint.as_str()));
+    let text = std::process::Command::new(sim).arg("replay").arg(&trace_file).output().expect("run envaware-sim replay");
+    assert!(String::from_utf8_lossy(&text.stdout).contains("woken by temperature: 33.0 °C (the environment started this step)"));
 }
 
 #[test]
@@ -474,9 +564,14 @@ fn readings_as_extra_fields(line: &str) -> String {
 fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() {
     let Some(board) = board() else { return };
     let plain = board.sensor_run();
-    let reset = board.run_resetting(&board.elf, true, Some(EPOCH), &TEMPERATURES, Some(4));
+    let reset = board.run_resetting(&board.elf, true, Some(EPOCH), &TEMPERATURES, Some(4), &[]);
     assert_eq!(reset.status, Some(0), "{}\n{}", reset.log, reset.stderr);
     assert!(reset.finished && reset.steps == DUE.len(), "{reset:?}");
+    // Both logs, to compare by hand when this fails.
+    let out = needs::workspace().join("tests/out");
+    std::fs::create_dir_all(&out).expect("tests/out");
+    std::fs::write(out.join("firmware-plain.log"), &plain.log).expect("write the log");
+    std::fs::write(out.join("firmware-reset-after-4.log"), &reset.log).expect("write the log");
     assert!(reset.log.contains("resetting the MCU after step 4"), "{}", reset.log);
     // Steps 0 to 4 wrote a header and 25 events (the user's messages, the
     // agent's blocks, the configuration, tasks, clock, readings and step

@@ -388,7 +388,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
         Some("mutants") => mutants::mutants(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]>".into()),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,10 @@
 //! QEMU starts paused (`-S`) and connects to two unix sockets this side
 //! listens on: QMP and UART0. Before each scripted step the firmware sends
 //! `?` on UART0 and waits; this side sets the step's temperature with
-//! `qom-set` (and waits for QMP's answer), then sends one byte. After the
+//! `qom-set` (and waits for QMP's answer), then sends one byte. Before the
+//! idle time that precedes each step it sends `~` the same way: this side
+//! sets the environment's temperature there, if one is given for that
+//! step ([`RunOptions::environment_milli`]). After the
 //! last step the firmware sends `.` and exits through semihosting. Nothing
 //! here sleeps to let the firmware catch up: every wait is for a message,
 //! bounded by the run's deadline. With `-icount shift=7,sleep=off` the
@@ -70,6 +73,10 @@ pub struct RunOptions {
     /// Reset the MCU (`SCB::sys_reset`) after this step, once: the board
     /// restores its session from its log and runs the rest (docs/reboot.md).
     pub reset_after: Option<usize>,
+    /// The environment: `(N, milli-°C)` sets the temperature at the start
+    /// of the idle time before step `N` (the board's `~` handshake), where
+    /// the firmware's sensor task finds it on its own; none changes nothing.
+    pub environment_milli: Vec<(usize, i32)>,
 }
 
 /// What a run produced.
@@ -83,6 +90,8 @@ pub struct RunResult {
     pub stderr: String,
     /// The temperature set before each step, in milli-°C (empty without a sensor).
     pub set_per_step: Vec<i32>,
+    /// The environment's temperatures set, as `(before step, milli-°C)`.
+    pub environment_set: Vec<(usize, i32)>,
     /// Handshakes completed (steps started).
     pub steps: usize,
     /// Whether the firmware signalled the end of its script (`.`) before exiting.
@@ -107,6 +116,21 @@ pub fn parse_temperatures(text: &str) -> Result<Vec<i32>, String> {
                 return Err(format!("{t} °C is out of the TMP105's range (-128 °C, 128 °C)"));
             }
             Ok(milli as i32)
+        })
+        .collect()
+}
+
+/// Parses `7:31,3:-4.5` (`STEP:TEMPERATURE`, the temperature set at the
+/// start of the idle time before that step) into `(step, milli-°C)`.
+pub fn parse_environment(text: &str) -> Result<Vec<(usize, i32)>, String> {
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    text.split(',')
+        .map(|item| {
+            let (step, t) = item.split_once(':').ok_or_else(|| format!("not STEP:TEMPERATURE: {item:?}"))?;
+            let step = step.trim().parse().map_err(|_| format!("not a step number: {step:?}"))?;
+            Ok((step, parse_temperatures(t)?.first().copied().ok_or("no temperature")?))
         })
         .collect()
 }
@@ -299,6 +323,7 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let qemu = cleanup.child.as_mut().ok_or("no QEMU")?;
 
     let mut set_per_step = Vec::new();
+    let mut environment_set = Vec::new();
     let mut steps = 0;
     let driven = (|| -> Result<bool, String> {
         let mut qmp = Qmp::new(accept(&qmp_listener, qemu, deadline, "the QMP socket")?, deadline)?;
@@ -320,6 +345,14 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
                     }
                     uart.write_all(b"g").map_err(|e| format!("UART0: {e}"))?;
                     steps += 1;
+                }
+                // The idle time before step `steps` begins: the environment.
+                Ok(_) if byte[0] == b'~' => {
+                    if let Some(&(_, milli)) = opts.environment_milli.iter().find(|(before, _)| *before == steps).filter(|_| opts.sensor) {
+                        qmp.set_temperature(milli)?;
+                        environment_set.push((steps, milli));
+                    }
+                    uart.write_all(b"g").map_err(|e| format!("UART0: {e}"))?;
                 }
                 Ok(_) if byte[0] == b'.' => return Ok(true),
                 Ok(_) => {} // not part of the handshake
@@ -351,7 +384,7 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     };
     let status = status.ok_or_else(|| format!("QEMU did not exit in time\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"))?;
     let flash_log = std::fs::read(dir.join(LOG_DUMP)).ok();
-    Ok(RunResult { status: status.code(), log, stderr, set_per_step, steps, finished, flash_log })
+    Ok(RunResult { status: status.code(), log, stderr, set_per_step, environment_set, steps, finished, flash_log })
 }
 
 /// The allocated sections of a 32-bit little-endian ELF, as `(name, size)`.

@@ -95,6 +95,9 @@ pub(super) enum Event {
     Log(Option<String>),
     /// Live readings for the following steps (envaware's own).
     Read(scenario::Readings),
+    /// The environment woke the agent for the next step (a device's
+    /// stream): the readings that would fire its watches, by field.
+    Woken(Map<String, Value>),
 }
 
 impl Event {
@@ -158,6 +161,10 @@ impl Event {
             "log" if value.is_object() => Event::Log(value.get("agent").and_then(Value::as_str).map(str::to_string)),
             "log" => return Err("log: expected the header object".into()),
             "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
+            "woken" => match value {
+                Value::Object(m) if m.values().all(Value::is_string) => Event::Woken(m),
+                other => return Err(format!("woken: expected an object of readings by field, got {}", scenario::short_json(&other))),
+            },
             "step" => Event::Step(match value {
                 Value::Null => StepEvent::default(),
                 Value::Object(_) => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
@@ -166,7 +173,7 @@ impl Event {
             other => {
                 return Err(format!(
                     "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \
-                     reply, context, tasks, tokens, compress, read, step or log)"
+                     reply, context, tasks, tokens, compress, read, woken, step or log)"
                 ))
             }
         })

@@ -451,6 +451,38 @@ mod tests {
         assert!(lines[2]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:31:00</current-time>"));
     }
 
+    /// A device's environment step (`woken`, issue 22): the replay shows
+    /// what woke the agent at the step that follows, in the report and in
+    /// `--json`, and only there.
+    #[test]
+    fn a_woken_step_shows_what_woke_the_agent() {
+        let trace = r#"{"config": {"agent_name": "Sprout", "injection_config": {"timezone": "UTC", "watch": {"temperature": {"change": 2}}}}}
+{"set_clock": "2026-07-22T02:00:00Z"}
+{"user": "hi"}
+{"read": {"temperature": "29.5 °C"}}
+{"step": {}}
+{"reply": {}}
+{"woken": {"temperature": "33.0 °C"}}
+{"read": {"temperature": "33.0 °C"}}
+{"step": {"cur_iter": 0}}
+{"step": {}}"#;
+        let (out, summary) = run(trace);
+        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(summary.steps, 3);
+        assert_eq!(lines[0].get("woken"), None);
+        assert_eq!(lines[1]["woken"], json!({"temperature": "33.0 °C"}));
+        assert!(lines[1]["hint"].as_str().unwrap().contains("<temperature>33.0 °C</temperature>"), "{}", lines[1]);
+        assert_eq!(lines[1]["watch"], json!(["temperature"]));
+        assert_eq!(lines[2].get("woken"), None);
+        let mut text = Vec::new();
+        replay(trace, &Options::default(), &mut text, None).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert_eq!(text.matches("  woken by temperature: 33.0 °C (the environment started this step)").count(), 1, "{text}");
+        let bad = "{\"woken\": {\"temperature\": 33}}\n{\"step\": {}}";
+        let err = replay(bad, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
+        assert!(err.contains("woken: expected an object of readings by field"), "{err}");
+    }
+
     #[test]
     fn hints_join_the_agents_message_of_the_reply() {
         let trace = r#"{"set_clock": "2026-07-22T02:00:00Z"}

@@ -83,6 +83,8 @@ pub(super) struct Session {
     clock_set: bool,
     /// The hint the device recorded for the step being run (its log).
     recorded: Option<Option<String>>,
+    /// The readings that woke the agent for the next step (`woken`).
+    woken: Option<Map<String, Value>>,
     /// Whether a device log's header came: from there on its inputs are
     /// complete, and a step's decision must give the recorded hint.
     log_header: bool,
@@ -114,6 +116,7 @@ impl Session {
             compressions: Vec::new(),
             clock_set: false,
             recorded: None,
+            woken: None,
             log_header: false,
             device_log: false,
         }
@@ -220,6 +223,7 @@ impl Session {
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line, decider),
             Event::Read(readings) => self.readings.set(readings),
+            Event::Woken(readings) => self.woken = Some(readings),
             Event::Step(step) => {
                 if let Some(tokens) = step.tokens {
                     self.input_tokens = tokens;
@@ -376,6 +380,7 @@ impl Session {
         }
         self.summary.steps = number;
         self.record(decider, &ran, line);
+        let woken = self.woken.take();
         if opts.json {
             let watch = scenario::fired_watches(decider.engine(), &ran.decision);
             let mut json_line =
@@ -383,10 +388,13 @@ impl Session {
             if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
                 m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
             }
+            if let (Some(w), Value::Object(m)) = (woken, &mut json_line) {
+                m.insert("woken".into(), Value::Object(w));
+            }
             serde_json::to_writer(&mut *out, &json_line).map_err(io::Error::from)?;
             writeln!(out)?;
         } else {
-            out.write_all(self.report(&ran, cur_iter, line).as_bytes())?;
+            out.write_all(self.report(&ran, cur_iter, line, woken.as_ref()).as_bytes())?;
         }
         self.append_hint(ran, decider).map_err(|message| ReplayError::Invalid { line, message })
     }
@@ -470,11 +478,14 @@ impl Session {
     }
 
     /// The readable report of one step.
-    fn report(&self, ran: &Ran, cur_iter: u64, line: usize) -> String {
+    fn report(&self, ran: &Ran, cur_iter: u64, line: usize, woken: Option<&Map<String, Value>>) -> String {
         let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
         let fired = fired(&ran.decision, &ran.watched);
         let at = if line == 0 { "the dump".to_string() } else { format!("line {line}, reply {}", self.reply) };
         let mut report = format!("step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n", self.summary.steps, self.input_tokens);
+        for (field, reading) in woken.into_iter().flatten() {
+            let _ = writeln!(report, "  woken by {field}: {} (the environment started this step)", reading.as_str().unwrap_or_default());
+        }
         match &ran.hint {
             Some(text) => {
                 let _ = writeln!(report, "  fires: {}{}", fired.join(", "), if ran.event { "; emits a HintBlockEvent" } else { "" });

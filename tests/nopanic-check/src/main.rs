@@ -113,6 +113,11 @@ fn journal() -> Option<usize> {
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
     let stepped = journal.step(&mut context, &input(), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
     sink(stepped.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
+    // The split step, as an async sensor drives it.
+    if let Ok((decision, _)) = journal.decide(&mut context, &input(), Some(Timestamp(number())), &live, &mut out) {
+        let rendered = journal.render_step(&mut context, decision, &input(), &mut live, &mut hint, &mut out);
+        sink(rendered.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
+    }
     sink(journal.compaction_header(&context, &mut out));
     journal.popped(journal.dead_items());
     let item: &[u8] = black_box(&[]);
