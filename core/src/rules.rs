@@ -594,7 +594,7 @@ fn int_gt_float(i: i64, f: f64) -> bool {
     i > floor
 }
 
-fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<ContextLength> {
+pub(crate) fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<ContextLength> {
     if step.cur_iter != 0 {
         return None;
     }
@@ -773,37 +773,70 @@ pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
     awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
     told: impl FnOnce() -> Told,
 ) -> Decision {
+    let mut warnings = config_warnings(cfg);
+    if !cfg.config.injection.inject_runtime_state {
+        return Decision { warnings, ..Decision::NONE };
+    }
+    let (mut time, now) = clock_reading(cfg, now);
+    let aware = awareness(&mut |hint| {
+        if let Some(now) = now {
+            if !time_hint_due(cfg, now, hint, &mut warnings) {
+                time = TimeDecision::NotDue;
+            }
+        }
+    });
+    let tasks = untold_tasks(step, aware);
+    let tool_error = newest_tool_error(cfg, conv, step.agent_name);
+    let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
+    Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+}
+
+/// The warnings every decision of `cfg` carries.
+pub(crate) fn config_warnings(cfg: &ValidConfig<'_>) -> Warnings {
     let mut warnings = Warnings::default();
     for w in cfg.warnings() {
         warnings.insert(w);
     }
-    if !cfg.config.injection.inject_runtime_state {
-        return Decision { warnings, ..Decision::NONE };
-    }
-    // No recorded time (first reply, or after a compression): inject.
-    let (mut time, now) = match now {
+    warnings
+}
+
+/// The clock's reading, as the time rule starts from it: the decision when
+/// no recorded time says otherwise (no recorded time, first reply or after
+/// a compression: inject), and `now` with its wall clock on the configured
+/// zone when the rule can compare.
+pub(crate) fn clock_reading(cfg: &ValidConfig<'_>, now: Option<Timestamp>) -> (TimeDecision, Option<(Timestamp, chrono::NaiveDateTime)>) {
+    match now {
         None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
         Some(now) => match python_local(now, cfg.zone) {
             None => (TimeDecision::Skipped(TimeSkipped::OutOfRange), None),
             Some(local) => (TimeDecision::Inject(now), Some((now, local))),
         },
+    }
+}
+
+/// Whether the time is due at `now` (with its wall clock) against the
+/// newest recorded time `hint`, read now if it was not read before.
+pub(crate) fn time_hint_due(
+    cfg: &ValidConfig<'_>,
+    (now, local): (Timestamp, chrono::NaiveDateTime),
+    hint: TimeHint<'_>,
+    warnings: &mut Warnings,
+) -> bool {
+    let reading = match hint {
+        TimeHint::Text(text) => read_time_hint(cfg, text),
+        TimeHint::Read(reading) => reading,
     };
-    let interval = cfg.config.injection.time_interval;
-    let aware = awareness(&mut |hint| {
-        if let Some((now, local)) = now {
-            let reading = match hint {
-                TimeHint::Text(text) => read_time_hint(cfg, text),
-                TimeHint::Read(reading) => reading,
-            };
-            if !time_due(now, local, interval, reading, &mut warnings) {
-                time = TimeDecision::NotDue;
-            }
-        }
-    });
-    let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
-    let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
-    let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
-    Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+    time_due(now, local, cfg.config.injection.time_interval, reading, warnings)
+}
+
+/// The tasks to tell: unfinished ones the agent is not `aware` of.
+pub(crate) fn untold_tasks(step: &Step<'_>, aware: bool) -> Option<TaskCounts> {
+    (step.tasks.has_uncompleted() && !aware).then_some(step.tasks)
+}
+
+/// The tool-error rule on the conversation's newest message.
+pub(crate) fn newest_tool_error<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Option<ToolError> {
+    conv.newest(0).and_then(|last| tool_error(cfg, &last, agent_name))
 }
 
 /// The watches that fire for `readings`, given what was told. Out of line:

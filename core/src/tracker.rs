@@ -204,6 +204,28 @@ impl<'a> Tracker<'a> {
         }
     }
 
+    /// Whether `conversation` holds what the tracker observed: as many
+    /// messages, and as many blocks in the newest.
+    pub(crate) fn in_sync<C: Conversation>(&self, conversation: &C) -> bool {
+        let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
+        conversation.message_count() as u64 == self.message_count() && (self.message_count() == 0 || newest_blocks == self.newest_blocks)
+    }
+
+    /// What the newest hint of ours that records a time was read to.
+    pub(crate) fn recorded(&self) -> Option<TimeReading> {
+        self.time_hint.map(|at| at.reading)
+    }
+
+    /// Whether the context shows a task marker.
+    pub(crate) fn aware_of_tasks(&self) -> bool {
+        self.tasks_seen.is_some()
+    }
+
+    /// The agent the tracker decides for.
+    pub(crate) fn agent_name(&self) -> &'a str {
+        self.agent_name
+    }
+
     /// Decides as [`Engine::decide`] does for this tracker's agent, from
     /// what was observed.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &StepInput, now: Option<Timestamp>) -> Decision {
@@ -221,17 +243,14 @@ impl<'a> Tracker<'a> {
     ) -> Decision {
         let cfg = self.engine.config();
         let step = step.for_agent(self.agent_name);
-        let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
-        let in_sync = conversation.message_count() as u64 == self.message_count()
-            && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
-        if !in_sync {
+        if !self.in_sync(conversation) {
             return self.engine.decide_with_readings(conversation, &step, now, readings);
         }
         let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| {
-            if let Some(at) = self.time_hint {
-                on_time_hint(TimeHint::Read(at.reading));
+            if let Some(reading) = self.recorded() {
+                on_time_hint(TimeHint::Read(reading));
             }
-            self.tasks_seen.is_some()
+            self.aware_of_tasks()
         };
         rules::decide_with(cfg, conversation, &step, now, readings, awareness, || self.told.map(|t| t.and_then(|t| t.value)))
     }
