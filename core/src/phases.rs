@@ -52,8 +52,15 @@ pub fn context(tracker: &Tracker<'_>, step: &StepInput) -> Option<ContextLength>
     rules::context_length(tracker.engine().config(), &step.for_agent(tracker.agent_name()))
 }
 
-/// The tool-error rule on the newest message.
-pub fn tool_error<C: Conversation>(tracker: &Tracker<'_>, conversation: &C) -> Option<ToolError> {
+/// The tool-error rule on the newest message: a [`Tracker`] worked it out
+/// when it observed the message, and reads it back.
+pub fn tool_error(tracker: &Tracker<'_>) -> Option<ToolError> {
+    tracker.newest_tool_error()
+}
+
+/// The tool-error rule run on the newest message of `conversation`, as
+/// the full scan does and a [`Tracker`] does once per observed message.
+pub fn tool_error_on_newest<C: Conversation>(tracker: &Tracker<'_>, conversation: &C) -> Option<ToolError> {
     rules::newest_tool_error(tracker.engine().config(), conversation, tracker.agent_name())
 }
 
@@ -72,6 +79,6 @@ pub fn render<'b, C: Conversation, L: LiveFields + ?Sized>(
 pub fn format_time(engine: &Engine<'_>, now: Timestamp, out: &mut [u8]) -> Option<usize> {
     let cfg = engine.config();
     let mut w = crate::text::ByteWriter::new(out);
-    crate::time::format_time(&mut w, cfg.config().injection.time_format, now, cfg.zone()).ok()?;
+    crate::time::push_time(&mut w, cfg.config().injection.time_format, now, cfg.zone()).ok()?;
     w.finish().ok().map(str::len)
 }

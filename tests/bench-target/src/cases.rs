@@ -142,8 +142,11 @@ fn phases_of_a_decision(
     phase("context", &mut || {
         black_box(phases::context(black_box(tracker), input));
     });
-    phase("tool error (newest message)", &mut || {
-        black_box(phases::tool_error(black_box(tracker), black_box(conversation)));
+    phase("tool error (worked out when the newest message was observed)", &mut || {
+        black_box(phases::tool_error(black_box(tracker)));
+    });
+    phase("tool error rule on the newest message (once per observed message)", &mut || {
+        black_box(phases::tool_error_on_newest(black_box(tracker), black_box(conversation)));
     });
 }
 
