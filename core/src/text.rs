@@ -393,7 +393,8 @@ mod tests {
 
     #[test]
     fn numbers_are_padded_as_format_pads_them() {
-        let cases: &[(u32, usize, u8)] = &[(0, 0, b'0'), (7, 2, b'0'), (7, 2, b' '), (42, 2, b'0'), (123, 2, b'0'), (5, 6, b'0'), (999_999, 6, b'0')];
+        let cases: &[(u32, usize, u8)] =
+            &[(0, 0, b'0'), (7, 2, b'0'), (7, 2, b' '), (42, 2, b'0'), (123, 2, b'0'), (5, 6, b'0'), (999_999, 6, b'0')];
         for &(n, width, pad) in cases {
             let mut buf = [0u8; 16];
             let mut w = ByteWriter::new(&mut buf);
@@ -548,6 +549,13 @@ pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     // Cut to the same length, so that the chunks' remainders line up.
     let n = dst.len().min(src.len());
     let (Some(dst), Some(src)) = (dst.get_mut(..n), src.get(..n)) else { return };
+    if n < 8 {
+        // A few bytes (a separator, a digit pair): the chunks cost more.
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+        return;
+    }
     let mut to = dst.chunks_exact_mut(4);
     let mut from = src.chunks_exact(4);
     for (d, s) in (&mut to).zip(&mut from) {
