@@ -1236,6 +1236,11 @@ mod tests {
             }
             assert!(edge == EXACT_MICROS || !python(i128::from(edge) + 1, interval), "{interval}");
         }
+        // The edges themselves: an hour is 3.6e9 microseconds exactly, and
+        // the integer compare reaches 2**53 (about 285 years).
+        assert_eq!(TimeRule::new(Zone::Utc, 1.0).not_due_up_to, 3_600_000_000);
+        assert_eq!(TimeRule::new(Zone::Utc, 0.0).not_due_up_to, 0);
+        assert_eq!(TimeRule::new(Zone::Utc, f64::INFINITY).not_due_up_to, 1 << 53);
         // Only the zones that keep one offset carry it.
         assert_eq!(TimeRule::new(Zone::Utc, 1.0).fixed_offset_micros, Some(0));
         assert_eq!(TimeRule::new(time::resolve_zone("Etc/GMT-3").unwrap(), 1.0).fixed_offset_micros, Some(3 * 3_600_000_000));
@@ -1260,6 +1265,17 @@ mod tests {
             let (time, now) = clock_reading(cfg, at(s));
             assert_eq!(now.is_some(), in_range, "{s}");
             assert_eq!(time == TimeDecision::Skipped(TimeSkipped::OutOfRange), !in_range, "{s}");
+        }
+        // Between a day after year 1 began and a day before 9999 ended, no
+        // calendar is read: a zone with daylight saving then leaves its wall
+        // clock to the time rule (`None`), while outside it the calendar gave it.
+        let berlin = Config { injection: InjectionConfig { timezone: "Europe/Berlin", ..Default::default() }, ..Default::default() };
+        let berlin = Engine::new(berlin).unwrap();
+        let micros = |us: i64| Some(Timestamp::from_unix_micros(us));
+        let (first, end) = ((-62_135_596_800 + 86_400) * 1_000_000, (253_402_300_800 - 86_400) * 1_000_000);
+        for (us, calendar) in [(first - 1, true), (first, false), (0, false), (end - 1, false), (end, true)] {
+            let now = clock_reading(berlin.config(), micros(us)).1.unwrap();
+            assert_eq!(now.wall.is_some(), calendar, "{us}");
         }
         // In a zone ahead of UTC, the last UTC hours of 9999 are year 10000.
         let tokyo = Config { injection: InjectionConfig { timezone: "Asia/Tokyo", ..Default::default() }, ..Default::default() };
