@@ -1277,6 +1277,12 @@ mod tests {
             let now = clock_reading(berlin.config(), micros(us)).1.unwrap();
             assert_eq!(now.wall.is_some(), calendar, "{us}");
         }
+        // A zone that keeps one offset gives its wall clock without the
+        // calendar: three hours ahead of UTC in Etc/GMT-3.
+        let plus3 = Config { injection: InjectionConfig { timezone: "Etc/GMT-3", ..Default::default() }, ..Default::default() };
+        let plus3 = Engine::new(plus3).unwrap();
+        let now = clock_reading(plus3.config(), micros(1_784_687_400_000_000)).1.unwrap();
+        assert_eq!(now.wall, Some(1_784_698_200_000_000));
         // In a zone ahead of UTC, the last UTC hours of 9999 are year 10000.
         let tokyo = Config { injection: InjectionConfig { timezone: "Asia/Tokyo", ..Default::default() }, ..Default::default() };
         let tokyo = Engine::new(tokyo).unwrap();
