@@ -549,6 +549,29 @@ mod tests {
         assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
     }
 
+    /// The tool-error verdict kept for the newest message lasts while that
+    /// message does, and goes with it.
+    #[test]
+    fn the_newest_message_s_tool_error_lasts_until_it_is_evicted() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let failed = |id| Block::ToolResult { id, name: "Bash", state: ToolResultState::Error };
+        let call = |id| Block::ToolCall { id, name: "Bash", input: "{}" };
+        let streak = [call("a"), failed("a"), call("b"), failed("b"), call("c"), failed("c")];
+        let msgs = [
+            SliceMessage { role: Role::User, name: "user", blocks: &[Block::Other] },
+            SliceMessage { role: Role::Assistant, name: AGENT, blocks: &streak },
+        ];
+        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let mut tracker = Tracker::from_conversation(&engine, AGENT, &SliceConversation(&msgs));
+        assert!(tracker.decide(&SliceConversation(&msgs), &step, None).tool_error.is_some());
+        tracker.evict_oldest(1);
+        let newest = SliceConversation(&msgs[1..]);
+        assert_eq!(tracker.decide(&newest, &step, None), engine.decide(&newest, &step.for_agent(AGENT), None));
+        assert!(tracker.decide(&newest, &step, None).tool_error.is_some());
+        tracker.evict_oldest(1);
+        assert!(tracker.decide(&SliceConversation(&[]), &step, None).tool_error.is_none());
+    }
+
     #[test]
     fn blocks_appended_to_no_message_are_not_observed() {
         let engine = Engine::new(Config::default()).unwrap();
