@@ -451,6 +451,9 @@ mod tests {
             ("%z %Z", 1772955000000000, "Australia/Lord_Howe", "+1100 +11"),
             ("%z %Z", 1772955000000000, "Asia/Kathmandu", "+0545 +0545"),
             ("%Y\u{5e74}%m\u{6708}%d\u{65e5} %H:%M", 1772955000000000, "Asia/Shanghai", "2026\u{5e74}03\u{6708}08\u{65e5} 15:30"),
+            // Week numbers on a Tuesday that opens the year, and a Thursday that ends one.
+            ("%a %U %W", 1546300800000000, "UTC", "Tue 00 00"),
+            ("%a %U %W", 1798675200000000, "UTC", "Thu 52 52"),
             ("abc%", 0, "UTC", "abc%"),
             // glibc copies an unknown conversion, ASCII or not, as it is.
             ("%\u{e9}|%Q|%\u{6708}%Y", 0, "UTC", "%\u{e9}|%Q|%\u{6708}1970"),
