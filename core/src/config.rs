@@ -584,6 +584,11 @@ pub struct ValidConfig<'a> {
     /// How the tool-error rule compares arguments (the device's capacity
     /// unless [`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity) chose another).
     pub(crate) arguments: crate::args::Comparison,
+    /// The time rule's constants (the zone's fixed offset, the longest
+    /// elapsed time not due).
+    pub(crate) time_rule: crate::rules::TimeRule,
+    /// [`ValidConfig::warnings`] as every decision carries them.
+    pub(crate) decision_warnings: crate::rules::Warnings,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -691,7 +696,19 @@ impl<'a> Config<'a> {
         }
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.contains('\n');
-        Ok(ValidConfig { config: self, buffer_ratio: buffer, zone, format_parseable, state_start, arguments: Default::default() })
+        let time_rule = crate::rules::TimeRule::new(zone, inj.time_interval);
+        let mut valid = ValidConfig {
+            config: self,
+            buffer_ratio: buffer,
+            zone,
+            format_parseable,
+            state_start,
+            arguments: Default::default(),
+            time_rule,
+            decision_warnings: Default::default(),
+        };
+        valid.decision_warnings = crate::rules::Warnings::of(valid.warnings());
+        Ok(valid)
     }
 }
 

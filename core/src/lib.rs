@@ -49,6 +49,9 @@ pub mod journal;
 mod json;
 mod live;
 mod load;
+#[cfg(feature = "bench-phases")]
+#[doc(hidden)]
+pub mod phases;
 // Starts CPython: a test helper, kept out of the no_std sources.
 #[cfg(test)]
 #[path = "../tests/support/reference.rs"]

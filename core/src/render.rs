@@ -5,7 +5,7 @@ use core::fmt::{self, Write};
 use crate::clock::Timestamp;
 use crate::config::{is_builtin_key, ExtraFields, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
 use crate::rules::{ContextLength, Decision, TaskCounts, TimeDecision};
-use crate::text::{push_escaped, ByteWriter, Bytes, Escaped, Replace};
+use crate::text::{find_bytes, push_escaped, u64_str, ByteWriter, Bytes, Escaped, Replace};
 use crate::time;
 
 /// The reference's name for its compression tool, quoted in `<context-length>`.
@@ -146,25 +146,27 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
     let inj = &cfg.config.injection;
     // ByteWriter never fails; overflow is reported by `finish`.
     let _ = match value {
-        Value::Time(now) => time::format_time(w, inj.time_format, now, cfg.zone),
+        Value::Time(now) => time::push_time(w, inj.time_format, now, cfg.zone),
         Value::Text(s) if inj.strict => Escaped(&mut *w).write_str(s),
         Value::Text(s) => w.write_str(s),
-        Value::Tasks(t) => write!(
-            w,
-            "You have {} in-progress tasks and {} pending tasks. Use `TaskList` to view them if you don't know.",
-            t.in_progress, t.pending
-        ),
+        Value::Tasks(t) => {
+            w.push(b"You have ");
+            write_u64(w, t.in_progress);
+            w.push(b" in-progress tasks and ");
+            write_u64(w, t.pending);
+            w.push(b" pending tasks. Use `TaskList` to view them if you don't know.");
+            Ok(())
+        }
         Value::Context(c) => {
-            let _ = write!(
-                w,
-                "Your current context contains {} tokens. When reaching {} tokens, your context will be compressed.",
-                c.input_tokens, c.trigger_tokens
-            );
+            w.push(b"Your current context contains ");
+            write_i64(w, c.input_tokens);
+            w.push(b" tokens. When reaching ");
+            write_i64(w, c.trigger_tokens);
+            w.push(b" tokens, your context will be compressed.");
             if c.suggest_compression {
-                let _ = write!(
-                    w,
-                    " No task is in progress, so judge by yourself whether the context should be compressed now by calling `{COMPRESSION_TOOL_NAME}`."
-                );
+                w.push(b" No task is in progress, so judge by yourself whether the context should be compressed now by calling `");
+                w.push(COMPRESSION_TOOL_NAME.as_bytes());
+                w.push(b"`.");
             }
             Ok(())
         }
@@ -184,18 +186,17 @@ fn write_value(cfg: &ValidConfig<'_>, value: Value<'_>, w: &mut ByteWriter<'_>) 
     };
 }
 
-fn u64_str(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    // u64::MAX has 20 digits: the loop ends with n == 0 before the start.
-    let mut i = buf.len();
-    for slot in buf.iter_mut().rev() {
-        *slot = b'0' + (n % 10) as u8;
-        i -= 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+fn write_u64(w: &mut ByteWriter<'_>, n: u64) {
+    let mut digits = [0u8; 20];
+    w.push(u64_str(n, &mut digits).as_bytes());
+}
+
+/// `n` as Python's `str(int)`: a minus sign, then the digits.
+fn write_i64(w: &mut ByteWriter<'_>, n: i64) {
+    if n < 0 {
+        w.push(b"-");
     }
-    buf.get(i..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("0")
+    write_u64(w, n.unsigned_abs());
 }
 
 /// Renders the hint for `decision` into `out`. `tool_name` is the failing
@@ -229,14 +230,17 @@ pub(crate) fn render<'b, L: LiveFields + ?Sized>(
     }
     let entries = Entries { builtin, extra: inj.extra_fields, live, strict: inj.strict };
     let mut w = ByteWriter::new(out);
-    let mut segments = inj.template.split(RUNTIME_STATE_PLACEHOLDER);
-    if let Some(first) = segments.next() {
-        w.push(first.as_bytes());
-    }
-    for segment in segments {
+    // `template.replace("{runtime_state}", state)`, the state written in
+    // place; where the first placeholder stands was found at validation.
+    let placeholder = RUNTIME_STATE_PLACEHOLDER.as_bytes();
+    let (mut at, mut rest) = (Some(cfg.state_start), inj.template.as_bytes());
+    while let Some(i) = at {
+        w.push(rest.get(..i).unwrap_or(&[]));
         entries.write_state(cfg, &mut w);
-        w.push(segment.as_bytes());
+        rest = rest.get(i + placeholder.len()..).unwrap_or(&[]);
+        at = find_bytes(rest, placeholder);
     }
+    w.push(rest);
     let capacity = w.capacity();
     w.finish().map(Some).map_err(|needed| HintTooLong { needed, capacity })
 }

@@ -412,7 +412,7 @@ pub(crate) enum TimeReading {
     Recorded {
         /// Microseconds since the epoch: of the recorded wall clock read as
         /// UTC when `wall_clock`, else of the recorded instant.
-        micros: i128,
+        micros: i64,
         /// Whether Python subtracts wall clocks (both datetimes share one
         /// tzinfo) rather than instants.
         wall_clock: bool,
@@ -462,11 +462,11 @@ pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeR
 /// Out of line: the zone arithmetic's frame would otherwise stay under the
 /// time's capture and parse.
 #[inline(never)]
-fn recorded_micros(parsed: time::Recorded, zone: Zone, wall_clock: bool) -> i128 {
+fn recorded_micros(parsed: time::Recorded, zone: Zone, wall_clock: bool) -> i64 {
     if wall_clock {
         naive_micros(parsed.naive)
     } else {
-        i128::from(parsed.to_timestamp(zone).0)
+        parsed.to_timestamp(zone).0
     }
 }
 
@@ -527,19 +527,87 @@ fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize
     }
 }
 
+/// What the time rule can know of the configuration before any step, worked
+/// out once when it is validated: whether the zone's offset never changes,
+/// and the longest elapsed time that is not due, so that a decision compares
+/// integers and touches no zone table and no float.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) struct TimeRule {
+    /// The zone's UTC offset in microseconds, when it is the same at every
+    /// instant (UTC, `Etc/*`): the wall clock is then `now` plus it.
+    fixed_offset_micros: Option<i64>,
+    /// The largest elapsed time in microseconds, up to 2**53, that Python
+    /// does not find due: `0 <= (d / 10**6) / 3600 <= interval`.
+    not_due_up_to: i64,
+}
+
+/// Elapsed microseconds up to which [`TimeRule::not_due_up_to`] answers
+/// (beyond, `total_seconds` splits off whole seconds: see
+/// [`python_total_seconds`]).
+const EXACT_MICROS: i64 = 1 << 53;
+
+/// `now` values (Unix microseconds) whose year is within Python's 1..=9999
+/// both in UTC and on any zone's wall clock (offsets are under a day):
+/// 0001-01-02T00:00Z up to, not including, 9999-12-31T00:00Z.
+const SAFE_NOW: core::ops::Range<i64> = (-62_135_596_800 + 86_400) * 1_000_000..(253_402_300_800 - 86_400) * 1_000_000;
+
+impl TimeRule {
+    pub(crate) fn new(zone: Zone, interval: f64) -> Self {
+        let not_due = |d: i64| python_total_seconds(i128::from(d)) / 3600.0 <= interval;
+        // Dividing by positive constants with correct rounding is monotone:
+        // the elapsed times that are not due form a prefix of [0, 2**53].
+        let (mut lo, mut hi) = (0, EXACT_MICROS);
+        if not_due(hi) {
+            lo = hi;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if not_due(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let fixed_offset_micros = time::fixed_offset(zone).map(|secs| i64::from(secs) * 1_000_000);
+        TimeRule { fixed_offset_micros, not_due_up_to: if not_due(lo) { lo } else { -1 } }
+    }
+
+    /// Python's `0 <= hours <= interval` on the microseconds elapsed from
+    /// `then` to `now`.
+    fn not_due(&self, now: i64, then: i64, interval: f64) -> bool {
+        if let Some(elapsed) = now.checked_sub(then).filter(|d| (0..=EXACT_MICROS).contains(d)) {
+            return elapsed <= self.not_due_up_to;
+        }
+        let hours = python_total_seconds(i128::from(now) - i128::from(then)) / 3600.0;
+        0.0 <= hours && hours <= interval
+    }
+}
+
+/// The clock's reading as the time rule compares it: the instant, and its
+/// wall clock on the configured zone (microseconds of the wall time read as
+/// UTC) when it was known without a zone table.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now {
+    at: Timestamp,
+    wall: Option<i64>,
+}
+
 /// Decides the time dimension from the newest recorded time: whether it is
-/// due at `now` (`local` is `now` on the configured zone's wall clock).
-/// Out of line: its float and 128-bit arithmetic would otherwise widen the
-/// frame that stays under the recorded time's reading.
+/// due at `now`. Out of line: its 128-bit arithmetic would otherwise widen
+/// the frame that stays under the recorded time's reading.
 #[inline(never)]
-fn time_due(now: Timestamp, local: chrono::NaiveDateTime, interval: f64, reading: TimeReading, warnings: &mut Warnings) -> bool {
+fn time_due(cfg: &ValidConfig<'_>, now: Now, reading: TimeReading, warnings: &mut Warnings) -> bool {
     let TimeReading::Recorded { micros, wall_clock, zone_fell_back } = reading else { return true };
     if zone_fell_back {
         warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
     }
-    let now_micros = if wall_clock { naive_micros(local) } else { i128::from(now.0) };
-    let hours = python_total_seconds(now_micros - micros) / 3600.0;
-    !(0.0 <= hours && hours <= interval)
+    let now_micros = match (wall_clock, now.wall) {
+        (false, _) => now.at.0,
+        (true, Some(wall)) => wall,
+        (true, None) => naive_micros(time::local_naive(now.at, cfg.zone)),
+    };
+    !cfg.time_rule.not_due(now_micros, micros, cfg.config.injection.time_interval)
 }
 
 /// `now` on `zone`'s wall clock, when Python's `datetime.now(zone)` can
@@ -553,10 +621,20 @@ fn python_local(now: Timestamp, zone: Zone) -> Option<chrono::NaiveDateTime> {
     (in_range(&local) && (zone == Zone::Utc || in_range(&time::local_naive(now, Zone::Utc)))).then_some(local)
 }
 
+/// `now` as the time rule compares it, `None` where Python cannot hold it:
+/// far from years 1 and 9999 the range needs no calendar, and a fixed
+/// offset gives the wall clock; otherwise through chrono and the zone.
+fn python_now(rule: &TimeRule, now: Timestamp, zone: Zone) -> Option<Now> {
+    if SAFE_NOW.contains(&now.0) {
+        return Some(Now { at: now, wall: rule.fixed_offset_micros.map(|off| now.0 + off) });
+    }
+    python_local(now, zone).map(|local| Now { at: now, wall: Some(naive_micros(local)) })
+}
+
 /// Microseconds of a wall time read as UTC: the arithmetic Python does on
 /// two datetimes that share a tzinfo.
-fn naive_micros(naive: chrono::NaiveDateTime) -> i128 {
-    i128::from(naive.and_utc().timestamp_micros())
+fn naive_micros(naive: chrono::NaiveDateTime) -> i64 {
+    naive.and_utc().timestamp_micros()
 }
 
 fn resolve(name: &str) -> Zone {
@@ -594,7 +672,7 @@ fn int_gt_float(i: i64, f: f64) -> bool {
     i > floor
 }
 
-fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<ContextLength> {
+pub(crate) fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<ContextLength> {
     if step.cur_iter != 0 {
         return None;
     }
@@ -713,7 +791,7 @@ impl<'m, M: Message> CallLookup<'m, M> {
 }
 
 /// `_get_repeated_tool_error` on the newest message.
-fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> Option<ToolError> {
+pub(crate) fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> Option<ToolError> {
     if last.role() != Role::Assistant || last.name() != agent_name {
         return None;
     }
@@ -754,56 +832,92 @@ pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
     readings: &L,
 ) -> Decision {
     let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| scan(cfg, conv, step, on_time_hint);
-    decide_with(cfg, conv, step, now, readings, awareness, || scan_told(cfg, conv, step.agent_name))
+    let tool_error = || newest_tool_error(cfg, conv, step.agent_name);
+    decide_with(cfg, step, now, readings, awareness, tool_error, || scan_told(cfg, conv, step.agent_name))
 }
 
 /// Decides every dimension for one step, with the context's awareness read
 /// by `awareness`: it calls its argument with the newest hint of ours that
 /// records a time (its text, or what it reads to), if any, and returns
-/// whether the agent is aware of its tasks; `told` gives what was told of
-/// each watched field (called only with a watch configured). [`scan`] and
-/// [`scan_told`] read them from the whole context; a
-/// [`Tracker`](crate::tracker::Tracker) from what it observed.
-pub(crate) fn decide_with<C: Conversation, L: LiveFields + ?Sized>(
+/// whether the agent is aware of its tasks; `tool_error` gives the
+/// tool-error rule's verdict on the newest message; `told` gives what was
+/// told of each watched field (called only with a watch configured).
+/// [`scan`], [`newest_tool_error`] and [`scan_told`] read them from the
+/// context; a [`Tracker`](crate::tracker::Tracker) from what it observed.
+pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     cfg: &ValidConfig<'_>,
-    conv: &C,
     step: &Step<'_>,
     now: Option<Timestamp>,
     readings: &L,
     awareness: impl FnOnce(&mut dyn FnMut(TimeHint<'_>)) -> bool,
+    tool_error: impl FnOnce() -> Option<ToolError>,
     told: impl FnOnce() -> Told,
 ) -> Decision {
-    let mut warnings = Warnings::default();
-    for w in cfg.warnings() {
-        warnings.insert(w);
-    }
+    let mut warnings = config_warnings(cfg);
     if !cfg.config.injection.inject_runtime_state {
         return Decision { warnings, ..Decision::NONE };
     }
-    // No recorded time (first reply, or after a compression): inject.
-    let (mut time, now) = match now {
-        None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
-        Some(now) => match python_local(now, cfg.zone) {
-            None => (TimeDecision::Skipped(TimeSkipped::OutOfRange), None),
-            Some(local) => (TimeDecision::Inject(now), Some((now, local))),
-        },
-    };
-    let interval = cfg.config.injection.time_interval;
+    let (mut time, now) = clock_reading(cfg, now);
     let aware = awareness(&mut |hint| {
-        if let Some((now, local)) = now {
-            let reading = match hint {
-                TimeHint::Text(text) => read_time_hint(cfg, text),
-                TimeHint::Read(reading) => reading,
-            };
-            if !time_due(now, local, interval, reading, &mut warnings) {
+        if let Some(now) = now {
+            if !time_hint_due(cfg, now, hint, &mut warnings) {
                 time = TimeDecision::NotDue;
             }
         }
     });
-    let tasks = (step.tasks.has_uncompleted() && !aware).then_some(step.tasks);
-    let tool_error = conv.newest(0).and_then(|last| tool_error(cfg, &last, step.agent_name));
+    let tasks = untold_tasks(step, aware);
+    let tool_error = tool_error();
     let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
     Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+}
+
+/// The warnings every decision of `cfg` carries.
+pub(crate) fn config_warnings(cfg: &ValidConfig<'_>) -> Warnings {
+    cfg.decision_warnings
+}
+
+impl Warnings {
+    /// The set of `warnings`.
+    pub(crate) fn of(warnings: impl Iterator<Item = Warning>) -> Self {
+        let mut set = Warnings::default();
+        for w in warnings {
+            set.insert(w);
+        }
+        set
+    }
+}
+
+/// The clock's reading, as the time rule starts from it: the decision when
+/// no recorded time says otherwise (no recorded time, first reply or after
+/// a compression: inject), and `now` as the rule compares it when it can.
+pub(crate) fn clock_reading(cfg: &ValidConfig<'_>, now: Option<Timestamp>) -> (TimeDecision, Option<Now>) {
+    match now {
+        None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
+        Some(now) => match python_now(&cfg.time_rule, now, cfg.zone) {
+            None => (TimeDecision::Skipped(TimeSkipped::OutOfRange), None),
+            Some(reading) => (TimeDecision::Inject(now), Some(reading)),
+        },
+    }
+}
+
+/// Whether the time is due at `now` against the newest recorded time
+/// `hint`, read now if it was not read before.
+pub(crate) fn time_hint_due(cfg: &ValidConfig<'_>, now: Now, hint: TimeHint<'_>, warnings: &mut Warnings) -> bool {
+    let reading = match hint {
+        TimeHint::Text(text) => read_time_hint(cfg, text),
+        TimeHint::Read(reading) => reading,
+    };
+    time_due(cfg, now, reading, warnings)
+}
+
+/// The tasks to tell: unfinished ones the agent is not `aware` of.
+pub(crate) fn untold_tasks(step: &Step<'_>, aware: bool) -> Option<TaskCounts> {
+    (step.tasks.has_uncompleted() && !aware).then_some(step.tasks)
+}
+
+/// The tool-error rule on the conversation's newest message.
+pub(crate) fn newest_tool_error<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Option<ToolError> {
+    conv.newest(0).and_then(|last| tool_error(cfg, &last, agent_name))
 }
 
 /// The watches that fire for `readings`, given what was told. Out of line:
@@ -1099,6 +1213,81 @@ mod tests {
         assert_eq!(decide_on(&tool, &[], &at_iter(0, 601, 1), None).context.map(|c| c.suggest_compression), Some(false));
         let d = Decision { context: want(601, false), ..Decision::NONE };
         assert!(d.fires());
+    }
+
+    /// The integer compare the time rule makes agrees with Python's float
+    /// one at and around the longest elapsed time not due, and far out.
+    #[test]
+    fn the_time_rule_s_integer_compare_is_python_s_float_compare() {
+        let python = |elapsed: i128, interval: f64| {
+            let hours = python_total_seconds(elapsed) / 3600.0;
+            0.0 <= hours && hours <= interval
+        };
+        for interval in [0.0, 1e-12, 0.1, 0.25, 1.0 / 3.0, 0.5, 1.0, 7.3, 24.0, 1e6, 2.5e9, 1e300, f64::INFINITY] {
+            let rule = TimeRule::new(Zone::Utc, interval);
+            let edge = rule.not_due_up_to;
+            assert!(edge >= 0, "{interval}");
+            for d in [0, 1, edge - 1, edge, edge + 1, edge + 2, EXACT_MICROS - 1, EXACT_MICROS, EXACT_MICROS + 1, -1, i64::MIN, i64::MAX] {
+                for then in [0i64, 1_784_687_400_000_000, -5_000_000_000_000_000] {
+                    let Some(now) = then.checked_add(d) else { continue };
+                    let elapsed = i128::from(now) - i128::from(then);
+                    assert_eq!(rule.not_due(now, then, interval), python(elapsed, interval), "interval {interval}, elapsed {d}");
+                }
+            }
+            assert!(edge == EXACT_MICROS || !python(i128::from(edge) + 1, interval), "{interval}");
+        }
+        // The edges themselves: an hour is 3.6e9 microseconds exactly, and
+        // the integer compare reaches 2**53 (about 285 years).
+        assert_eq!(TimeRule::new(Zone::Utc, 1.0).not_due_up_to, 3_600_000_000);
+        assert_eq!(TimeRule::new(Zone::Utc, 0.0).not_due_up_to, 0);
+        assert_eq!(TimeRule::new(Zone::Utc, f64::INFINITY).not_due_up_to, 1 << 53);
+        // Only the zones that keep one offset carry it.
+        assert_eq!(TimeRule::new(Zone::Utc, 1.0).fixed_offset_micros, Some(0));
+        assert_eq!(TimeRule::new(time::resolve_zone("Etc/GMT-3").unwrap(), 1.0).fixed_offset_micros, Some(3 * 3_600_000_000));
+        assert_eq!(TimeRule::new(time::resolve_zone("Europe/Berlin").unwrap(), 1.0).fixed_offset_micros, None);
+    }
+
+    /// Near years 1 and 9999 `now` goes through the calendar, as before:
+    /// Python cannot hold it on one side, and can on the other.
+    #[test]
+    fn a_clock_near_python_s_range_ends_is_checked_on_the_calendar() {
+        let cfg = engine(3);
+        let cfg = cfg.config();
+        let at = |s: i64| Some(Timestamp::from_unix_seconds(s));
+        for (s, in_range) in [
+            (-62_135_596_800, true),
+            (-62_135_596_801, false),
+            (-62_135_596_800 + 86_400, true),
+            (253_402_300_799, true),
+            (253_402_300_800, false),
+            (253_402_300_800 - 86_400, true),
+        ] {
+            let (time, now) = clock_reading(cfg, at(s));
+            assert_eq!(now.is_some(), in_range, "{s}");
+            assert_eq!(time == TimeDecision::Skipped(TimeSkipped::OutOfRange), !in_range, "{s}");
+        }
+        // Between a day after year 1 began and a day before 9999 ended, no
+        // calendar is read: a zone with daylight saving then leaves its wall
+        // clock to the time rule (`None`), while outside it the calendar gave it.
+        let berlin = Config { injection: InjectionConfig { timezone: "Europe/Berlin", ..Default::default() }, ..Default::default() };
+        let berlin = Engine::new(berlin).unwrap();
+        let micros = |us: i64| Some(Timestamp::from_unix_micros(us));
+        let (first, end) = ((-62_135_596_800 + 86_400) * 1_000_000, (253_402_300_800 - 86_400) * 1_000_000);
+        for (us, calendar) in [(first - 1, true), (first, false), (0, false), (end - 1, false), (end, true)] {
+            let now = clock_reading(berlin.config(), micros(us)).1.unwrap();
+            assert_eq!(now.wall.is_some(), calendar, "{us}");
+        }
+        // A zone that keeps one offset gives its wall clock without the
+        // calendar: three hours ahead of UTC in Etc/GMT-3.
+        let plus3 = Config { injection: InjectionConfig { timezone: "Etc/GMT-3", ..Default::default() }, ..Default::default() };
+        let plus3 = Engine::new(plus3).unwrap();
+        let now = clock_reading(plus3.config(), micros(1_784_687_400_000_000)).1.unwrap();
+        assert_eq!(now.wall, Some(1_784_698_200_000_000));
+        // In a zone ahead of UTC, the last UTC hours of 9999 are year 10000.
+        let tokyo = Config { injection: InjectionConfig { timezone: "Asia/Tokyo", ..Default::default() }, ..Default::default() };
+        let tokyo = Engine::new(tokyo).unwrap();
+        assert!(clock_reading(tokyo.config(), at(253_402_300_799)).1.is_none());
+        assert!(clock_reading(tokyo.config(), at(253_402_300_800 - 86_400)).1.is_some());
     }
 
     #[test]

@@ -52,6 +52,53 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
     chunks.remainder().iter().position(|&b| b == byte).map(|p| base + p)
 }
 
+/// `n` in decimal, written at the end of `buf` (`u64::MAX` has 20 digits):
+/// numbers without `core::fmt`, whose machinery costs flash and time on a
+/// device.
+pub(crate) fn u64_str(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    // The loop ends with n == 0 before the start. Once the rest fits 32
+    // bits, the divisions are 32-bit ones: a 64-bit division is a library
+    // call on a 32-bit core.
+    let mut i = buf.len();
+    for slot in buf.iter_mut().rev() {
+        let digit = match u32::try_from(n) {
+            Ok(small) => {
+                n = u64::from(small / 10);
+                small % 10
+            }
+            Err(_) => {
+                let digit = (n % 10) as u32;
+                n /= 10;
+                digit
+            }
+        };
+        *slot = b'0' + digit as u8;
+        i -= 1;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.get(i..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("0")
+}
+
+/// `n` in decimal, padded on the left with `pad` to `width` characters
+/// (at most 10): `format!("{n:0width$}")` or `format!("{n:width$}")`,
+/// without `core::fmt`'s machinery (its flash, and its time on a device).
+pub(crate) fn push_padded<B: Bytes + ?Sized>(w: &mut B, mut n: u32, width: usize, pad: u8) {
+    // u32::MAX has 10 digits: the loop ends with n == 0 before the start.
+    let mut buf = [pad; 10];
+    let mut start = buf.len();
+    for slot in buf.iter_mut().rev() {
+        *slot = b'0' + (n % 10) as u8;
+        start -= 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    w.push(buf.get(start.min(buf.len().saturating_sub(width))..).unwrap_or(&[]));
+}
+
 /// A text given as parts, read as their concatenation (a hint's text blocks
 /// are joined with `""` by the reference).
 #[derive(Debug, Clone, Copy)]
@@ -345,6 +392,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn numbers_are_padded_as_format_pads_them() {
+        let cases: &[(u32, usize, u8)] =
+            &[(0, 0, b'0'), (7, 2, b'0'), (7, 2, b' '), (42, 2, b'0'), (123, 2, b'0'), (5, 6, b'0'), (999_999, 6, b'0')];
+        for &(n, width, pad) in cases {
+            let mut buf = [0u8; 16];
+            let mut w = ByteWriter::new(&mut buf);
+            push_padded(&mut w, n, width, pad);
+            let want = if pad == b'0' { std::format!("{n:0width$}") } else { std::format!("{n:width$}") };
+            assert_eq!(w.finish(), Ok(want.as_str()), "{n} {width} {pad}");
+        }
+        let mut buf = [0u8; 16];
+        let mut w = ByteWriter::new(&mut buf);
+        push_padded(&mut w, u32::MAX, 10, b'0');
+        assert_eq!(w.finish(), Ok("4294967295"));
+    }
+
+    #[test]
+    fn copies_go_as_far_as_both_sides_and_no_further() {
+        let src: std::vec::Vec<u8> = (1..=13).collect();
+        for (dst_len, src_len) in [(0, 5), (5, 0), (13, 13), (16, 13), (13, 16), (7, 9), (9, 7), (4, 4), (3, 11)] {
+            let src = &src[..src_len.min(13)];
+            let mut dst = std::vec![0u8; dst_len];
+            copy_bytes(&mut dst, src);
+            let n = dst_len.min(src.len());
+            assert_eq!(&dst[..n], &src[..n], "{dst_len} {src_len}");
+            assert!(dst[n..].iter().all(|&b| b == 0), "{dst_len} {src_len}");
+        }
+    }
+
+    #[test]
     fn strip_removes_python_whitespace_including_separators() {
         assert_eq!(py_strip("\u{1c}\u{a0} x \u{1f}\u{3000}"), "x");
         assert_eq!(py_strip("\u{200b}x"), "\u{200b}x"); // zero-width space is not whitespace
@@ -466,7 +543,27 @@ mod tests {
 /// `copy_from_slice`, it has no panic path for lengths the compiler cannot
 /// prove equal (`cargo xtask nopanic` checks it).
 pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src) {
+    // Four bytes a move (a word load and store where the core allows
+    // unaligned ones): a third of a byte loop's instructions, and no call
+    // to `memcpy`, which costs more than it saves on a hint's short pieces.
+    // Cut to the same length, so that the chunks' remainders line up.
+    let n = dst.len().min(src.len());
+    let (Some(dst), Some(src)) = (dst.get_mut(..n), src.get(..n)) else { return };
+    if n < 8 {
+        // A few bytes (a separator, a digit pair): the chunks cost more.
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
+        return;
+    }
+    let mut to = dst.chunks_exact_mut(4);
+    let mut from = src.chunks_exact(4);
+    for (d, s) in (&mut to).zip(&mut from) {
+        if let (Ok(d), Ok(s)) = (<&mut [u8; 4]>::try_from(d), <[u8; 4]>::try_from(s)) {
+            *d = s;
+        }
+    }
+    for (d, s) in to.into_remainder().iter_mut().zip(from.remainder()) {
         *d = *s;
     }
 }

@@ -173,9 +173,8 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
     }
 
     /// How many messages the last decision read: at most 3, whatever the
-    /// context's length (the newest, to check the tracker is in sync and
-    /// for the tool-error rule, and the one holding the recorded time when
-    /// the tracker reads it back).
+    /// context's length (the newest, to check the tracker is in sync, and
+    /// the one holding the recorded time when the tracker reads it back).
     pub fn messages_read(&self) -> usize {
         self.messages_read
     }

@@ -5,7 +5,7 @@ use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading};
+use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading, ToolError};
 use crate::watch::{self, Decimal, MAX_WATCHES};
 
 /// The newest time hint: the position of its message (counted from the
@@ -44,10 +44,10 @@ struct Told {
 ///
 /// The tracker therefore keeps two message positions and a block index: no
 /// memory that grows with the context. Observing costs time linear in the
-/// blocks observed (each block once), and a time hint is read back once,
-/// when observed; evicting and deciding are `O(1)`, plus the reading of the
-/// newest message (to check the tracker is in sync, and for the tool-error
-/// rule).
+/// blocks observed (each block once); a time hint is read back, and the
+/// tool-error rule run on the newest message, once, when observed; evicting
+/// and deciding are `O(1)`, plus one reading of the newest message (to
+/// check the tracker is in sync).
 ///
 /// The tracker must see every change of the context, in order. If the
 /// conversation it is asked to decide on does not hold as many messages as
@@ -100,6 +100,9 @@ pub struct Tracker<'a> {
     newest_blocks: usize,
     /// Per watch, the newest hint of ours holding its field's tag.
     told: [Option<Told>; MAX_WATCHES],
+    /// The tool-error rule's verdict on the newest message, worked out when
+    /// the message was observed (it reads nothing else).
+    newest_tool_error: Option<ToolError>,
 }
 
 impl<'a> Tracker<'a> {
@@ -115,6 +118,7 @@ impl<'a> Tracker<'a> {
             tasks_seen: None,
             newest_blocks: 0,
             told: [None; MAX_WATCHES],
+            newest_tool_error: None,
         }
     }
 
@@ -128,7 +132,10 @@ impl<'a> Tracker<'a> {
                 Some(msg) => tracker.push_message(&msg),
                 // A conversation that cannot show a message it counts: leave
                 // the count off so that `decide` falls back to the scan.
-                None => tracker.pushed += 1,
+                None => {
+                    tracker.pushed += 1;
+                    tracker.newest_tool_error = None;
+                }
             }
         }
         tracker
@@ -149,6 +156,7 @@ impl<'a> Tracker<'a> {
         self.pushed += 1;
         self.newest_blocks = msg.block_count();
         self.observe(msg, 0);
+        self.newest_tool_error = rules::tool_error(self.engine.config(), msg, self.agent_name);
     }
 
     /// Observes the blocks appended to the newest message: those from index
@@ -157,6 +165,7 @@ impl<'a> Tracker<'a> {
         if self.pushed > self.evicted {
             self.newest_blocks = newest.block_count();
             self.observe(newest, first);
+            self.newest_tool_error = rules::tool_error(self.engine.config(), newest, self.agent_name);
         }
     }
 
@@ -168,6 +177,9 @@ impl<'a> Tracker<'a> {
         }
         if self.tasks_seen.is_some_and(|m| m < self.evicted) {
             self.tasks_seen = None;
+        }
+        if self.evicted == self.pushed {
+            self.newest_tool_error = None;
         }
         // Older telling hints are older messages, gone too: nothing told.
         for told in &mut self.told {
@@ -204,6 +216,35 @@ impl<'a> Tracker<'a> {
         }
     }
 
+    /// Whether `conversation` holds what the tracker observed: as many
+    /// messages, and as many blocks in the newest.
+    pub(crate) fn in_sync<C: Conversation>(&self, conversation: &C) -> bool {
+        let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
+        conversation.message_count() as u64 == self.message_count() && (self.message_count() == 0 || newest_blocks == self.newest_blocks)
+    }
+
+    /// What the newest hint of ours that records a time was read to.
+    pub(crate) fn recorded(&self) -> Option<TimeReading> {
+        self.time_hint.map(|at| at.reading)
+    }
+
+    /// Whether the context shows a task marker.
+    pub(crate) fn aware_of_tasks(&self) -> bool {
+        self.tasks_seen.is_some()
+    }
+
+    /// The tool-error rule's verdict on the newest message observed.
+    #[cfg(feature = "bench-phases")]
+    pub(crate) fn newest_tool_error(&self) -> Option<ToolError> {
+        self.newest_tool_error
+    }
+
+    /// The agent the tracker decides for.
+    #[cfg(feature = "bench-phases")]
+    pub(crate) fn agent_name(&self) -> &'a str {
+        self.agent_name
+    }
+
     /// Decides as [`Engine::decide`] does for this tracker's agent, from
     /// what was observed.
     pub fn decide<C: Conversation>(&self, conversation: &C, step: &StepInput, now: Option<Timestamp>) -> Decision {
@@ -221,19 +262,17 @@ impl<'a> Tracker<'a> {
     ) -> Decision {
         let cfg = self.engine.config();
         let step = step.for_agent(self.agent_name);
-        let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
-        let in_sync = conversation.message_count() as u64 == self.message_count()
-            && (self.message_count() == 0 || newest_blocks == self.newest_blocks);
-        if !in_sync {
+        if !self.in_sync(conversation) {
             return self.engine.decide_with_readings(conversation, &step, now, readings);
         }
         let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| {
-            if let Some(at) = self.time_hint {
-                on_time_hint(TimeHint::Read(at.reading));
+            if let Some(reading) = self.recorded() {
+                on_time_hint(TimeHint::Read(reading));
             }
-            self.tasks_seen.is_some()
+            self.aware_of_tasks()
         };
-        rules::decide_with(cfg, conversation, &step, now, readings, awareness, || self.told.map(|t| t.and_then(|t| t.value)))
+        let told = || self.told.map(|t| t.and_then(|t| t.value));
+        rules::decide_with(cfg, &step, now, readings, awareness, || self.newest_tool_error, told)
     }
 
     /// One reasoning step, as [`Engine::step`], deciding from what was
@@ -390,9 +429,9 @@ mod tests {
     }
 
     /// The full scan reads every message; the tracker reads the newest
-    /// twice (to check it is in sync, and for the tool-error rule) and no
-    /// other, whatever the context's length: it read the recorded time when
-    /// it observed it.
+    /// once (to check it is in sync) and no other, whatever the context's
+    /// length: it read the recorded time and ran the tool-error rule when it
+    /// observed them.
     #[test]
     fn decisions_read_a_constant_number_of_messages() {
         let engine = Engine::new(Config::default()).unwrap();
@@ -411,7 +450,7 @@ mod tests {
             assert!(counted.reads() >= len);
             let counted = Counted::new(&conv);
             let tracked = tracker.decide(&counted, &step, Some(now));
-            assert_eq!(counted.reads(), 2);
+            assert_eq!(counted.reads(), 1);
             assert_eq!(tracked, full);
             assert_eq!(tracked.time, crate::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());
@@ -508,6 +547,29 @@ mod tests {
         // A message counted but not shown is counted, so decisions scan.
         let gappy = Gappy(conv);
         assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
+    }
+
+    /// The tool-error verdict kept for the newest message lasts while that
+    /// message does, and goes with it.
+    #[test]
+    fn the_newest_message_s_tool_error_lasts_until_it_is_evicted() {
+        let engine = Engine::new(Config::default()).unwrap();
+        let failed = |id| Block::ToolResult { id, name: "Bash", state: ToolResultState::Error };
+        let call = |id| Block::ToolCall { id, name: "Bash", input: "{}" };
+        let streak = [call("a"), failed("a"), call("b"), failed("b"), call("c"), failed("c")];
+        let msgs = [
+            SliceMessage { role: Role::User, name: "user", blocks: &[Block::Other] },
+            SliceMessage { role: Role::Assistant, name: AGENT, blocks: &streak },
+        ];
+        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let mut tracker = Tracker::from_conversation(&engine, AGENT, &SliceConversation(&msgs));
+        assert!(tracker.decide(&SliceConversation(&msgs), &step, None).tool_error.is_some());
+        tracker.evict_oldest(1);
+        let newest = SliceConversation(&msgs[1..]);
+        assert_eq!(tracker.decide(&newest, &step, None), engine.decide(&newest, &step.for_agent(AGENT), None));
+        assert!(tracker.decide(&newest, &step, None).tool_error.is_some());
+        tracker.evict_oldest(1);
+        assert!(tracker.decide(&SliceConversation(&[]), &step, None).tool_error.is_none());
     }
 
     #[test]

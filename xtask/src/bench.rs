@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: the core's criterion benchmarks and AgentScope
 //! 2.0.11's own `_inject_runtime_state` on the same contexts, in one run,
-//! and one table of times and ratios (shared machines are noisy: compare
+//! and one table of times and ratios, then argument equality beside
+//! Python's (`cargo xtask bench-args`) (shared machines are noisy: compare
 //! within a run, never against a fixed number of microseconds).
 //!
 //! `cargo xtask bench --target`: instructions per decision on the Cortex-M3
@@ -106,7 +107,10 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     }
     let ratio = at_1000.ok_or("no measurement at 1,000 messages")?;
     println!("speedup-vs-agentscope@1000: {ratio:.0}x");
-    Ok(())
+    // Argument equality beside Python in the same run (flat objects, a long
+    // string, deep nesting): the decisions' and the arguments' figures
+    // then share one machine load.
+    crate::bench_args::bench_args(args)
 }
 
 pub(crate) mod target {

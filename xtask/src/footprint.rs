@@ -5,6 +5,7 @@
 //! on either is over [`STACK_BUDGET`].
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use xtask::boards::{self, Board, STACK_BUDGET};
 use xtask::qemu;
@@ -61,8 +62,13 @@ const ROWS: &[(&str, &str, &[&str], &str)] = &[
 ];
 
 /// Builds the programs (grouped so that each zone filter builds chrono-tz
-/// once per target) and returns the flash of each row, per target.
-fn measure_flash() -> Result<Vec<Vec<u64>>, String> {
+/// once per target) and returns the flash of each row, per target, and
+/// the by-function list of each of [`BY_FUNCTION_ROWS`] on the first target
+/// (read right after its build: rows share a program, built with other
+/// features later).
+fn measure_flash() -> Result<(Vec<Vec<u64>>, RowFunctions), String> {
+    let nm = nm();
+    let mut functions = Vec::new();
     let mut table = vec![vec![0; SIZE_TARGETS.len()]; ROWS.len()];
     for (t, target) in SIZE_TARGETS.iter().enumerate() {
         // Filter changes rebuild chrono-tz: DST rows first, UTC last.
@@ -72,10 +78,14 @@ fn measure_flash() -> Result<Vec<Vec<u64>>, String> {
             build(target, filter, features, &bins)?;
             for r in rows {
                 table[r][t] = flash(&elf(target, ROWS[r].3))?;
+                if let Some(nm) = nm.as_ref().filter(|_| t == 0 && BY_FUNCTION_ROWS.contains(&r)) {
+                    functions.push((r, by_function(nm, &elf(target, ROWS[r].3))?));
+                }
             }
         }
     }
-    Ok(table)
+    functions.sort_by_key(|(r, _)| *r);
+    Ok((table, functions))
 }
 
 /// Builds the `stack` program for `board`, runs it in QEMU and returns its
@@ -127,10 +137,98 @@ pub fn check_stack() -> Result<(), String> {
     within_budget(&worst)
 }
 
+/// A program's named code and data, `(bytes, name)`, largest first.
+type Functions = Vec<(u64, String)>;
+/// The by-function lists of some rows, by row index.
+type RowFunctions = Vec<(usize, Functions)>;
+
+/// How many functions the by-function tables list.
+const TOP_FUNCTIONS: usize = 15;
+
+/// The rows whose flash `cargo xtask size` breaks down by function, on the
+/// first of [`SIZE_TARGETS`]: the two with a goal (docs/footprint.md).
+const BY_FUNCTION_ROWS: &[usize] = &[0, 2];
+
+/// An `nm` that reads ARM ELF files: LLVM's (on the path, or rustup's
+/// `llvm-tools` component), else binutils' for ARM.
+fn nm() -> Option<PathBuf> {
+    let works = |p: &std::path::Path| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success());
+    let sysroot = crate::output(Command::new("rustc").args(["--print", "sysroot"])).unwrap_or_default();
+    let host = crate::output(Command::new("rustc").args(["--print", "host-tuple"])).unwrap_or_default();
+    let rustup = std::path::Path::new(sysroot.trim()).join("lib/rustlib").join(host.trim()).join("bin/llvm-nm");
+    [PathBuf::from("llvm-nm"), rustup, PathBuf::from("arm-none-eabi-nm")].into_iter().find(|p| works(p))
+}
+
+/// The named code and data of `elf` by size, largest first, as `cargo
+/// bloat` lists them: `(bytes, name)` with the hash suffix dropped and
+/// same-named copies (monomorphizations, outlined parts) added up.
+pub fn by_function(nm: &std::path::Path, elf: &std::path::Path) -> Result<Functions, String> {
+    let out = Command::new(nm)
+        .args(["--print-size", "--size-sort", "--radix=d", "--demangle"])
+        .arg(elf)
+        .output()
+        .map_err(|e| format!("{}: cannot start: {e}", nm.display()))?;
+    if !out.status.success() {
+        return Err(format!("{} {} failed: {}", nm.display(), elf.display(), String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(sizes_by_name(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Parses `nm --print-size --radix=d` lines (`ADDR SIZE TYPE NAME`) of
+/// code and read-only or initialized data.
+fn sizes_by_name(listing: &str) -> Functions {
+    let mut sizes: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for line in listing.lines() {
+        let mut fields = line.splitn(4, ' ');
+        let (Some(_), Some(size), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next(), fields.next()) else { continue };
+        let Ok(size) = size.parse::<u64>() else { continue };
+        if !matches!(kind, "t" | "T" | "r" | "R" | "d" | "D") {
+            continue;
+        }
+        // `path::name::h0123456789abcdef`: one entry per path.
+        let name = match name.rsplit_once("::h") {
+            Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+            _ => name,
+        };
+        *sizes.entry(name.to_string()).or_default() += size;
+    }
+    let mut list: Vec<(u64, String)> = sizes.into_iter().map(|(name, size)| (size, name)).collect();
+    list.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    list
+}
+
+/// Prints the top of each by-function list [`measure_flash`] read.
+fn print_by_function(table: &[Vec<u64>], functions: &[(usize, Functions)]) {
+    if functions.is_empty() {
+        println!("(no llvm-nm or arm-none-eabi-nm: `rustup component add llvm-tools` for the by-function tables)");
+        return;
+    }
+    let target = SIZE_TARGETS[0];
+    for (row, list) in functions {
+        let (row, flash) = (*row, table[*row][0]);
+        let named: u64 = list.iter().map(|(b, _)| b).sum();
+        println!("{} on {target}: the {TOP_FUNCTIONS} largest functions and tables", ROWS[row].0);
+        println!();
+        println!("| bytes | share | function |");
+        println!("|---:|---:|---|");
+        for (bytes, name) in list.iter().take(TOP_FUNCTIONS) {
+            println!("| {} | {:.1}% | `{}` |", thousands(*bytes), 100.0 * *bytes as f64 / flash as f64, name.replace('|', "\\|"));
+        }
+        println!(
+            "| {} | {:.1}% | the other {} named ones; {} B unnamed (constants, vectors, padding) |",
+            thousands(named - list.iter().take(TOP_FUNCTIONS).map(|(b, _)| b).sum::<u64>()),
+            100.0 * (named - list.iter().take(TOP_FUNCTIONS).map(|(b, _)| b).sum::<u64>()) as f64 / flash as f64,
+            list.len().saturating_sub(TOP_FUNCTIONS),
+            thousands(flash.saturating_sub(named)),
+        );
+        println!();
+    }
+}
+
 /// `cargo xtask size`'s footprint table, as Markdown for docs/footprint.md.
 pub fn size() -> Result<(), String> {
     crate::ensure_targets()?;
-    let table = measure_flash()?;
+    let (table, functions) = measure_flash()?;
     let worst = stacks(false)?;
     let cell = |b: u64| format!("{} ({:.1} KiB)", thousands(b), b as f64 / 1024.0);
     println!("core footprint: flash of a minimal program (one `Engine::step`, opt-level z, fat LTO, no `python-floats` unless said)");
@@ -145,6 +243,7 @@ pub fn size() -> Result<(), String> {
         println!("{}", stack_line(board, w));
     }
     println!();
+    print_by_function(&table, &functions);
     within_budget(&worst)
 }
 
@@ -159,4 +258,30 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_add_up_per_name_without_the_hash_and_only_for_code_and_data() {
+        let listing = "\
+00000100 00000040 t envaware::a::f::h0123456789abcdef
+00000200 00000060 t envaware::a::f::hfedcba9876543210
+00000300 00000500 T _start
+00000400 00000030 r core::unicode::WHITESPACE_MAP
+00000500 00000900 b a_buffer_in_ram
+00000600 00000010 t not::a::hash::hxyz
+";
+        assert_eq!(
+            sizes_by_name(listing),
+            vec![
+                (500, "_start".to_string()),
+                (100, "envaware::a::f".to_string()),
+                (30, "core::unicode::WHITESPACE_MAP".to_string()),
+                (10, "not::a::hash::hxyz".to_string()),
+            ]
+        );
+    }
 }

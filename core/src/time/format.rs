@@ -4,13 +4,16 @@
 //! exactly, a full date, and whether Python's `strptime` can read the
 //! output back ([`ParseBack`]).
 
-use core::fmt::{self, Write};
+use core::fmt;
+#[cfg(any(test, feature = "wire"))]
+use core::fmt::Write;
 
 use chrono::{Datelike, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike};
 use chrono_tz::OffsetName;
 
 use super::zone::{utc_naive, Zone};
 use crate::clock::Timestamp;
+use crate::text::{push_padded, Bytes};
 use crate::zone_rules;
 
 /// A zone's abbreviation at one instant (`%Z`).
@@ -225,121 +228,131 @@ fn three(s: &str) -> &str {
     s.get(..3).unwrap_or(s)
 }
 
-/// Writes one directive; `Ok(false)` if it is not one this module knows.
-fn write_directive<W: Write>(w: &mut W, d: char, t: &Fields) -> Result<bool, fmt::Error> {
+/// `n` zero-padded to two digits (`%02d`).
+fn two<W: Bytes + ?Sized>(w: &mut W, n: u32) {
+    push_padded(w, n, 2, b'0');
+}
+
+/// `n` as `%d` prints it, sign and all.
+fn signed<W: Bytes + ?Sized>(w: &mut W, n: i32) {
+    if n < 0 {
+        w.push(b"-");
+    }
+    push_padded(w, n.unsigned_abs(), 0, b'0');
+}
+
+/// Writes one directive; `false` if it is not one this module knows.
+/// Each works out only the fields it shows, and writes numbers without
+/// `core::fmt`.
+fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
     let date = t.local.date();
-    let year = date.year();
-    let hour = t.local.hour();
-    let hour12 = match hour % 12 {
+    let hour12 = || match t.local.hour() % 12 {
         0 => 12,
         h => h,
     };
-    let wday_sun = date.weekday().num_days_from_sunday();
-    let wday_mon = date.weekday().num_days_from_monday();
-    let yday0 = date.ordinal0();
-    let weekday_name = WEEKDAYS.get(wday_sun as usize).copied().unwrap_or("");
-    let month_name = MONTHS.get(date.month0() as usize).copied().unwrap_or("");
+    let wday_sun = || date.weekday().num_days_from_sunday();
+    let wday_mon = || date.weekday().num_days_from_monday();
+    let weekday_name = || WEEKDAYS.get(wday_sun() as usize).copied().unwrap_or("");
+    let month_name = || MONTHS.get(date.month0() as usize).copied().unwrap_or("");
     match d {
-        'a' => w.write_str(three(weekday_name))?,
-        'A' => w.write_str(weekday_name)?,
-        'b' | 'h' => w.write_str(three(month_name))?,
-        'B' => w.write_str(month_name)?,
+        b'a' => w.push(three(weekday_name()).as_bytes()),
+        b'A' => w.push(weekday_name().as_bytes()),
+        b'b' | b'h' => w.push(three(month_name()).as_bytes()),
+        b'B' => w.push(month_name().as_bytes()),
         // glibc prints years (and the century) without padding.
-        'C' => write!(w, "{}", year.div_euclid(100))?,
-        'd' => write!(w, "{:02}", date.day())?,
-        'e' => write!(w, "{:2}", date.day())?,
-        'g' => write!(w, "{:02}", date.iso_week().year().rem_euclid(100))?,
-        'G' => write!(w, "{}", date.iso_week().year())?,
-        'H' => write!(w, "{hour:02}")?,
-        'I' => write!(w, "{hour12:02}")?,
-        'j' => write!(w, "{:03}", date.ordinal())?,
-        'k' => write!(w, "{hour:2}")?,
-        'l' => write!(w, "{hour12:2}")?,
-        'm' => write!(w, "{:02}", date.month())?,
-        'M' => write!(w, "{:02}", t.local.minute())?,
-        'n' => w.write_char('\n')?,
-        'p' => w.write_str(if hour < 12 { "AM" } else { "PM" })?,
-        'P' => w.write_str(if hour < 12 { "am" } else { "pm" })?,
-        'S' => write!(w, "{:02}", t.local.second())?,
-        't' => w.write_char('\t')?,
-        'u' => write!(w, "{}", wday_mon + 1)?,
-        'U' => write!(w, "{:02}", (yday0 + 7 - wday_sun) / 7)?,
-        'V' => write!(w, "{:02}", date.iso_week().week())?,
-        'w' => write!(w, "{wday_sun}")?,
-        'W' => write!(w, "{:02}", (yday0 + 7 - wday_mon) / 7)?,
-        'y' => write!(w, "{:02}", year.rem_euclid(100))?,
-        'Y' => write!(w, "{year}")?,
+        b'C' => signed(w, date.year().div_euclid(100)),
+        b'd' => two(w, date.day()),
+        b'e' => push_padded(w, date.day(), 2, b' '),
+        b'g' => two(w, date.iso_week().year().rem_euclid(100).unsigned_abs()),
+        b'G' => signed(w, date.iso_week().year()),
+        b'H' => two(w, t.local.hour()),
+        b'I' => two(w, hour12()),
+        b'j' => push_padded(w, date.ordinal(), 3, b'0'),
+        b'k' => push_padded(w, t.local.hour(), 2, b' '),
+        b'l' => push_padded(w, hour12(), 2, b' '),
+        b'm' => two(w, date.month()),
+        b'M' => two(w, t.local.minute()),
+        b'n' => w.push(b"\n"),
+        b'p' => w.push(if t.local.hour() < 12 { b"AM" } else { b"PM" }),
+        b'P' => w.push(if t.local.hour() < 12 { b"am" } else { b"pm" }),
+        b'S' => two(w, t.local.second()),
+        b't' => w.push(b"\t"),
+        b'u' => push_padded(w, wday_mon() + 1, 0, b'0'),
+        b'U' => two(w, (date.ordinal0() + 7 - wday_sun()) / 7),
+        b'V' => two(w, date.iso_week().week()),
+        b'w' => push_padded(w, wday_sun(), 0, b'0'),
+        b'W' => two(w, (date.ordinal0() + 7 - wday_mon()) / 7),
+        b'y' => two(w, date.year().rem_euclid(100).unsigned_abs()),
+        b'Y' => signed(w, date.year()),
         // Python's own: microseconds, UTC offset, zone name.
-        'f' => write!(w, "{:06}", t.local.nanosecond() / 1000)?,
-        'z' => write_offset(w, t.offset)?,
-        'Z' => match t.abbr {
-            Abbr::Text(s) => w.write_str(s)?,
-            Abbr::Numeric(secs) => write_numeric_abbr(w, secs)?,
+        b'f' => push_padded(w, t.local.nanosecond() / 1000, 6, b'0'),
+        b'z' => write_offset(w, t.offset),
+        b'Z' => match t.abbr {
+            Abbr::Text(s) => w.push(s.as_bytes()),
+            Abbr::Numeric(secs) => write_numeric_abbr(w, secs),
         },
-        '%' => w.write_char('%')?,
-        _ => match strftime_expansion(d) {
-            Some(exp) => write_format(w, exp, t)?,
-            None => return Ok(false),
+        b'%' => w.push(b"%"),
+        _ => match strftime_expansion(char::from(d)) {
+            Some(exp) => write_format(w, exp.as_bytes(), t),
+            None => return false,
         },
     }
-    Ok(true)
+    true
 }
 
 /// Sign, hours, minutes and seconds of an offset.
-fn hms(secs: i32) -> (char, u32, u32, u32) {
+fn hms(secs: i32) -> (&'static [u8], u32, u32, u32) {
     let a = secs.unsigned_abs();
-    (if secs < 0 { '-' } else { '+' }, a / 3600, a / 60 % 60, a % 60)
+    (if secs < 0 { b"-" } else { b"+" }, a / 3600, a / 60 % 60, a % 60)
 }
 
 /// `+HHMM`, or `+HHMMSS` when the offset has seconds (Python's `%z`).
-fn write_offset<W: Write>(w: &mut W, secs: i32) -> fmt::Result {
+fn write_offset<W: Bytes + ?Sized>(w: &mut W, secs: i32) {
     let (sign, h, m, s) = hms(secs);
-    write!(w, "{sign}{h:02}{m:02}")?;
+    w.push(sign);
+    two(w, h);
+    two(w, m);
     if s != 0 {
-        write!(w, "{s:02}")?;
+        two(w, s);
     }
-    Ok(())
 }
 
 /// zic's numeric abbreviation: `+HH`, `+HHMM`, `+HHMMSS`.
-fn write_numeric_abbr<W: Write>(w: &mut W, secs: i32) -> fmt::Result {
+fn write_numeric_abbr<W: Bytes + ?Sized>(w: &mut W, secs: i32) {
     let (sign, h, m, s) = hms(secs);
-    write!(w, "{sign}{h:02}")?;
+    w.push(sign);
+    two(w, h);
     if m != 0 || s != 0 {
-        write!(w, "{m:02}")?;
+        two(w, m);
     }
     if s != 0 {
-        write!(w, "{s:02}")?;
+        two(w, s);
     }
-    Ok(())
 }
 
-fn write_format<W: Write>(w: &mut W, fmt: &str, t: &Fields) -> fmt::Result {
-    let mut chars = fmt.chars();
-    while let Some(c) = chars.next() {
-        // Python hands the format to C as a NUL-terminated string.
-        if c == '\0' {
-            break;
-        }
-        if c != '%' {
-            w.write_char(c)?;
-            continue;
-        }
-        match chars.next() {
-            None | Some('\0') => {
-                w.write_char('%')?;
-                break;
-            }
-            Some(d) => {
-                if !write_directive(w, d, t)? {
-                    // glibc copies an unknown conversion as it is.
-                    w.write_char('%')?;
-                    w.write_char(d)?;
-                }
-            }
+/// Writes `fmt` (its bytes: directives are ASCII) for the instant `t`.
+fn write_format<W: Bytes + ?Sized>(w: &mut W, fmt: &[u8], t: &Fields) {
+    let mut rest = fmt;
+    loop {
+        // Literal text up to the next directive, in one write. Python hands
+        // the format to C as a NUL-terminated string: it ends at a NUL.
+        let stop = rest.iter().position(|&b| b == b'%' || b == 0).unwrap_or(rest.len());
+        w.push(rest.get(..stop).unwrap_or(&[]));
+        let Some((b'%', after)) = rest.get(stop..).and_then(<[u8]>::split_first) else { return };
+        let Some(&d) = after.first().filter(|&&d| d != 0) else {
+            w.push(b"%");
+            return;
+        };
+        rest = after.get(1..).unwrap_or(&[]);
+        if !d.is_ascii() {
+            // glibc copies an unknown conversion as it is: the '%', then the
+            // character, whose bytes are the literal text that follows.
+            w.push(b"%");
+            rest = after;
+        } else if !write_directive(w, d, t) {
+            w.push(&[b'%', d]);
         }
     }
-    Ok(())
 }
 
 /// Writes Python's `datetime.fromtimestamp(at, tz).strftime(fmt)` (glibc, C
@@ -348,7 +361,33 @@ fn write_format<W: Write>(w: &mut W, fmt: &str, t: &Fields) -> fmt::Result {
 /// Exact for every format [`check_format`] accepts; `%Z` is the zone's
 /// abbreviation (`EST`, `+08`, `UTC` for [`Zone::Utc`]). Errors only if `w`
 /// does, or if the local year is outside Python's 1..=9999.
-pub fn format_time<W: Write>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
+#[cfg(any(test, feature = "wire"))]
+pub fn format_time<W: Write + ?Sized>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
+    let mut sink = FmtSink { out: w, result: Ok(()) };
+    push_time(&mut sink, fmt, at, zone)?;
+    sink.result
+}
+
+/// A `core::fmt::Write` as a [`Bytes`] sink; every write `push_time` makes
+/// is whole UTF-8 (it splits `fmt` only at ASCII bytes).
+#[cfg(any(test, feature = "wire"))]
+struct FmtSink<'w, W: ?Sized> {
+    out: &'w mut W,
+    result: fmt::Result,
+}
+
+#[cfg(any(test, feature = "wire"))]
+impl<W: Write + ?Sized> Bytes for FmtSink<'_, W> {
+    fn push(&mut self, bytes: &[u8]) {
+        if self.result.is_ok() {
+            self.result = core::str::from_utf8(bytes).map_err(|_| fmt::Error).and_then(|s| self.out.write_str(s));
+        }
+    }
+}
+
+/// [`format_time`] into a byte sink, as rendering writes it. Errors only if
+/// the local year is outside Python's 1..=9999.
+pub fn push_time<W: Bytes + ?Sized>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
     let utc = utc_naive(at).ok_or(fmt::Error)?;
     // Past 2099 the zone's own rules answer (chrono-tz's tables end there).
     // The offset the abbreviation borrows from, set where chrono-tz answers.
@@ -365,11 +404,15 @@ pub fn format_time<W: Write>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) ->
             }
         },
     };
-    let local = utc.checked_add_signed(TimeDelta::seconds(i64::from(offset))).ok_or(fmt::Error)?;
+    let local = match offset {
+        0 => utc,
+        _ => utc.checked_add_signed(TimeDelta::seconds(i64::from(offset))).ok_or(fmt::Error)?,
+    };
     if !(1..=9999).contains(&local.year()) {
         return Err(fmt::Error);
     }
-    write_format(w, fmt, &Fields { local, offset, abbr })
+    write_format(w, fmt.as_bytes(), &Fields { local, offset, abbr });
+    Ok(())
 }
 
 #[cfg(test)]
@@ -408,7 +451,13 @@ mod tests {
             ("%z %Z", 1772955000000000, "Australia/Lord_Howe", "+1100 +11"),
             ("%z %Z", 1772955000000000, "Asia/Kathmandu", "+0545 +0545"),
             ("%Y\u{5e74}%m\u{6708}%d\u{65e5} %H:%M", 1772955000000000, "Asia/Shanghai", "2026\u{5e74}03\u{6708}08\u{65e5} 15:30"),
+            // Week numbers on a Tuesday that opens the year, and a Thursday that ends one.
+            ("%a %U %W", 1546300800000000, "UTC", "Tue 00 00"),
+            ("%a %U %W", 1798675200000000, "UTC", "Thu 52 52"),
             ("abc%", 0, "UTC", "abc%"),
+            // glibc copies an unknown conversion, ASCII or not, as it is.
+            ("%\u{e9}|%Q|%\u{6708}%Y", 0, "UTC", "%\u{e9}|%Q|%\u{6708}1970"),
+            ("a%\u{0}b", 0, "UTC", "a%"),
             ("x\u{0}y%Y", 0, "UTC", "x"),
             ("%Y %C %G %g %y", -62135596800000000, "UTC", "1 0 1 01 01"),
             ("%Y-%m-%d %H:%M:%S.%f", 253402300799999999, "UTC", "9999-12-31 23:59:59.999999"),

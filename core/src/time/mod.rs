@@ -35,11 +35,13 @@ mod format;
 mod strptime;
 mod zone;
 
-pub use self::format::{check_format, format_time, ParseBack, TimeFormatError};
+#[cfg(any(test, feature = "wire"))]
+pub use self::format::format_time;
+pub use self::format::{check_format, push_time, ParseBack, TimeFormatError};
 pub use self::strptime::parse_time;
 #[cfg(test)]
 pub use self::zone::zone_name_crashes_reference;
-pub use self::zone::{local_naive, local_to_timestamp, resolve_zone, zone_not_compiled_in, Zone};
+pub use self::zone::{fixed_offset, local_naive, local_to_timestamp, resolve_zone, zone_not_compiled_in, Zone};
 
 use chrono::NaiveDateTime;
 

@@ -217,6 +217,23 @@ pub fn local_naive(at: Timestamp, zone: Zone) -> NaiveDateTime {
     utc.checked_add_signed(TimeDelta::seconds(i64::from(offset))).unwrap_or(utc)
 }
 
+/// Names of the zones whose offset never changed (tzdata's `Etc` area and
+/// its links), beyond `Etc/*` itself.
+const FIXED_LINKS: &[&str] = &["UTC", "GMT", "GMT+0", "GMT-0", "GMT0", "Greenwich", "UCT", "Universal", "Zulu"];
+
+/// `zone`'s UTC offset in seconds when it is the same at every instant, so
+/// that its wall clock needs no table: UTC, `Factory`, and the zones of
+/// tzdata's `Etc` area and their links. `None` for every other zone.
+pub fn fixed_offset(zone: Zone) -> Option<i32> {
+    match zone {
+        Zone::Utc | Zone::Factory => Some(0),
+        Zone::Named(tz) => {
+            let name = tz.name();
+            (name.starts_with("Etc/") || FIXED_LINKS.contains(&name)).then(|| zone.offset_at_utc(&DateTime::UNIX_EPOCH.naive_utc()))
+        }
+    }
+}
+
 /// The UTC offset (seconds) `zone` gives the wall time `naive`, as
 /// `zoneinfo` does with `fold=0`: an ambiguous time takes the offset before
 /// the transition (the earlier instant), a time in a gap the offset in force
@@ -329,6 +346,30 @@ mod tests {
         for tz in chrono_tz::TZ_VARIANTS {
             assert_eq!(resolve_zone(tz.name()), Some(Zone::Named(tz)));
         }
+    }
+
+    /// The zones said to keep one offset keep it from year 1 to 9999 (the
+    /// years Python holds), and every other zone changed its offset.
+    #[test]
+    fn fixed_offset_zones_never_change_and_the_others_do() {
+        let instants = (-62_135_596_800i64..253_402_300_800).step_by(86_400 * 97 + 3_607).chain([0, 4_102_444_800, 253_402_214_399]);
+        let mut fixed = 0;
+        for tz in chrono_tz::TZ_VARIANTS {
+            let zone = Zone::Named(tz);
+            let offsets = || instants.clone().map(|s| zone.offset_at_utc(&utc_naive(Timestamp::from_unix_seconds(s)).unwrap()));
+            match fixed_offset(zone) {
+                Some(offset) => {
+                    fixed += 1;
+                    assert!(offsets().all(|o| o == offset), "{}", tz.name());
+                }
+                None => assert!(offsets().any(|o| o != offsets().next().unwrap()), "{}", tz.name()),
+            }
+        }
+        // Etc/GMT, Etc/GMT+1..+12, Etc/GMT-1..-14, and the names of UTC.
+        assert!(fixed >= 35, "{fixed}");
+        assert_eq!(fixed_offset(zone("Etc/GMT+5")), Some(-5 * 3600));
+        assert_eq!(fixed_offset(Zone::Factory), Some(0));
+        assert_eq!(fixed_offset(Zone::Utc), Some(0));
     }
 
     #[test]
