@@ -342,7 +342,7 @@ fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step(
     assert_eq!(watch_fired(&s), [0, 5, 7, 8]);
     // The compression at step 8 evicts 7 messages, and no decision reads
     // more than 2.
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 2, compactions: 0 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 1, compactions: 0 });
 
     let f = |i: usize| hints[i].as_deref().unwrap_or_else(|| panic!("step {i} injected nothing"));
     // The time is told at 01:00:00 (Berlin), again once more than 36 s have
@@ -406,7 +406,7 @@ fn a_sensor_that_never_answers_gives_unavailable_in_every_hint_and_the_run_goes_
     check_schedule(&s, &[agent::UNAVAILABLE; 6], &[]);
     // An unavailable reading never fires the watch.
     assert_eq!(watch_fired(&s), [0usize; 0]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 2, compactions: 0 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 1, compactions: 0 });
 }
 
 #[test]
@@ -438,7 +438,7 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
     // 25.5 (nothing told), 25.5 again (step 1 told "unavailable"); at step
     // 6, step 5 told "unavailable"; at 8, step 7 did.
     assert_eq!(watch_fired(&s), [0, 2, 6, 8]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 2, compactions: 0 });
+    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 1, compactions: 0 });
 }
 
 /// The time the stream's `set_clock` carries at step `i`, in UTC.
