@@ -660,14 +660,22 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         if matches!(event, Event::Log { .. }) {
             return Err(RecordError::NotRecordable);
         }
+        self.all_or_nothing(|journal| {
+            let mut items = Items::default();
+            journal.logged(context, event, out, &mut items)?;
+            Ok(items)
+        })
+    }
+
+    /// Runs `write`; when it fails, the journal is as it was before it
+    /// (nothing counted, nothing said), as the caller appends nothing.
+    fn all_or_nothing<R>(&mut self, write: impl FnOnce(&mut Self) -> Result<R, RecordError>) -> Result<R, RecordError> {
         let saved = (self.next, self.items, self.said, self.created.clone());
-        let mut items = Items::default();
-        let logged = self.logged(context, event, out, &mut items);
-        if let Err(e) = logged {
+        let result = write(self);
+        if result.is_err() {
             (self.next, self.items, self.said, self.created) = saved;
-            return Err(e);
         }
-        Ok(items)
+        result
     }
 
     /// Writes `event` as the next item and applies it; when the store
@@ -752,17 +760,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
-        let saved = (self.next, self.items, self.said, self.created.clone());
-        // As `AgentContext::step`: the watched fields are read before deciding.
-        let result =
-            self.decide_items(context, step, now, |engine| engine.read_watched(live), items_out).and_then(|(decision, mut items)| {
-                let outcome = self.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
-                Ok((outcome, items))
-            });
-        if result.is_err() {
-            (self.next, self.items, self.said, self.created) = saved;
-        }
-        result
+        self.all_or_nothing(|journal| {
+            // As `AgentContext::step`: the watched fields are read before deciding.
+            let (decision, mut items) = journal.decide_items(context, step, now, |engine| engine.read_watched(live), items_out)?;
+            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            Ok((outcome, items))
+        })
     }
 
     /// The first half of a split step, logged (as
@@ -784,12 +787,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         readings: &L,
         items_out: &mut [u8],
     ) -> Result<(Decision, Items), RecordError> {
-        let saved = (self.next, self.items, self.said);
-        let result = self.decide_items(context, step, now, |_| readings, items_out);
-        if result.is_err() {
-            (self.next, self.items, self.said) = saved;
-        }
-        result
+        self.all_or_nothing(|journal| journal.decide_items(context, step, now, |_| readings, items_out))
     }
 
     /// The second half of a split step, logged: refreshes `live` when the
@@ -810,16 +808,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
-        let saved = (self.next, self.items, self.said, self.created.clone());
-        let mut items = Items::default();
-        let result = self.render_items(context, decision, step, live, hint_out, items_out, &mut items);
-        match result {
-            Ok(outcome) => Ok((outcome, items)),
-            Err(e) => {
-                (self.next, self.items, self.said, self.created) = saved;
-                Err(e)
-            }
-        }
+        self.all_or_nothing(|journal| {
+            let mut items = Items::default();
+            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            Ok((outcome, items))
+        })
     }
 
     /// Writes the items a step's decision needs before it, and decides with
