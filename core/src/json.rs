@@ -250,8 +250,11 @@ const LITERALS: [&[u8]; 6] = [b"null", b"true", b"false", b"NaN", b"Infinity", b
 /// Validates a literal or a number starting at `start`; returns its end.
 fn scan_scalar(b: &[u8], start: usize) -> Result<usize, JsonError> {
     let rest = b.get(start..).unwrap_or(&[]);
-    if let Some(lit) = LITERALS.iter().find(|lit| rest.starts_with(lit)) {
-        return Ok(start + lit.len());
+    // A number starts with a digit or `-` and a digit; only else a literal.
+    if !matches!(rest, [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..]) {
+        if let Some(lit) = LITERALS.iter().find(|lit| rest.starts_with(lit)) {
+            return Ok(start + lit.len());
+        }
     }
     let mut i = start;
     if b.get(i) == Some(&b'-') {
@@ -316,6 +319,30 @@ pub(crate) struct Counts {
 
 /// [`parse`], also counting members and nesting.
 pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, Counts), JsonError> {
+    parse_visited(text, max_depth, &mut ())
+}
+
+/// What [`parse_visited`] tells as it validates, in document order: the
+/// tokens of the value, so a caller can index them without reading the
+/// text again. Nothing it is told is valid before the parse returns `Ok`.
+pub(crate) trait Visit {
+    /// A container opens at `at` (its `{` or `[`).
+    fn open(&mut self, at: usize);
+    /// The innermost open container closes; `end` is just past it.
+    fn close(&mut self, end: usize);
+    /// A string (key or value) or a scalar spans `start..end`.
+    fn token(&mut self, start: usize, end: usize);
+}
+
+/// Nothing to tell: [`parse`] and [`parse_counted`].
+impl Visit for () {
+    fn open(&mut self, _: usize) {}
+    fn close(&mut self, _: usize) {}
+    fn token(&mut self, _: usize, _: usize) {}
+}
+
+/// [`parse_counted`], telling `visit` every token.
+pub(crate) fn parse_visited<'t, V: Visit>(text: &'t str, max_depth: usize, visit: &mut V) -> Result<(Value<'t>, Counts), JsonError> {
     let b = text.as_bytes();
     let mut counts = Counts::default();
     if text.starts_with('\u{feff}') {
@@ -335,22 +362,22 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                         return Err(error(JsonErrorKind::TooDeep, i));
                     }
                     counts.depth = counts.depth.max(nesting.len);
+                    visit.open(i);
                     i = skip_ws(b, i + 1);
                     let close = if object { b'}' } else { b']' };
                     if b.get(i) == Some(&close) {
                         i += 1;
                         nesting.pop();
+                        visit.close(i);
                         expect = Expect::AfterValue;
                     } else if object {
                         expect = Expect::Key;
                     }
                 }
-                Some(b'"') => {
-                    i = scan_string(b, i)?;
-                    expect = Expect::AfterValue;
-                }
-                Some(_) => {
-                    i = scan_scalar(b, i)?;
+                Some(&c) => {
+                    let start = i;
+                    i = if c == b'"' { scan_string(b, i)? } else { scan_scalar(b, i)? };
+                    visit.token(start, i);
                     expect = Expect::AfterValue;
                 }
                 None => return Err(error(JsonErrorKind::ExpectedValue, i)),
@@ -360,7 +387,9 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                     return Err(error(JsonErrorKind::ExpectedKey, i));
                 }
                 counts.keys += 1;
-                i = skip_ws(b, scan_string(b, i)?);
+                let end = scan_string(b, i)?;
+                visit.token(i, end);
+                i = skip_ws(b, end);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));
                 }
@@ -375,13 +404,10 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                         i = skip_ws(b, i + 1);
                         expect = if object { Expect::Key } else { Expect::Value };
                     }
-                    Some(b'}') if object => {
+                    Some(&c) if c == if object { b'}' } else { b']' } => {
                         i += 1;
                         nesting.pop();
-                    }
-                    Some(b']') if !object => {
-                        i += 1;
-                        nesting.pop();
+                        visit.close(i);
                     }
                     _ => return Err(error(JsonErrorKind::ExpectedCommaOrEnd, i)),
                 }

@@ -32,11 +32,11 @@ pub(super) struct Buffered<'s, S: Sink> {
 }
 
 impl<'s, S: Sink> Buffered<'s, S> {
-    fn new(inner: &'s mut S) -> Self {
+    pub(super) fn new(inner: &'s mut S) -> Self {
         Buffered { inner, buf: [0; 64], len: 0 }
     }
 
-    fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         if let Some(pending) = self.buf.get(..self.len) {
             if !pending.is_empty() {
                 self.inner.write(pending);
@@ -190,7 +190,7 @@ pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                         top.b = offset(at(top.b).saturating_add(1))?;
                         let key = at(key);
                         let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
-                        write_string(name, out);
+                        write_quoted(text.get(key..key.saturating_add(name.raw().len()).saturating_add(2)).unwrap_or(""), out);
                         out.write(b": ");
                         match json::member_value(text, key, name) {
                             Some(value) => value,
@@ -259,7 +259,7 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
                 O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
-                let kept = dedup_last(text, run);
+                let kept = dedup_last(run, |x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }
             out.write(b"{");
@@ -284,22 +284,22 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
 
 pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
     match value.kind() {
-        Kind::String => {
-            if let Some(s) = value.as_str() {
-                write_string(s, out);
-            }
-        }
-        Kind::Number => write_number(value.raw(), out),
-        Kind::Bool(true) => out.write(b"true"),
-        Kind::Bool(false) => out.write(b"false"),
-        Kind::Null => out.write(b"null"),
-        Kind::NaN => out.write(b"NaN"),
-        Kind::Infinity => out.write(b"Infinity"),
-        Kind::NegInfinity => out.write(b"-Infinity"),
+        Kind::String => write_quoted(value.raw(), out),
         // Containers are opened by the caller.
         Kind::Object | Kind::Array => {}
+        _ => write_scalar_text(value.raw(), out),
     }
 }
+
+/// Writes a (validated) number or literal: `true`, `false`, `null`, `NaN`,
+/// `Infinity` and `-Infinity` are their own dump.
+pub(super) fn write_scalar_text<S: Sink>(raw: &str, out: &mut S) {
+    match raw.as_bytes() {
+        [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..] => write_number(raw, out),
+        _ => out.write(raw.as_bytes()),
+    }
+}
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
@@ -307,25 +307,101 @@ pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
     out.write(&[b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]);
 }
 
+/// Writes the (validated) string token `quoted`, quotes included, as
+/// [`write_string`] does: in one piece when it is already its own dump.
+pub(super) fn write_quoted<S: Sink>(quoted: &str, out: &mut S) {
+    let content = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
+    if own_dump_len(content.as_bytes()) == content.len() {
+        out.write(quoted.as_bytes());
+    } else {
+        write_string(JsonStr::from_validated(content), out);
+    }
+}
+
 /// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.
 pub(super) fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
     out.write(b"\"");
     let mut rest = s.raw();
-    while !rest.is_empty() {
-        // Printable ASCII other than `\` (a raw `"` cannot occur) is its
-        // own dump: write such runs whole.
-        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
-        let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
+    loop {
+        // What is already its own dump is written whole.
+        let own = own_dump_len(rest.as_bytes());
+        let (run, tail) = (rest.get(..own).unwrap_or(""), rest.get(own..).unwrap_or(""));
         if !run.is_empty() {
             out.write(run.as_bytes());
         }
         let mut code_points = JsonStr::from_validated(tail).code_points();
-        if let Some(c) = code_points.next() {
-            write_code_point(c, out);
+        match code_points.next() {
+            Some(c) => write_code_point(c, out),
+            None => break,
         }
         rest = code_points.rest();
     }
     out.write(b"\"");
+}
+
+/// Bytes per word of the plain-run scan: the machine's word.
+const WORD: usize = size_of::<usize>();
+const ONES: usize = usize::MAX / 0xff;
+const HIGH: usize = ONES << 7;
+
+/// Whether every byte of `w` is printable ASCII other than `\` (SWAR: a
+/// byte below 0x20, above 0x7e or equal to `\` sets its high bit in one of
+/// the three terms; the test as a whole is exact).
+fn plain_word(w: usize) -> bool {
+    let below = w.wrapping_sub(ONES * 0x20) & !w;
+    let above = w.wrapping_add(ONES) | w;
+    let x = w ^ (ONES * usize::from(b'\\'));
+    let backslash = x.wrapping_sub(ONES) & !x;
+    (below | above | backslash) & HIGH == 0
+}
+
+/// How many leading bytes of the (validated) string content `s` are their
+/// own dump: printable ASCII other than `\` (a raw `"` cannot occur), and
+/// escapes already spelt as `json.dumps` spells them.
+pub(super) fn own_dump_len(s: &[u8]) -> usize {
+    let mut i = 0usize;
+    loop {
+        while let Some(w) = s.get(i..i.saturating_add(WORD)).and_then(|w| w.try_into().ok()).map(usize::from_le_bytes) {
+            if !plain_word(w) {
+                break;
+            }
+            i += WORD;
+        }
+        match s.get(i) {
+            Some(b'\\') => match own_escape_len(s.get(i..).unwrap_or(&[])) {
+                0 => return i,
+                n => i += n,
+            },
+            Some(0x20..=0x7e) => i += 1,
+            _ => return i,
+        }
+    }
+}
+
+/// The length of the escape that `s` starts with when `json.dumps` would
+/// write it the same (a short escape but `\/`, or `\u` in lowercase for a
+/// character it escapes that way; surrogates included: a pair is written as
+/// the same pair), else 0.
+fn own_escape_len(s: &[u8]) -> usize {
+    match s {
+        [_, b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f', ..] => 2,
+        [_, b'u', hex @ ..] => {
+            let mut unit = 0u32;
+            for &c in hex.get(..4).unwrap_or(&[b'G']) {
+                let digit = match c {
+                    b'0'..=b'9' => c - b'0',
+                    b'a'..=b'f' => c - b'a' + 10,
+                    _ => return 0,
+                };
+                unit = unit << 4 | u32::from(digit);
+            }
+            match unit {
+                0x08 | 0x09 | 0x0a | 0x0c | 0x0d | 0x20..=0x7e => 0,
+                _ => 6,
+            }
+        }
+        _ => 0,
+    }
 }
 
 /// Writes one decoded code point as `json.dumps` with `ensure_ascii=True`.

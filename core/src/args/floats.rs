@@ -13,6 +13,9 @@ pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
         out.write(if text == "-0" { b"0" } else { text.as_bytes() });
         return;
     }
+    if is_own_repr(text) {
+        return out.write(text.as_bytes());
+    }
     #[cfg(feature = "python-floats")]
     match text.parse::<f64>() {
         Ok(f) => write_float(f, out),
@@ -20,6 +23,39 @@ pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
     }
     #[cfg(not(feature = "python-floats"))]
     write_decimal(text, out);
+}
+
+/// Whether the (validated) float `text` is already `repr(float(text))`, in
+/// both configurations: fixed notation within 1e-4..1e15, no exponent, at
+/// most 15 significant digits (so it is the shortest round-trip form of its
+/// double) and no trailing zero but the one of `.0`. Most floats in tool
+/// arguments are: they are written without parsing them.
+fn is_own_repr(text: &str) -> bool {
+    let b = text.as_bytes();
+    let body = match b {
+        [b'-', rest @ ..] => rest,
+        _ => b,
+    };
+    let Some(point) = body.iter().position(|&c| c == b'.') else {
+        return false;
+    };
+    let (int, frac) = (body.get(..point).unwrap_or(&[]), body.get(point.saturating_add(1)..).unwrap_or(&[]));
+    if frac == b"0" {
+        return int.len() <= 15;
+    }
+    if !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+        return false;
+    }
+    let digits = if int == b"0" {
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        if zeros > 3 {
+            return false;
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + frac.len()
+    };
+    digits <= 15
 }
 
 /// Without `python-floats`: writes a (validated) JSON float as Python's

@@ -69,6 +69,7 @@ use canonical::{dump, dump_whole, NullSink};
 mod canonical;
 mod floats;
 mod sort;
+mod tape;
 #[cfg(test)]
 mod tests;
 
@@ -170,7 +171,7 @@ impl Capacity for DeviceCapacity {
     const MAX_LEN: usize = u16::MAX as usize;
 
     fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
-        write_canonical_in::<S, u16, 32, 128, 0>(raw, sink)
+        write_canonical_in::<S, u16, 32, 128, 0, false>(raw, sink)
     }
 }
 
@@ -187,7 +188,7 @@ impl Capacity for HostCapacity {
     const MAX_LEN: usize = u32::MAX as usize;
 
     fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
-        write_canonical_in::<S, u32, { json::DEPTH_CAPACITY }, 65_536, 1024>(raw, sink)
+        write_canonical_in::<S, u32, { json::DEPTH_CAPACITY }, 65_536, 1024, true>(raw, sink)
     }
 }
 
@@ -350,18 +351,25 @@ pub fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
 /// (2 bytes each), plus about 250 bytes; an argument within 32 levels and
 /// 128 members uses only that much of it.
 pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(raw: &str, sink: &mut S) -> Canonical {
-    write_canonical_in::<S, u16, DEPTH, MEMBERS, 0>(raw, sink)
+    write_canonical_in::<S, u16, DEPTH, MEMBERS, 0, false>(raw, sink)
 }
 
-/// The canonical string within `DEPTH` and `MEMBERS`, positions as `O`,
-/// with a cache of `ENDS` container ends for arguments past the small
-/// capacity.
-fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+/// The canonical string within `DEPTH` and `MEMBERS`, positions as `O`:
+/// from the parse's tape when the value's tokens fit it (a large tape when
+/// `LARGE`), else by the walk over the text, with a cache of `ENDS`
+/// container ends for arguments past the small capacity.
+fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize, const LARGE: bool>(
     raw: &str,
     sink: &mut S,
 ) -> Canonical {
-    let path = match json::parse_counted(raw, DEPTH) {
-        Ok((value, counts)) => {
+    let parsed = if LARGE && raw.len() > SMALL_TAPE_BYTES {
+        via_tape::<S, O, DEPTH, LARGE_TAPE, { LARGE_TAPE / 2 }>(raw, MEMBERS, sink)
+    } else {
+        via_tape::<S, O, DEPTH, SMALL_TAPE, { SMALL_TAPE / 2 }>(raw, MEMBERS, sink)
+    };
+    let path = match parsed {
+        None => return Canonical::Json,
+        Some(Ok((value, counts))) => {
             let text = value.raw();
             if text.len() > O::MAX {
                 Canonical::Fallback(Bound::Length)
@@ -386,15 +394,52 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
                 }
             }
         }
-        Err(e) if e.kind == json::JsonErrorKind::TooDeep => {
+        Some(Err(e)) if e.kind == json::JsonErrorKind::TooDeep => {
             // Too deep to canonicalize; tell invalid text apart anyway.
             match json::parse(raw, json::DEPTH_CAPACITY) {
                 Err(e) if e.kind != json::JsonErrorKind::TooDeep => Canonical::RawStripped,
                 _ => Canonical::Fallback(Bound::Depth),
             }
         }
-        Err(_) => Canonical::RawStripped,
+        Some(Err(_)) => Canonical::RawStripped,
     };
     sink.write(py_strip(raw).as_bytes());
     path
+}
+
+/// Tokens a tape holds: a small tape first, so a small argument never pays
+/// for the stack of a large one; the host's large one past
+/// `SMALL_TAPE_BYTES` bytes (a text holds at most one token per two bytes,
+/// plus one).
+const SMALL_TAPE: usize = 64;
+const SMALL_TAPE_BYTES: usize = 2 * SMALL_TAPE - 2;
+const LARGE_TAPE: usize = 16_384;
+
+/// The parse, and what the walk over the text needs of it.
+type Parsed<'t> = Result<(json::Value<'t>, json::Counts), json::JsonError>;
+
+/// Parses `raw` into a tape of `N` tokens and, when it is valid JSON whose
+/// tokens all fit and whose `members` bound cannot be passed, writes its
+/// canonical string from the tape (`None`); else hands the parse back for
+/// the walk over the text. Not inlined: the walk's frame and the tape's
+/// are never on the stack together.
+#[inline(never)]
+fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M: usize>(
+    raw: &'t str,
+    members: usize,
+    sink: &mut S,
+) -> Option<Parsed<'t>> {
+    let mut tape = tape::Tape::<O, N, DEPTH>::new();
+    let parsed = json::parse_visited(raw, DEPTH, &mut tape);
+    if let (Ok((_, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
+        // No path holds more members than the document; and each key has
+        // a value token, so at most `N / 2 = M` keys fit the tape.
+        if counts.keys <= members {
+            let mut out = canonical::Buffered::new(sink);
+            tape::emit::<_, O, DEPTH, M>(raw, tokens, &mut out);
+            out.flush();
+            return None;
+        }
+    }
+    Some(parsed)
 }

@@ -2,11 +2,6 @@
 //! `Offset::sort`) and keeping the last of each run of equal keys, as
 //! Python's `dict` keeps the last duplicate.
 
-use core::cmp::Ordering;
-
-use super::{at, Offset};
-use crate::json;
-
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
 pub(super) fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
@@ -59,16 +54,16 @@ pub(super) fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
         }
     }
 }
-/// Keeps the last entry of each run of equal keys in the sorted `run`,
-/// moved to the front; returns how many are kept.
-pub(super) fn dedup_last<O: Offset>(text: &str, run: &mut [O]) -> usize {
+/// Keeps the last entry of each run of equal keys (`same`) in the sorted
+/// `run`, moved to the front; returns how many are kept.
+pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: impl Fn(O, O) -> bool) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&first) = run.get(i) {
         let mut last = first;
         i += 1;
         while let Some(&next) = run.get(i) {
-            if json::cmp_keys_at(text, at(first), at(next)) != Ordering::Equal {
+            if !same(first, next) {
                 break;
             }
             last = next;

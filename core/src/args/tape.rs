@@ -1,0 +1,216 @@
+//! The canonical string in one pass over the text: the parse that validates
+//! it records where every token is (a tape of `(start, end)` positions), and
+//! the dump is written from the tape, copying runs of bytes that are already
+//! canonical. An object whose keys are in order is written as it stands;
+//! only one whose keys are not is sorted. A value whose tokens do not fit
+//! the tape is dumped by the walk in `canonical.rs`, which reads the text
+//! again for each object.
+
+use core::cmp::Ordering;
+
+use super::canonical::{write_quoted, write_scalar_text};
+use super::sort::dedup_last;
+use super::{at, Offset, Sink};
+use crate::json::{self, Visit};
+
+/// The tokens of a value in document order, at most `N`: a string or
+/// scalar as its `(start, end)` in the text; a container as `(start, past)`,
+/// `past` being the index of the first token after it. `D` containers may
+/// be open at once.
+pub(super) struct Tape<O, const N: usize, const D: usize> {
+    tokens: heapless::Vec<(O, O), N>,
+    /// The tape index of each open container.
+    open: heapless::Vec<O, D>,
+    /// A token did not fit (or a position did not fit `O`).
+    full: bool,
+}
+
+impl<O: Offset, const N: usize, const D: usize> Tape<O, N, D> {
+    pub(super) fn new() -> Self {
+        Tape { tokens: heapless::Vec::new(), open: heapless::Vec::new(), full: false }
+    }
+
+    /// Every token, when all of them fit.
+    pub(super) fn tokens(&self) -> Option<&[(O, O)]> {
+        (!self.full).then_some(self.tokens.as_slice())
+    }
+
+    fn push(&mut self, a: usize, b: usize) {
+        let pushed = match (O::of(a), O::of(b)) {
+            (Some(a), Some(b)) => self.tokens.push((a, b)).is_ok(),
+            _ => false,
+        };
+        self.full |= !pushed;
+    }
+}
+
+impl<O: Offset, const N: usize, const D: usize> Visit for Tape<O, N, D> {
+    fn open(&mut self, at: usize) {
+        let index = self.tokens.len();
+        self.push(at, 0);
+        let opened = O::of(index).is_some_and(|index| self.open.push(index).is_ok());
+        self.full |= !opened;
+    }
+
+    fn close(&mut self, _end: usize) {
+        let past = O::of(self.tokens.len());
+        if let (Some(open), Some(past)) = (self.open.pop(), past) {
+            if let Some(token) = self.tokens.get_mut(at(open)) {
+                token.1 = past;
+            }
+        }
+    }
+
+    fn token(&mut self, start: usize, end: usize) {
+        self.push(start, end);
+    }
+}
+
+/// An open container of the dump.
+#[derive(Clone, Copy)]
+struct Frame<O> {
+    object: bool,
+    /// Whether the next item is preceded by `", "`.
+    comma: bool,
+    /// Array: the tape index of the next item. Object: the scratch index
+    /// of the next member's key (its sorted members run to the scratch's
+    /// end while it is the innermost object open).
+    next: O,
+    /// Array: the tape index just past it. Object: where its members start
+    /// in the scratch.
+    end: O,
+}
+
+/// Where the token after the value at tape index `i` is.
+fn past<O: Offset>(text: &[u8], tape: &[(O, O)], i: usize) -> usize {
+    match tape.get(i) {
+        Some(&(start, past)) if matches!(text.get(at(start)), Some(b'{' | b'[')) => at(past),
+        _ => i.saturating_add(1),
+    }
+}
+
+/// The key at tape index `k` against the one at `l`, as Python orders
+/// `str`: byte by byte over their spans (UTF-8 orders as code points do)
+/// until they differ, decoded only from an escape on.
+fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
+    let span = |i: O| tape.get(at(i)).map_or((0, 0), |&(start, end)| (at(start), at(end)));
+    let ((a, a_end), (b, b_end)) = (span(k), span(l));
+    let bytes = text.as_bytes();
+    let (x, y) = (bytes.get(a..a_end).unwrap_or(&[]), bytes.get(b..b_end).unwrap_or(&[]));
+    for (&p, &q) in x.iter().zip(y).skip(1) {
+        if p == b'\\' || q == b'\\' {
+            return json::cmp_keys_at(text, a, b);
+        }
+        if p != q {
+            // The closing quote ends the shorter key, which sorts first.
+            return match (p, q) {
+                (b'"', _) => Ordering::Less,
+                (_, b'"') => Ordering::Greater,
+                _ => p.cmp(&q),
+            };
+        }
+    }
+    Ordering::Equal
+}
+
+/// Writes the value the tape of `text` holds as `json.dumps(...,
+/// sort_keys=True)`, `D` levels deep at most, with `M` keys at most (the
+/// caller checked both: the parse bounds the depth, the tape the keys).
+pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, tape: &[(O, O)], out: &mut S) {
+    let b = text.as_bytes();
+    let mut frames: heapless::Vec<Frame<O>, D> = heapless::Vec::new();
+    let mut scratch: heapless::Vec<O, M> = heapless::Vec::new();
+    let mut value = 0;
+    loop {
+        if let Some(frame) = write_value(text, tape, value, &mut scratch, out) {
+            // Cannot fail: the parse bounded the depth by `D`.
+            let _ = frames.push(frame);
+        }
+        // The next value to write, closing what has no more.
+        loop {
+            let Some(top) = frames.last_mut() else {
+                return;
+            };
+            let next = at(top.next);
+            let item = if top.object { scratch.get(next).map(|&key| at(key)) } else { (next < at(top.end)).then_some(next) };
+            let Some(item) = item else {
+                if top.object {
+                    out.write(b"}");
+                    scratch.truncate(at(top.end));
+                } else {
+                    out.write(b"]");
+                }
+                frames.pop();
+                continue;
+            };
+            if top.comma {
+                out.write(b", ");
+            }
+            top.comma = true;
+            let after = if top.object { next.saturating_add(1) } else { past(b, tape, item) };
+            top.next = O::of(after).unwrap_or(top.end);
+            value = item;
+            if top.object {
+                if let Some(&(start, end)) = tape.get(item) {
+                    write_quoted(text.get(at(start)..at(end)).unwrap_or(""), out);
+                }
+                out.write(b": ");
+                value = item.saturating_add(1);
+            }
+            break;
+        }
+    }
+}
+
+/// Writes the value at tape index `i`: a scalar whole, a container's
+/// opening bracket, returning its frame (an object's members gathered into
+/// the scratch in key order, the last of equal keys kept).
+fn write_value<S: Sink, O: Offset, const M: usize>(
+    text: &str,
+    tape: &[(O, O)],
+    i: usize,
+    scratch: &mut heapless::Vec<O, M>,
+    out: &mut S,
+) -> Option<Frame<O>> {
+    let b = text.as_bytes();
+    let &(start, end) = tape.get(i)?;
+    let (start, end) = (at(start), at(end));
+    match b.get(start)? {
+        b'{' => {
+            let first = scratch.len();
+            let mut k = i.saturating_add(1);
+            while k < end {
+                // Cannot fail: the tape holds at most `M` keys.
+                let _ = scratch.push(O::of(k)?);
+                k = past(b, tape, k.saturating_add(1));
+            }
+            let run = scratch.get_mut(first..).unwrap_or(&mut []);
+            let sorted = run.windows(2).all(|w| match w {
+                [x, y] => cmp_keys(text, tape, *x, *y) == Ordering::Less,
+                _ => true,
+            });
+            if !sorted {
+                // Key, then position: equal keys stay in document order, so
+                // the last of each run of equal keys is the one Python keeps.
+                O::sort(run, |x, y| cmp_keys(text, tape, x, y).then(x.cmp(&y)));
+                let kept = dedup_last(run, |x, y| cmp_keys(text, tape, x, y) == Ordering::Equal);
+                scratch.truncate(first.saturating_add(kept));
+            }
+            out.write(b"{");
+            let first = O::of(first)?;
+            Some(Frame { object: true, comma: false, next: first, end: first })
+        }
+        b'[' => {
+            out.write(b"[");
+            Some(Frame { object: false, comma: false, next: O::of(i.saturating_add(1))?, end: O::of(end)? })
+        }
+        b'"' => {
+            write_quoted(text.get(start..end)?, out);
+            None
+        }
+        _ => {
+            write_scalar_text(text.get(start..end)?, out);
+            None
+        }
+    }
+}
