@@ -341,8 +341,9 @@ impl Visit for () {
     fn token(&mut self, _: usize, _: usize) {}
 }
 
-/// [`parse_counted`], telling `visit` every token.
-pub(crate) fn parse_visited<'t, V: Visit>(text: &'t str, max_depth: usize, visit: &mut V) -> Result<(Value<'t>, Counts), JsonError> {
+/// [`parse_counted`], telling `visit` every token. One parser for every
+/// visitor (a call through a vtable per token): a device links it once.
+pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn Visit) -> Result<(Value<'t>, Counts), JsonError> {
     let b = text.as_bytes();
     let mut counts = Counts::default();
     if text.starts_with('\u{feff}') {

@@ -12,34 +12,29 @@ use crate::json::{self, JsonStr, Kind};
 
 /// Dumps a value known to fit the bounds.
 pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
-    let mut out = Buffered::new(sink);
+    let mut out = Buffered::new(Some(sink));
     // Cannot fail: the caller checked the bounds.
     let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
     out.flush();
 }
 
-pub(super) struct NullSink;
-
-impl Sink for NullSink {
-    fn write(&mut self, _bytes: &[u8]) {}
-}
-
-/// Gathers the dump's many small pieces so the hash sees few large writes.
+/// Gathers the dump's many small pieces so the hash sees few large writes;
+/// with no inner sink, a dry run (the same code: a device links one dump).
 pub(super) struct Buffered<'s, S: Sink> {
-    inner: &'s mut S,
+    inner: Option<&'s mut S>,
     buf: [u8; 64],
     len: usize,
 }
 
 impl<'s, S: Sink> Buffered<'s, S> {
-    pub(super) fn new(inner: &'s mut S) -> Self {
+    pub(super) fn new(inner: Option<&'s mut S>) -> Self {
         Buffered { inner, buf: [0; 64], len: 0 }
     }
 
     pub(super) fn flush(&mut self) {
-        if let Some(pending) = self.buf.get(..self.len) {
+        if let (Some(pending), Some(inner)) = (self.buf.get(..self.len), self.inner.as_mut()) {
             if !pending.is_empty() {
-                self.inner.write(pending);
+                inner.write(pending);
             }
         }
         self.len = 0;
@@ -58,7 +53,9 @@ impl<S: Sink> Sink for Buffered<'_, S> {
             None => {
                 self.flush();
                 if bytes.len() >= self.buf.len() {
-                    self.inner.write(bytes);
+                    if let Some(inner) = self.inner.as_mut() {
+                        inner.write(bytes);
+                    }
                 } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
                     crate::text::copy_bytes(room, bytes);
                     self.len = bytes.len();
@@ -190,7 +187,7 @@ pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                         top.b = offset(at(top.b).saturating_add(1))?;
                         let key = at(key);
                         let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
-                        write_quoted(text.get(key..key.saturating_add(name.raw().len()).saturating_add(2)).unwrap_or(""), out);
+                        write_quoted(text, key, key.saturating_add(name.raw().len()).saturating_add(2), out);
                         out.write(b": ");
                         match json::member_value(text, key, name) {
                             Some(value) => value,
@@ -283,20 +280,21 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
 }
 
 pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
+    let raw = value.raw();
     match value.kind() {
-        Kind::String => write_quoted(value.raw(), out),
+        Kind::String => write_quoted(raw, 0, raw.len(), out),
         // Containers are opened by the caller.
         Kind::Object | Kind::Array => {}
-        _ => write_scalar_text(value.raw(), out),
+        _ => write_scalar_text(raw.as_bytes(), out),
     }
 }
 
 /// Writes a (validated) number or literal: `true`, `false`, `null`, `NaN`,
 /// `Infinity` and `-Infinity` are their own dump.
-pub(super) fn write_scalar_text<S: Sink>(raw: &str, out: &mut S) {
-    match raw.as_bytes() {
+pub(super) fn write_scalar_text<S: Sink>(raw: &[u8], out: &mut S) {
+    match raw {
         [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..] => write_number(raw, out),
-        _ => out.write(raw.as_bytes()),
+        _ => out.write(raw),
     }
 }
 
@@ -307,14 +305,17 @@ pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
     out.write(&[b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]);
 }
 
-/// Writes the (validated) string token `quoted`, quotes included, as
-/// [`write_string`] does: in one piece when it is already its own dump.
-pub(super) fn write_quoted<S: Sink>(quoted: &str, out: &mut S) {
-    let content = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or("");
-    if own_dump_len(content.as_bytes()) == content.len() {
-        out.write(quoted.as_bytes());
+/// Writes the (validated) string token at `start..end` of `text`, quotes
+/// included, as [`write_string`] does: in one piece when it is already its
+/// own dump.
+pub(super) fn write_quoted<S: Sink>(text: &str, start: usize, end: usize, out: &mut S) {
+    let (from, to) = (start.saturating_add(1), end.saturating_sub(1));
+    let b = text.as_bytes();
+    let content = b.get(from..to).unwrap_or(&[]);
+    if own_dump_len(content) == content.len() {
+        out.write(b.get(start..end).unwrap_or(&[]));
     } else {
-        write_string(JsonStr::from_validated(content), out);
+        write_string(JsonStr::from_validated(text.get(from..to).unwrap_or("")), out);
     }
 }
 

@@ -5,17 +5,21 @@
 use super::Sink;
 
 /// Writes a (validated) JSON number as Python's `json.dumps(json.loads(..))`.
-pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
-    let is_float = text.bytes().any(|c| matches!(c, b'.' | b'e' | b'E'));
+pub(super) fn write_number<S: Sink>(text: &[u8], out: &mut S) {
+    let is_float = text.iter().any(|c| matches!(c, b'.' | b'e' | b'E'));
     if !is_float {
         // Python's int drops the sign of zero; JSON allows no other leading
         // zero, so the digits are otherwise already canonical.
-        out.write(if text == "-0" { b"0" } else { text.as_bytes() });
+        out.write(if text == b"-0" { b"0" } else { text });
         return;
     }
     if is_own_repr(text) {
-        return out.write(text.as_bytes());
+        return out.write(text);
     }
+    // A JSON number is ASCII.
+    let Ok(text) = core::str::from_utf8(text) else {
+        return;
+    };
     #[cfg(feature = "python-floats")]
     match text.parse::<f64>() {
         Ok(f) => write_float(f, out),
@@ -30,11 +34,10 @@ pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
 /// most 15 significant digits (so it is the shortest round-trip form of its
 /// double) and no trailing zero but the one of `.0`. Most floats in tool
 /// arguments are: they are written without parsing them.
-fn is_own_repr(text: &str) -> bool {
-    let b = text.as_bytes();
-    let body = match b {
+fn is_own_repr(text: &[u8]) -> bool {
+    let body = match text {
         [b'-', rest @ ..] => rest,
-        _ => b,
+        _ => text,
     };
     let Some(point) = body.iter().position(|&c| c == b'.') else {
         return false;

@@ -62,7 +62,7 @@ use siphasher::sip128::{Hasher128 as _, SipHasher13};
 use crate::json;
 use crate::text::py_strip;
 
-use canonical::{dump, dump_whole, NullSink};
+use canonical::{dump, dump_whole, Buffered};
 
 // The canonical form, in the order Python builds it: the iterative dump
 // (containers, strings, scalars), the members' sort, the numbers.
@@ -367,9 +367,22 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
     } else {
         via_tape::<S, O, DEPTH, SMALL_TAPE, { SMALL_TAPE / 2 }>(raw, MEMBERS, sink)
     };
+    match parsed {
+        None => Canonical::Json,
+        Some(parsed) => via_walk::<S, O, DEPTH, MEMBERS, ENDS>(raw, parsed, sink),
+    }
+}
+
+/// The canonical string by the walk over the text, from the parse that
+/// `via_tape` handed back. Not inlined, as `via_tape`.
+#[inline(never)]
+fn via_walk<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    raw: &str,
+    parsed: Parsed<'_>,
+    sink: &mut S,
+) -> Canonical {
     let path = match parsed {
-        None => return Canonical::Json,
-        Some(Ok((value, counts))) => {
+        Ok((value, counts)) => {
             let text = value.raw();
             if text.len() > O::MAX {
                 Canonical::Fallback(Bound::Length)
@@ -385,7 +398,7 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
             } else {
                 // A dry run first: the sink must not see a partial dump
                 // before the member bound turns out to be exceeded.
-                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut NullSink) {
+                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S>::new(None)) {
                     Ok(()) => {
                         dump_whole::<S, O, DEPTH, MEMBERS, ENDS>(text, sink);
                         return Canonical::Json;
@@ -394,14 +407,14 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
                 }
             }
         }
-        Some(Err(e)) if e.kind == json::JsonErrorKind::TooDeep => {
+        Err(e) if e.kind == json::JsonErrorKind::TooDeep => {
             // Too deep to canonicalize; tell invalid text apart anyway.
             match json::parse(raw, json::DEPTH_CAPACITY) {
                 Err(e) if e.kind != json::JsonErrorKind::TooDeep => Canonical::RawStripped,
                 _ => Canonical::Fallback(Bound::Depth),
             }
         }
-        Some(Err(_)) => Canonical::RawStripped,
+        Err(_) => Canonical::RawStripped,
     };
     sink.write(py_strip(raw).as_bytes());
     path
@@ -435,9 +448,7 @@ fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M:
         // No path holds more members than the document; and each key has
         // a value token, so at most `N / 2 = M` keys fit the tape.
         if counts.keys <= members {
-            let mut out = canonical::Buffered::new(sink);
-            tape::emit::<_, O, DEPTH, M>(raw, tokens, &mut out);
-            out.flush();
+            tape::emit::<_, O, DEPTH, M>(raw, tokens, sink);
             return None;
         }
     }

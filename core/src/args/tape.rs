@@ -8,7 +8,7 @@
 
 use core::cmp::Ordering;
 
-use super::canonical::{write_quoted, write_scalar_text};
+use super::canonical::{write_quoted, write_scalar_text, Buffered};
 use super::sort::dedup_last;
 use super::{at, Offset, Sink};
 use crate::json::{self, Visit};
@@ -93,11 +93,11 @@ fn past<O: Offset>(text: &[u8], tape: &[(O, O)], i: usize) -> usize {
 /// `str`: byte by byte over their spans (UTF-8 orders as code points do)
 /// until they differ, decoded only from an escape on.
 fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
-    let span = |i: O| tape.get(at(i)).map_or((0, 0), |&(start, end)| (at(start), at(end)));
-    let ((a, a_end), (b, b_end)) = (span(k), span(l));
+    let start = |i: O| tape.get(at(i)).map_or(0, |&(start, _)| at(start));
+    let (a, b) = (start(k), start(l));
     let bytes = text.as_bytes();
-    let (x, y) = (bytes.get(a..a_end).unwrap_or(&[]), bytes.get(b..b_end).unwrap_or(&[]));
-    for (&p, &q) in x.iter().zip(y).skip(1) {
+    let mut i = 1;
+    while let (Some(&p), Some(&q)) = (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i))) {
         if p == b'\\' || q == b'\\' {
             return json::cmp_keys_at(text, a, b);
         }
@@ -109,14 +109,28 @@ fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
                 _ => p.cmp(&q),
             };
         }
+        if p == b'"' {
+            break;
+        }
+        i += 1;
     }
     Ordering::Equal
 }
 
 /// Writes the value the tape of `text` holds as `json.dumps(...,
-/// sort_keys=True)`, `D` levels deep at most, with `M` keys at most (the
-/// caller checked both: the parse bounds the depth, the tape the keys).
-pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, tape: &[(O, O)], out: &mut S) {
+/// sort_keys=True)` into `sink`, `D` levels deep at most, with `M` keys at
+/// most (the caller checked both: the parse bounds the depth, the tape the
+/// keys). Not inlined: its frame and the parse's are never on the stack
+/// together.
+#[inline(never)]
+pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, tape: &[(O, O)], sink: &mut S) {
+    let mut out = Buffered::new(Some(sink));
+    write_tape::<_, O, D, M>(text, tape, &mut out);
+    out.flush();
+}
+
+/// [`emit`]'s walk, into the buffer.
+fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, tape: &[(O, O)], out: &mut S) {
     let b = text.as_bytes();
     let mut frames: heapless::Vec<Frame<O>, D> = heapless::Vec::new();
     let mut scratch: heapless::Vec<O, M> = heapless::Vec::new();
@@ -152,7 +166,7 @@ pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize>(text: &st
             value = item;
             if top.object {
                 if let Some(&(start, end)) = tape.get(item) {
-                    write_quoted(text.get(at(start)..at(end)).unwrap_or(""), out);
+                    write_quoted(text, at(start), at(end), out);
                 }
                 out.write(b": ");
                 value = item.saturating_add(1);
@@ -205,11 +219,11 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             Some(Frame { object: false, comma: false, next: O::of(i.saturating_add(1))?, end: O::of(end)? })
         }
         b'"' => {
-            write_quoted(text.get(start..end)?, out);
+            write_quoted(text, start, end, out);
             None
         }
         _ => {
-            write_scalar_text(text.get(start..end)?, out);
+            write_scalar_text(b.get(start..end)?, out);
             None
         }
     }
