@@ -539,24 +539,8 @@ pub(crate) fn next_element(text: &str, pos: usize) -> Option<usize> {
 /// points do, so only a difference at or after an escape needs decoding.
 pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
     let bytes = text.as_bytes();
-    let (tail_a, tail_b) = (bytes.get(a.saturating_add(1)..).unwrap_or(&[]), bytes.get(b.saturating_add(1)..).unwrap_or(&[]));
-    // Eight bytes at a time while they are equal and hold neither a quote
-    // nor a backslash (SWAR: a zero byte of `w ^ c` marks `c`).
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let holds = |w: u64, c: u8| {
-        let x = w ^ (ONES * u64::from(c));
-        x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
-    };
-    let word = |tail: &[u8], i: usize| tail.get(i..i.checked_add(8)?).and_then(|c| <[u8; 8]>::try_from(c).ok()).map(u64::from_le_bytes);
-    let mut skip = 0;
-    while let (Some(x), Some(y)) = (word(tail_a, skip), word(tail_b, skip)) {
-        if x != y || holds(x, b'"') || holds(x, b'\\') {
-            break;
-        }
-        skip += 8;
-    }
-    let (tail_a, tail_b) = (tail_a.get(skip..).unwrap_or(&[]), tail_b.get(skip..).unwrap_or(&[]));
-    for (&x, &y) in tail_a.iter().zip(tail_b) {
+    let mut i = 1usize;
+    while let (Some(&x), Some(&y)) = (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i))) {
         if x == b'\\' || y == b'\\' {
             break;
         }
@@ -571,6 +555,7 @@ pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
         if x == b'"' {
             return Ordering::Equal;
         }
+        i += 1;
     }
     match (key_at(text, a), key_at(text, b)) {
         (Some(x), Some(y)) => x.cmp_python(&y),

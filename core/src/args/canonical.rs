@@ -256,7 +256,7 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
                 O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
-                let kept = dedup_last(run, |x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
+                let kept = dedup_last(run, &|x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }
             out.write(b"{");

@@ -5,21 +5,26 @@
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
 pub(super) fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
+    heap(v, &less);
+}
+
+/// [`heapsort`], one copy for every order: the order is a `dyn` closure.
+fn heap<T: Copy>(v: &mut [T], less: &dyn Fn(T, T) -> bool) {
     let len = v.len();
     let mut i = len / 2;
     while i > 0 {
         i -= 1;
-        sift_down(v, i, len, &less);
+        sift_down(v, i, len, less);
     }
     let mut end = len;
     while end > 1 {
         end -= 1;
         swap(v, 0, end);
-        sift_down(v, 0, end, &less);
+        sift_down(v, 0, end, less);
     }
 }
 
-fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &impl Fn(T, T) -> bool) {
+fn sift_down<T: Copy>(v: &mut [T], mut root: usize, end: usize, less: &dyn Fn(T, T) -> bool) {
     loop {
         let mut child = root.saturating_mul(2).saturating_add(1);
         if child >= end {
@@ -56,7 +61,7 @@ pub(super) fn swap<T: Copy>(v: &mut [T], a: usize, b: usize) {
 }
 /// Keeps the last entry of each run of equal keys (`same`) in the sorted
 /// `run`, moved to the front; returns how many are kept.
-pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: impl Fn(O, O) -> bool) -> usize {
+pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: &dyn Fn(O, O) -> bool) -> usize {
     let mut kept = 0;
     let mut i = 0;
     while let Some(&first) = run.get(i) {

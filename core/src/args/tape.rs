@@ -89,32 +89,10 @@ fn past<O: Offset>(text: &[u8], tape: &[(O, O)], i: usize) -> usize {
     }
 }
 
-/// The key at tape index `k` against the one at `l`, as Python orders
-/// `str`: byte by byte over their spans (UTF-8 orders as code points do)
-/// until they differ, decoded only from an escape on.
+/// The key at tape index `k` against the one at `l`, as Python orders `str`.
 fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
     let start = |i: O| tape.get(at(i)).map_or(0, |&(start, _)| at(start));
-    let (a, b) = (start(k), start(l));
-    let bytes = text.as_bytes();
-    let mut i = 1;
-    while let (Some(&p), Some(&q)) = (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i))) {
-        if p == b'\\' || q == b'\\' {
-            return json::cmp_keys_at(text, a, b);
-        }
-        if p != q {
-            // The closing quote ends the shorter key, which sorts first.
-            return match (p, q) {
-                (b'"', _) => Ordering::Less,
-                (_, b'"') => Ordering::Greater,
-                _ => p.cmp(&q),
-            };
-        }
-        if p == b'"' {
-            break;
-        }
-        i += 1;
-    }
-    Ordering::Equal
+    json::cmp_keys_at(text, start(k), start(l))
 }
 
 /// Writes the value the tape of `text` holds as `json.dumps(...,
@@ -207,7 +185,7 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
                 O::sort(run, |x, y| cmp_keys(text, tape, x, y).then(x.cmp(&y)));
-                let kept = dedup_last(run, |x, y| cmp_keys(text, tape, x, y) == Ordering::Equal);
+                let kept = dedup_last(run, &|x, y| cmp_keys(text, tape, x, y) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }
             out.write(b"{");
