@@ -255,7 +255,11 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
             if !sorted {
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
-                O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                let span = |x: O| {
+                    let start = at(x).saturating_add(1);
+                    (start, json::key_at(text, at(x)).map_or(start, |key| start.saturating_add(key.raw().len())))
+                };
+                O::sort(b, &span, run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
                 let kept = dedup_last(run, &|x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }

@@ -1,6 +1,9 @@
 //! An object's members in key order: a heapsort (the device's sort, see
-//! `Offset::sort`) and keeping the last of each run of equal keys, as
-//! Python's `dict` keeps the last duplicate.
+//! `Offset::sort`), a sort by windows of the keys' bytes (the host's, for
+//! many keys) and keeping the last of each run of equal keys, as Python's
+//! `dict` keeps the last duplicate.
+
+use core::cmp::Ordering;
 
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
@@ -80,4 +83,61 @@ pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: &dyn Fn(O, O) -> bool) ->
         kept += 1;
     }
     kept
+}
+
+/// Keys at most that [`by_window`] sorts: the host's large tape holds no
+/// more.
+pub(super) const WINDOW_KEYS: usize = 8192;
+
+/// Sorts `run`, the keys of one object, by `cmp` (key, then position),
+/// quickly when there are many (the host): by eight bytes of each key read
+/// as one big-endian integer, from where the keys stop sharing a prefix
+/// (zero past a key's end: no key holds a raw NUL), then by `cmp` only
+/// among equal windows. Raw UTF-8 bytes order as code points, so this is
+/// `cmp`'s order wherever no escape precedes a window's end; at such an
+/// escape it returns `false` and leaves the order to the caller. `span`
+/// gives a key's content (without its quotes) in `text`.
+#[inline(never)]
+pub(super) fn by_window<O: Copy + Ord>(
+    text: &[u8],
+    span: &dyn Fn(O) -> (usize, usize),
+    run: &mut [O],
+    cmp: &dyn Fn(O, O) -> Ordering,
+) -> bool {
+    let key = |x: O| {
+        let (start, end) = span(x);
+        text.get(start..end).unwrap_or(&[])
+    };
+    let Some(&first) = run.first() else {
+        return true;
+    };
+    let first = key(first);
+    let mut common = first.iter().position(|&c| c == b'\\').unwrap_or(first.len());
+    for &x in run.iter() {
+        common = key(x).iter().zip(first).take(common).take_while(|(a, b)| a == b).count();
+    }
+    let mut keyed: heapless::Vec<(u64, O), WINDOW_KEYS> = heapless::Vec::new();
+    for &x in run.iter() {
+        let rest = key(x).get(common..).unwrap_or(&[]);
+        let window = rest.get(..8).unwrap_or(rest);
+        let mut bytes = [0u8; 8];
+        crate::text::copy_bytes(&mut bytes, window);
+        if window.contains(&b'\\') || keyed.push((u64::from_be_bytes(bytes), x)).is_err() {
+            return false;
+        }
+    }
+    keyed.sort_unstable();
+    for (slot, &(_, x)) in run.iter_mut().zip(keyed.iter()) {
+        *slot = x;
+    }
+    // Equal windows: the keys themselves decide.
+    let mut i = 0;
+    while let Some(&(window, _)) = keyed.get(i) {
+        let ties = keyed.get(i..).unwrap_or(&[]).iter().take_while(|&&(w, _)| w == window).count();
+        if let Some(tie) = run.get_mut(i..i.saturating_add(ties)).filter(|tie| tie.len() > 1) {
+            tie.sort_unstable_by(|&x, &y| cmp(x, y));
+        }
+        i = i.saturating_add(ties.max(1));
+    }
+    true
 }

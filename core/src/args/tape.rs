@@ -184,7 +184,8 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             if !sorted {
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
-                O::sort(run, |x, y| cmp_keys(text, tape, x, y).then(x.cmp(&y)));
+                let span = |x: O| tape.get(at(x)).map_or((0, 0), |&(s, e)| (at(s).saturating_add(1), at(e).saturating_sub(1)));
+                O::sort(b, &span, run, |x, y| cmp_keys(text, tape, x, y).then(x.cmp(&y)));
                 let kept = dedup_last(run, &|x, y| cmp_keys(text, tape, x, y) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }

@@ -760,3 +760,40 @@ proptest! {
         prop_assert_eq!(argument_key(&a), argument_key(&b));
     }
 }
+
+/// The keys of `text`'s members (tape indices are stood in for by their
+/// positions), sorted by `by_window`, or `None` where it declines.
+fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
+    let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for k in keys {
+        starts.push(at as u32);
+        at += k.len() + 2;
+    }
+    let span = |x: u32| (x as usize + 1, json::key_at(&text, x as usize).map_or(0, |k| x as usize + 1 + k.raw().len()));
+    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize).then(x.cmp(&y));
+    let mut run = starts.clone();
+    if !by_window(text.as_bytes(), &span, &mut run, &cmp) {
+        assert_eq!(run, starts, "left as it was");
+        return None;
+    }
+    Some(run.iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
+}
+
+#[test]
+fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
+    // Shared prefix, windows that differ, windows that tie (long keys),
+    // a key ending inside the window, equal keys in document order.
+    let keys = ["field_00012", "field_00003", "field_0000", "field_00003_long_tail_b", "field_00003_long_tail_a", "field_00003", "é", "z"];
+    let mut want: Vec<String> = keys.iter().map(|k| String::from(*k)).collect();
+    want.sort();
+    assert_eq!(by_window_order(&keys), Some(want));
+    assert_eq!(by_window_order(&[]), Some(Vec::new()));
+    // An escape inside a window: declined, whatever its place.
+    assert_eq!(by_window_order(&["ab\\u0041", "ab"]), None);
+    assert_eq!(by_window_order(&["x", "\\n"]), None);
+    // Past the windows, escapes are the comparison's business.
+    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0"];
+    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[0])]));
+}
