@@ -226,21 +226,30 @@ fn is_hex4(b: &[u8], i: usize) -> bool {
 }
 
 /// Validates the string whose opening quote is at `start`; returns the offset
-/// just past its closing quote.
-fn scan_string(b: &[u8], start: usize) -> Result<usize, JsonError> {
+/// just past its closing quote, and whether it is plain: printable ASCII
+/// with no escape, so its text is its own `json.dumps`.
+fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
+    let mut high = 0;
+    let mut escaped = false;
     loop {
         match b.get(i) {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-            Some(b'"') => return Ok(i + 1),
-            Some(b'\\') => match b.get(i + 1) {
-                None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u') if is_hex4(b, i + 2) => i += 6,
-                Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
-            },
+            Some(b'"') => return Ok((i + 1, !escaped && high < 0x80)),
+            Some(b'\\') => {
+                escaped = true;
+                match b.get(i + 1) {
+                    None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                    Some(b'u') if is_hex4(b, i + 2) => i += 6,
+                    Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
+                }
+            }
             Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
-            Some(_) => i += 1,
+            Some(&c) => {
+                high |= c;
+                i += 1;
+            }
         }
     }
 }
@@ -330,15 +339,16 @@ pub(crate) trait Visit {
     fn open(&mut self, at: usize);
     /// The innermost open container closes; `end` is just past it.
     fn close(&mut self, end: usize);
-    /// A string (key or value) or a scalar spans `start..end`.
-    fn token(&mut self, start: usize, end: usize);
+    /// A string (key or value) or a scalar spans `start..end`; a string is
+    /// `plain` when it is printable ASCII with no escape (a scalar always).
+    fn token(&mut self, start: usize, end: usize, plain: bool);
 }
 
 /// Nothing to tell: [`parse`] and [`parse_counted`].
 impl Visit for () {
     fn open(&mut self, _: usize) {}
     fn close(&mut self, _: usize) {}
-    fn token(&mut self, _: usize, _: usize) {}
+    fn token(&mut self, _: usize, _: usize, _: bool) {}
 }
 
 /// [`parse_counted`], telling `visit` every token. One parser for every
@@ -377,8 +387,9 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                 }
                 Some(&c) => {
                     let start = i;
-                    i = if c == b'"' { scan_string(b, i)? } else { scan_scalar(b, i)? };
-                    visit.token(start, i);
+                    let plain;
+                    (i, plain) = if c == b'"' { scan_string(b, i)? } else { (scan_scalar(b, i)?, true) };
+                    visit.token(start, i, plain);
                     expect = Expect::AfterValue;
                 }
                 None => return Err(error(JsonErrorKind::ExpectedValue, i)),
@@ -388,8 +399,8 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                     return Err(error(JsonErrorKind::ExpectedKey, i));
                 }
                 counts.keys += 1;
-                let end = scan_string(b, i)?;
-                visit.token(i, end);
+                let (end, plain) = scan_string(b, i)?;
+                visit.token(i, end, plain);
                 i = skip_ws(b, end);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));

@@ -392,7 +392,7 @@ fn own_escape_len(s: &[u8]) -> usize {
         [_, b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f', ..] => 2,
         [_, b'u', hex @ ..] => {
             let mut unit = 0u32;
-            for &c in hex.get(..4).unwrap_or(&[b'G']) {
+            for &c in hex.get(..4).unwrap_or(b"G") {
                 let digit = match c {
                     b'0'..=b'9' => c - b'0',
                     b'a'..=b'f' => c - b'a' + 10,

@@ -13,10 +13,11 @@ use super::sort::dedup_last;
 use super::{at, Offset, Sink};
 use crate::json::{self, Visit};
 
-/// The tokens of a value in document order, at most `N`: a string or
-/// scalar as its `(start, end)` in the text; a container as `(start, past)`,
-/// `past` being the index of the first token after it. `D` containers may
-/// be open at once.
+/// The tokens of a value in document order, at most `N`: a scalar or a
+/// plain string (printable ASCII, no escape: its own dump) as its
+/// `(start, end)` in the text, any other string as `(end, start)`; a
+/// container as `(start, past)`, `past` being the index of the first token
+/// after it. `D` containers may be open at once.
 pub(super) struct Tape<O, const N: usize, const D: usize> {
     tokens: heapless::Vec<(O, O), N>,
     /// The tape index of each open container.
@@ -61,8 +62,14 @@ impl<O: Offset, const N: usize, const D: usize> Visit for Tape<O, N, D> {
         }
     }
 
-    fn token(&mut self, start: usize, end: usize) {
-        self.push(start, end);
+    /// A string that is not plain is recorded backwards, `(end, start)`:
+    /// the one bit the emitter needs, at no cost in room.
+    fn token(&mut self, start: usize, end: usize, plain: bool) {
+        if plain {
+            self.push(start, end);
+        } else {
+            self.push(end, start);
+        }
     }
 }
 
@@ -89,10 +96,34 @@ fn past<O: Offset>(text: &[u8], tape: &[(O, O)], i: usize) -> usize {
     }
 }
 
+/// The span of the string token at tape index `i`, and whether it is
+/// plain.
+fn string<O: Offset>(tape: &[(O, O)], i: usize) -> (usize, usize, bool) {
+    let (a, c) = tape.get(i).map_or((0, 0), |&(a, c)| (at(a), at(c)));
+    (a.min(c), a.max(c), a < c)
+}
+
 /// The key at tape index `k` against the one at `l`, as Python orders `str`.
 fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
-    let start = |i: O| tape.get(at(i)).map_or(0, |&(start, _)| at(start));
-    json::cmp_keys_at(text, start(k), start(l))
+    json::cmp_keys_at(text, string(tape, at(k)).0, string(tape, at(l)).0)
+}
+
+/// Writes the key at `start..end` of `b` (a plain one: its own dump) and
+/// the `": "` after it, with `", "` before it when `comma`: in one piece
+/// when the text has those separators around it.
+fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, comma: bool, out: &mut S) {
+    let mut from = start;
+    if comma {
+        match start.checked_sub(2).filter(|&s| b.get(s..start) == Some(b", ")) {
+            Some(s) => from = s,
+            None => out.write(b", "),
+        }
+    }
+    let colon = b.get(end..end.saturating_add(2)) == Some(b": ");
+    out.write(b.get(from..if colon { end.saturating_add(2) } else { end }).unwrap_or(&[]));
+    if !colon {
+        out.write(b": ");
+    }
 }
 
 /// Writes the value the tape of `text` holds as `json.dumps(...,
@@ -135,19 +166,24 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
                 frames.pop();
                 continue;
             };
-            if top.comma {
-                out.write(b", ");
-            }
-            top.comma = true;
+            let comma = core::mem::replace(&mut top.comma, true);
             let after = if top.object { next.saturating_add(1) } else { past(b, tape, item) };
             top.next = O::of(after).unwrap_or(top.end);
             value = item;
             if top.object {
-                if let Some(&(start, end)) = tape.get(item) {
-                    write_quoted(text, at(start), at(end), out);
+                match string(tape, item) {
+                    (start, end, true) => write_key(b, start, end, comma, out),
+                    (start, end, false) => {
+                        if comma {
+                            out.write(b", ");
+                        }
+                        write_quoted(text, start, end, out);
+                        out.write(b": ");
+                    }
                 }
-                out.write(b": ");
                 value = item.saturating_add(1);
+            } else if comma {
+                out.write(b", ");
             }
             break;
         }
@@ -167,8 +203,8 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
     let b = text.as_bytes();
     let &(start, end) = tape.get(i)?;
     let (start, end) = (at(start), at(end));
-    match b.get(start)? {
-        b'{' => {
+    match b.get(start) {
+        Some(b'{') => {
             let first = scratch.len();
             let mut k = i.saturating_add(1);
             while k < end {
@@ -184,7 +220,10 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             if !sorted {
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
-                let span = |x: O| tape.get(at(x)).map_or((0, 0), |&(s, e)| (at(s).saturating_add(1), at(e).saturating_sub(1)));
+                let span = |x: O| {
+                    let (start, end, _) = string(tape, at(x));
+                    (start.saturating_add(1), end.saturating_sub(1))
+                };
                 O::sort(b, &span, run, |x, y| cmp_keys(text, tape, x, y).then(x.cmp(&y)));
                 let kept = dedup_last(run, &|x, y| cmp_keys(text, tape, x, y) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
@@ -193,12 +232,17 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             let first = O::of(first)?;
             Some(Frame { object: true, comma: false, next: first, end: first })
         }
-        b'[' => {
+        Some(b'[') => {
             out.write(b"[");
             Some(Frame { object: false, comma: false, next: O::of(i.saturating_add(1))?, end: O::of(end)? })
         }
-        b'"' => {
-            write_quoted(text, start, end, out);
+        // A string recorded backwards: escapes or non-ASCII to write.
+        _ if start > end => {
+            write_quoted(text, end, start, out);
+            None
+        }
+        Some(b'"') => {
+            out.write(b.get(start..end)?);
             None
         }
         _ => {

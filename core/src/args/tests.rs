@@ -797,3 +797,92 @@ fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
     let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0"];
     assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[0])]));
 }
+
+/// Strings for the tape's differential test: every escape `json.dumps`
+/// keeps or rewrites (short ones, `\/`, `\u` in either case, controls,
+/// printable ASCII spelt as `\u`, lone and paired surrogates) and raw
+/// non-ASCII.
+fn tape_string() -> impl Strategy<Value = String> {
+    use std::vec;
+    let piece = prop_oneof![
+        "[a-e ]{1,3}",
+        Just(String::from("\\\"")),
+        Just(String::from("\\\\")),
+        Just(String::from("\\/")),
+        "\\\\[bfnrt]",
+        "\\\\u00[0-1][0-9a-fA-F]",
+        "\\\\u00[2-7][0-9a-fA-F]",
+        "\\\\u[0-9a-fA-F]{4}",
+        "\\\\u[dD][89abAB][0-9a-f]{2}",
+        "\\\\u[dD][c-fC-F][0-9a-f]{2}",
+        Just(String::from("\\ud83d\\ude00")),
+        "[\u{80}-\u{7ff}\u{800}-\u{ffff}\u{10000}-\u{10ffff}]",
+    ];
+    prop::collection::vec(piece, 0..4).prop_map(|p| std::format!("\"{}\"", p.concat()))
+}
+
+/// Numbers in every form: integers (`-0`, long), floats already in
+/// `repr`'s form and not (trailing zeros, exponents, tiny, huge, many
+/// digits).
+fn tape_number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|i| std::format!("{i}")),
+        Just(String::from("-0")),
+        "-?[1-9][0-9]{15,30}",
+        "-?(0|[1-9][0-9]{0,16})\\.[0-9]{1,18}",
+        "-?0\\.0{0,6}[1-9][0-9]{0,3}",
+        "-?[1-9][0-9]{0,3}(\\.[0-9]{1,3})?[eE][+-]?[0-9]{1,3}",
+        any::<f64>().prop_map(|f| if f.is_finite() { std::format!("{f}") } else { String::from("1e400") }),
+        Just(String::from("-0.0")),
+    ]
+}
+
+/// Arguments for the tape's differential test: objects with keys in order
+/// or not, duplicates among few key names, spacing as `json.dumps` writes
+/// it or not, nesting, literals.
+fn tape_argument() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        tape_string(),
+        tape_number(),
+        prop_oneof![Just("true"), Just("false"), Just("null"), Just("NaN"), Just("Infinity"), Just("-Infinity")].prop_map(String::from),
+    ];
+    let key = prop_oneof!["\"[a-d]{0,2}\"", tape_string()];
+    let sep = prop_oneof![Just(", "), Just(","), Just(" , "), Just(",\n ")];
+    let colon = prop_oneof![Just(": "), Just(":"), Just(" :\t")];
+    leaf.prop_recursive(8, 96, 8, move |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..8), sep.clone()).prop_map(|(v, s)| std::format!("[{}]", v.join(s))),
+            (prop::collection::vec((key.clone(), colon.clone(), inner), 0..8), sep.clone(), any::<bool>()).prop_map(
+                |(mut v, s, sorted)| {
+                    if sorted {
+                        v.sort_by(|a, b| a.0.cmp(&b.0));
+                    }
+                    let m: Vec<String> = v.into_iter().map(|(k, c, v)| std::format!("{k}{c}{v}")).collect();
+                    std::format!("{{{}}}", m.join(s))
+                }
+            ),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// The tape path writes what the walk over the text writes, on the
+    /// device's offsets and on the host's, within the tape and past it.
+    #[test]
+    fn tape_matches_the_walk(raw in tape_argument(), pad in "[ \t\n\r]{0,2}") {
+        let text = std::format!("{pad}{raw}{pad}");
+        let Ok(value) = json::parse(&text, MAX_DEPTH) else {
+            return Ok(());
+        };
+        let mut walk = Text(Vec::new());
+        dump_whole::<_, u16, 32, 128, 0>(value.raw(), &mut walk);
+        let walk = String::from_utf8(walk.0).unwrap();
+        let (device, path) = canonical(&text);
+        prop_assert_eq!(path, Canonical::Json);
+        prop_assert_eq!(&device, &walk);
+        prop_assert_eq!(canonical_at::<HostCapacity>(&text), (walk.clone(), Canonical::Json));
+        // The canonical string is its own canonical string, whichever path.
+        prop_assert_eq!(canonical(&walk), (walk.clone(), Canonical::Json));
+    }
+}
