@@ -141,3 +141,46 @@ pub(super) fn by_window<O: Copy + Ord>(
     }
     true
 }
+
+/// Orders `run`, the keys of one object in document order, by `cmp`, in
+/// place, keeping the last of equal keys: each key is compared backwards
+/// with those kept so far, so keys already in order cost one comparison
+/// each and no separate check or deduplication. Quadratic in the worst
+/// case: for the few keys of a device's tape. Returns how many are kept.
+pub(super) fn insert_last<O: Copy>(run: &mut [O], cmp: &dyn Fn(O, O) -> Ordering) -> usize {
+    let mut kept = 0usize;
+    for i in 0..run.len() {
+        let Some(&x) = run.get(i) else { break };
+        let mut at = kept;
+        let mut order = Ordering::Less;
+        while let Some(&y) = at.checked_sub(1).and_then(|before| run.get(before)) {
+            order = cmp(y, x);
+            if order != Ordering::Greater {
+                break;
+            }
+            at -= 1;
+        }
+        if order == Ordering::Equal {
+            // A later duplicate takes the earlier one's place: Python
+            // keeps the last value.
+            if let Some(slot) = at.checked_sub(1).and_then(|before| run.get_mut(before)) {
+                *slot = x;
+            }
+            continue;
+        }
+        let mut m = kept;
+        while m > at {
+            if let Some(&moved) = run.get(m - 1) {
+                if let Some(slot) = run.get_mut(m) {
+                    *slot = moved;
+                }
+            }
+            m -= 1;
+        }
+        if let Some(slot) = run.get_mut(at) {
+            *slot = x;
+        }
+        kept += 1;
+    }
+    kept
+}

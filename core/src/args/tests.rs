@@ -886,3 +886,25 @@ proptest! {
         prop_assert_eq!(canonical(&walk), (walk.clone(), Canonical::Json));
     }
 }
+
+proptest! {
+    /// Insertion keeps what a stable sort and keeping the last of equal
+    /// keys keep: the keys here are `v / 4` (so there are duplicates),
+    /// each tagged with its position.
+    #[test]
+    fn insert_last_sorts_and_keeps_the_last(v in prop::collection::vec(0u8..40, 0..40)) {
+        let tagged: Vec<(u8, usize)> = v.iter().enumerate().map(|(i, &x)| (x / 4, i)).collect();
+        let mut want = tagged.clone();
+        want.sort_by_key(|t| t.0);
+        let mut kept: Vec<(u8, usize)> = Vec::new();
+        for t in want {
+            match kept.last_mut() {
+                Some(last) if last.0 == t.0 => *last = t,
+                _ => kept.push(t),
+            }
+        }
+        let mut run = tagged;
+        let n = insert_last(&mut run, &|a: (u8, usize), b: (u8, usize)| a.0.cmp(&b.0));
+        prop_assert_eq!(&run[..n], &kept[..]);
+    }
+}
