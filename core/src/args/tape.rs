@@ -17,18 +17,19 @@ use crate::json::{self, Visit};
 /// plain string (printable ASCII, no escape: its own dump) as its
 /// `(start, end)` in the text, any other string as `(end, start)`; a
 /// container as `(start, past)`, `past` being the index of the first token
-/// after it. `D` containers may be open at once.
-pub(super) struct Tape<O, const N: usize, const D: usize> {
+/// after it (while it is open, the index of its parent's token, plus one:
+/// the open containers are a stack threaded through the tape).
+pub(super) struct Tape<O, const N: usize> {
     tokens: heapless::Vec<(O, O), N>,
-    /// The tape index of each open container.
-    open: heapless::Vec<O, D>,
+    /// The innermost open container's tape index plus one; 0 for none.
+    innermost: usize,
     /// A token did not fit (or a position did not fit `O`).
     full: bool,
 }
 
-impl<O: Offset, const N: usize, const D: usize> Tape<O, N, D> {
+impl<O: Offset, const N: usize> Tape<O, N> {
     pub(super) fn new() -> Self {
-        Tape { tokens: heapless::Vec::new(), open: heapless::Vec::new(), full: false }
+        Tape { tokens: heapless::Vec::new(), innermost: 0, full: false }
     }
 
     /// Every token, when all of them fit.
@@ -45,20 +46,18 @@ impl<O: Offset, const N: usize, const D: usize> Tape<O, N, D> {
     }
 }
 
-impl<O: Offset, const N: usize, const D: usize> Visit for Tape<O, N, D> {
+impl<O: Offset, const N: usize> Visit for Tape<O, N> {
     fn open(&mut self, at: usize) {
         let index = self.tokens.len();
-        self.push(at, 0);
-        let opened = O::of(index).is_some_and(|index| self.open.push(index).is_ok());
-        self.full |= !opened;
+        self.push(at, self.innermost);
+        self.innermost = index.saturating_add(1);
     }
 
     fn close(&mut self, _end: usize) {
         let past = O::of(self.tokens.len());
-        if let (Some(open), Some(past)) = (self.open.pop(), past) {
-            if let Some(token) = self.tokens.get_mut(at(open)) {
-                token.1 = past;
-            }
+        if let (Some(token), Some(past)) = (self.innermost.checked_sub(1).and_then(|i| self.tokens.get_mut(i)), past) {
+            self.innermost = at(token.1);
+            token.1 = past;
         }
     }
 
