@@ -187,7 +187,7 @@ pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                         top.b = offset(at(top.b).saturating_add(1))?;
                         let key = at(key);
                         let name = json::key_at(text, key).unwrap_or(JsonStr::from_validated(""));
-                        write_quoted(text, key, key.saturating_add(name.raw().len()).saturating_add(2), out);
+                        write_string(name, out);
                         out.write(b": ");
                         match json::member_value(text, key, name) {
                             Some(value) => value,
@@ -286,7 +286,11 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
 pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
     let raw = value.raw();
     match value.kind() {
-        Kind::String => write_quoted(raw, 0, raw.len(), out),
+        Kind::String => {
+            if let Some(s) = value.as_str() {
+                write_string(s, out);
+            }
+        }
         // Containers are opened by the caller.
         Kind::Object | Kind::Array => {}
         _ => write_scalar_text(raw.as_bytes(), out),
@@ -310,103 +314,30 @@ pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
 }
 
 /// Writes the (validated) string token at `start..end` of `text`, quotes
-/// included, as [`write_string`] does: in one piece when it is already its
-/// own dump.
+/// included, as [`write_string`] does.
 pub(super) fn write_quoted<S: Sink>(text: &str, start: usize, end: usize, out: &mut S) {
-    let (from, to) = (start.saturating_add(1), end.saturating_sub(1));
-    let b = text.as_bytes();
-    let content = b.get(from..to).unwrap_or(&[]);
-    if own_dump_len(content) == content.len() {
-        out.write(b.get(start..end).unwrap_or(&[]));
-    } else {
-        write_string(JsonStr::from_validated(text.get(from..to).unwrap_or("")), out);
-    }
+    write_string(JsonStr::from_validated(text.get(start.saturating_add(1)..end.saturating_sub(1)).unwrap_or("")), out);
 }
 
 /// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.
 pub(super) fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
     out.write(b"\"");
     let mut rest = s.raw();
-    loop {
-        // What is already its own dump is written whole.
-        let own = own_dump_len(rest.as_bytes());
-        let (run, tail) = (rest.get(..own).unwrap_or(""), rest.get(own..).unwrap_or(""));
+    while !rest.is_empty() {
+        // Printable ASCII other than `\` (a raw `"` cannot occur) is its
+        // own dump: write such runs whole.
+        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
+        let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
         if !run.is_empty() {
             out.write(run.as_bytes());
         }
         let mut code_points = JsonStr::from_validated(tail).code_points();
-        match code_points.next() {
-            Some(c) => write_code_point(c, out),
-            None => break,
+        if let Some(c) = code_points.next() {
+            write_code_point(c, out);
         }
         rest = code_points.rest();
     }
     out.write(b"\"");
-}
-
-/// Bytes per word of the plain-run scan: the machine's word.
-const WORD: usize = size_of::<usize>();
-const ONES: usize = usize::MAX / 0xff;
-const HIGH: usize = ONES << 7;
-
-/// Whether every byte of `w` is printable ASCII other than `\` (SWAR: a
-/// byte below 0x20, above 0x7e or equal to `\` sets its high bit in one of
-/// the three terms; the test as a whole is exact).
-fn plain_word(w: usize) -> bool {
-    let below = w.wrapping_sub(ONES * 0x20) & !w;
-    let above = w.wrapping_add(ONES) | w;
-    let x = w ^ (ONES * usize::from(b'\\'));
-    let backslash = x.wrapping_sub(ONES) & !x;
-    (below | above | backslash) & HIGH == 0
-}
-
-/// How many leading bytes of the (validated) string content `s` are their
-/// own dump: printable ASCII other than `\` (a raw `"` cannot occur), and
-/// escapes already spelt as `json.dumps` spells them.
-pub(super) fn own_dump_len(s: &[u8]) -> usize {
-    let mut i = 0usize;
-    loop {
-        while let Some(w) = s.get(i..i.saturating_add(WORD)).and_then(|w| w.try_into().ok()).map(usize::from_le_bytes) {
-            if !plain_word(w) {
-                break;
-            }
-            i += WORD;
-        }
-        match s.get(i) {
-            Some(b'\\') => match own_escape_len(s.get(i..).unwrap_or(&[])) {
-                0 => return i,
-                n => i += n,
-            },
-            Some(0x20..=0x7e) => i += 1,
-            _ => return i,
-        }
-    }
-}
-
-/// The length of the escape that `s` starts with when `json.dumps` would
-/// write it the same (a short escape but `\/`, or `\u` in lowercase for a
-/// character it escapes that way; surrogates included: a pair is written as
-/// the same pair), else 0.
-fn own_escape_len(s: &[u8]) -> usize {
-    match s {
-        [_, b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f', ..] => 2,
-        [_, b'u', hex @ ..] => {
-            let mut unit = 0u32;
-            for &c in hex.get(..4).unwrap_or(b"G") {
-                let digit = match c {
-                    b'0'..=b'9' => c - b'0',
-                    b'a'..=b'f' => c - b'a' + 10,
-                    _ => return 0,
-                };
-                unit = unit << 4 | u32::from(digit);
-            }
-            match unit {
-                0x08 | 0x09 | 0x0a | 0x0c | 0x0d | 0x20..=0x7e => 0,
-                _ => 6,
-            }
-        }
-        _ => 0,
-    }
 }
 
 /// Writes one decoded code point as `json.dumps` with `ensure_ascii=True`.
