@@ -337,8 +337,8 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
 pub(crate) trait Visit {
     /// A container opens at `at` (its `{` or `[`).
     fn open(&mut self, at: usize);
-    /// The innermost open container closes; `end` is just past it.
-    fn close(&mut self, end: usize);
+    /// The innermost open container closes.
+    fn close(&mut self);
     /// A string (key or value) or a scalar spans `start..end`; a string is
     /// `plain` when it is printable ASCII with no escape (a scalar always).
     fn token(&mut self, start: usize, end: usize, plain: bool);
@@ -347,7 +347,7 @@ pub(crate) trait Visit {
 /// Nothing to tell: [`parse`] and [`parse_counted`].
 impl Visit for () {
     fn open(&mut self, _: usize) {}
-    fn close(&mut self, _: usize) {}
+    fn close(&mut self) {}
     fn token(&mut self, _: usize, _: usize, _: bool) {}
 }
 
@@ -379,7 +379,7 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                     if b.get(i) == Some(&close) {
                         i += 1;
                         nesting.pop();
-                        visit.close(i);
+                        visit.close();
                         expect = Expect::AfterValue;
                     } else if object {
                         expect = Expect::Key;
@@ -419,7 +419,7 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                     Some(&c) if c == if object { b'}' } else { b']' } => {
                         i += 1;
                         nesting.pop();
-                        visit.close(i);
+                        visit.close();
                     }
                     _ => return Err(error(JsonErrorKind::ExpectedCommaOrEnd, i)),
                 }

@@ -53,7 +53,7 @@ impl<O: Offset, const N: usize> Visit for Tape<O, N> {
         self.innermost = index.saturating_add(1);
     }
 
-    fn close(&mut self, _end: usize) {
+    fn close(&mut self) {
         let past = O::of(self.tokens.len());
         if let (Some(token), Some(past)) = (self.innermost.checked_sub(1).and_then(|i| self.tokens.get_mut(i)), past) {
             self.innermost = at(token.1);
@@ -99,7 +99,11 @@ fn past<O: Offset>(text: &[u8], tape: &[(O, O)], i: usize) -> usize {
 /// plain.
 fn string<O: Offset>(tape: &[(O, O)], i: usize) -> (usize, usize, bool) {
     let (a, c) = tape.get(i).map_or((0, 0), |&(a, c)| (at(a), at(c)));
-    (a.min(c), a.max(c), a < c)
+    if a < c {
+        (a, c, true)
+    } else {
+        (c, a, false)
+    }
 }
 
 /// The key at tape index `k` against the one at `l`, as Python orders `str`.
@@ -108,20 +112,15 @@ fn cmp_keys<O: Offset>(text: &str, tape: &[(O, O)], k: O, l: O) -> Ordering {
 }
 
 /// Writes the key at `start..end` of `b` (a plain one: its own dump) and
-/// the `": "` after it, with `", "` before it when `comma`: in one piece
-/// when the text has those separators around it.
-fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, comma: bool, out: &mut S) {
-    let mut from = start;
-    if comma {
-        match start.checked_sub(2).filter(|&s| b.get(s..start) == Some(b", ")) {
-            Some(s) => from = s,
-            None => out.write(b", "),
+/// the `": "` after it: in one piece when the text has it there.
+fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, out: &mut S) {
+    let with_colon = end.saturating_add(2);
+    match b.get(start..with_colon) {
+        Some([.., b'"', b':', b' ']) => out.write(b.get(start..with_colon).unwrap_or(&[])),
+        _ => {
+            out.write(b.get(start..end).unwrap_or(&[]));
+            out.write(b": ");
         }
-    }
-    let colon = b.get(end..end.saturating_add(2)) == Some(b": ");
-    out.write(b.get(from..if colon { end.saturating_add(2) } else { end }).unwrap_or(&[]));
-    if !colon {
-        out.write(b": ");
     }
 }
 
@@ -170,12 +169,12 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
             top.next = O::of(after).unwrap_or(top.end);
             value = item;
             if top.object {
+                if comma {
+                    out.write(b", ");
+                }
                 match string(tape, item) {
-                    (start, end, true) => write_key(b, start, end, comma, out),
+                    (start, end, true) => write_key(b, start, end, out),
                     (start, end, false) => {
-                        if comma {
-                            out.write(b", ");
-                        }
                         write_quoted(text, start, end, out);
                         out.write(b": ");
                     }
