@@ -908,3 +908,19 @@ proptest! {
         prop_assert_eq!(&run[..n], &kept[..]);
     }
 }
+
+/// `write_canonical_with` at bounds below what the tape holds: the member
+/// bound still decides, whether the keys are open at once or siblings.
+#[test]
+fn small_bounds_bind_within_the_tape() {
+    let with = |raw: &str| {
+        let mut text = Text(Vec::new());
+        let path = write_canonical_with::<_, 2, 2>(raw, &mut text);
+        (String::from_utf8(text.0).unwrap(), path)
+    };
+    assert_eq!(with(r#"{"b":1, "a":2}"#), (String::from(r#"{"a": 2, "b": 1}"#), Canonical::Json));
+    assert_eq!(with(r#" {"c":1,"b":2,"a":3} "#), (String::from(r#"{"c":1,"b":2,"a":3}"#), Canonical::Fallback(Bound::Members)));
+    assert_eq!(with(r#"[{"b":1,"a":2},{"d":3,"c":4}]"#), (String::from(r#"[{"a": 2, "b": 1}, {"c": 4, "d": 3}]"#), Canonical::Json));
+    assert_eq!(with(r#"{"a":{"b":1}}"#), (String::from(r#"{"a": {"b": 1}}"#), Canonical::Json));
+    assert_eq!(with(r#"{"a":{"b":{"c":1}}}"#).1, Canonical::Fallback(Bound::Depth));
+}
