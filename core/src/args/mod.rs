@@ -28,6 +28,19 @@
 //!   [`char::is_whitespace`] plus U+001C..U+001F. So an invalid text can equal
 //!   a valid one: `"\u{a0}{\"a\": 1}"` strips to the dump of `{"a":1}`.
 //!
+//! # One pass when the tokens fit
+//!
+//! The parse that validates the text also records where each token is (a
+//! tape: `(start, end)` per string or scalar, a container's extent as a
+//! tape index, and whether a string is plain, printable ASCII with no
+//! escape). When every token fits the tape (64 tokens, 256 bytes of stack
+//! on a device; 16,384 on the host for larger arguments), the canonical
+//! string is written from it: plain strings and numbers already in
+//! Python's form as they stand, an object's keys ordered by insertion (keys
+//! already in order cost one comparison each) or, on the host, sorted by
+//! eight-byte windows of their text compared as integers. Past the tape,
+//! the walk below reads the text again for each object.
+//!
 //! # Capacity: chosen by type
 //!
 //! Sorting needs the member positions of every object open along the current
@@ -39,8 +52,8 @@
 //!
 //! | [`Capacity`] | `MAX_DEPTH` | `MAX_MEMBERS` | `MAX_LEN` | stack |
 //! |---|---|---|---|---|
-//! | [`DeviceCapacity`] (the default: [`argument_key`], [`Engine::new`](crate::Engine::new)) | 32 | 128 | 65,535 B | 8-byte frames, 2-byte entries, a heapsort: under 1 KB |
-//! | [`HostCapacity`] ([`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity)) | 1,024 | 65,536 | 4 GiB | 16-byte frames, 4-byte entries, a 12 KB cache of container ends: about 285 KB reserved |
+//! | [`DeviceCapacity`] (the default: [`argument_key`], [`Engine::new`](crate::Engine::new)) | 32 | 128 | 65,535 B | a 64-token tape of 4-byte entries; past it 8-byte frames, 2-byte entries, a heapsort: under 1.1 KB |
+//! | [`HostCapacity`] ([`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity)) | 1,024 | 65,536 | 4 GiB | a 16,384-token tape (128 KB), 44 KB to write it and 128 KB to sort its keys: about 300 KB; past it 16-byte frames, 4-byte entries, a 12 KB cache of container ends: about 285 KB |
 //!
 //! The host capacity covers every argument the reference answers: it raises
 //! `RecursionError` from about 985 levels. A program links only the
@@ -161,7 +174,8 @@ impl defmt::Format for Comparison {
 }
 
 /// The capacity of a device, and the default: 32 levels, 128 open members,
-/// 65,535 bytes, with under 1 KB of stack (16-bit offsets, a heapsort).
+/// 65,535 bytes, with about 1 KB of stack (16-bit offsets, a 64-token
+/// tape, a heapsort past it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceCapacity;
 
@@ -177,7 +191,7 @@ impl Capacity for DeviceCapacity {
 
 /// The capacity of a host (the sim, the differential tests): 1,024 levels,
 /// 65,536 open members and 4 GiB, so every argument AgentScope answers
-/// compares as it does; about 285 KB of stack for the largest arguments
+/// compares as it does; about 300 KB of stack for the largest arguments
 /// (32-bit offsets, `core`'s quicksort, a cache of container ends).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostCapacity;
