@@ -34,7 +34,7 @@ pub(super) fn write_number<S: Sink>(text: &[u8], out: &mut S) {
 /// most 15 significant digits (so it is the shortest round-trip form of its
 /// double) and no trailing zero but the one of `.0`. Most floats in tool
 /// arguments are: they are written without parsing them.
-fn is_own_repr(text: &[u8]) -> bool {
+pub(super) fn is_own_repr(text: &[u8]) -> bool {
     let body = match text {
         [b'-', rest @ ..] => rest,
         _ => text,

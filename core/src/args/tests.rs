@@ -924,3 +924,56 @@ fn small_bounds_bind_within_the_tape() {
     assert_eq!(with(r#"{"a":{"b":1}}"#), (String::from(r#"{"a": {"b": 1}}"#), Canonical::Json));
     assert_eq!(with(r#"{"a":{"b":{"c":1}}}"#).1, Canonical::Fallback(Bound::Depth));
 }
+
+#[test]
+fn floats_already_in_reprs_form_are_recognized() {
+    use super::floats::is_own_repr;
+    let own = |t: &str| is_own_repr(t.as_bytes());
+    for t in ["40.5", "0.0", "-0.0", "100.0", "1.0", "0.0001", "-0.00012", "123456789012345.0", "12345678901234.5", "0.123456789012345"] {
+        assert!(own(t), "{t}");
+    }
+    // A trailing zero, an exponent, below 1e-4, over 15 digits, no point.
+    for t in
+        ["1.50", "0.10", "0.000", "1.5e-3", "1.0e5", "0.00001", "1234567890123456.0", "1234567890123.456", "0.1234567890123456", "15", "-0"]
+    {
+        assert!(!own(t), "{t}");
+    }
+}
+
+#[test]
+fn by_window_declines_an_escape_past_the_shared_prefix() {
+    // The shared prefix ends at the first key's escape; the windows start
+    // there and hold it.
+    assert_eq!(by_window_order(&["abcdefgh\\n", "abcdefgh\\t"]), None);
+}
+
+/// The parse records every token on the tape, strings that are not plain
+/// backwards, containers with the index just past them.
+#[test]
+fn the_tape_records_every_token() {
+    let text = r#" {"b": [1, "x\u00e9", "é"], "a": {}, "c": null} "#;
+    let mut tape = tape::Tape::<u16, 16>::new();
+    json::parse_visited(text, 8, &mut tape).unwrap();
+    let span = |needle: &str| {
+        let at = text.find(needle).unwrap() as u16;
+        (at, at + needle.len() as u16)
+    };
+    let (x, e) = (span(r#""x\u00e9""#), span("\"é\""));
+    let want: Vec<(u16, u16)> = std::vec![
+        (1, 10),
+        span("\"b\""),
+        (span("[").0, 6),
+        span("1"),
+        (x.1, x.0),
+        (e.1, e.0),
+        span("\"a\""),
+        (span("{}").0, 8),
+        span("\"c\""),
+        span("null"),
+    ];
+    assert_eq!(tape.tokens(), Some(&want[..]));
+    // One token more than it holds: no tape.
+    let mut small = tape::Tape::<u16, 9>::new();
+    json::parse_visited(text, 8, &mut small).unwrap();
+    assert_eq!(small.tokens(), None);
+}
