@@ -134,7 +134,7 @@ pub(super) fn by_window<O: Copy + Ord>(
     let mut i = 0;
     while let Some(&(window, _)) = keyed.get(i) {
         let ties = keyed.get(i..).unwrap_or(&[]).iter().take_while(|&&(w, _)| w == window).count();
-        if let Some(tie) = run.get_mut(i..i.saturating_add(ties)).filter(|tie| tie.len() > 1) {
+        if let Some(tie) = run.get_mut(i..i.saturating_add(ties)) {
             tie.sort_unstable_by(|&x, &y| cmp(x, y));
         }
         i = i.saturating_add(ties.max(1));
