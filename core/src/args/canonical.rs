@@ -297,8 +297,9 @@ pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
     }
 }
 
-/// Writes a (validated) number or literal: `true`, `false`, `null`, `NaN`,
-/// `Infinity` and `-Infinity` are their own dump.
+/// Writes a (validated) number, literal or plain string (see `tape`):
+/// `true`, `false`, `null`, `NaN`, `Infinity`, `-Infinity` and a plain
+/// string are their own dump.
 pub(super) fn write_scalar_text<S: Sink>(raw: &[u8], out: &mut S) {
     match raw {
         [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..] => write_number(raw, out),

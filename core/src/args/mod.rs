@@ -218,6 +218,9 @@ trait Offset: Copy + Ord + Default {
     /// Sorts the members of one object by `cmp` (key, then position);
     /// `span` gives each key's content in `text`.
     fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering);
+    /// The tape's order of one object's keys (`run`, in document order):
+    /// sorted by `cmp`, the last of equal keys kept; returns how many are.
+    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
 }
 
 impl Offset for u16 {
@@ -231,6 +234,11 @@ impl Offset for u16 {
     /// A device sorts with a heapsort: no recursion, a few words of stack.
     fn sort(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
         sort::heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
+    }
+    /// A device's tape holds at most 32 keys: ordered by insertion, keys
+    /// in order at one comparison each.
+    fn order(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        sort::insert_last(run, cmp)
     }
 }
 
@@ -249,6 +257,19 @@ impl Offset for u32 {
         if !sort::by_window(text, span, run, &cmp) {
             run.sort_unstable_by(|&x, &y| cmp(x, y));
         }
+    }
+    /// The host's tape may hold thousands of keys: unless already in
+    /// order, sorted (key, then position), then the last of equal keys
+    /// kept.
+    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        // Strictly increasing keys need neither sorting nor deduplication.
+        if run.windows(2).all(|w| matches!(w, [x, y] if cmp(*x, *y) == Ordering::Less)) {
+            return run.len();
+        }
+        // Equal keys stay in document order: the last of each run of
+        // equal keys is the one Python keeps.
+        Self::sort(text, span, run, |x, y| cmp(x, y).then(x.cmp(&y)));
+        sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
     }
 }
 

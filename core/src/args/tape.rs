@@ -9,7 +9,6 @@
 use core::cmp::Ordering;
 
 use super::canonical::{write_quoted, write_scalar_text, Buffered};
-use super::sort::{dedup_last, insert_last};
 use super::{at, Offset, Sink};
 use crate::json::{self, Visit};
 
@@ -188,24 +187,6 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
     }
 }
 
-/// Orders the keys of a large object (the host's tape) as
-/// [`insert_last`] does: unless already in order, sorted (by windows of
-/// their bytes, see `Offset::sort`), then the last of equal keys kept.
-fn order_many<O: Offset>(b: &[u8], tape: &[(O, O)], run: &mut [O], cmp: &dyn Fn(O, O) -> Ordering) -> usize {
-    // Strictly increasing keys need neither sorting nor deduplication.
-    if run.windows(2).all(|w| matches!(w, [x, y] if cmp(*x, *y) == Ordering::Less)) {
-        return run.len();
-    }
-    let span = |x: O| {
-        let (start, end, _) = string(tape, at(x));
-        (start.saturating_add(1), end.saturating_sub(1))
-    };
-    // Key, then position: equal keys stay in document order, so the last
-    // of each run of equal keys is the one Python keeps.
-    O::sort(b, &span, run, |x, y| cmp(x, y).then(x.cmp(&y)));
-    dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
-}
-
 /// Writes the value at tape index `i`: a scalar whole, a container's
 /// opening bracket, returning its frame (an object's members gathered into
 /// the scratch in key order, the last of equal keys kept).
@@ -229,12 +210,11 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
                 k = past(b, tape, k.saturating_add(1));
             }
             let run = scratch.get_mut(first..).unwrap_or(&mut []);
-            let kept = if O::MAX <= usize::from(u16::MAX) {
-                // A device's tape: a few keys, ordered by insertion.
-                insert_last(run, &|x, y| cmp_keys(text, tape, x, y))
-            } else {
-                order_many(b, tape, run, &|x, y| cmp_keys(text, tape, x, y))
+            let span = |x: O| {
+                let (start, end, _) = string(tape, at(x));
+                (start.saturating_add(1), end.saturating_sub(1))
             };
+            let kept = O::order(b, &span, run, &|x, y| cmp_keys(text, tape, x, y));
             scratch.truncate(first.saturating_add(kept));
             out.write(b"{");
             let first = O::of(first)?;
@@ -249,10 +229,7 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             write_quoted(text, end, start, out);
             None
         }
-        Some(b'"') => {
-            out.write(b.get(start..end)?);
-            None
-        }
+        // A plain string, a number or a literal.
         _ => {
             write_scalar_text(b.get(start..end)?, out);
             None
