@@ -226,21 +226,30 @@ fn is_hex4(b: &[u8], i: usize) -> bool {
 }
 
 /// Validates the string whose opening quote is at `start`; returns the offset
-/// just past its closing quote.
-fn scan_string(b: &[u8], start: usize) -> Result<usize, JsonError> {
+/// just past its closing quote, and whether it is plain: printable ASCII
+/// with no escape, so its text is its own `json.dumps`.
+fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
+    let mut high = 0;
+    let mut escaped = false;
     loop {
         match b.get(i) {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-            Some(b'"') => return Ok(i + 1),
-            Some(b'\\') => match b.get(i + 1) {
-                None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u') if is_hex4(b, i + 2) => i += 6,
-                Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
-            },
+            Some(b'"') => return Ok((i + 1, !escaped && high < 0x80)),
+            Some(b'\\') => {
+                escaped = true;
+                match b.get(i + 1) {
+                    None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                    Some(b'u') if is_hex4(b, i + 2) => i += 6,
+                    Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
+                }
+            }
             Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
-            Some(_) => i += 1,
+            Some(&c) => {
+                high |= c;
+                i += 1;
+            }
         }
     }
 }
@@ -250,8 +259,11 @@ const LITERALS: [&[u8]; 6] = [b"null", b"true", b"false", b"NaN", b"Infinity", b
 /// Validates a literal or a number starting at `start`; returns its end.
 fn scan_scalar(b: &[u8], start: usize) -> Result<usize, JsonError> {
     let rest = b.get(start..).unwrap_or(&[]);
-    if let Some(lit) = LITERALS.iter().find(|lit| rest.starts_with(lit)) {
-        return Ok(start + lit.len());
+    // A number starts with a digit or `-` and a digit; only else a literal.
+    if !matches!(rest, [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..]) {
+        if let Some(lit) = LITERALS.iter().find(|lit| rest.starts_with(lit)) {
+            return Ok(start + lit.len());
+        }
     }
     let mut i = start;
     if b.get(i) == Some(&b'-') {
@@ -316,6 +328,32 @@ pub(crate) struct Counts {
 
 /// [`parse`], also counting members and nesting.
 pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, Counts), JsonError> {
+    parse_visited(text, max_depth, &mut ())
+}
+
+/// What [`parse_visited`] tells as it validates, in document order: the
+/// tokens of the value, so a caller can index them without reading the
+/// text again. Nothing it is told is valid before the parse returns `Ok`.
+pub(crate) trait Visit {
+    /// A container opens at `at` (its `{` or `[`).
+    fn open(&mut self, at: usize);
+    /// The innermost open container closes.
+    fn close(&mut self);
+    /// A string (key or value) or a scalar spans `start..end`; a string is
+    /// `plain` when it is printable ASCII with no escape (a scalar always).
+    fn token(&mut self, start: usize, end: usize, plain: bool);
+}
+
+/// Nothing to tell: [`parse`] and [`parse_counted`].
+impl Visit for () {
+    fn open(&mut self, _: usize) {}
+    fn close(&mut self) {}
+    fn token(&mut self, _: usize, _: usize, _: bool) {}
+}
+
+/// [`parse_counted`], telling `visit` every token. One parser for every
+/// visitor (a call through a vtable per token): a device links it once.
+pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn Visit) -> Result<(Value<'t>, Counts), JsonError> {
     let b = text.as_bytes();
     let mut counts = Counts::default();
     if text.starts_with('\u{feff}') {
@@ -335,22 +373,23 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                         return Err(error(JsonErrorKind::TooDeep, i));
                     }
                     counts.depth = counts.depth.max(nesting.len);
+                    visit.open(i);
                     i = skip_ws(b, i + 1);
                     let close = if object { b'}' } else { b']' };
                     if b.get(i) == Some(&close) {
                         i += 1;
                         nesting.pop();
+                        visit.close();
                         expect = Expect::AfterValue;
                     } else if object {
                         expect = Expect::Key;
                     }
                 }
-                Some(b'"') => {
-                    i = scan_string(b, i)?;
-                    expect = Expect::AfterValue;
-                }
-                Some(_) => {
-                    i = scan_scalar(b, i)?;
+                Some(&c) => {
+                    let start = i;
+                    let plain;
+                    (i, plain) = if c == b'"' { scan_string(b, i)? } else { (scan_scalar(b, i)?, true) };
+                    visit.token(start, i, plain);
                     expect = Expect::AfterValue;
                 }
                 None => return Err(error(JsonErrorKind::ExpectedValue, i)),
@@ -360,7 +399,9 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                     return Err(error(JsonErrorKind::ExpectedKey, i));
                 }
                 counts.keys += 1;
-                i = skip_ws(b, scan_string(b, i)?);
+                let (end, plain) = scan_string(b, i)?;
+                visit.token(i, end, plain);
+                i = skip_ws(b, end);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));
                 }
@@ -375,13 +416,10 @@ pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, 
                         i = skip_ws(b, i + 1);
                         expect = if object { Expect::Key } else { Expect::Value };
                     }
-                    Some(b'}') if object => {
+                    Some(&c) if c == if object { b'}' } else { b']' } => {
                         i += 1;
                         nesting.pop();
-                    }
-                    Some(b']') if !object => {
-                        i += 1;
-                        nesting.pop();
+                        visit.close();
                     }
                     _ => return Err(error(JsonErrorKind::ExpectedCommaOrEnd, i)),
                 }
@@ -512,24 +550,8 @@ pub(crate) fn next_element(text: &str, pos: usize) -> Option<usize> {
 /// points do, so only a difference at or after an escape needs decoding.
 pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
     let bytes = text.as_bytes();
-    let (tail_a, tail_b) = (bytes.get(a.saturating_add(1)..).unwrap_or(&[]), bytes.get(b.saturating_add(1)..).unwrap_or(&[]));
-    // Eight bytes at a time while they are equal and hold neither a quote
-    // nor a backslash (SWAR: a zero byte of `w ^ c` marks `c`).
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let holds = |w: u64, c: u8| {
-        let x = w ^ (ONES * u64::from(c));
-        x.wrapping_sub(ONES) & !x & (ONES << 7) != 0
-    };
-    let word = |tail: &[u8], i: usize| tail.get(i..i.checked_add(8)?).and_then(|c| <[u8; 8]>::try_from(c).ok()).map(u64::from_le_bytes);
-    let mut skip = 0;
-    while let (Some(x), Some(y)) = (word(tail_a, skip), word(tail_b, skip)) {
-        if x != y || holds(x, b'"') || holds(x, b'\\') {
-            break;
-        }
-        skip += 8;
-    }
-    let (tail_a, tail_b) = (tail_a.get(skip..).unwrap_or(&[]), tail_b.get(skip..).unwrap_or(&[]));
-    for (&x, &y) in tail_a.iter().zip(tail_b) {
+    let mut i = 1usize;
+    while let (Some(&x), Some(&y)) = (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i))) {
         if x == b'\\' || y == b'\\' {
             break;
         }
@@ -544,6 +566,7 @@ pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
         if x == b'"' {
             return Ordering::Equal;
         }
+        i += 1;
     }
     match (key_at(text, a), key_at(text, b)) {
         (Some(x), Some(y)) => x.cmp_python(&y),

@@ -12,34 +12,29 @@ use crate::json::{self, JsonStr, Kind};
 
 /// Dumps a value known to fit the bounds.
 pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
-    let mut out = Buffered::new(sink);
+    let mut out = Buffered::new(Some(sink));
     // Cannot fail: the caller checked the bounds.
     let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
     out.flush();
 }
 
-pub(super) struct NullSink;
-
-impl Sink for NullSink {
-    fn write(&mut self, _bytes: &[u8]) {}
-}
-
-/// Gathers the dump's many small pieces so the hash sees few large writes.
+/// Gathers the dump's many small pieces so the hash sees few large writes;
+/// with no inner sink, a dry run (the same code: a device links one dump).
 pub(super) struct Buffered<'s, S: Sink> {
-    inner: &'s mut S,
+    inner: Option<&'s mut S>,
     buf: [u8; 64],
     len: usize,
 }
 
 impl<'s, S: Sink> Buffered<'s, S> {
-    fn new(inner: &'s mut S) -> Self {
+    pub(super) fn new(inner: Option<&'s mut S>) -> Self {
         Buffered { inner, buf: [0; 64], len: 0 }
     }
 
-    fn flush(&mut self) {
-        if let Some(pending) = self.buf.get(..self.len) {
+    pub(super) fn flush(&mut self) {
+        if let (Some(pending), Some(inner)) = (self.buf.get(..self.len), self.inner.as_mut()) {
             if !pending.is_empty() {
-                self.inner.write(pending);
+                inner.write(pending);
             }
         }
         self.len = 0;
@@ -58,7 +53,9 @@ impl<S: Sink> Sink for Buffered<'_, S> {
             None => {
                 self.flush();
                 if bytes.len() >= self.buf.len() {
-                    self.inner.write(bytes);
+                    if let Some(inner) = self.inner.as_mut() {
+                        inner.write(bytes);
+                    }
                 } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
                     crate::text::copy_bytes(room, bytes);
                     self.len = bytes.len();
@@ -258,8 +255,12 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
             if !sorted {
                 // Key, then position: equal keys stay in document order, so
                 // the last of each run of equal keys is the one Python keeps.
-                O::sort(run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
-                let kept = dedup_last(text, run);
+                let span = |x: O| {
+                    let start = at(x).saturating_add(1);
+                    (start, json::key_at(text, at(x)).map_or(start, |key| start.saturating_add(key.raw().len())))
+                };
+                O::sort(b, &span, run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
+                let kept = dedup_last(run, &|x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
                 scratch.truncate(first.saturating_add(kept));
             }
             out.write(b"{");
@@ -283,28 +284,40 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
 }
 
 pub(super) fn write_scalar<S: Sink>(value: json::Value<'_>, out: &mut S) {
+    let raw = value.raw();
     match value.kind() {
         Kind::String => {
             if let Some(s) = value.as_str() {
                 write_string(s, out);
             }
         }
-        Kind::Number => write_number(value.raw(), out),
-        Kind::Bool(true) => out.write(b"true"),
-        Kind::Bool(false) => out.write(b"false"),
-        Kind::Null => out.write(b"null"),
-        Kind::NaN => out.write(b"NaN"),
-        Kind::Infinity => out.write(b"Infinity"),
-        Kind::NegInfinity => out.write(b"-Infinity"),
         // Containers are opened by the caller.
         Kind::Object | Kind::Array => {}
+        _ => write_scalar_text(raw.as_bytes(), out),
     }
 }
+
+/// Writes a (validated) number, literal or plain string (see `tape`):
+/// `true`, `false`, `null`, `NaN`, `Infinity`, `-Infinity` and a plain
+/// string are their own dump.
+pub(super) fn write_scalar_text<S: Sink>(raw: &[u8], out: &mut S) {
+    match raw {
+        [b'0'..=b'9', ..] | [b'-', b'0'..=b'9', ..] => write_number(raw, out),
+        _ => out.write(raw),
+    }
+}
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
     let digit = |shift: u32| HEX.get(((unit >> shift) & 0xf) as usize).copied().unwrap_or(b'0');
     out.write(&[b'\\', b'u', digit(12), digit(8), digit(4), digit(0)]);
+}
+
+/// Writes the (validated) string token at `start..end` of `text`, quotes
+/// included, as [`write_string`] does.
+pub(super) fn write_quoted<S: Sink>(text: &str, start: usize, end: usize, out: &mut S) {
+    write_string(JsonStr::from_validated(text.get(start.saturating_add(1)..end.saturating_sub(1)).unwrap_or("")), out);
 }
 
 /// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.

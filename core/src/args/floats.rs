@@ -5,14 +5,21 @@
 use super::Sink;
 
 /// Writes a (validated) JSON number as Python's `json.dumps(json.loads(..))`.
-pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
-    let is_float = text.bytes().any(|c| matches!(c, b'.' | b'e' | b'E'));
+pub(super) fn write_number<S: Sink>(text: &[u8], out: &mut S) {
+    let is_float = text.iter().any(|c| matches!(c, b'.' | b'e' | b'E'));
     if !is_float {
         // Python's int drops the sign of zero; JSON allows no other leading
         // zero, so the digits are otherwise already canonical.
-        out.write(if text == "-0" { b"0" } else { text.as_bytes() });
+        out.write(if text == b"-0" { b"0" } else { text });
         return;
     }
+    if is_own_repr(text) {
+        return out.write(text);
+    }
+    // A JSON number is ASCII.
+    let Ok(text) = core::str::from_utf8(text) else {
+        return;
+    };
     #[cfg(feature = "python-floats")]
     match text.parse::<f64>() {
         Ok(f) => write_float(f, out),
@@ -20,6 +27,38 @@ pub(super) fn write_number<S: Sink>(text: &str, out: &mut S) {
     }
     #[cfg(not(feature = "python-floats"))]
     write_decimal(text, out);
+}
+
+/// Whether the (validated) float `text` is already `repr(float(text))`, in
+/// both configurations: fixed notation within 1e-4..1e15, no exponent, at
+/// most 15 significant digits (so it is the shortest round-trip form of its
+/// double) and no trailing zero but the one of `.0`. Most floats in tool
+/// arguments are: they are written without parsing them.
+pub(super) fn is_own_repr(text: &[u8]) -> bool {
+    let body = match text {
+        [b'-', rest @ ..] => rest,
+        _ => text,
+    };
+    let Some(point) = body.iter().position(|&c| c == b'.') else {
+        return false;
+    };
+    let (int, frac) = (body.get(..point).unwrap_or(&[]), body.get(point.saturating_add(1)..).unwrap_or(&[]));
+    if frac == b"0" {
+        return int.len() <= 15;
+    }
+    if !frac.iter().all(u8::is_ascii_digit) || frac.last() == Some(&b'0') {
+        return false;
+    }
+    let digits = if int == b"0" {
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        if zeros > 3 {
+            return false;
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + frac.len()
+    };
+    digits <= 15
 }
 
 /// Without `python-floats`: writes a (validated) JSON float as Python's

@@ -28,6 +28,19 @@
 //!   [`char::is_whitespace`] plus U+001C..U+001F. So an invalid text can equal
 //!   a valid one: `"\u{a0}{\"a\": 1}"` strips to the dump of `{"a":1}`.
 //!
+//! # One pass when the tokens fit
+//!
+//! The parse that validates the text also records where each token is (a
+//! tape: `(start, end)` per string or scalar, a container's extent as a
+//! tape index, and whether a string is plain, printable ASCII with no
+//! escape). When every token fits the tape (64 tokens, 256 bytes of stack
+//! on a device; 16,384 on the host for larger arguments), the canonical
+//! string is written from it: plain strings and numbers already in
+//! Python's form as they stand, an object's keys ordered by insertion (keys
+//! already in order cost one comparison each) or, on the host, sorted by
+//! eight-byte windows of their text compared as integers. Past the tape,
+//! the walk below reads the text again for each object.
+//!
 //! # Capacity: chosen by type
 //!
 //! Sorting needs the member positions of every object open along the current
@@ -39,8 +52,8 @@
 //!
 //! | [`Capacity`] | `MAX_DEPTH` | `MAX_MEMBERS` | `MAX_LEN` | stack |
 //! |---|---|---|---|---|
-//! | [`DeviceCapacity`] (the default: [`argument_key`], [`Engine::new`](crate::Engine::new)) | 32 | 128 | 65,535 B | 8-byte frames, 2-byte entries, a heapsort: under 1 KB |
-//! | [`HostCapacity`] ([`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity)) | 1,024 | 65,536 | 4 GiB | 16-byte frames, 4-byte entries, a 12 KB cache of container ends: about 285 KB reserved |
+//! | [`DeviceCapacity`] (the default: [`argument_key`], [`Engine::new`](crate::Engine::new)) | 32 | 128 | 65,535 B | a 64-token tape of 4-byte entries; past it 8-byte frames, 2-byte entries, a heapsort: under 1.1 KB |
+//! | [`HostCapacity`] ([`Engine::with_argument_capacity`](crate::Engine::with_argument_capacity)) | 1,024 | 65,536 | 4 GiB | a 16,384-token tape (128 KB), 44 KB to write it and 128 KB to sort its keys: about 300 KB; past it 16-byte frames, 4-byte entries, a 12 KB cache of container ends: about 285 KB |
 //!
 //! The host capacity covers every argument the reference answers: it raises
 //! `RecursionError` from about 985 levels. A program links only the
@@ -62,13 +75,14 @@ use siphasher::sip128::{Hasher128 as _, SipHasher13};
 use crate::json;
 use crate::text::py_strip;
 
-use canonical::{dump, dump_whole, NullSink};
+use canonical::{dump, dump_whole, Buffered};
 
 // The canonical form, in the order Python builds it: the iterative dump
 // (containers, strings, scalars), the members' sort, the numbers.
 mod canonical;
 mod floats;
 mod sort;
+mod tape;
 #[cfg(test)]
 mod tests;
 
@@ -160,7 +174,8 @@ impl defmt::Format for Comparison {
 }
 
 /// The capacity of a device, and the default: 32 levels, 128 open members,
-/// 65,535 bytes, with under 1 KB of stack (16-bit offsets, a heapsort).
+/// 65,535 bytes, with about 1 KB of stack (16-bit offsets, a 64-token
+/// tape, a heapsort past it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceCapacity;
 
@@ -170,13 +185,13 @@ impl Capacity for DeviceCapacity {
     const MAX_LEN: usize = u16::MAX as usize;
 
     fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
-        write_canonical_in::<S, u16, 32, 128, 0>(raw, sink)
+        write_canonical_in::<S, u16, 32, 128, 0, false>(raw, sink)
     }
 }
 
 /// The capacity of a host (the sim, the differential tests): 1,024 levels,
 /// 65,536 open members and 4 GiB, so every argument AgentScope answers
-/// compares as it does; about 285 KB of stack for the largest arguments
+/// compares as it does; about 300 KB of stack for the largest arguments
 /// (32-bit offsets, `core`'s quicksort, a cache of container ends).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostCapacity;
@@ -187,7 +202,7 @@ impl Capacity for HostCapacity {
     const MAX_LEN: usize = u32::MAX as usize;
 
     fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
-        write_canonical_in::<S, u32, { json::DEPTH_CAPACITY }, 65_536, 1024>(raw, sink)
+        write_canonical_in::<S, u32, { json::DEPTH_CAPACITY }, 65_536, 1024, true>(raw, sink)
     }
 }
 
@@ -200,8 +215,12 @@ trait Offset: Copy + Ord + Default {
     fn index(self) -> usize;
     /// `n` as a position, if it fits.
     fn of(n: usize) -> Option<Self>;
-    /// Sorts the members of one object.
-    fn sort(run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering);
+    /// Sorts the members of one object by `cmp` (key, then position);
+    /// `span` gives each key's content in `text`.
+    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering);
+    /// The tape's order of one object's keys (`run`, in document order):
+    /// sorted by `cmp`, the last of equal keys kept; returns how many are.
+    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
 }
 
 impl Offset for u16 {
@@ -213,8 +232,13 @@ impl Offset for u16 {
         u16::try_from(n).ok()
     }
     /// A device sorts with a heapsort: no recursion, a few words of stack.
-    fn sort(run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
+    fn sort(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
         sort::heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
+    }
+    /// A device's tape holds at most 32 keys: ordered by insertion, keys
+    /// in order at one comparison each.
+    fn order(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        sort::insert_last(run, cmp)
     }
 }
 
@@ -226,10 +250,26 @@ impl Offset for u32 {
     fn of(n: usize) -> Option<Self> {
         u32::try_from(n).ok()
     }
-    /// The host sorts with `core`'s pattern-defeating quicksort, which
-    /// compares about half as often.
-    fn sort(run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
-        run.sort_unstable_by(|&x, &y| cmp(x, y));
+    /// The host sorts by windows of the keys' bytes (integers compared),
+    /// else with `core`'s pattern-defeating quicksort, which compares
+    /// about half as often as a heapsort.
+    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
+        if !sort::by_window(text, span, run, &cmp) {
+            run.sort_unstable_by(|&x, &y| cmp(x, y));
+        }
+    }
+    /// The host's tape may hold thousands of keys: unless already in
+    /// order, sorted (key, then position), then the last of equal keys
+    /// kept.
+    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        // Strictly increasing keys need neither sorting nor deduplication.
+        if run.windows(2).all(|w| matches!(w, [x, y] if cmp(*x, *y) == Ordering::Less)) {
+            return run.len();
+        }
+        // Equal keys stay in document order: the last of each run of
+        // equal keys is the one Python keeps.
+        Self::sort(text, span, run, |x, y| cmp(x, y).then(x.cmp(&y)));
+        sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
     }
 }
 
@@ -350,17 +390,37 @@ pub fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
 /// (2 bytes each), plus about 250 bytes; an argument within 32 levels and
 /// 128 members uses only that much of it.
 pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(raw: &str, sink: &mut S) -> Canonical {
-    write_canonical_in::<S, u16, DEPTH, MEMBERS, 0>(raw, sink)
+    write_canonical_in::<S, u16, DEPTH, MEMBERS, 0, false>(raw, sink)
 }
 
-/// The canonical string within `DEPTH` and `MEMBERS`, positions as `O`,
-/// with a cache of `ENDS` container ends for arguments past the small
-/// capacity.
-fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+/// The canonical string within `DEPTH` and `MEMBERS`, positions as `O`:
+/// from the parse's tape when the value's tokens fit it (a large tape when
+/// `LARGE`), else by the walk over the text, with a cache of `ENDS`
+/// container ends for arguments past the small capacity.
+fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize, const LARGE: bool>(
     raw: &str,
     sink: &mut S,
 ) -> Canonical {
-    let path = match json::parse_counted(raw, DEPTH) {
+    let parsed = if LARGE && raw.len() > SMALL_TAPE_BYTES {
+        via_tape::<S, O, DEPTH, LARGE_TAPE, { LARGE_TAPE / 2 }>(raw, MEMBERS, sink)
+    } else {
+        via_tape::<S, O, DEPTH, SMALL_TAPE, { SMALL_TAPE / 2 }>(raw, MEMBERS, sink)
+    };
+    match parsed {
+        None => Canonical::Json,
+        Some(parsed) => via_walk::<S, O, DEPTH, MEMBERS, ENDS>(raw, parsed, sink),
+    }
+}
+
+/// The canonical string by the walk over the text, from the parse that
+/// `via_tape` handed back. Not inlined, as `via_tape`.
+#[inline(never)]
+fn via_walk<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+    raw: &str,
+    parsed: Parsed<'_>,
+    sink: &mut S,
+) -> Canonical {
+    let path = match parsed {
         Ok((value, counts)) => {
             let text = value.raw();
             if text.len() > O::MAX {
@@ -377,7 +437,7 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
             } else {
                 // A dry run first: the sink must not see a partial dump
                 // before the member bound turns out to be exceeded.
-                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut NullSink) {
+                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S>::new(None)) {
                     Ok(()) => {
                         dump_whole::<S, O, DEPTH, MEMBERS, ENDS>(text, sink);
                         return Canonical::Json;
@@ -397,4 +457,39 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
     };
     sink.write(py_strip(raw).as_bytes());
     path
+}
+
+/// Tokens a tape holds: a small tape first, so a small argument never pays
+/// for the stack of a large one; the host's large one past
+/// `SMALL_TAPE_BYTES` bytes (a text holds at most one token per two bytes,
+/// plus one).
+const SMALL_TAPE: usize = 64;
+const SMALL_TAPE_BYTES: usize = 2 * SMALL_TAPE - 2;
+const LARGE_TAPE: usize = 16_384;
+
+/// The parse, and what the walk over the text needs of it.
+type Parsed<'t> = Result<(json::Value<'t>, json::Counts), json::JsonError>;
+
+/// Parses `raw` into a tape of `N` tokens and, when it is valid JSON whose
+/// tokens all fit and whose `members` bound cannot be passed, writes its
+/// canonical string from the tape (`None`); else hands the parse back for
+/// the walk over the text. Not inlined: the walk's frame and the tape's
+/// are never on the stack together.
+#[inline(never)]
+fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M: usize>(
+    raw: &'t str,
+    members: usize,
+    sink: &mut S,
+) -> Option<Parsed<'t>> {
+    let mut tape = tape::Tape::<O, N>::new();
+    let parsed = json::parse_visited(raw, DEPTH, &mut tape);
+    if let (Ok((_, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
+        // No path holds more members than the document; and each key has
+        // a value token, so at most `N / 2 = M` keys fit the tape.
+        if counts.keys <= members {
+            tape::emit::<_, O, DEPTH, M>(raw, tokens, sink);
+            return None;
+        }
+    }
+    Some(parsed)
 }

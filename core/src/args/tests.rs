@@ -760,3 +760,220 @@ proptest! {
         prop_assert_eq!(argument_key(&a), argument_key(&b));
     }
 }
+
+/// The keys of `text`'s members (tape indices are stood in for by their
+/// positions), sorted by `by_window`, or `None` where it declines.
+fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
+    let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for k in keys {
+        starts.push(at as u32);
+        at += k.len() + 2;
+    }
+    let span = |x: u32| (x as usize + 1, json::key_at(&text, x as usize).map_or(0, |k| x as usize + 1 + k.raw().len()));
+    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize).then(x.cmp(&y));
+    let mut run = starts.clone();
+    if !by_window(text.as_bytes(), &span, &mut run, &cmp) {
+        assert_eq!(run, starts, "left as it was");
+        return None;
+    }
+    Some(run.iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
+}
+
+#[test]
+fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
+    // Shared prefix, windows that differ, windows that tie (long keys),
+    // a key ending inside the window, equal keys in document order.
+    let keys = ["field_00012", "field_00003", "field_0000", "field_00003_long_tail_b", "field_00003_long_tail_a", "field_00003", "é", "z"];
+    let mut want: Vec<String> = keys.iter().map(|k| String::from(*k)).collect();
+    want.sort();
+    assert_eq!(by_window_order(&keys), Some(want));
+    assert_eq!(by_window_order(&[]), Some(Vec::new()));
+    // An escape inside a window: declined, whatever its place.
+    assert_eq!(by_window_order(&["ab\\u0041", "ab"]), None);
+    assert_eq!(by_window_order(&["x", "\\n"]), None);
+    // Past the windows, escapes are the comparison's business.
+    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0"];
+    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[0])]));
+}
+
+/// Strings for the tape's differential test: every escape `json.dumps`
+/// keeps or rewrites (short ones, `\/`, `\u` in either case, controls,
+/// printable ASCII spelt as `\u`, lone and paired surrogates) and raw
+/// non-ASCII.
+fn tape_string() -> impl Strategy<Value = String> {
+    use std::vec;
+    let piece = prop_oneof![
+        "[a-e ]{1,3}",
+        Just(String::from("\\\"")),
+        Just(String::from("\\\\")),
+        Just(String::from("\\/")),
+        "\\\\[bfnrt]",
+        "\\\\u00[0-1][0-9a-fA-F]",
+        "\\\\u00[2-7][0-9a-fA-F]",
+        "\\\\u[0-9a-fA-F]{4}",
+        "\\\\u[dD][89abAB][0-9a-f]{2}",
+        "\\\\u[dD][c-fC-F][0-9a-f]{2}",
+        Just(String::from("\\ud83d\\ude00")),
+        "[\u{80}-\u{7ff}\u{800}-\u{ffff}\u{10000}-\u{10ffff}]",
+    ];
+    prop::collection::vec(piece, 0..4).prop_map(|p| std::format!("\"{}\"", p.concat()))
+}
+
+/// Numbers in every form: integers (`-0`, long), floats already in
+/// `repr`'s form and not (trailing zeros, exponents, tiny, huge, many
+/// digits).
+fn tape_number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|i| std::format!("{i}")),
+        Just(String::from("-0")),
+        "-?[1-9][0-9]{15,30}",
+        "-?(0|[1-9][0-9]{0,16})\\.[0-9]{1,18}",
+        "-?0\\.0{0,6}[1-9][0-9]{0,3}",
+        "-?[1-9][0-9]{0,3}(\\.[0-9]{1,3})?[eE][+-]?[0-9]{1,3}",
+        any::<f64>().prop_map(|f| if f.is_finite() { std::format!("{f}") } else { String::from("1e400") }),
+        Just(String::from("-0.0")),
+    ]
+}
+
+/// Arguments for the tape's differential test: objects with keys in order
+/// or not, duplicates among few key names, spacing as `json.dumps` writes
+/// it or not, nesting, literals.
+fn tape_argument() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        tape_string(),
+        tape_number(),
+        prop_oneof![Just("true"), Just("false"), Just("null"), Just("NaN"), Just("Infinity"), Just("-Infinity")].prop_map(String::from),
+    ];
+    let key = prop_oneof!["\"[a-d]{0,2}\"", tape_string()];
+    let sep = prop_oneof![Just(", "), Just(","), Just(" , "), Just(",\n ")];
+    let colon = prop_oneof![Just(": "), Just(":"), Just(" :\t")];
+    leaf.prop_recursive(8, 96, 8, move |inner| {
+        prop_oneof![
+            (prop::collection::vec(inner.clone(), 0..8), sep.clone()).prop_map(|(v, s)| std::format!("[{}]", v.join(s))),
+            (prop::collection::vec((key.clone(), colon.clone(), inner), 0..8), sep.clone(), any::<bool>()).prop_map(
+                |(mut v, s, sorted)| {
+                    if sorted {
+                        v.sort_by(|a, b| a.0.cmp(&b.0));
+                    }
+                    let m: Vec<String> = v.into_iter().map(|(k, c, v)| std::format!("{k}{c}{v}")).collect();
+                    std::format!("{{{}}}", m.join(s))
+                }
+            ),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// The tape path writes what the walk over the text writes, on the
+    /// device's offsets and on the host's, within the tape and past it.
+    #[test]
+    fn tape_matches_the_walk(raw in tape_argument(), pad in "[ \t\n\r]{0,2}") {
+        let text = std::format!("{pad}{raw}{pad}");
+        let Ok(value) = json::parse(&text, MAX_DEPTH) else {
+            return Ok(());
+        };
+        let mut walk = Text(Vec::new());
+        dump_whole::<_, u16, 32, 128, 0>(value.raw(), &mut walk);
+        let walk = String::from_utf8(walk.0).unwrap();
+        let (device, path) = canonical(&text);
+        prop_assert_eq!(path, Canonical::Json);
+        prop_assert_eq!(&device, &walk);
+        prop_assert_eq!(canonical_at::<HostCapacity>(&text), (walk.clone(), Canonical::Json));
+        // The canonical string is its own canonical string, whichever path.
+        prop_assert_eq!(canonical(&walk), (walk.clone(), Canonical::Json));
+    }
+}
+
+proptest! {
+    /// Insertion keeps what a stable sort and keeping the last of equal
+    /// keys keep: the keys here are `v / 4` (so there are duplicates),
+    /// each tagged with its position.
+    #[test]
+    fn insert_last_sorts_and_keeps_the_last(v in prop::collection::vec(0u8..40, 0..40)) {
+        let tagged: Vec<(u8, usize)> = v.iter().enumerate().map(|(i, &x)| (x / 4, i)).collect();
+        let mut want = tagged.clone();
+        want.sort_by_key(|t| t.0);
+        let mut kept: Vec<(u8, usize)> = Vec::new();
+        for t in want {
+            match kept.last_mut() {
+                Some(last) if last.0 == t.0 => *last = t,
+                _ => kept.push(t),
+            }
+        }
+        let mut run = tagged;
+        let n = insert_last(&mut run, &|a: (u8, usize), b: (u8, usize)| a.0.cmp(&b.0));
+        prop_assert_eq!(&run[..n], &kept[..]);
+    }
+}
+
+/// `write_canonical_with` at bounds below what the tape holds: the member
+/// bound still decides, whether the keys are open at once or siblings.
+#[test]
+fn small_bounds_bind_within_the_tape() {
+    let with = |raw: &str| {
+        let mut text = Text(Vec::new());
+        let path = write_canonical_with::<_, 2, 2>(raw, &mut text);
+        (String::from_utf8(text.0).unwrap(), path)
+    };
+    assert_eq!(with(r#"{"b":1, "a":2}"#), (String::from(r#"{"a": 2, "b": 1}"#), Canonical::Json));
+    assert_eq!(with(r#" {"c":1,"b":2,"a":3} "#), (String::from(r#"{"c":1,"b":2,"a":3}"#), Canonical::Fallback(Bound::Members)));
+    assert_eq!(with(r#"[{"b":1,"a":2},{"d":3,"c":4}]"#), (String::from(r#"[{"a": 2, "b": 1}, {"c": 4, "d": 3}]"#), Canonical::Json));
+    assert_eq!(with(r#"{"a":{"b":1}}"#), (String::from(r#"{"a": {"b": 1}}"#), Canonical::Json));
+    assert_eq!(with(r#"{"a":{"b":{"c":1}}}"#).1, Canonical::Fallback(Bound::Depth));
+}
+
+#[test]
+fn floats_already_in_reprs_form_are_recognized() {
+    use super::floats::is_own_repr;
+    let own = |t: &str| is_own_repr(t.as_bytes());
+    for t in ["40.5", "0.0", "-0.0", "100.0", "1.0", "0.0001", "-0.00012", "123456789012345.0", "12345678901234.5", "0.123456789012345"] {
+        assert!(own(t), "{t}");
+    }
+    // A trailing zero, an exponent, below 1e-4, over 15 digits, no point.
+    for t in
+        ["1.50", "0.10", "0.000", "1.5e-3", "1.0e5", "0.00001", "1234567890123456.0", "1234567890123.456", "0.1234567890123456", "15", "-0"]
+    {
+        assert!(!own(t), "{t}");
+    }
+}
+
+#[test]
+fn by_window_declines_an_escape_past_the_shared_prefix() {
+    // The shared prefix ends at the first key's escape; the windows start
+    // there and hold it.
+    assert_eq!(by_window_order(&["abcdefgh\\n", "abcdefgh\\t"]), None);
+}
+
+/// The parse records every token on the tape, strings that are not plain
+/// backwards, containers with the index just past them.
+#[test]
+fn the_tape_records_every_token() {
+    let text = r#" {"b": [1, "x\u00e9", "é"], "a": {}, "c": null} "#;
+    let mut tape = tape::Tape::<u16, 16>::new();
+    json::parse_visited(text, 8, &mut tape).unwrap();
+    let span = |needle: &str| {
+        let at = text.find(needle).unwrap() as u16;
+        (at, at + needle.len() as u16)
+    };
+    let (x, e) = (span(r#""x\u00e9""#), span("\"é\""));
+    let want: Vec<(u16, u16)> = std::vec![
+        (1, 10),
+        span("\"b\""),
+        (span("[").0, 6),
+        span("1"),
+        (x.1, x.0),
+        (e.1, e.0),
+        span("\"a\""),
+        (span("{}").0, 8),
+        span("\"c\""),
+        span("null"),
+    ];
+    assert_eq!(tape.tokens(), Some(&want[..]));
+    // One token more than it holds: no tape.
+    let mut small = tape::Tape::<u16, 9>::new();
+    json::parse_visited(text, 8, &mut small).unwrap();
+    assert_eq!(small.tokens(), None);
+}
