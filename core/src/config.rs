@@ -82,6 +82,7 @@ impl<'a> StrList<'a> {
     }
 
     /// Whether `name` is in the list.
+    #[inline]
     pub fn contains(&self, name: &str) -> bool {
         // Length and first byte reject most names without a compare call;
         // the scan asks this for every tool call.
@@ -589,6 +590,9 @@ pub struct ValidConfig<'a> {
     pub(crate) time_rule: crate::rules::TimeRule,
     /// [`ValidConfig::warnings`] as every decision carries them.
     pub(crate) decision_warnings: crate::rules::Warnings,
+    /// One bit per task tool name ([`crate::rules::name_bit`]): a tool
+    /// call whose bit is clear names no task tool, with no compare.
+    pub(crate) task_tool_bits: u64,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -706,6 +710,7 @@ impl<'a> Config<'a> {
             arguments: Default::default(),
             time_rule,
             decision_warnings: Default::default(),
+            task_tool_bits: self.injection.task_tool_names.iter().fold(0, |bits, name| bits | crate::rules::name_bit(name)),
         };
         valid.decision_warnings = crate::rules::Warnings::of(valid.warnings());
         Ok(valid)

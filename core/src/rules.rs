@@ -271,9 +271,9 @@ const CAPTURE_SCRATCH: usize = 256;
 
 /// What one block tells the scan.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Marks<'t> {
-    /// The text of a hint of ours that records a time.
-    pub(crate) time: Option<HintText<'t>>,
+pub(crate) struct Marks {
+    /// A hint of ours that records a time ([`our_hint`] gives its text).
+    pub(crate) time: bool,
     /// A task tool call, or a hint of ours that reminded of the tasks.
     pub(crate) tasks: bool,
 }
@@ -287,29 +287,49 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 /// What `block` of a scanned message tells the scan. The block is taken by
 /// value and inlined into the scan's loop: kept whole behind a reference,
 /// every block was copied to the stack in pieces and read back whole, a
-/// store-forwarding stall per block.
+/// store-forwarding stall per block. Most blocks are tool calls and results:
+/// they cost a test of the kind and, for a call, of the name's bit; a hint
+/// of ours, the only block whose text is read, is read out of line.
 #[inline(always)]
-pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
-    let inj = &cfg.config.injection;
+pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
     match block {
-        Block::Hint { .. } => {
-            let Some(text) = our_hint(cfg, block) else { return Marks::default() };
-            let parts = Joined::new(text.parts());
-            if inj.strict {
-                // Only where envaware writes a field: the time first, right
-                // after the template's opening text; tasks first or on a line
-                // of their own (values cannot hold '<' in strict mode).
-                let at = state_start(cfg, &parts);
-                let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
-                let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
-                return Marks { time: first_is("<current-time>").then_some(text), tasks };
-            }
-            let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
-            Marks { time: time.then_some(text), tasks }
-        }
-        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: None, tasks: true },
+        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text)),
+        Block::ToolCall { name, .. } => Marks { time: false, tasks: cfg.task_tool_bits & name_bit(name) != 0 && is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
+}
+
+/// What a hint of ours tells the scan: whether it records a time, and
+/// whether it reminded of the tasks.
+#[inline(never)]
+fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
+    let parts = Joined::new(text.parts());
+    if cfg.config.injection.strict {
+        // Only where envaware writes a field: the time first, right
+        // after the template's opening text; tasks first or on a line
+        // of their own (values cannot hold '<' in strict mode).
+        let at = state_start(cfg, &parts);
+        let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
+        let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
+        return Marks { time: first_is("<current-time>"), tasks };
+    }
+    let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+    Marks { time, tasks }
+}
+
+/// Whether `name` is a task tool's, for a name whose bit
+/// ([`name_bit`]) is set: out of line, since few are.
+#[inline(never)]
+fn is_task_tool(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    cfg.config.injection.task_tool_names.contains(name)
+}
+
+/// A bit for `name` from its length and first byte, so that the scan
+/// rejects most tool names that are no task tool's with one test.
+#[inline(always)]
+pub(crate) fn name_bit(name: &str) -> u64 {
+    let first = name.as_bytes().first().copied().unwrap_or(0);
+    1 << (name.len().wrapping_mul(7).wrapping_add(usize::from(first)) % 64)
 }
 
 /// The text of `block` when it is a hint of ours (its source is the
@@ -329,6 +349,7 @@ pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
+#[inline(never)]
 fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time_settled = false;
@@ -341,19 +362,47 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
         if !scanned(cfg, &msg, step.agent_name) {
             continue;
         }
-        for b in (0..msg.block_count()).rev() {
-            let Some(block) = msg.block(b) else { continue };
-            let m = marks(cfg, block);
-            if !time_settled {
-                if let Some(text) = m.time {
-                    on_time_hint(TimeHint::Text(text));
-                    time_settled = true;
-                }
-            }
-            aware |= m.tasks;
+        let (time, tasks) = message_marks(cfg, &msg);
+        aware |= tasks;
+        if let Some(b) = time.filter(|_| !time_settled) {
+            time_settled = true;
+            hand_time_hint(cfg, &msg, b, on_time_hint);
         }
     }
     aware
+}
+
+/// Hands block `b` of `msg`, the newest hint of ours that records a time,
+/// to the time rule. Once per scan: out of the loop, so that the loop
+/// keeps its values in registers.
+#[cold]
+#[inline(never)]
+fn hand_time_hint<M: Message>(cfg: &ValidConfig<'_>, msg: &M, b: usize, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) {
+    if let Some(text) = msg.block(b).and_then(|block| our_hint(cfg, block)) {
+        on_time_hint(TimeHint::Text(text));
+    }
+}
+
+/// What the blocks of a scanned message tell the scan: the index of the
+/// newest hint of ours that records a time, and whether any tells of the
+/// tasks. Out of line: the loop over blocks keeps its few values in
+/// registers, apart from the scan's.
+#[inline(always)]
+fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
+    let (mut time, mut tasks) = (None, false);
+    for b in (0..msg.block_count()).rev() {
+        let Some(block) = msg.block(b) else { continue };
+        let m = marks(cfg, block);
+        if !(m.time || m.tasks) {
+            // Most blocks: nothing to note.
+            continue;
+        }
+        tasks |= m.tasks;
+        if m.time && time.is_none() {
+            time = Some(b);
+        }
+    }
+    (time, tasks)
 }
 
 /// What the newest hint holding each watched field's tag told of it, by
