@@ -349,38 +349,38 @@ pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
-#[inline(never)]
 fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
+    let (time, aware) = scan_marks(cfg, conv, step);
+    let newest_time = time.and_then(|(m, b)| Some((conv.newest(m)?, b)));
+    if let Some(text) = newest_time.as_ref().and_then(|(msg, b)| msg.block(*b)).and_then(|block| our_hint(cfg, block)) {
+        on_time_hint(TimeHint::Text(text));
+    }
+    aware
+}
+
+/// The scan's loop: where the newest hint of ours that records a time is
+/// (its message, counted from the newest, and its block), and whether the
+/// agent is aware of its tasks. The hint is handed to the time rule after
+/// the loop, so that the loop keeps its few values in registers.
+#[inline(never)]
+fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>) -> (Option<(usize, usize)>, bool) {
     let mut aware = !step.tasks.has_uncompleted();
-    let mut time_settled = false;
     let mut index = 0;
     while let Some(msg) = conv.newest(index) {
         index += 1;
-        if time_settled && aware {
-            break;
-        }
         if !scanned(cfg, &msg, step.agent_name) {
             continue;
         }
         let (time, tasks) = message_marks(cfg, &msg);
         aware |= tasks;
-        if let Some(b) = time.filter(|_| !time_settled) {
-            time_settled = true;
-            hand_time_hint(cfg, &msg, b, on_time_hint);
+        if let Some(b) = time {
+            // The time is settled: only the tasks may remain.
+            let aware =
+                aware || (index..).map_while(|i| conv.newest(i)).any(|m| scanned(cfg, &m, step.agent_name) && message_marks(cfg, &m).1);
+            return (Some((index - 1, b)), aware);
         }
     }
-    aware
-}
-
-/// Hands block `b` of `msg`, the newest hint of ours that records a time,
-/// to the time rule. Once per scan: out of the loop, so that the loop
-/// keeps its values in registers.
-#[cold]
-#[inline(never)]
-fn hand_time_hint<M: Message>(cfg: &ValidConfig<'_>, msg: &M, b: usize, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) {
-    if let Some(text) = msg.block(b).and_then(|block| our_hint(cfg, block)) {
-        on_time_hint(TimeHint::Text(text));
-    }
+    (None, aware)
 }
 
 /// What the blocks of a scanned message tell the scan: the index of the
