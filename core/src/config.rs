@@ -590,8 +590,8 @@ pub struct ValidConfig<'a> {
     pub(crate) time_rule: crate::rules::TimeRule,
     /// [`ValidConfig::warnings`] as every decision carries them.
     pub(crate) decision_warnings: crate::rules::Warnings,
-    /// One bit per task tool name ([`crate::rules::name_bit`]): a tool
-    /// call whose bit is clear names no task tool, with no compare.
+    /// The bits of the task tool names ([`crate::rules::name_bit`]): a
+    /// tool call whose bit is not among them names no task tool.
     pub(crate) task_tool_bits: u64,
 }
 

@@ -289,12 +289,13 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 /// every block was copied to the stack in pieces and read back whole, a
 /// store-forwarding stall per block. Most blocks are tool calls and results:
 /// they cost a test of the kind and, for a call, of the name's bit; a hint
-/// of ours, the only block whose text is read, is read out of line.
+/// of ours, the only block whose text is read, is read out of line, so that
+/// the loop keeps its few values in registers.
 #[inline(always)]
 pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
     match block {
         Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text)),
-        Block::ToolCall { name, .. } => Marks { time: false, tasks: cfg.task_tool_bits & name_bit(name) != 0 && is_task_tool(cfg, name) },
+        Block::ToolCall { name, .. } => Marks { time: false, tasks: is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
 }
@@ -317,15 +318,28 @@ fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
     Marks { time, tasks }
 }
 
-/// Whether `name` is a task tool's, for a name whose bit
-/// ([`name_bit`]) is set: out of line, since few are.
-#[inline(never)]
+/// Whether `name` is a task tool's. Most tool names are not, and their
+/// bit tells it with one test; the few that may be are compared out of
+/// line.
+#[inline(always)]
 fn is_task_tool(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    may_be_task_tool(cfg, name) && in_task_tools(cfg, name)
+}
+
+/// Whether `name`'s bit ([`name_bit`]) is a task tool's: `false` tells
+/// that `name` is none.
+#[inline(always)]
+fn may_be_task_tool(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    cfg.task_tool_bits & name_bit(name) != 0
+}
+
+#[inline(never)]
+fn in_task_tools(cfg: &ValidConfig<'_>, name: &str) -> bool {
     cfg.config.injection.task_tool_names.contains(name)
 }
 
-/// A bit for `name` from its length and first byte, so that the scan
-/// rejects most tool names that are no task tool's with one test.
+/// A bit for `name` from its length and first byte: names with different
+/// bits differ.
 #[inline(always)]
 pub(crate) fn name_bit(name: &str) -> u64 {
     let first = name.as_bytes().first().copied().unwrap_or(0);
@@ -385,8 +399,7 @@ fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>)
 
 /// What the blocks of a scanned message tell the scan: the index of the
 /// newest hint of ours that records a time, and whether any tells of the
-/// tasks. Out of line: the loop over blocks keeps its few values in
-/// registers, apart from the scan's.
+/// tasks. A block with nothing to note (most are) costs a test of its kind.
 #[inline(always)]
 fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
     let (mut time, mut tasks) = (None, false);
@@ -1212,6 +1225,56 @@ mod tests {
         let engine = engine(3);
         let d = decide_on(&engine, &[own(&later)], &tasks, at(NOW));
         assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+    }
+
+    #[test]
+    fn a_tool_name_whose_bit_is_no_task_tool_s_is_told_without_a_compare() {
+        let cfg = *engine(3).config();
+        for name in crate::config::DEFAULT_TASK_TOOL_NAMES {
+            assert!(may_be_task_tool(&cfg, name) && is_task_tool(&cfg, name), "{name}");
+        }
+        // Other lengths or first bytes: rejected by the bit alone.
+        for name in ["Bash", "Move", "ReadSensor", "", "TaskLists"] {
+            assert!(!may_be_task_tool(&cfg, name), "{name}");
+        }
+        // A task tool's length and first byte: compared, and no task tool.
+        assert!(may_be_task_tool(&cfg, "TaskLisx") && !is_task_tool(&cfg, "TaskLisx"));
+        let pending = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, ..step() };
+        let near = [call("c", "TaskLisx", "{}")];
+        assert_eq!(decide_on(&engine(3), &[own(&near)], &pending, None).tasks, Some(pending.tasks));
+        // The bits follow the configured names, an empty one too.
+        let names: &'static [&'static str] = &["", "Plan"];
+        let custom = with_injection(|i| i.task_tool_names = crate::StrList::Slice(names));
+        assert!(is_task_tool(custom.config(), "") && is_task_tool(custom.config(), "Plan"));
+        assert!(!is_task_tool(custom.config(), "TaskList") && !may_be_task_tool(custom.config(), "TaskList"));
+    }
+
+    #[test]
+    fn the_newest_time_hint_is_read_however_its_message_ends_and_older_messages_still_tell_the_tasks() {
+        let engine = engine(3);
+        let pending = Step { tasks: TaskCounts { pending: 2, in_progress: 0 }, ..step() };
+        let time = hint("<current-time>2026-07-22T02:20:00</current-time>");
+        let list = call("c", "TaskList", "{}");
+        let bash = call("d", "Bash", "{}");
+        // A task call, then other blocks, after the time hint in its message.
+        let d = decide_on(&engine, &[own(&[time, list, bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        let d = decide_on(&engine, &[own(&[bash, time, bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, Some(pending.tasks)));
+        // Once the time is found, older messages are read for the tasks only:
+        // an assistant's task call counts, a user's does not.
+        let user_list = [list];
+        let user = SliceMessage { role: Role::User, name: AGENT, blocks: &user_list };
+        let d = decide_on(&engine, &[own(&[list]), own(&[bash]), own(&[time])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        let d = decide_on(&engine, &[user, own(&[bash]), own(&[time]), own(&[bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, Some(pending.tasks)));
+        // An older time hint is not read once a newer one is found.
+        let stale = hint("<current-time>2026-07-20T00:00:00</current-time>");
+        let d = decide_on(&engine, &[own(&[stale]), own(&[bash]), own(&[time])], &pending, at(NOW));
+        assert_eq!(d.time, TimeDecision::NotDue);
+        let d = decide_on(&engine, &[own(&[time]), own(&[stale])], &pending, at(NOW));
+        assert_eq!(d.time, TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
         // them per 32 bytes (a full scan reads every hint of ours this
         // way). A 32-bit device has none: it goes word by word below.
         for chunk in hay.chunks_exact(32) {
-            if chunk.iter().fold(false, |hit, &b| hit | (b == byte)) {
+            if holds(chunk, byte) {
                 break;
             }
             base += 32;
@@ -62,6 +62,13 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
         base += 8;
     }
     chunks.remainder().iter().position(|&b| b == byte).map(|p| base + p)
+}
+
+/// Whether `chunk` holds `byte`: every byte compared, with no early exit,
+/// so that the compiler makes a few vector compares of it.
+#[inline(always)]
+fn holds(chunk: &[u8], byte: u8) -> bool {
+    chunk.iter().fold(false, |hit, &b| hit | (b == byte))
 }
 
 /// `n` in decimal, written at the end of `buf` (`u64::MAX` has 20 digits):
@@ -520,7 +527,8 @@ mod tests {
                 assert_eq!(Joined::new(&[hay]).find(needle, from), want, "{needle:?} from {from}");
             }
         }
-        for len in 0..40 {
+        // Across 32-byte chunks, and in the last bytes after them.
+        for len in 0..100 {
             let mut bytes = std::vec![b'.'; len];
             for at in 0..len {
                 bytes[at] = b'<';
@@ -529,6 +537,19 @@ mod tests {
                 assert_eq!(find_byte(b'<', &bytes), None);
                 bytes[at] = b'.';
             }
+        }
+    }
+
+    #[test]
+    fn a_chunk_holds_a_byte_only_where_it_is() {
+        let mut chunk = [b'.'; 32];
+        assert!(!holds(&chunk, b'<') && !holds(&[], b'<'));
+        for at in 0..32 {
+            chunk[at] = b'<';
+            assert!(holds(&chunk, b'<'), "{at}");
+            chunk[31 - at] = b'<';
+            assert!(holds(&chunk, b'<'), "{at}");
+            chunk = [b'.'; 32];
         }
     }
 
