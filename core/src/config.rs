@@ -82,7 +82,6 @@ impl<'a> StrList<'a> {
     }
 
     /// Whether `name` is in the list.
-    #[inline]
     pub fn contains(&self, name: &str) -> bool {
         // Length and first byte reject most names without a compare call;
         // the scan asks this for every tool call.

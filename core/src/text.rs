@@ -128,7 +128,6 @@ pub struct Joined<'a> {
 
 impl<'a> Joined<'a> {
     /// The concatenation of `parts`.
-    #[inline]
     pub fn new(parts: &'a [&'a str]) -> Self {
         let len = parts.iter().fold(0usize, |n, p| n.saturating_add(p.len()));
         Joined { parts, len }
