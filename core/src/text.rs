@@ -38,15 +38,13 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
     let pattern = ONES * u64::from(byte);
     let mut base = 0;
     if cfg!(target_pointer_width = "64") {
-        // A 64-bit host has vector compares: this loop becomes two of
-        // them per 32 bytes (a full scan reads every hint of ours this
-        // way). A 32-bit device has none: it goes word by word below.
-        for chunk in hay.chunks_exact(32) {
-            if holds(chunk, byte) {
-                break;
-            }
-            base += 32;
-        }
+        // A 64-bit host has vector compares: each 32 bytes are tested with
+        // two of them, and the words are read from the first 32 that hold
+        // the byte (a full scan reads every hint of ours this way). A
+        // 32-bit device has none: it goes word by word below.
+        let mut chunks = hay.chunks_exact(32);
+        let all = chunks.len();
+        base = 32 * chunks.position(|chunk| holds(chunk, byte)).unwrap_or(all);
     }
     let mut chunks = hay.get(base..).unwrap_or(&[]).chunks_exact(8);
     for chunk in &mut chunks {
