@@ -589,6 +589,9 @@ pub struct ValidConfig<'a> {
     pub(crate) time_rule: crate::rules::TimeRule,
     /// [`ValidConfig::warnings`] as every decision carries them.
     pub(crate) decision_warnings: crate::rules::Warnings,
+    /// The bits of the task tool names ([`crate::rules::name_bit`]): a
+    /// tool call whose bit is not among them names no task tool.
+    pub(crate) task_tool_bits: u64,
 }
 
 impl<'a> ValidConfig<'a> {
@@ -706,6 +709,7 @@ impl<'a> Config<'a> {
             arguments: Default::default(),
             time_rule,
             decision_warnings: Default::default(),
+            task_tool_bits: self.injection.task_tool_names.iter().fold(0, |bits, name| bits | crate::rules::name_bit(name)),
         };
         valid.decision_warnings = crate::rules::Warnings::of(valid.warnings());
         Ok(valid)

@@ -271,9 +271,9 @@ const CAPTURE_SCRATCH: usize = 256;
 
 /// What one block tells the scan.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Marks<'t> {
-    /// The text of a hint of ours that records a time.
-    pub(crate) time: Option<HintText<'t>>,
+pub(crate) struct Marks {
+    /// A hint of ours that records a time ([`our_hint`] gives its text).
+    pub(crate) time: bool,
     /// A task tool call, or a hint of ours that reminded of the tasks.
     pub(crate) tasks: bool,
 }
@@ -287,29 +287,63 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 /// What `block` of a scanned message tells the scan. The block is taken by
 /// value and inlined into the scan's loop: kept whole behind a reference,
 /// every block was copied to the stack in pieces and read back whole, a
-/// store-forwarding stall per block.
+/// store-forwarding stall per block. Most blocks are tool calls and results:
+/// they cost a test of the kind and, for a call, of the name's bit; a hint
+/// of ours, the only block whose text is read, is read out of line, so that
+/// the loop keeps its few values in registers.
 #[inline(always)]
-pub(crate) fn marks<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Marks<'t> {
-    let inj = &cfg.config.injection;
+pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
     match block {
-        Block::Hint { .. } => {
-            let Some(text) = our_hint(cfg, block) else { return Marks::default() };
-            let parts = Joined::new(text.parts());
-            if inj.strict {
-                // Only where envaware writes a field: the time first, right
-                // after the template's opening text; tasks first or on a line
-                // of their own (values cannot hold '<' in strict mode).
-                let at = state_start(cfg, &parts);
-                let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
-                let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
-                return Marks { time: first_is("<current-time>").then_some(text), tasks };
-            }
-            let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
-            Marks { time: time.then_some(text), tasks }
-        }
-        Block::ToolCall { name, .. } if inj.task_tool_names.contains(name) => Marks { time: None, tasks: true },
+        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text)),
+        Block::ToolCall { name, .. } => Marks { time: false, tasks: is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
+}
+
+/// What a hint of ours tells the scan: whether it records a time, and
+/// whether it reminded of the tasks.
+#[inline(never)]
+fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
+    let parts = Joined::new(text.parts());
+    if cfg.config.injection.strict {
+        // Only where envaware writes a field: the time first, right
+        // after the template's opening text; tasks first or on a line
+        // of their own (values cannot hold '<' in strict mode).
+        let at = state_start(cfg, &parts);
+        let first_is = |tag| at.is_some_and(|at| parts.starts_with_at(at, tag));
+        let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
+        return Marks { time: first_is("<current-time>"), tasks };
+    }
+    let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+    Marks { time, tasks }
+}
+
+/// Whether `name` is a task tool's. Most tool names are not, and their
+/// bit tells it with one test; the few that may be are compared out of
+/// line.
+#[inline(always)]
+fn is_task_tool(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    may_be_task_tool(cfg, name) && in_task_tools(cfg, name)
+}
+
+/// Whether `name`'s bit ([`name_bit`]) is a task tool's: `false` tells
+/// that `name` is none.
+#[inline(always)]
+fn may_be_task_tool(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    cfg.task_tool_bits & name_bit(name) != 0
+}
+
+#[inline(never)]
+fn in_task_tools(cfg: &ValidConfig<'_>, name: &str) -> bool {
+    cfg.config.injection.task_tool_names.contains(name)
+}
+
+/// A bit for `name` from its length and first byte: names with different
+/// bits differ.
+#[inline(always)]
+pub(crate) fn name_bit(name: &str) -> u64 {
+    let first = name.as_bytes().first().copied().unwrap_or(0);
+    1 << (name.len().wrapping_mul(7).wrapping_add(usize::from(first)) % 64)
 }
 
 /// The text of `block` when it is a hint of ours (its source is the
@@ -330,30 +364,62 @@ pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
 fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
+    let (time, aware) = scan_marks(cfg, conv, step);
+    let newest_time = time.and_then(|(m, b)| Some((conv.newest(m)?, b)));
+    if let Some(text) = newest_time.as_ref().and_then(|(msg, b)| msg.block(*b)).and_then(|block| our_hint(cfg, block)) {
+        on_time_hint(TimeHint::Text(text));
+    }
+    aware
+}
+
+/// The scan's loop: where the newest hint of ours that records a time is
+/// (its message, counted from the newest, and its block), and whether the
+/// agent is aware of its tasks. The hint is handed to the time rule after
+/// the loop, so that the loop keeps its few values in registers.
+#[inline(never)]
+fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>) -> (Option<(usize, usize)>, bool) {
     let mut aware = !step.tasks.has_uncompleted();
-    let mut time_settled = false;
     let mut index = 0;
     while let Some(msg) = conv.newest(index) {
         index += 1;
-        if time_settled && aware {
-            break;
-        }
         if !scanned(cfg, &msg, step.agent_name) {
             continue;
         }
-        for b in (0..msg.block_count()).rev() {
-            let Some(block) = msg.block(b) else { continue };
-            let m = marks(cfg, block);
-            if !time_settled {
-                if let Some(text) = m.time {
-                    on_time_hint(TimeHint::Text(text));
-                    time_settled = true;
-                }
-            }
-            aware |= m.tasks;
+        let (time, tasks) = message_marks(cfg, &msg);
+        aware |= tasks;
+        if let Some(b) = time {
+            // The time is settled: only the tasks may remain.
+            let aware =
+                aware || (index..).map_while(|i| conv.newest(i)).any(|m| scanned(cfg, &m, step.agent_name) && message_marks(cfg, &m).1);
+            return (Some((index - 1, b)), aware);
         }
     }
-    aware
+    (None, aware)
+}
+
+/// What the blocks of a scanned message tell the scan: the index of the
+/// newest hint of ours that records a time, and whether any tells of the
+/// tasks. A block with nothing to note (most are) costs a test of its kind.
+/// Inlined into both of the scan's loops on a 64-bit host, where the scan's
+/// speed is measured against the reference's; one copy on a device, where
+/// flash counts more.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
+    let (mut time, mut tasks) = (None, false);
+    for b in (0..msg.block_count()).rev() {
+        let Some(block) = msg.block(b) else { continue };
+        let m = marks(cfg, block);
+        if !(m.time || m.tasks) {
+            // Most blocks: nothing to note.
+            continue;
+        }
+        tasks |= m.tasks;
+        if m.time && time.is_none() {
+            time = Some(b);
+        }
+    }
+    (time, tasks)
 }
 
 /// What the newest hint holding each watched field's tag told of it, by
@@ -1163,6 +1229,56 @@ mod tests {
         let engine = engine(3);
         let d = decide_on(&engine, &[own(&later)], &tasks, at(NOW));
         assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+    }
+
+    #[test]
+    fn a_tool_name_whose_bit_is_no_task_tool_s_is_told_without_a_compare() {
+        let cfg = *engine(3).config();
+        for name in crate::config::DEFAULT_TASK_TOOL_NAMES {
+            assert!(may_be_task_tool(&cfg, name) && is_task_tool(&cfg, name), "{name}");
+        }
+        // Other lengths or first bytes: rejected by the bit alone.
+        for name in ["Bash", "Move", "ReadSensor", "", "TaskLists"] {
+            assert!(!may_be_task_tool(&cfg, name), "{name}");
+        }
+        // A task tool's length and first byte: compared, and no task tool.
+        assert!(may_be_task_tool(&cfg, "TaskLisx") && !is_task_tool(&cfg, "TaskLisx"));
+        let pending = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, ..step() };
+        let near = [call("c", "TaskLisx", "{}")];
+        assert_eq!(decide_on(&engine(3), &[own(&near)], &pending, None).tasks, Some(pending.tasks));
+        // The bits follow the configured names, an empty one too.
+        let names: &'static [&'static str] = &["", "Plan"];
+        let custom = with_injection(|i| i.task_tool_names = crate::StrList::Slice(names));
+        assert!(is_task_tool(custom.config(), "") && is_task_tool(custom.config(), "Plan"));
+        assert!(!is_task_tool(custom.config(), "TaskList") && !may_be_task_tool(custom.config(), "TaskList"));
+    }
+
+    #[test]
+    fn the_newest_time_hint_is_read_however_its_message_ends_and_older_messages_still_tell_the_tasks() {
+        let engine = engine(3);
+        let pending = Step { tasks: TaskCounts { pending: 2, in_progress: 0 }, ..step() };
+        let time = hint("<current-time>2026-07-22T02:20:00</current-time>");
+        let list = call("c", "TaskList", "{}");
+        let bash = call("d", "Bash", "{}");
+        // A task call, then other blocks, after the time hint in its message.
+        let d = decide_on(&engine, &[own(&[time, list, bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        let d = decide_on(&engine, &[own(&[bash, time, bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, Some(pending.tasks)));
+        // Once the time is found, older messages are read for the tasks only:
+        // an assistant's task call counts, a user's does not.
+        let user_list = [list];
+        let user = SliceMessage { role: Role::User, name: AGENT, blocks: &user_list };
+        let d = decide_on(&engine, &[own(&[list]), own(&[bash]), own(&[time])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, None));
+        let d = decide_on(&engine, &[user, own(&[bash]), own(&[time]), own(&[bash])], &pending, at(NOW));
+        assert_eq!((d.time, d.tasks), (TimeDecision::NotDue, Some(pending.tasks)));
+        // An older time hint is not read once a newer one is found.
+        let stale = hint("<current-time>2026-07-20T00:00:00</current-time>");
+        let d = decide_on(&engine, &[own(&[stale]), own(&[bash]), own(&[time])], &pending, at(NOW));
+        assert_eq!(d.time, TimeDecision::NotDue);
+        let d = decide_on(&engine, &[own(&[time]), own(&[stale])], &pending, at(NOW));
+        assert_eq!(d.time, TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)));
     }
 
     #[test]

@@ -31,12 +31,22 @@ pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// The first position of `byte` in `hay`, eight bytes at a time (a portable
 /// `memchr`: the core has no dependency that provides one, and no `unsafe`).
+#[inline]
 pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let pattern = ONES * u64::from(byte);
-    let mut chunks = hay.chunks_exact(8);
     let mut base = 0;
+    if cfg!(target_pointer_width = "64") {
+        // A 64-bit host has vector compares: each 32 bytes are tested with
+        // two of them, and the words are read from the first 32 that hold
+        // the byte (a full scan reads every hint of ours this way). A
+        // 32-bit device has none: it goes word by word below.
+        let mut chunks = hay.chunks_exact(32);
+        let all = chunks.len();
+        base = 32 * chunks.position(|chunk| holds(chunk, byte)).unwrap_or(all);
+    }
+    let mut chunks = hay.get(base..).unwrap_or(&[]).chunks_exact(8);
     for chunk in &mut chunks {
         if let Ok(word) = <[u8; 8]>::try_from(chunk) {
             let x = u64::from_le_bytes(word) ^ pattern;
@@ -50,6 +60,13 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
         base += 8;
     }
     chunks.remainder().iter().position(|&b| b == byte).map(|p| base + p)
+}
+
+/// Whether `chunk` holds `byte`: every byte compared, with no early exit,
+/// so that the compiler makes a few vector compares of it.
+#[inline(always)]
+fn holds(chunk: &[u8], byte: u8) -> bool {
+    chunk.iter().fold(false, |hit, &b| hit | (b == byte))
 }
 
 /// `n` in decimal, written at the end of `buf` (`u64::MAX` has 20 digits):
@@ -148,6 +165,7 @@ impl<'a> Joined<'a> {
 
     /// `(a in text, b in text)` for two needles that start with `<`, in one
     /// pass over the text's `<` when it is in one part.
+    #[inline]
     pub fn contains_tags(&self, a: &str, b: &str) -> (bool, bool) {
         let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
             return (self.contains(a), self.contains(b));
@@ -506,7 +524,8 @@ mod tests {
                 assert_eq!(Joined::new(&[hay]).find(needle, from), want, "{needle:?} from {from}");
             }
         }
-        for len in 0..40 {
+        // Across 32-byte chunks, and in the last bytes after them.
+        for len in 0..100 {
             let mut bytes = std::vec![b'.'; len];
             for at in 0..len {
                 bytes[at] = b'<';
@@ -515,6 +534,19 @@ mod tests {
                 assert_eq!(find_byte(b'<', &bytes), None);
                 bytes[at] = b'.';
             }
+        }
+    }
+
+    #[test]
+    fn a_chunk_holds_a_byte_only_where_it_is() {
+        let mut chunk = [b'.'; 32];
+        assert!(!holds(&chunk, b'<') && !holds(&[], b'<'));
+        for at in 0..32 {
+            chunk[at] = b'<';
+            assert!(holds(&chunk, b'<'), "{at}");
+            chunk[31 - at] = b'<';
+            assert!(holds(&chunk, b'<'), "{at}");
+            chunk = [b'.'; 32];
         }
     }
 

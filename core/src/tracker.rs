@@ -200,7 +200,7 @@ impl<'a> Tracker<'a> {
             let marks = rules::marks(cfg, b);
             // Read once here, not at every decision: the hint does not
             // change, and what it records does not depend on the clock.
-            if let Some(text) = marks.time {
+            if let Some(text) = rules::our_hint(cfg, b).filter(|_| marks.time) {
                 self.time_hint = Some(At { message, reading: rules::read_time_hint(cfg, text) });
             }
             if marks.tasks {
