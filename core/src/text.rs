@@ -170,7 +170,7 @@ impl<'a> Joined<'a> {
     /// The first newline at or after `from`, before `to`.
     fn newline_between(&self, from: usize, to: usize) -> bool {
         if let [part] = self.parts {
-            return part.as_bytes().get(from..to).is_some_and(|s| s.contains(&b'\n'));
+            return part.as_bytes().get(from..to).is_some_and(|s| find_byte(b'\n', s).is_some());
         }
         (from..to).any(|i| self.byte_at(i) == Some(b'\n'))
     }

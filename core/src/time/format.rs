@@ -120,6 +120,12 @@ pub(super) fn strptime_expansion(c: char) -> Option<&'static str> {
     })
 }
 
+/// Whether `c` is one of the ASCII letters of `set`: a byte loop, where
+/// `str::contains(char)` would link core's searcher (flash on a device).
+fn is_one_of(set: &str, c: char) -> bool {
+    set.bytes().any(|b| u32::from(b) == c as u32)
+}
+
 /// A set of ASCII directive letters.
 #[derive(Clone, Copy, Default)]
 struct Letters(u128);
@@ -148,7 +154,7 @@ impl Letters {
 /// %h %H %I %j %k %l %m %M %n %p %P %r %R %S %t %T %u %U %V %w %W %x %X %y
 /// %Y %z %Z %%` and any literal text.
 pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
-    if fmt.contains('\0') {
+    if fmt.bytes().any(|b| b == 0) {
         return Err(TimeFormatError::Nul);
     }
     // Formatting side: every directive supported; which fields it shows.
@@ -159,7 +165,7 @@ pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
             continue;
         }
         let d = chars.next().ok_or(TimeFormatError::TrailingPercent)?;
-        if !STRFTIME_DIRECTIVES.contains(d) {
+        if !is_one_of(STRFTIME_DIRECTIVES, d) {
             return Err(TimeFormatError::UnsupportedDirective(d));
         }
         match strftime_expansion(d) {
@@ -193,7 +199,7 @@ pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
         }
         // A lone trailing '%' is an IndexError, turned into ValueError.
         let Some(d) = chars.next() else { return ParseBack::Never };
-        if !STRPTIME_DIRECTIVES.contains(d) {
+        if !is_one_of(STRPTIME_DIRECTIVES, d) {
             return ParseBack::Never;
         }
         match strptime_expansion(d) {

@@ -88,8 +88,14 @@ fn lookup(name: &str) -> Lookup {
     // A NUL byte (`open` raises ValueError), or an empty component or a
     // leading `/` (`os.path.normpath` must keep the key as it is). `.` and
     // `..` are refused below: the package part splits on dots too, and no
-    // package has an empty name.
-    if name.contains('\0') || name.split('/').any(str::is_empty) {
+    // package has an empty name. Bytes, not `split`/`contains`: core's
+    // searchers cost flash on a device.
+    let b = name.as_bytes();
+    if b.first().is_none_or(|&c| c == b'/')
+        || b.last() == Some(&b'/')
+        || b.windows(2).any(|w| w == b"//")
+        || crate::text::find_byte(0, b).is_some()
+    {
         return Lookup::NotFound;
     }
     let (pkg, last) = match name.rfind('/') {
