@@ -867,7 +867,12 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     });
     let tasks = untold_tasks(step, aware);
     let tool_error = tool_error();
-    let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
+    // No field, no reading, and an unavailable reading never fires: with no
+    // live fields (`&()`) the watch rule is not even linked. `len`, as
+    // `watch::reading` counts the fields.
+    #[allow(clippy::len_zero)]
+    let no_fields = readings.len() == 0;
+    let watch = if no_fields || cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
     Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
 }
 
@@ -1546,6 +1551,27 @@ mod tests {
         // Without readings no watch fires.
         assert!(engine.decide(&conv, &step(), None).watch.is_empty());
         scanned.watch.contains(0)
+    }
+
+    /// With no watch, or no live field to read, the watch rule does not run:
+    /// what was told is not even looked up.
+    #[test]
+    fn no_watch_or_no_field_skips_the_watch_rule() {
+        let watching = watching(false, change(2));
+        let fields = crate::ExtraFields::Slice(&[("temperature", "30")]);
+        for (engine, live, fires) in [
+            (&watching, &fields as &dyn LiveFields, true),
+            (&watching, &() as &dyn LiveFields, false),
+            (&with_injection(|_| {}), &fields as &dyn LiveFields, false),
+        ] {
+            let mut asked = false;
+            let told = || {
+                asked = true;
+                [None; MAX_WATCHES]
+            };
+            let d = decide_with(engine.config(), &step(), None, live, |_| false, || None, told);
+            assert_eq!((d.watch.contains(0), asked), (fires, fires));
+        }
     }
 
     #[test]
