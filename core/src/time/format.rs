@@ -219,8 +219,12 @@ pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
     }
 }
 
-const WEEKDAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MONTHS: [&str; 12] =
+/// The C locale's day names, Monday first as Python's `calendar` lists
+/// them; one table for strftime and strptime (which matches them
+/// case-blind).
+pub(super) const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+/// The C locale's month names, shared as [`WEEKDAYS`] is.
+pub(super) const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
 /// The fields of one wall-clock instant, for formatting.
@@ -258,7 +262,7 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
     };
     let wday_sun = || date.weekday().num_days_from_sunday();
     let wday_mon = || date.weekday().num_days_from_monday();
-    let weekday_name = || WEEKDAYS.get(wday_sun() as usize).copied().unwrap_or("");
+    let weekday_name = || WEEKDAYS.get(wday_mon() as usize).copied().unwrap_or("");
     let month_name = || MONTHS.get(date.month0() as usize).copied().unwrap_or("");
     match d {
         b'a' => w.push(three(weekday_name()).as_bytes()),
