@@ -576,7 +576,12 @@ fn exact_decimal(text: &str) -> Option<f64> {
             let scaled = digits.checked_mul(10u64.checked_pow(u32::try_from(e - 22).ok()?)?)?;
             (scaled <= EXACT).then_some(scaled as f64 * 1e22)
         }
-        Err(_) => POW10.get(usize::try_from(exp10.checked_neg()?).ok()?).map(|p| digits as f64 / p),
+        // `digits / 10**k`, correctly rounded as one IEEE division of the
+        // two exact doubles is: by 5**k, then 2**-k, in integers.
+        Err(_) => {
+            let k = u32::try_from(exp10.checked_neg()?).ok().filter(|k| *k < POW10.len() as u32)?;
+            Some(crate::quotient::to_f64(crate::quotient::div_round(digits, -(k as i32), 5u64.pow(k))))
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! `timedelta(microseconds=d).total_seconds() / 3600`, the time rule's
-//! elapsed hours, with integers only: two correctly rounded divisions, as
-//! Python does them in floats, without the soft-float division and the
-//! 128-bit conversion a device without a double FPU would link for it
-//! (about 2 KB of flash on a Cortex-M4).
+//! elapsed hours, with integers only: two correctly rounded divisions
+//! ([`crate::quotient`]), as Python does them in floats, without the
+//! soft-float division and the 128-bit conversion a device without a double
+//! FPU would link for it (about 2 KB of flash on a Cortex-M4).
+
+use crate::quotient::{div_round, to_f64};
 
 /// Python's `timedelta(microseconds=micros).total_seconds() / 3600`: the
 /// correctly rounded `micros / 10**6` (an int/int true division), then a
@@ -12,39 +14,10 @@ pub(crate) fn elapsed_hours(micros: u64) -> f64 {
         return 0.0;
     }
     // 10**6 = 2**6 * 15625 and 3600 = 2**4 * 225: scaling by a power of
-    // two is exact, so only the odd factors divide.
+    // two is exact, so only the odd factors divide. Every result is a
+    // normal double (1 microsecond is 2.8e-10 hours, 2**64 about 5.1e9).
     let (seconds, exp) = div_round(micros, -6, 15_625);
-    let (hours, exp) = div_round(seconds, exp - 4, 225);
-    // `hours` is 2**52..=2**53: the fraction's carry into the exponent
-    // field, when it is 2**53, is the exact value. Every result here is a
-    // normal number (1 microsecond is 2.8e-10 hours, 2**64 about 5.1e9).
-    f64::from_bits((((exp + 1075) as u64) << 52) + hours - (1 << 52))
-}
-
-/// `n * 2**exp / k` rounded to 53 bits, half to even, as `(m, e)` with `m`
-/// in `2**52..=2**53` and the value `m * 2**e`; `n > 0`, `k` in
-/// `2**7..2**14` (225 and 15625).
-fn div_round(n: u64, exp: i32, k: u64) -> (u64, i32) {
-    // `n << s` is 2**69..2**70: over `k`, a quotient of 56 to 63 bits, two
-    // or more to round by, in a u64. Shifted in steps of at most 32 bits,
-    // so that the remainder shifted stays in a u64 too.
-    let s = 6 + n.leading_zeros();
-    let (mut q, mut r) = (n / k, n % k);
-    let mut left = s;
-    while left > 0 {
-        let step = left.min(32);
-        let cur = r << step;
-        // `r < k`: the new digits fit below the shifted quotient.
-        q = (q << step) | (cur / k);
-        r = cur % k;
-        left -= step;
-    }
-    let shift = 64 - 53 - q.leading_zeros();
-    let mant = q >> shift;
-    let rest = q & ((1 << shift) - 1);
-    let half = 1 << (shift - 1);
-    let up = rest > half || (rest == half && (r != 0 || mant & 1 == 1));
-    (mant + u64::from(up), exp - s as i32 + shift as i32)
+    to_f64(div_round(seconds, exp - 4, 225))
 }
 
 /// `timedelta.total_seconds()` in floats, as the time rule computed it
@@ -116,20 +89,6 @@ mod tests {
         assert_eq!(elapsed_hours(hour), 1.0);
         assert_eq!(elapsed_hours(hour / 4), 0.25);
         assert_eq!(elapsed_hours(0).to_bits(), 0.0f64.to_bits());
-    }
-
-    /// Ties: `n / k` exactly halfway between two doubles rounds to the even
-    /// one, in both directions; just off halfway, to the nearer one.
-    #[test]
-    fn halfway_quotients_round_to_even() {
-        let k = 225;
-        for (n, want) in [((1u64 << 53) + 1, (1 << 52, 1)), ((1 << 53) + 3, ((1 << 52) + 2, 1)), (3, (3 << 51, -51))] {
-            assert_eq!(div_round(n * k, 0, k), want, "{n}");
-            assert_eq!(div_round(n * k, 7, k), (want.0, want.1 + 7), "{n}");
-        }
-        // Just above and below the tie at 2**53 + 1.
-        assert_eq!(div_round(((1 << 53) + 1) * k + 1, 0, k), ((1 << 52) + 1, 1));
-        assert_eq!(div_round(((1 << 53) + 1) * k - 1, 0, k), (1 << 52, 1));
     }
 
     proptest::proptest! {
