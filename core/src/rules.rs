@@ -652,8 +652,8 @@ fn int_gt_float(i: i64, f: f64) -> bool {
     }
     // In range, `as` truncates toward zero; step down to the floor for a
     // negative non-integer. Then `i > f` exactly when `i > floor(f)`.
-    let t = f as i64;
-    let floor = if f < 0.0 && (t as f64) != f { t - 1 } else { t };
+    let (t, fraction) = crate::ieee::trunc(f);
+    let floor = if f < 0.0 && fraction { t - 1 } else { t };
     i > floor
 }
 
@@ -662,10 +662,12 @@ pub(crate) fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<C
         return None;
     }
     let ctx = &cfg.config.context;
-    let size = step.context_size as f64;
+    // In floats as Python computes them, rounded as the FPU would
+    // (`ieee`: no soft-float arithmetic linked on a device).
+    let size = crate::ieee::from_i64(step.context_size);
     // Python's int() truncates toward zero, as `as` does (saturating).
-    let trigger_tokens = (ctx.trigger_ratio * size) as i64;
-    let threshold = (ctx.trigger_ratio - cfg.buffer_ratio) * size;
+    let trigger_tokens = crate::ieee::trunc(crate::ieee::mul(ctx.trigger_ratio, size)).0;
+    let threshold = crate::ieee::mul(crate::ieee::sub(ctx.trigger_ratio, cfg.buffer_ratio), size);
     int_gt_float(step.input_tokens, threshold).then_some(ContextLength {
         input_tokens: step.input_tokens,
         trigger_tokens,

@@ -1,23 +1,20 @@
 //! `timedelta(microseconds=d).total_seconds() / 3600`, the time rule's
 //! elapsed hours, with integers only: two correctly rounded divisions
-//! ([`crate::quotient`]), as Python does them in floats, without the
+//! ([`crate::ieee`]), as Python does them in floats, without the
 //! soft-float division and the 128-bit conversion a device without a double
 //! FPU would link for it (about 2 KB of flash on a Cortex-M4).
 
-use crate::quotient::{div_round, to_f64};
+use crate::ieee::{div, parts};
 
 /// Python's `timedelta(microseconds=micros).total_seconds() / 3600`: the
 /// correctly rounded `micros / 10**6` (an int/int true division), then a
 /// correctly rounded float division by 3600.
 pub(crate) fn elapsed_hours(micros: u64) -> f64 {
-    if micros == 0 {
-        return 0.0;
-    }
     // 10**6 = 2**6 * 15625 and 3600 = 2**4 * 225: scaling by a power of
     // two is exact, so only the odd factors divide. Every result is a
-    // normal double (1 microsecond is 2.8e-10 hours, 2**64 about 5.1e9).
-    let (seconds, exp) = div_round(micros, -6, 15_625);
-    to_f64(div_round(seconds, exp - 4, 225))
+    // normal double or zero (1 microsecond is 2.8e-10 hours).
+    let (seconds, exp) = parts(div(micros, -6, 15_625));
+    div(seconds, exp - 4, 225)
 }
 
 /// `timedelta.total_seconds()` in floats, as the time rule computed it
