@@ -18,7 +18,7 @@ impl Exact {
         let bits = f.to_bits();
         let field = ((bits >> 52) & 0x7ff) as i32;
         let fraction = bits & ((1 << 52) - 1);
-        let (m, e) = if field == 0 { (fraction, -1074) } else { (fraction | 1 << 52, field - 1075) };
+        let (m, e) = if field == 0 { (fraction, -1074) } else { ((1 << 52) + fraction, field - 1075) };
         Exact { neg: bits >> 63 == 1, m, e }
     }
 }
@@ -56,7 +56,7 @@ fn round(neg: bool, m: u128, e: i32, sticky: bool) -> f64 {
     };
     // A normal number's implicit bit adds one to the exponent field, and a
     // carry to 2**53 (or to 2**52 from a subnormal) is the exact value.
-    f64::from_bits(sign | ((((last + 1074) as u64) << 52) + q))
+    f64::from_bits(sign + (((last + 1074) as u64) << 52) + q)
 }
 
 /// `a * b`, as one IEEE multiplication rounds it (finite operands).
