@@ -71,25 +71,23 @@ pub(crate) fn sub(a: f64, b: f64) -> f64 {
     b.neg = !b.neg;
     let (x, y) = if a.e >= b.e { (a, b) } else { (b, a) };
     let gap = (x.e - y.e) as u32;
-    // Aligned exactly when `x` shifted fits; further apart, `x` is a normal
-    // number of 117 bits or more here and only the top of `y` counts, the
-    // rest of it a sticky fraction.
-    let (xm, ym, e, sticky) = match gap.checked_sub(64) {
-        None | Some(0) => (u128::from(x.m) << gap, u128::from(y.m), y.e, false),
-        Some(drop) => {
-            let kept = y.m.checked_shr(drop).unwrap_or(0);
-            (u128::from(x.m) << 64, u128::from(kept), x.e - 64, kept.checked_shl(drop).unwrap_or(0) != y.m)
-        }
-    };
+    // 55 bits or more apart, `x` is a normal double (`y` has the smaller
+    // exponent) and `y` is below a quarter of its last bit: under half of
+    // the step down from `x` even at a power of two, so the result is `x`.
+    // At 54 bits apart it may not be: 1 - (2**-54 + 2**-106).
+    if gap > 54 {
+        return round(x.neg, u128::from(x.m), x.e, false);
+    }
+    // Aligned exactly: at most 53 + 54 bits.
+    let (xm, ym) = (u128::from(x.m) << gap, u128::from(y.m));
     if x.neg == y.neg {
-        return round(x.neg, xm + ym, e, sticky);
+        return round(x.neg, xm + ym, y.e, false);
     }
     match xm.cmp(&ym) {
         // `x - x` is +0.
         core::cmp::Ordering::Equal => 0.0,
-        // Borrow the sticky fraction from the integer part.
-        core::cmp::Ordering::Greater => round(x.neg, xm - ym - u128::from(sticky), e, sticky),
-        core::cmp::Ordering::Less => round(y.neg, ym - xm, e, false),
+        core::cmp::Ordering::Greater => round(x.neg, xm - ym, y.e, false),
+        core::cmp::Ordering::Less => round(y.neg, ym - xm, y.e, false),
     }
 }
 
@@ -131,7 +129,7 @@ pub(crate) fn div(n: u64, exp: i32, k: u64) -> f64 {
     let (mut q, mut r) = (0u64, 0u64);
     for i in (0..bits(n) + s).rev() {
         let bit = i.checked_sub(s).map_or(0, |j| (n >> j) & 1);
-        r = (r << 1) | bit;
+        r = (r << 1) + bit;
         q <<= 1;
         if r >= k {
             r -= k;
@@ -221,6 +219,12 @@ mod tests {
             assert_eq!(trunc(f).0, want, "{f:e}");
         }
         assert_eq!(trunc(-0.5), (0, true));
+        // 54 bits apart the smaller one still moves the result, 55 apart not.
+        let (below_one, quarter) = (1.0 - f64::EPSILON / 2.0, f64::EPSILON / 4.0);
+        assert_eq!(sub(1.0, quarter * (1.0 + f64::EPSILON)), below_one);
+        assert_eq!(sub(1.0, quarter), 1.0);
+        assert_eq!(sub(1.0, quarter / 2.0 * (2.0 - f64::EPSILON)), 1.0);
+        assert_eq!(sub(-1.0, -quarter * (1.0 + f64::EPSILON)), -below_one);
         assert_eq!(trunc(4.0), (4, false));
         for k in 0..=22 {
             let pow: f64 = std::format!("1e{k}").parse().unwrap();
