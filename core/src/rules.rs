@@ -653,7 +653,7 @@ fn int_gt_float(i: i64, f: f64) -> bool {
     // In range, `as` truncates toward zero; step down to the floor for a
     // negative non-integer. Then `i > f` exactly when `i > floor(f)`.
     let (t, fraction) = crate::ieee::trunc(f);
-    let floor = if f < 0.0 && fraction { t - 1 } else { t };
+    let floor = if fraction && f.is_sign_negative() { t - 1 } else { t };
     i > floor
 }
 
