@@ -102,7 +102,7 @@ const LOWER_PACKED: [[u16; 3]; 182] = {
 
 /// The first code point of a packed run.
 fn run_first(run: &[u16; 3]) -> u32 {
-    u32::from(run[0]) | (u32::from(run[1]) & 1) << 16
+    u32::from(run[0]) + ((u32::from(run[1]) & 1) << 16)
 }
 
 /// `_sre.unicode_tolower`.
