@@ -661,7 +661,7 @@ impl<'a> Config<'a> {
         if inj.tool_retries_limit < 3 {
             return Err(ConfigError::ToolRetriesLimitBelow3(inj.tool_retries_limit));
         }
-        let Some(state_start) = inj.template.find(RUNTIME_STATE_PLACEHOLDER) else {
+        let Some(state_start) = crate::text::find_bytes(inj.template.as_bytes(), RUNTIME_STATE_PLACEHOLDER.as_bytes()) else {
             return Err(ConfigError::TemplateWithoutPlaceholder);
         };
         if inj.strict {
@@ -698,7 +698,7 @@ impl<'a> Config<'a> {
             return Err(ConfigError::BufferNotBelowTrigger { buffer, trigger: t, field: buffer_field });
         }
         // The tag regex cannot cross a newline: such a format never reads back.
-        let format_parseable = info.parseable() && !inj.time_format.contains('\n');
+        let format_parseable = info.parseable() && !inj.time_format.bytes().any(|b| b == b'\n');
         let time_rule = crate::rules::TimeRule::new(zone, inj.time_interval);
         let mut valid = ValidConfig {
             config: self,

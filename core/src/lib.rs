@@ -53,6 +53,7 @@ mod load;
 #[doc(hidden)]
 pub mod phases;
 // Starts CPython: a test helper, kept out of the no_std sources.
+mod ieee;
 #[cfg(test)]
 #[path = "../tests/support/reference.rs"]
 mod reference;

@@ -532,8 +532,8 @@ fn exact_f64(text: &str) -> Option<f64> {
 
 #[cfg_attr(feature = "python-floats", allow(dead_code))]
 fn exact_decimal(text: &str) -> Option<f64> {
-    const POW10: [f64; 23] =
-        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+    // Powers of ten up to 10**22 are exact doubles.
+    const MAX_POW10: u32 = 22;
     const EXACT: u64 = 1 << 53;
     let (mantissa, exponent) = match text.find(['e', 'E']) {
         Some(i) => (text.get(..i)?, text.get(i + 1..)?),
@@ -569,14 +569,20 @@ fn exact_decimal(text: &str) -> Option<f64> {
     if digits > EXACT {
         return None;
     }
-    match usize::try_from(exp10) {
-        Ok(e) if e < POW10.len() => Some(digits as f64 * POW10[e]),
+    // One IEEE multiplication or division of two exact doubles, rounded
+    // as the FPU rounds it, in integers (`ieee`).
+    match u32::try_from(exp10) {
+        Ok(e) if e <= MAX_POW10 => Some(crate::ieee::times_pow10(digits, e)),
         // 123e25 = 123000e22: still exact when the digits stay below 2^53.
         Ok(e) => {
-            let scaled = digits.checked_mul(10u64.checked_pow(u32::try_from(e - 22).ok()?)?)?;
-            (scaled <= EXACT).then_some(scaled as f64 * 1e22)
+            let scaled = digits.checked_mul(10u64.checked_pow(e - MAX_POW10)?)?;
+            (scaled <= EXACT).then(|| crate::ieee::times_pow10(scaled, MAX_POW10))
         }
-        Err(_) => POW10.get(usize::try_from(exp10.checked_neg()?).ok()?).map(|p| digits as f64 / p),
+        // `digits / 10**k`: by 5**k, then 2**-k.
+        Err(_) => {
+            let k = u32::try_from(exp10.checked_neg()?).ok().filter(|k| *k <= MAX_POW10)?;
+            Some(crate::ieee::div(digits, -(k as i32), 5u64.pow(k)))
+        }
     }
 }
 

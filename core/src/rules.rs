@@ -609,8 +609,8 @@ pub(crate) struct TimeRule {
 }
 
 /// Elapsed microseconds up to which [`TimeRule::not_due_up_to`] answers
-/// (beyond, `total_seconds` splits off whole seconds: see
-/// [`python_total_seconds`]).
+/// (beyond, the elapsed hours are worked out at each decision:
+/// [`time::elapsed_hours`]).
 const EXACT_MICROS: i64 = 1 << 53;
 
 /// `now` values (Unix microseconds) whose year is within Python's 1..=9999
@@ -620,7 +620,7 @@ const SAFE_NOW: core::ops::Range<i64> = (-62_135_596_800 + 86_400) * 1_000_000..
 
 impl TimeRule {
     pub(crate) fn new(zone: Zone, interval: f64) -> Self {
-        let not_due = |d: i64| python_total_seconds(i128::from(d)) / 3600.0 <= interval;
+        let not_due = |d: i64| time::elapsed_hours(d.unsigned_abs()) <= interval;
         // Dividing by positive constants with correct rounding is monotone:
         // the elapsed times that are not due form a prefix of [0, 2**53].
         let (mut lo, mut hi) = (0, EXACT_MICROS);
@@ -645,8 +645,8 @@ impl TimeRule {
         if let Some(elapsed) = now.checked_sub(then).filter(|d| (0..=EXACT_MICROS).contains(d)) {
             return elapsed <= self.not_due_up_to;
         }
-        let hours = python_total_seconds(i128::from(now) - i128::from(then)) / 3600.0;
-        0.0 <= hours && hours <= interval
+        // A negative elapsed time is never within `0 <= hours`.
+        now >= then && time::elapsed_hours(now.abs_diff(then)) <= interval
     }
 }
 
@@ -707,21 +707,6 @@ fn resolve(name: &str) -> Zone {
     time::resolve_zone(name).unwrap_or(Zone::Utc)
 }
 
-/// `timedelta.total_seconds()`: microseconds / 10**6 as a correctly rounded
-/// int/int true division.
-fn python_total_seconds(micros: i128) -> f64 {
-    const EXACT: i128 = 1 << 53;
-    if (-EXACT..=EXACT).contains(&micros) {
-        // Both operands exact: one IEEE division is correctly rounded.
-        return micros as f64 / 1e6;
-    }
-    // Beyond 2**53 microseconds (about 285 years) split off whole seconds,
-    // which are exact, and round once.
-    let secs = micros / 1_000_000;
-    let rem = micros % 1_000_000;
-    secs as f64 + rem as f64 / 1e6
-}
-
 /// Python's `int > float`, exactly (no conversion of the int to float).
 fn int_gt_float(i: i64, f: f64) -> bool {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
@@ -733,8 +718,8 @@ fn int_gt_float(i: i64, f: f64) -> bool {
     }
     // In range, `as` truncates toward zero; step down to the floor for a
     // negative non-integer. Then `i > f` exactly when `i > floor(f)`.
-    let t = f as i64;
-    let floor = if f < 0.0 && (t as f64) != f { t - 1 } else { t };
+    let (t, fraction) = crate::ieee::trunc(f);
+    let floor = if fraction && f.is_sign_negative() { t - 1 } else { t };
     i > floor
 }
 
@@ -743,10 +728,12 @@ pub(crate) fn context_length(cfg: &ValidConfig<'_>, step: &Step<'_>) -> Option<C
         return None;
     }
     let ctx = &cfg.config.context;
-    let size = step.context_size as f64;
+    // In floats as Python computes them, rounded as the FPU would
+    // (`ieee`: no soft-float arithmetic linked on a device).
+    let size = crate::ieee::from_i64(step.context_size);
     // Python's int() truncates toward zero, as `as` does (saturating).
-    let trigger_tokens = (ctx.trigger_ratio * size) as i64;
-    let threshold = (ctx.trigger_ratio - cfg.buffer_ratio) * size;
+    let trigger_tokens = crate::ieee::trunc(crate::ieee::mul(ctx.trigger_ratio, size)).0;
+    let threshold = crate::ieee::mul(crate::ieee::sub(ctx.trigger_ratio, cfg.buffer_ratio), size);
     int_gt_float(step.input_tokens, threshold).then_some(ContextLength {
         input_tokens: step.input_tokens,
         trigger_tokens,
@@ -933,7 +920,12 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     });
     let tasks = untold_tasks(step, aware);
     let tool_error = tool_error();
-    let watch = if cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
+    // No field, no reading, and an unavailable reading never fires: with no
+    // live fields (`&()`) the watch rule is not even linked. `len`, as
+    // `watch::reading` counts the fields.
+    #[allow(clippy::len_zero)]
+    let no_fields = readings.len() == 0;
+    let watch = if no_fields || cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
     Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
 }
 
@@ -1336,7 +1328,7 @@ mod tests {
     #[test]
     fn the_time_rule_s_integer_compare_is_python_s_float_compare() {
         let python = |elapsed: i128, interval: f64| {
-            let hours = python_total_seconds(elapsed) / 3600.0;
+            let hours = time::python_total_seconds(elapsed) / 3600.0;
             0.0 <= hours && hours <= interval
         };
         for interval in [0.0, 1e-12, 0.1, 0.25, 1.0 / 3.0, 0.5, 1.0, 7.3, 24.0, 1e6, 2.5e9, 1e300, f64::INFINITY] {
@@ -1429,16 +1421,6 @@ mod tests {
             (9_007_199_254_740_993, 9_007_199_254_740_992.0, true),
         ] {
             assert_eq!(int_gt_float(i, f), gt, "{i} > {f}");
-        }
-        for (micros, seconds) in [
-            (9_007_199_254_740_993, 9007199254.740993),
-            (-9_007_199_254_740_993, -9007199254.740993),
-            (123_456_789_012_345_678_901, 123456789012345.67),
-            (-123_456_789_012_345_678_901, -123456789012345.67),
-            (1_500_000, 1.5),
-            (-1, -0.000001),
-        ] {
-            assert_eq!(python_total_seconds(micros), seconds, "{micros}");
         }
     }
 
@@ -1662,6 +1644,27 @@ mod tests {
         // Without readings no watch fires.
         assert!(engine.decide(&conv, &step(), None).watch.is_empty());
         scanned.watch.contains(0)
+    }
+
+    /// With no watch, or no live field to read, the watch rule does not run:
+    /// what was told is not even looked up.
+    #[test]
+    fn no_watch_or_no_field_skips_the_watch_rule() {
+        let watching = watching(false, change(2));
+        let fields = crate::ExtraFields::Slice(&[("temperature", "30")]);
+        for (engine, live, fires) in [
+            (&watching, &fields as &dyn LiveFields, true),
+            (&watching, &() as &dyn LiveFields, false),
+            (&with_injection(|_| {}), &fields as &dyn LiveFields, false),
+        ] {
+            let mut asked = false;
+            let told = || {
+                asked = true;
+                [None; MAX_WATCHES]
+            };
+            let d = decide_with(engine.config(), &step(), None, live, |_| false, || None, told);
+            assert_eq!((d.watch.contains(0), asked), (fires, fires));
+        }
     }
 
     #[test]

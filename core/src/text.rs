@@ -4,8 +4,10 @@
 
 /// Python's `str.isspace()` for one char: Unicode White_Space plus the
 /// information separators U+001C..U+001F, which Rust's `is_whitespace` omits.
+/// Listed, not `char::is_whitespace`: its 256-byte table costs flash on a
+/// device, and the set has not changed since Unicode 6.3.
 pub fn py_is_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+    matches!(c, '\t'..='\r' | '\u{1c}'..=' ' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
 }
 
 /// Python's `str.strip()` with no argument.
@@ -188,7 +190,7 @@ impl<'a> Joined<'a> {
     /// The first newline at or after `from`, before `to`.
     fn newline_between(&self, from: usize, to: usize) -> bool {
         if let [part] = self.parts {
-            return part.as_bytes().get(from..to).is_some_and(|s| s.contains(&b'\n'));
+            return part.as_bytes().get(from..to).is_some_and(|s| find_byte(b'\n', s).is_some());
         }
         (from..to).any(|i| self.byte_at(i) == Some(b'\n'))
     }
@@ -408,6 +410,14 @@ impl<W: Bytes> core::fmt::Write for Replace<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The list is Rust's White_Space plus U+001C..U+001F, for every char.
+    #[test]
+    fn py_is_space_is_white_space_plus_the_separators() {
+        for c in (0..0x11_0000u32).filter_map(char::from_u32) {
+            assert_eq!(py_is_space(c), c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c), "{c:?}");
+        }
+    }
 
     #[test]
     fn numbers_are_padded_as_format_pads_them() {

@@ -120,6 +120,12 @@ pub(super) fn strptime_expansion(c: char) -> Option<&'static str> {
     })
 }
 
+/// Whether `c` is one of the ASCII letters of `set`: a byte loop, where
+/// `str::contains(char)` would link core's searcher (flash on a device).
+fn is_one_of(set: &str, c: char) -> bool {
+    set.bytes().any(|b| u32::from(b) == c as u32)
+}
+
 /// A set of ASCII directive letters.
 #[derive(Clone, Copy, Default)]
 struct Letters(u128);
@@ -148,7 +154,7 @@ impl Letters {
 /// %h %H %I %j %k %l %m %M %n %p %P %r %R %S %t %T %u %U %V %w %W %x %X %y
 /// %Y %z %Z %%` and any literal text.
 pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
-    if fmt.contains('\0') {
+    if fmt.bytes().any(|b| b == 0) {
         return Err(TimeFormatError::Nul);
     }
     // Formatting side: every directive supported; which fields it shows.
@@ -159,7 +165,7 @@ pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
             continue;
         }
         let d = chars.next().ok_or(TimeFormatError::TrailingPercent)?;
-        if !STRFTIME_DIRECTIVES.contains(d) {
+        if !is_one_of(STRFTIME_DIRECTIVES, d) {
             return Err(TimeFormatError::UnsupportedDirective(d));
         }
         match strftime_expansion(d) {
@@ -193,7 +199,7 @@ pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
         }
         // A lone trailing '%' is an IndexError, turned into ValueError.
         let Some(d) = chars.next() else { return ParseBack::Never };
-        if !STRPTIME_DIRECTIVES.contains(d) {
+        if !is_one_of(STRPTIME_DIRECTIVES, d) {
             return ParseBack::Never;
         }
         match strptime_expansion(d) {
@@ -213,8 +219,12 @@ pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
     }
 }
 
-const WEEKDAYS: [&str; 7] = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MONTHS: [&str; 12] =
+/// The C locale's day names, Monday first as Python's `calendar` lists
+/// them; one table for strftime and strptime (which matches them
+/// case-blind).
+pub(super) const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+/// The C locale's month names, shared as [`WEEKDAYS`] is.
+pub(super) const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
 /// The fields of one wall-clock instant, for formatting.
@@ -252,7 +262,7 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
     };
     let wday_sun = || date.weekday().num_days_from_sunday();
     let wday_mon = || date.weekday().num_days_from_monday();
-    let weekday_name = || WEEKDAYS.get(wday_sun() as usize).copied().unwrap_or("");
+    let weekday_name = || WEEKDAYS.get(wday_mon() as usize).copied().unwrap_or("");
     let month_name = || MONTHS.get(date.month0() as usize).copied().unwrap_or("");
     match d {
         b'a' => w.push(three(weekday_name()).as_bytes()),

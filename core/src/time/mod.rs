@@ -32,12 +32,16 @@
 //!   and `re`'s Unicode tables in `strptime::unicode`.
 
 mod format;
+mod hours;
 mod strptime;
 mod zone;
 
 #[cfg(any(test, feature = "wire"))]
 pub use self::format::format_time;
 pub use self::format::{check_format, push_time, ParseBack, TimeFormatError};
+pub(crate) use self::hours::elapsed_hours;
+#[cfg(test)]
+pub(crate) use self::hours::python_total_seconds;
 pub use self::strptime::parse_time;
 #[cfg(test)]
 pub use self::zone::zone_name_crashes_reference;

@@ -13,7 +13,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 
 use self::matcher::{next_node, regex_match, Captures, Cursor, Groups, Node, Pos};
 use self::unicode::digit_value;
-use super::format::{strptime_verdict, ParseBack};
+use super::format::{strptime_verdict, ParseBack, MONTHS, WEEKDAYS};
 use super::Recorded;
 
 /// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
@@ -137,8 +137,8 @@ impl Fields {
             'Y' => self.year = Some(int_of(g)?),
             'G' => self.iso_year = Some(int_of(g)?),
             'm' => self.month = int_of(g)?,
-            'B' => self.month = name_index(&MONTHS_LOWER, g)? as i64 + 1,
-            'b' => self.month = abbrev_index(&MONTHS_LOWER, g)? as i64 + 1,
+            'B' => self.month = name_index(&MONTHS, g)? as i64 + 1,
+            'b' => self.month = abbrev_index(&MONTHS, g)? as i64 + 1,
             'd' => self.day = int_of(g.trim_start_matches(' '))?,
             'H' => self.hour = int_of(g)?,
             'I' => self.hour = hour_of_12(int_of(g)?, ampm),
@@ -149,8 +149,8 @@ impl Fields {
                 let pad = 6u32.saturating_sub(g.len() as u32);
                 self.fraction = digits * 10i64.pow(pad);
             }
-            'A' => self.weekday = Some(name_index(&WEEKDAYS_LOWER, g)? as i64),
-            'a' => self.weekday = Some(abbrev_index(&WEEKDAYS_LOWER, g)? as i64),
+            'A' => self.weekday = Some(name_index(&WEEKDAYS, g)? as i64),
+            'a' => self.weekday = Some(abbrev_index(&WEEKDAYS, g)? as i64),
             'w' => {
                 self.weekday = Some(match int_of(g)? {
                     0 => 6,
@@ -392,10 +392,6 @@ fn name_index(list: &[&str], s: &str) -> Option<usize> {
     list.iter().position(|n| n.eq_ignore_ascii_case(s))
 }
 
-const WEEKDAYS_LOWER: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
-const MONTHS_LOWER: [&str; 12] =
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
-
 fn abbrev_index(list: &[&str], s: &str) -> Option<usize> {
     list.iter().position(|n| n.get(..3).is_some_and(|a| a.eq_ignore_ascii_case(s)) && s.len() == 3)
 }
@@ -587,7 +583,7 @@ sys.stdout.write("\n".join(out) + "\n")
             if rng.below(2) == 0 {
                 n.to_uppercase()
             } else {
-                String::from(n)
+                n.to_lowercase()
             }
         };
         let number = |rng: &mut SplitMix, lo: i64, hi: i64, width: usize| {
@@ -615,10 +611,10 @@ sys.stdout.write("\n".join(out) + "\n")
                 number(rng, 0, 10i64.pow(width as u32) - 1, width)
             }
             'p' => String::from(["AM", "pm", "Am", "PM"][rng.below(4) as usize]),
-            'b' => names(&MONTHS_LOWER, rng, false),
-            'B' => names(&MONTHS_LOWER, rng, true),
-            'a' => names(&WEEKDAYS_LOWER, rng, false),
-            'A' => names(&WEEKDAYS_LOWER, rng, true),
+            'b' => names(&MONTHS, rng, false),
+            'B' => names(&MONTHS, rng, true),
+            'a' => names(&WEEKDAYS, rng, false),
+            'A' => names(&WEEKDAYS, rng, true),
             _ => {
                 // 'z': every spelling `_strptime` takes, and near misses.
                 let sign = if rng.below(2) == 0 { '+' } else { '-' };

@@ -88,8 +88,11 @@ fn lookup(name: &str) -> Lookup {
     // A NUL byte (`open` raises ValueError), or an empty component or a
     // leading `/` (`os.path.normpath` must keep the key as it is). `.` and
     // `..` are refused below: the package part splits on dots too, and no
-    // package has an empty name.
-    if name.contains('\0') || name.split('/').any(str::is_empty) {
+    // package has an empty name (so `//` inside is refused there as well).
+    // Bytes, not `split`/`contains`: core's searchers cost flash on a
+    // device.
+    let b = name.as_bytes();
+    if b.first().is_none_or(|&c| c == b'/') || b.last() == Some(&b'/') || crate::text::find_byte(0, b).is_some() {
         return Lookup::NotFound;
     }
     let (pkg, last) = match name.rfind('/') {
@@ -333,6 +336,8 @@ mod tests {
         }
         assert!(!zone_name_crashes_reference(&"a".repeat(255)));
         assert!(!zone_name_crashes_reference(&long_in_nowhere));
+        // A NUL byte is `open`'s ValueError before any length is checked.
+        assert!(!zone_name_crashes_reference(&std::format!("{long_a}\0")));
         // A too-long name crashes `open` only once the key is a valid path
         // (Python 3.11, tzdata 2025.2).
         assert!(zone_name_crashes_reference(&std::format!("__pycache__/{long_a}")));

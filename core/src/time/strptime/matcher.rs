@@ -11,7 +11,7 @@
 
 use super::unicode::{ci_match, digit_value};
 use crate::text::py_is_space;
-use crate::time::format::strptime_expansion;
+use crate::time::format::{strptime_expansion, MONTHS, WEEKDAYS};
 
 // --- The format as a sequence of regex nodes ---------------------------------
 
@@ -133,18 +133,29 @@ fn alternatives(d: char) -> &'static [&'static [Atom]] {
     }
 }
 
-/// `LocaleTime` names (C locale), longest first as `__seqToRE` orders them.
-fn names(d: char) -> &'static [&'static str] {
-    match d {
-        'a' => &["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
-        'A' => &["wednesday", "thursday", "saturday", "tuesday", "monday", "friday", "sunday"],
-        'b' => &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"],
-        'B' => &["september", "february", "november", "december", "january", "october", "august", "march", "april", "june", "july", "may"],
-        'p' => &["am", "pm"],
+/// [`MONTHS`] in `__seqToRE`'s order for `%B`: longest first, ties in
+/// calendar order (a stable sort by length, descending).
+const MONTHS_LONGEST_FIRST: [u8; 12] = [8, 1, 10, 11, 0, 9, 7, 2, 3, 5, 6, 4];
+/// [`WEEKDAYS`] in that order, for `%A`.
+const WEEKDAYS_LONGEST_FIRST: [u8; 7] = [2, 3, 5, 1, 0, 4, 6];
+/// Calendar order, for the abbreviations (all three letters long).
+const IN_ORDER: [u8; 12] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
+
+/// `LocaleTime` names (C locale) in `__seqToRE`'s order, from the tables
+/// strftime writes (matched case-blind, so their capitals match as the
+/// reference's lowercase pattern does).
+fn names(d: char) -> impl Iterator<Item = &'static str> {
+    let (list, order, full): (&[&str], &[u8], bool) = match d {
+        'a' => (&WEEKDAYS, &IN_ORDER, false),
+        'A' => (&WEEKDAYS, &WEEKDAYS_LONGEST_FIRST, true),
+        'b' => (&MONTHS, &IN_ORDER, false),
+        'B' => (&MONTHS, &MONTHS_LONGEST_FIRST, true),
+        'p' => (&["am", "pm"], &IN_ORDER, true),
         // The host's zone names; on a UTC host only these.
-        'Z' => &["utc", "gmt"],
-        _ => &[],
-    }
+        'Z' => (&["utc", "gmt"], &IN_ORDER, true),
+        _ => (&[], &[], true),
+    };
+    order.iter().map_while(move |&i| list.get(usize::from(i))).map(move |n| if full { *n } else { n.get(..3).unwrap_or(n) })
 }
 
 fn char_at(text: &str, pos: usize) -> Option<char> {
@@ -580,6 +591,31 @@ mod tests {
     use super::*;
     use crate::time::parse_time;
     use crate::time::tests::iso;
+    use std::string::String;
+    use std::vec::Vec;
+
+    /// `_strptime`'s alternations, as CPython 3.11 builds them in the C
+    /// locale: `sorted(names, key=len, reverse=True)` of the lowercase
+    /// names (a stable sort), abbreviations as listed.
+    #[test]
+    fn names_are_in_seq_to_re_order() {
+        let lower = |list: &[&str], full: bool| -> Vec<String> {
+            let mut v: Vec<String> = list.iter().map(|n| if full { n.to_lowercase() } else { n[..3].to_lowercase() }).collect();
+            v.sort_by_key(|n| core::cmp::Reverse(n.len()));
+            v
+        };
+        let got = |d: char| -> Vec<String> { names(d).map(str::to_lowercase).collect() };
+        assert_eq!(got('B'), lower(&MONTHS, true));
+        assert_eq!(got('b'), lower(&MONTHS, false));
+        assert_eq!(got('A'), lower(&WEEKDAYS, true));
+        assert_eq!(got('a'), lower(&WEEKDAYS, false));
+        assert_eq!(got('B')[..3], ["september", "february", "november"]);
+        assert_eq!(got('A')[..2], ["wednesday", "thursday"]);
+        assert_eq!(got('a')[..2], ["mon", "tue"]);
+        assert_eq!(got('p'), ["am", "pm"]);
+        assert_eq!(got('Z'), ["utc", "gmt"]);
+        assert_eq!(names('x').count(), 0);
+    }
 
     #[test]
     fn ambiguous_formats_stay_within_budget() {

@@ -13,11 +13,25 @@ const DIGIT_ZEROS: [u32; 66] = [
     0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
 ];
 
+/// [`DIGIT_ZEROS`] halved into 16 bits (every run starts at an even code
+/// point, checked when this is built): half the flash.
+const HALF_ZEROS: [u16; 66] = {
+    let mut out = [0u16; 66];
+    let mut i = 0;
+    while i < out.len() {
+        let z = DIGIT_ZEROS[i];
+        assert!(z.is_multiple_of(2) && z / 2 <= 0xffff);
+        out[i] = (z / 2) as u16;
+        i += 1;
+    }
+    out
+};
+
 /// The value of a Unicode decimal digit (`\d`), else `None`.
 pub(super) fn digit_value(c: char) -> Option<u32> {
     let n = c as u32;
-    let i = DIGIT_ZEROS.partition_point(|z| *z <= n);
-    let zero = *DIGIT_ZEROS.get(i.checked_sub(1)?)?;
+    let i = HALF_ZEROS.partition_point(|z| u32::from(*z) * 2 <= n);
+    let zero = u32::from(*HALF_ZEROS.get(i.checked_sub(1)?)?) * 2;
     let v = n - zero;
     (v < 10).then_some(v)
 }
@@ -63,17 +77,48 @@ const LOWER_RUNS: [(u32, u8, u8, i32); 182] = [
     (0x10594, 2, 1, 39), (0x10c80, 51, 1, 64), (0x118a0, 32, 1, 32), (0x16e40, 32, 1, 32), (0x1e900, 34, 1, 34),
 ];
 
+/// [`LOWER_RUNS`] packed into three 16-bit words a run, half the flash
+/// of the tuples: the low 16 bits of `first`; then bit 0 its bit 16, bit 1
+/// `stride - 1`, bit 2 bit 16 of `delta + 2**16`, bits 3.. `count`; then
+/// the low 16 bits of `delta + 2**16`. Built (and each field checked to
+/// fit) at compile time.
+const LOWER_PACKED: [[u16; 3]; 182] = {
+    let mut out = [[0u16; 3]; 182];
+    let mut i = 0;
+    while i < out.len() {
+        let (first, count, stride, delta) = LOWER_RUNS[i];
+        let biased = delta + (1 << 16);
+        assert!(first < 1 << 17 && (stride == 1 || stride == 2) && biased >= 0 && biased < 1 << 17);
+        let biased = biased as u32;
+        out[i] = [
+            (first & 0xffff) as u16,
+            ((first >> 16) | (stride as u32 - 1) << 1 | (biased >> 16) << 2 | (count as u32) << 3) as u16,
+            (biased & 0xffff) as u16,
+        ];
+        i += 1;
+    }
+    out
+};
+
+/// The first code point of a packed run.
+fn run_first(run: &[u16; 3]) -> u32 {
+    u32::from(run[0]) + ((u32::from(run[1]) & 1) << 16)
+}
+
 /// `_sre.unicode_tolower`.
 fn sre_lower(c: char) -> char {
     let n = c as u32;
-    let i = LOWER_RUNS.partition_point(|r| r.0 <= n);
-    let Some(&(first, count, stride, delta)) = i.checked_sub(1).and_then(|i| LOWER_RUNS.get(i)) else {
+    let i = LOWER_PACKED.partition_point(|r| run_first(r) <= n);
+    let Some(run) = i.checked_sub(1).and_then(|i| LOWER_PACKED.get(i)) else {
         return c;
     };
+    let (first, flags) = (run_first(run), u32::from(run[1]));
+    let count = flags >> 3;
+    let stride = 1 + (flags >> 1 & 1);
+    let delta = (u32::from(run[2]) | (flags >> 2 & 1) << 16) as i32 - (1 << 16);
     let off = n - first;
-    let stride = u32::from(stride.max(1));
     let (k, rest) = (off / stride, off % stride);
-    if rest != 0 || k >= u32::from(count) {
+    if rest != 0 || k >= count {
         return c;
     }
     n.checked_add_signed(delta).and_then(char::from_u32).unwrap_or(c)
@@ -82,7 +127,7 @@ fn sre_lower(c: char) -> char {
 /// `re._casefix._EXTRA_CASES` (Python 3.11): lowercase characters that
 /// match each other under `IGNORECASE` although their lowercase forms differ.
 #[rustfmt::skip]
-const CASE_FIXES: &[(u32, [u32; 2])] = &[
+const CASE_FIXES: &[(u16, [u16; 2])] = &[
     (0x69, [0x131, 0]), (0x73, [0x17f, 0]), (0xb5, [0x3bc, 0]), (0x131, [0x69, 0]), (0x17f, [0x73, 0]),
     (0x345, [0x3b9, 0x1fbe]), (0x390, [0x1fd3, 0]), (0x3b0, [0x1fe3, 0]), (0x3b2, [0x3d0, 0]), (0x3b5, [0x3f5, 0]),
     (0x3b8, [0x3d1, 0]), (0x3b9, [0x345, 0x1fbe]), (0x3ba, [0x3f0, 0]), (0x3bc, [0xb5, 0]), (0x3c0, [0x3d6, 0]),
@@ -108,8 +153,8 @@ pub(super) fn ci_match(p: char, c: char) -> bool {
     if p == c || lc == lo {
         return true;
     }
-    match CASE_FIXES.iter().find(|(k, _)| *k == lo) {
-        Some((_, alts)) => alts.iter().any(|a| *a != 0 && *a == lc),
+    match CASE_FIXES.iter().find(|(k, _)| u32::from(*k) == lo) {
+        Some((_, alts)) => alts.iter().any(|a| *a != 0 && u32::from(*a) == lc),
         None => false,
     }
 }
@@ -134,6 +179,18 @@ mod tests {
         ] {
             assert_eq!(ci_match(p, c), matches, "{p:?} {c:?}");
         }
+    }
+
+    /// The packed table answers what the list of runs says, and nothing else.
+    #[test]
+    fn digits_are_the_runs_of_ten_and_only_them() {
+        for zero in DIGIT_ZEROS {
+            for k in 0..10 {
+                assert_eq!(digit_value(char::from_u32(zero + k).unwrap()), Some(k), "{zero:#x} + {k}");
+            }
+        }
+        let digits = (0..0x11_0000u32).filter_map(char::from_u32).filter(|c| digit_value(*c).is_some()).count();
+        assert_eq!(digits, 10 * DIGIT_ZEROS.len());
     }
 
     #[test]
