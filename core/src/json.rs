@@ -230,14 +230,13 @@ fn is_hex4(b: &[u8], i: usize) -> bool {
 /// with no escape, so its text is its own `json.dumps`.
 fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
-    let mut high = 0;
-    let mut escaped = false;
+    let mut plain = true;
     loop {
         match b.get(i) {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-            Some(b'"') => return Ok((i + 1, !escaped && high < 0x80)),
+            Some(b'"') => return Ok((i + 1, plain)),
             Some(b'\\') => {
-                escaped = true;
+                plain = false;
                 match b.get(i + 1) {
                     None => return Err(error(JsonErrorKind::UnterminatedString, start)),
                     Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
@@ -247,7 +246,8 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
             }
             Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
             Some(&c) => {
-                high |= c;
+                // DEL is ASCII but not printable: `json.dumps` writes `\u007f`.
+                plain &= c < 0x7f;
                 i += 1;
             }
         }

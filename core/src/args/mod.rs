@@ -483,10 +483,13 @@ fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M:
 ) -> Option<Parsed<'t>> {
     let mut tape = tape::Tape::<O, N>::new();
     let parsed = json::parse_visited(raw, DEPTH, &mut tape);
-    if let (Ok((_, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
+    if let (Ok((value, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
         // No path holds more members than the document; and each key has
-        // a value token, so at most `N / 2 = M` keys fit the tape.
-        if counts.keys <= members {
+        // a value token, so at most `N / 2 = M` keys fit the tape. The
+        // length bound is the value's (its tokens may all fit `O` while
+        // the spaces before a closing bracket do not): past it, the walk
+        // says `Fallback(Length)`.
+        if counts.keys <= members && value.raw().len() <= O::MAX {
             tape::emit::<_, O, DEPTH, M>(raw, tokens, sink);
             return None;
         }

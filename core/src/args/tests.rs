@@ -588,6 +588,32 @@ fn each_capacity_has_its_bounds_and_frames() {
     assert_ne!(argument_key(&deep), HostCapacity::argument_key(&deep));
 }
 
+/// DEL (0x7f) is ASCII but not printable: escaped in a value and in a key,
+/// whether the argument takes the tape or the walk, as `json.dumps` does.
+#[test]
+fn a_raw_del_is_escaped_on_every_path() {
+    let want = "{\"\\u007f\": \"x\\u007f\"}";
+    for raw in ["{\"\u{7f}\":\"x\u{7f}\"}", "{\"\\u007f\":\"x\\u007F\"}"] {
+        assert_eq!(canonical(raw), (String::from(want), Canonical::Json), "{raw:?}");
+        assert_eq!(canonical_at::<HostCapacity>(raw), (String::from(want), Canonical::Json), "{raw:?}");
+    }
+    let many = std::format!("[{}\"\u{7f}\"]", "1, ".repeat(100));
+    assert!(canonical(&many).0.ends_with("1, \"\\u007f\"]"));
+}
+
+/// The length bound is the value's, even where every token's position is
+/// within it and only the spaces before a closing bracket are past it.
+#[test]
+fn spaces_past_the_length_bound_fall_back_on_the_tape_too() {
+    for close in ["]", "}"] {
+        let open = if close == "]" { "[1" } else { "{\"b\":1,\"a\":2" };
+        let long = std::format!("{open}{}{close}", " ".repeat(MAX_LEN));
+        assert_eq!(canonical(&long), (long.clone(), Canonical::Fallback(Bound::Length)));
+        let fits = std::format!("{open}{}{close}", " ".repeat(MAX_LEN - open.len() - 1));
+        assert_eq!(canonical(&fits).1, Canonical::Json);
+    }
+}
+
 fn length_bound_at<C: Capacity>() {
     let long = std::format!("[\"{}\", {{\"b\": 1, \"a\": 2}}]", "x".repeat(C::MAX_LEN.min(1 << 20)));
     let (text, path) = canonical_at::<C>(&long);
@@ -817,6 +843,10 @@ fn tape_string() -> impl Strategy<Value = String> {
         "\\\\u[dD][c-fC-F][0-9a-f]{2}",
         Just(String::from("\\ud83d\\ude00")),
         "[\u{80}-\u{7ff}\u{800}-\u{ffff}\u{10000}-\u{10ffff}]",
+        // Printable ASCII but `"` and `\\`, and DEL, which is ASCII but
+        // not printable (`json.dumps` escapes it).
+        "[!#-\\[\\]-~]{1,3}",
+        Just(String::from("\u{7f}")),
     ];
     prop::collection::vec(piece, 0..4).prop_map(|p| std::format!("\"{}\"", p.concat()))
 }
