@@ -963,11 +963,27 @@ fn floats_already_in_reprs_form_are_recognized() {
         assert!(own(t), "{t}");
     }
     // A trailing zero, an exponent, below 1e-4, over 15 digits, no point.
-    for t in
-        ["1.50", "0.10", "0.000", "1.5e-3", "1.0e5", "0.00001", "1234567890123456.0", "1234567890123.456", "0.1234567890123456", "15", "-0"]
-    {
+    for t in [
+        "1.50",
+        "0.10",
+        "0.000",
+        "1.5e-3",
+        "1.0e5",
+        "0.00001",
+        "1234567890123456.0",
+        "1234567890123.456",
+        "0.1234567890123456",
+        "15",
+        "-0",
+        "9.999999999999997",
+    ] {
         assert!(!own(t), "{t}");
     }
+    // 16 significant digits one before the point: not `repr`'s form, and
+    // Python writes another number (`repr(9.999999999999997)`); without
+    // `python-floats` the text's exact decimal stays (past 15 digits).
+    #[cfg(feature = "python-floats")]
+    assert_eq!(canonical("[9.999999999999997]").0, "[9.999999999999996]");
 }
 
 #[test]
