@@ -43,6 +43,7 @@ mod config;
 mod conversation;
 mod engine;
 mod iana;
+mod iso_time;
 #[cfg(feature = "journal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
 pub mod journal;

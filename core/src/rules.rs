@@ -3,8 +3,9 @@
 
 use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning};
+use crate::config::{ValidConfig, Warning, DEFAULT_TIME_FORMAT};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use crate::iso_time;
 use crate::render::LiveFields;
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
@@ -562,8 +563,12 @@ fn parse_copied(cfg: &ValidConfig<'_>, joined: &Joined<'_>, start: usize, end: u
     parse_recorded(cfg, joined.slice(start, end, &mut scratch)?)
 }
 
+/// `strptime` on the stripped capture; the default format's exact form
+/// (the one envaware writes) through its fast path first.
 fn parse_recorded(cfg: &ValidConfig<'_>, captured: &str) -> Option<time::Recorded> {
-    time::parse_time(py_strip(captured), cfg.config.injection.time_format)
+    let (text, format) = (py_strip(captured), cfg.config.injection.time_format);
+    let fast = || (format == DEFAULT_TIME_FORMAT).then(|| iso_time::parse_default(text)).flatten();
+    fast().or_else(|| time::parse_time(text, format))
 }
 
 /// The zone a naive recorded time is read on, and whether its name is the
