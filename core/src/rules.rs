@@ -408,7 +408,9 @@ fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>)
 #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
 fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
     let (mut time, mut tasks) = (None, false);
-    for b in (0..msg.block_count()).rev() {
+    // Oldest first (a forward loop over a slice has no bounds check left):
+    // the newest time hint is the last one found.
+    for b in 0..msg.block_count() {
         let Some(block) = msg.block(b) else { continue };
         let m = marks(cfg, block);
         if !(m.time || m.tasks) {
@@ -416,7 +418,7 @@ fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, 
             continue;
         }
         tasks |= m.tasks;
-        if m.time && time.is_none() {
+        if m.time {
             time = Some(b);
         }
     }

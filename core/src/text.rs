@@ -31,37 +31,74 @@ pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// The first position of `byte` in `hay`, eight bytes at a time (a portable
-/// `memchr`: the core has no dependency that provides one, and no `unsafe`).
+/// The first position of `byte` in `hay` ([`each_byte`]'s first).
 #[inline]
 pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let pattern = ONES * u64::from(byte);
+    let mut first = None;
+    each_byte(byte, hay, |at| {
+        first = Some(at);
+        true
+    });
+    first
+}
+
+/// Calls `f` with each position of `byte` in `hay`, in order, until it
+/// returns `true`; whether it did. Eight bytes at a time, each word's
+/// matches read from one mask (a portable `memchr`: the core has no
+/// dependency that provides one, and no `unsafe`), so that a text with
+/// several matches is read once, not once from each match.
+#[inline]
+pub(crate) fn each_byte(byte: u8, hay: &[u8], mut f: impl FnMut(usize) -> bool) -> bool {
     let mut base = 0;
     if cfg!(target_pointer_width = "64") {
         // A 64-bit host has vector compares: each 32 bytes are tested with
-        // two of them, and the words are read from the first 32 that hold
-        // the byte (a full scan reads every hint of ours this way). A
-        // 32-bit device has none: it goes word by word below.
+        // two of them, and only those that hold the byte are read a word at
+        // a time (a full scan reads every hint of ours this way). A 32-bit
+        // device has none: it goes word by word below.
         let mut chunks = hay.chunks_exact(32);
-        let all = chunks.len();
-        base = 32 * chunks.position(|chunk| holds(chunk, byte)).unwrap_or(all);
+        for chunk in &mut chunks {
+            if holds(chunk, byte) && each_in_words(byte, chunk, base, &mut f).0 {
+                return true;
+            }
+            base += 32;
+        }
     }
-    let mut chunks = hay.get(base..).unwrap_or(&[]).chunks_exact(8);
-    for chunk in &mut chunks {
-        if let Ok(word) = <[u8; 8]>::try_from(chunk) {
-            let x = u64::from_le_bytes(word) ^ pattern;
-            // The lowest byte flagged here is exactly the first zero byte of
-            // `x` (higher flags may be false positives, never lower ones).
-            let zero = x.wrapping_sub(ONES) & !x & HIGHS;
-            if zero != 0 {
-                return Some(base + (zero.trailing_zeros() / 8) as usize);
+    let (stopped, rest) = each_in_words(byte, hay.get(base..).unwrap_or(&[]), base, &mut f);
+    // The last bytes, fewer than a word, one at a time.
+    let tail = hay.len() - rest.len();
+    stopped || rest.iter().enumerate().any(|(i, &b)| b == byte && f(tail + i))
+}
+
+/// [`each_byte`] over the whole words of `bytes`, which start at `base`
+/// in the text: whether `f` stopped, and the bytes after the last word.
+#[inline(always)]
+fn each_in_words<'h>(byte: u8, bytes: &'h [u8], base: usize, f: &mut impl FnMut(usize) -> bool) -> (bool, &'h [u8]) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let pattern = ONES * u64::from(byte);
+    let mut words = bytes.chunks_exact(8);
+    let mut at = base;
+    for word in &mut words {
+        if let Ok(word) = <[u8; 8]>::try_from(word) {
+            let mut hits = zero_bytes(u64::from_le_bytes(word) ^ pattern);
+            while hits != 0 {
+                if f(at + (hits.trailing_zeros() / 8) as usize) {
+                    return (true, &[]);
+                }
+                hits &= hits - 1;
             }
         }
-        base += 8;
+        at += 8;
     }
-    chunks.remainder().iter().position(|&b| b == byte).map(|p| base + p)
+    (false, words.remainder())
+}
+
+/// The high bit of each zero byte of `x`, and no other bit: adding 0x7f to
+/// a byte's low seven bits sets its high bit unless they are all zero, and
+/// no sum carries into the next byte.
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    !((x & LOWS).wrapping_add(LOWS) | x | LOWS)
 }
 
 /// Whether `chunk` holds `byte`: every byte compared, with no early exit,
@@ -166,24 +203,22 @@ impl<'a> Joined<'a> {
     }
 
     /// `(a in text, b in text)` for two needles that start with `<`, in one
-    /// pass over the text's `<` when it is in one part.
+    /// pass over the text's `<` when it is in one part ([`each_byte`]).
     #[inline]
     pub fn contains_tags(&self, a: &str, b: &str) -> (bool, bool) {
         let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
             return (self.contains(a), self.contains(b));
         };
         let (mut has_a, mut has_b) = (false, false);
-        let mut rest = part.as_bytes();
-        while let Some(at) = find_byte(b'<', rest) {
-            rest = rest.get(at + 1..).unwrap_or(&[]);
+        let bytes = part.as_bytes();
+        each_byte(b'<', bytes, |at| {
+            let rest = bytes.get(at + 1..).unwrap_or(&[]);
             // The byte after `<` rejects most tags before a compare call.
             let at_tag = |tag: &[u8]| tag.first().is_none_or(|t| rest.first() == Some(t)) && rest.starts_with(tag);
             has_a |= at_tag(a_rest.as_bytes());
             has_b |= at_tag(b_rest.as_bytes());
-            if has_a && has_b {
-                break;
-            }
-        }
+            has_a && has_b
+        });
         (has_a, has_b)
     }
 
@@ -543,6 +578,44 @@ mod tests {
                 bytes[at] = 0xff;
                 assert_eq!(find_byte(b'<', &bytes), None);
                 bytes[at] = b'.';
+            }
+        }
+    }
+
+    #[test]
+    fn each_byte_visits_every_match_in_order_and_stops_when_asked() {
+        // Bytes next to `<` (0x3c) in value, with the high bit, and zero:
+        // where a word-at-a-time test could see a match that is not there.
+        let alphabet = [b'<', b'=', b';', 0xbc, 0x80, 0x00, 0xff, b'.'];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..140 {
+            for _ in 0..8 {
+                let hay: std::vec::Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % 8) as usize]
+                    })
+                    .collect();
+                for byte in [b'<', 0x00, 0xbc] {
+                    let want: std::vec::Vec<usize> = (0..len).filter(|&i| hay[i] == byte).collect();
+                    let mut got = std::vec::Vec::new();
+                    assert!(!each_byte(byte, &hay, |at| {
+                        got.push(at);
+                        false
+                    }));
+                    assert_eq!(got, want, "{hay:?} {byte}");
+                    // Stopped at the k-th match, it has seen exactly k.
+                    for k in 0..want.len() {
+                        let mut seen = 0;
+                        assert!(each_byte(byte, &hay, |_| {
+                            seen += 1;
+                            seen > k
+                        }));
+                        assert_eq!(seen, k + 1);
+                    }
+                }
             }
         }
     }
