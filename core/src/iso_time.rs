@@ -19,16 +19,27 @@ use crate::time::Recorded;
 /// `text` read as `%Y-%m-%dT%H:%M:%S` when it has exactly the form above;
 /// `None` otherwise, which is no verdict: the caller then asks `strptime`.
 pub(crate) fn parse_default(text: &str) -> Option<Recorded> {
-    let b: &[u8; 19] = text.as_bytes().try_into().ok()?;
-    if [b[4], b[7], b[10], b[13], b[16]] != *b"--T::" {
+    /// The form, a `0` where a digit goes.
+    const FORM: &[u8; 19] = b"0000-00-00T00:00:00";
+    if text.len() != FORM.len() {
         return None;
     }
-    let digit = |i: usize| b.get(i).map(|c| u32::from(c.wrapping_sub(b'0'))).filter(|&d| d < 10);
-    let pair = |i: usize| Some(digit(i)? * 10 + digit(i + 1)?);
+    // Year, month, day, hour, minute, second: each field's digits, then
+    // the separator after it moves on to the next.
+    let mut fields = [0u32; 6];
+    let mut k = 0;
+    for (&c, &f) in text.as_bytes().iter().zip(FORM) {
+        let digit = c.wrapping_sub(b'0');
+        match fields.get_mut(k) {
+            Some(field) if f == b'0' && digit < 10 => *field = *field * 10 + u32::from(digit),
+            _ if f != b'0' && c == f => k += 1,
+            _ => return None,
+        }
+    }
+    let [year, month, day, hour, minute, second] = fields;
     // Python's `datetime` starts at year 1; chrono's would take year 0.
-    let year = Some(pair(0)? * 100 + pair(2)?).filter(|&y| y > 0)?;
-    let date = NaiveDate::from_ymd_opt(year as i32, pair(5)?, pair(8)?)?;
-    Some(Recorded { naive: date.and_hms_opt(pair(11)?, pair(14)?, pair(17)?)?, utc_offset_micros: None })
+    let date = NaiveDate::from_ymd_opt(i32::try_from(year).ok().filter(|&y| y > 0)?, month, day)?;
+    Some(Recorded { naive: date.and_hms_opt(hour, minute, second)?, utc_offset_micros: None })
 }
 
 #[cfg(test)]
