@@ -56,13 +56,18 @@ pub(crate) fn each_byte(byte: u8, hay: &[u8], f: &mut dyn FnMut(usize) -> bool) 
     let mut base = 0;
     if cfg!(target_pointer_width = "64") {
         // A 64-bit host has vector compares: each 32 bytes are tested with
-        // two of them, and only those that hold the byte are read a word at
-        // a time (a full scan reads every hint of ours this way). A 32-bit
-        // device has none: it goes word by word below.
+        // two of them, and only the halves that hold the byte are read a
+        // word at a time (a full scan reads every hint of ours this way).
+        // A 32-bit device has none: it goes word by word below.
         let mut chunks = hay.chunks_exact(32);
         for chunk in &mut chunks {
-            if holds(chunk, byte) && each_in_words(byte, chunk, base, f).0 {
-                return true;
+            if holds(chunk, byte) {
+                // Then each half that holds it, with one vector compare.
+                for (half, at) in chunk.chunks_exact(16).zip([base, base + 16]) {
+                    if holds(half, byte) && each_in_words(byte, half, at, f).0 {
+                        return true;
+                    }
+                }
             }
             base += 32;
         }
