@@ -35,7 +35,7 @@ pub(crate) fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[inline]
 pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
     let mut first = None;
-    each_byte(byte, hay, &mut |at| {
+    each_byte(byte, hay, |at| {
         first = Some(at);
         true
     });
@@ -47,12 +47,9 @@ pub(crate) fn find_byte(byte: u8, hay: &[u8]) -> Option<usize> {
 /// matches read from one mask (a portable `memchr`: the core has no
 /// dependency that provides one, and no `unsafe`), so that a text with
 /// several matches is read once, not once from each match.
-///
-/// One copy on a device, where flash counts more (`f` is called through
-/// its vtable there); inlined on a 64-bit host, where a full scan's speed
-/// is measured against the reference's and `f` is then a direct call.
 #[cfg_attr(target_pointer_width = "64", inline(always))]
-pub(crate) fn each_byte(byte: u8, hay: &[u8], f: &mut dyn FnMut(usize) -> bool) -> bool {
+#[cfg_attr(not(target_pointer_width = "64"), inline)]
+pub(crate) fn each_byte(byte: u8, hay: &[u8], mut f: impl FnMut(usize) -> bool) -> bool {
     let mut base = 0;
     if cfg!(target_pointer_width = "64") {
         // A 64-bit host has vector compares: each 32 bytes are tested with
@@ -64,7 +61,7 @@ pub(crate) fn each_byte(byte: u8, hay: &[u8], f: &mut dyn FnMut(usize) -> bool) 
             if holds(chunk, byte) {
                 // Then each half that holds it, with one vector compare.
                 for (half, at) in chunk.chunks_exact(16).zip([base, base + 16]) {
-                    if holds(half, byte) && each_in_words(byte, half, at, f).0 {
+                    if holds(half, byte) && each_in_words(byte, half, at, &mut f).0 {
                         return true;
                     }
                 }
@@ -72,7 +69,7 @@ pub(crate) fn each_byte(byte: u8, hay: &[u8], f: &mut dyn FnMut(usize) -> bool) 
             base += 32;
         }
     }
-    let (stopped, rest) = each_in_words(byte, hay.get(base..).unwrap_or(&[]), base, f);
+    let (stopped, rest) = each_in_words(byte, hay.get(base..).unwrap_or(&[]), base, &mut f);
     // The last bytes, fewer than a word, one at a time.
     let tail = hay.len() - rest.len();
     stopped || rest.iter().enumerate().any(|(i, &b)| b == byte && f(tail + i))
@@ -81,7 +78,7 @@ pub(crate) fn each_byte(byte: u8, hay: &[u8], f: &mut dyn FnMut(usize) -> bool) 
 /// [`each_byte`] over the whole words of `bytes`, which start at `base`
 /// in the text: whether `f` stopped, and the bytes after the last word.
 #[inline(always)]
-fn each_in_words<'h>(byte: u8, bytes: &'h [u8], base: usize, f: &mut dyn FnMut(usize) -> bool) -> (bool, &'h [u8]) {
+fn each_in_words<'h>(byte: u8, bytes: &'h [u8], base: usize, f: &mut impl FnMut(usize) -> bool) -> (bool, &'h [u8]) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let pattern = ONES * u64::from(byte);
     let mut words = bytes.chunks_exact(8);
@@ -220,7 +217,7 @@ impl<'a> Joined<'a> {
         };
         let (mut has_a, mut has_b) = (false, false);
         let bytes = part.as_bytes();
-        each_byte(b'<', bytes, &mut |at| {
+        each_byte(b'<', bytes, |at| {
             let rest = bytes.get(at + 1..).unwrap_or(&[]);
             // The byte after `<` rejects most tags before a compare call.
             let at_tag = |tag: &[u8]| tag.first().is_none_or(|t| rest.first() == Some(t)) && rest.starts_with(tag);
@@ -610,7 +607,7 @@ mod tests {
                 for byte in [b'<', 0x00, 0xbc] {
                     let want: std::vec::Vec<usize> = (0..len).filter(|&i| hay[i] == byte).collect();
                     let mut got = std::vec::Vec::new();
-                    assert!(!each_byte(byte, &hay, &mut |at| {
+                    assert!(!each_byte(byte, &hay, |at| {
                         got.push(at);
                         false
                     }));
@@ -618,7 +615,7 @@ mod tests {
                     // Stopped at the k-th match, it has seen exactly k.
                     for k in 0..want.len() {
                         let mut seen = 0;
-                        assert!(each_byte(byte, &hay, &mut |_| {
+                        assert!(each_byte(byte, &hay, |_| {
                             seen += 1;
                             seen > k
                         }));
