@@ -1205,6 +1205,17 @@ mod tests {
     }
 
     #[test]
+    fn only_the_default_format_takes_the_fast_path() {
+        // Day and month swapped: the text has the default format's form,
+        // but it is 2026-12-07, not July 12 (now is July 22).
+        let swapped = with_injection(|i| (i.time_format, i.time_interval) = ("%Y-%d-%mT%H:%M:%S", 24.0 * 30.0));
+        let recorded = [hint("<current-time>2026-07-12T02:30:00</current-time>")];
+        assert!(matches!(decide_on(&swapped, &[own(&recorded)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
+        let default = with_injection(|i| i.time_interval = 24.0 * 30.0);
+        assert_eq!(decide_on(&default, &[own(&recorded)], &step(), at(NOW)).time, TimeDecision::NotDue);
+    }
+
+    #[test]
     fn strict_mode_reads_fields_only_where_envaware_writes_them() {
         let strict = with_injection(|i| i.strict = true);
         let tasks = Step { tasks: TaskCounts { pending: 1, in_progress: 0 }, ..step() };
