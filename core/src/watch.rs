@@ -40,9 +40,6 @@ pub struct Decimal(i128);
 
 /// 10^18: one unit of [`Decimal`].
 const ONE: i128 = 1_000_000_000_000_000_000;
-/// Magnitudes below 10^37 (19 integer digits): a sum or difference of two
-/// stays far inside `i128`.
-const LIMIT: i128 = ONE * WHOLE_LIMIT as i128;
 /// 10^19: integer parts stay below it.
 const WHOLE_LIMIT: u64 = 10_000_000_000_000_000_000;
 
@@ -68,6 +65,81 @@ impl Decimal {
     /// number of bytes it took (whitespace included). `None` when there is
     /// none, or it does not fit.
     pub fn leading(bytes: impl IntoIterator<Item = u8>) -> Option<(Decimal, usize)> {
+        let (parts, taken) = Parts::leading(bytes)?;
+        Some((parts.decimal(), taken))
+    }
+
+    /// A whole text that is one decimal number, `[+-]?[0-9]+(\.[0-9]+)?`,
+    /// optionally with an exponent `[eE][+-]?[0-9]+` (a JSON number);
+    /// `None` otherwise or when it does not fit.
+    pub fn parse(text: &str) -> Option<Decimal> {
+        let (number, exponent) = match text.find(['e', 'E']) {
+            Some(at) => (text.get(..at)?, Some(text.get(at + 1..)?)),
+            None => (text, None),
+        };
+        let (mut value, taken) = Parts::leading(number.bytes())?;
+        if taken != number.len() || number.starts_with(|c: char| c.is_ascii_whitespace()) {
+            return None;
+        }
+        let Some(exponent) = exponent else { return Some(value.decimal()) };
+        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // Zero stays zero at any exponent; otherwise one shift past 10^37
+        // either way cannot fit.
+        let digits = digits.trim_start_matches('0');
+        let shift = if digits.is_empty() { 0 } else { digits.parse::<u32>().unwrap_or(u32::MAX) };
+        // Each step either fits or returns: 38 steps exhaust any value.
+        for _ in 0..shift.min(40) {
+            value = match exponent.starts_with('-') {
+                true => value.tenth()?,
+                false => value.times_ten()?,
+            };
+        }
+        Some(value.decimal())
+    }
+
+    /// Whether the number is above zero.
+    pub fn is_positive(&self) -> bool {
+        self.0 > 0
+    }
+
+    /// Whether the number is below zero.
+    pub fn is_negative(&self) -> bool {
+        self.0 < 0
+    }
+
+    /// `|self − other|`, exactly (both below 10^19, so it fits).
+    fn distance(self, other: Decimal) -> Decimal {
+        Decimal(self.0.abs_diff(other.0).try_into().unwrap_or(i128::MAX))
+    }
+
+    fn plus(self, other: Decimal) -> Decimal {
+        Decimal(self.0.saturating_add(other.0))
+    }
+
+    fn minus(self, other: Decimal) -> Decimal {
+        Decimal(self.0.saturating_sub(other.0))
+    }
+}
+
+/// A decimal as its sign, integer part (below 10^19) and 18 fractional
+/// digits: parsed and shifted by powers of ten in `u64`s, so a device is
+/// spared 128-bit division.
+#[derive(Clone, Copy)]
+struct Parts {
+    negative: bool,
+    whole: u64,
+    fraction: u64,
+}
+
+/// 10^17: the first fractional digit's weight in [`Parts::fraction`].
+const TENTH: u64 = 100_000_000_000_000_000;
+
+impl Parts {
+    /// What [`Decimal::leading`] reads.
+    fn leading(bytes: impl IntoIterator<Item = u8>) -> Option<(Parts, usize)> {
         // One byte of lookahead, by hand: `Peekable::next_if` asserts.
         let mut it = bytes.into_iter();
         let mut next = it.next();
@@ -98,7 +170,7 @@ impl Decimal {
             let mut count = 0;
             while let Some(d) = next.filter(u8::is_ascii_digit) {
                 (next, count) = (it.next(), count + 1);
-                if places < Self::FRACTION_DIGITS {
+                if places < Decimal::FRACTION_DIGITS {
                     (fraction, places) = (fraction * 10 + u64::from(d - b'0'), places + 1);
                 } else if d != b'0' {
                     fits = false; // past the 18th digit only zeros fit
@@ -112,69 +184,27 @@ impl Decimal {
         if !fits {
             return None;
         }
-        for _ in places..Self::FRACTION_DIGITS {
+        for _ in places..Decimal::FRACTION_DIGITS {
             fraction *= 10; // stays below 10^18
         }
-        let units = i128::from(whole) * ONE + i128::from(fraction);
-        Some((Decimal(if negative { -units } else { units }), taken))
+        Some((Parts { negative, whole, fraction }, taken))
     }
 
-    /// A whole text that is one decimal number, `[+-]?[0-9]+(\.[0-9]+)?`,
-    /// optionally with an exponent `[eE][+-]?[0-9]+` (a JSON number);
-    /// `None` otherwise or when it does not fit.
-    pub fn parse(text: &str) -> Option<Decimal> {
-        let (number, exponent) = match text.find(['e', 'E']) {
-            Some(at) => (text.get(..at)?, Some(text.get(at + 1..)?)),
-            None => (text, None),
-        };
-        let (mut value, taken) = Decimal::leading(number.bytes())?;
-        if taken != number.len() || number.starts_with(|c: char| c.is_ascii_whitespace()) {
-            return None;
-        }
-        let Some(exponent) = exponent else { return Some(value) };
-        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        // Zero stays zero at any exponent; otherwise one shift past 10^37
-        // either way cannot fit.
-        let digits = digits.trim_start_matches('0');
-        let shift = if digits.is_empty() { 0 } else { digits.parse::<u32>().unwrap_or(u32::MAX) };
-        if value.0 == 0 {
-            return Some(value);
-        }
-        // Each step either fits or returns: 38 steps exhaust any value.
-        for _ in 0..shift.min(40) {
-            value.0 = match exponent.starts_with('-') {
-                true if value.0 % 10 == 0 => value.0 / 10,
-                true => return None,
-                false => value.0.checked_mul(10).filter(|u| u.abs() < LIMIT)?,
-            };
-        }
-        Some(value)
+    fn decimal(self) -> Decimal {
+        let units = i128::from(self.whole) * ONE + i128::from(self.fraction);
+        Decimal(if self.negative { -units } else { units })
     }
 
-    /// Whether the number is above zero.
-    pub fn is_positive(&self) -> bool {
-        self.0 > 0
+    /// Ten times the number, if it stays below 10^19.
+    fn times_ten(self) -> Option<Parts> {
+        let whole = self.whole.checked_mul(10)?.checked_add(self.fraction / TENTH)?;
+        (whole < WHOLE_LIMIT).then_some(Parts { whole, fraction: self.fraction % TENTH * 10, ..self })
     }
 
-    /// Whether the number is below zero.
-    pub fn is_negative(&self) -> bool {
-        self.0 < 0
-    }
-
-    /// `|self − other|`, exactly (both below 10^19, so it fits).
-    fn distance(self, other: Decimal) -> Decimal {
-        Decimal(self.0.abs_diff(other.0).try_into().unwrap_or(i128::MAX))
-    }
-
-    fn plus(self, other: Decimal) -> Decimal {
-        Decimal(self.0.saturating_add(other.0))
-    }
-
-    fn minus(self, other: Decimal) -> Decimal {
-        Decimal(self.0.saturating_sub(other.0))
+    /// A tenth of the number, if that is exact in 18 fractional digits.
+    fn tenth(self) -> Option<Parts> {
+        let fraction = (self.fraction % 10 == 0).then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
+        Some(Parts { whole: self.whole / 10, fraction, ..self })
     }
 }
 
@@ -622,6 +652,61 @@ mod tests {
             assert_eq!(Decimal::parse(text).map(|d| d.to_string()).as_deref(), value, "{text:?}");
         }
         assert!(d("0.1").is_positive() && !d("0").is_positive() && d("-0.1").is_negative() && !d("0").is_negative());
+    }
+
+    /// The exponent as the value times or over ten, step by step in `i128`
+    /// (what `parse` did before it shifted in `u64` parts): the model.
+    fn shifted_in_i128(mantissa: &str, exponent: i32) -> Option<Decimal> {
+        // Magnitudes below 10^37: 19 integer digits.
+        const LIMIT: i128 = ONE * WHOLE_LIMIT as i128;
+        let mut units = Decimal::leading(mantissa.bytes())?.0 .0;
+        for _ in 0..exponent.unsigned_abs().min(40) {
+            units = match exponent < 0 {
+                true if units % 10 == 0 => units / 10,
+                true => return None,
+                false => units.checked_mul(10).filter(|u| u.abs() < LIMIT)?,
+            };
+        }
+        Some(Decimal(units))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_exponent_shifts_exactly_as_in_i128(
+            negative: bool,
+            whole in proptest::prop_oneof![0u64..100, 0u64..WHOLE_LIMIT],
+            fraction in proptest::prop_oneof![0u64..1000, 0u64..ONE as u64],
+            places in 0usize..=18,
+            exponent in -40i32..=40,
+        ) {
+            let digits = std::format!("{fraction:018}");
+            let mantissa = std::format!("{}{whole}.{}", if negative { "-" } else { "" }, &digits[..places]);
+            let mantissa = mantissa.trim_end_matches('.');
+            let text = std::format!("{mantissa}e{exponent}");
+            proptest::prop_assert_eq!(Decimal::parse(&text), shifted_in_i128(mantissa, exponent), "{}", text);
+        }
+    }
+
+    #[test]
+    fn shifts_carry_digits_between_the_parts_and_stop_where_they_do_not_fit() {
+        for (text, value) in [
+            ("123.456e-15", Some("0.000000000000123456")),
+            ("0.000000000000000001e18", Some("1")),
+            ("0.000000000000000001e36", Some("1000000000000000000")),
+            ("0.000000000000000001e37", None),
+            ("9999999999999999999e-18", Some("9.999999999999999999")),
+            ("9999999999999999999e-19", None),
+            ("-1.5e-17", Some("-0.000000000000000015")),
+            ("-1.5e-18", None),
+            ("1e18", Some("1000000000000000000")),
+            ("0.1e19", Some("1000000000000000000")),
+            ("1.844674407370955161e18", Some("1844674407370955161")),
+            ("9.9e18", Some("9900000000000000000")),
+            ("2e18", Some("2000000000000000000")),
+            ("2e19", None),
+        ] {
+            assert_eq!(Decimal::parse(text).map(|d| d.to_string()).as_deref(), value, "{text:?}");
+        }
     }
 
     fn watch(change: Option<&str>, above: Option<&str>, below: Option<&str>, h: &str) -> Watch {
