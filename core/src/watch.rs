@@ -203,7 +203,7 @@ impl Parts {
 
     /// A tenth of the number, if that is exact in 18 fractional digits.
     fn tenth(self) -> Option<Parts> {
-        let fraction = (self.fraction % 10 == 0).then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
+        let fraction = self.fraction.is_multiple_of(10).then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
         Some(Parts { whole: self.whole / 10, fraction, ..self })
     }
 }
