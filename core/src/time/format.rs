@@ -263,7 +263,8 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
     let wday_sun = || date.weekday().num_days_from_sunday();
     let wday_mon = || date.weekday().num_days_from_monday();
     let weekday_name = || WEEKDAYS.get(wday_mon() as usize).copied().unwrap_or("");
-    let month_name = || MONTHS.get(date.month0() as usize).copied().unwrap_or("");
+    let month_day = || super::civil::month_day(date);
+    let month_name = || MONTHS.get(month_day().0 as usize - 1).copied().unwrap_or("");
     match d {
         b'a' => w.push(three(weekday_name()).as_bytes()),
         b'A' => w.push(weekday_name().as_bytes()),
@@ -271,8 +272,8 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         b'B' => w.push(month_name().as_bytes()),
         // glibc prints years (and the century) without padding.
         b'C' => signed(w, date.year().div_euclid(100)),
-        b'd' => two(w, date.day()),
-        b'e' => push_padded(w, date.day(), 2, b' '),
+        b'd' => two(w, month_day().1),
+        b'e' => push_padded(w, month_day().1, 2, b' '),
         b'g' => two(w, date.iso_week().year().rem_euclid(100).unsigned_abs()),
         b'G' => signed(w, date.iso_week().year()),
         b'H' => two(w, t.local.hour()),
@@ -280,7 +281,7 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         b'j' => push_padded(w, date.ordinal(), 3, b'0'),
         b'k' => push_padded(w, t.local.hour(), 2, b' '),
         b'l' => push_padded(w, hour12(), 2, b' '),
-        b'm' => two(w, date.month()),
+        b'm' => two(w, month_day().0),
         b'M' => two(w, t.local.minute()),
         b'n' => w.push(b"\n"),
         b'p' => w.push(if t.local.hour() < 12 { b"AM" } else { b"PM" }),

@@ -13,6 +13,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 
 use self::matcher::{next_node, regex_match, Captures, Cursor, Groups, Node, Pos};
 use self::unicode::digit_value;
+use super::civil::{self, is_leap};
 use super::format::{strptime_verdict, ParseBack, MONTHS, WEEKDAYS};
 use super::Recorded;
 
@@ -243,8 +244,8 @@ fn resolve_date(f: Fields) -> Option<Recorded> {
         Some(j) => {
             let date = from_ordinal(j - 1 + ordinal(py_date(year, 1, 1)?))?;
             year = date.year();
-            month = date.month() as i32;
-            day = date.day() as i32;
+            let (m, d) = civil::month_day(date);
+            (month, day) = (m as i32, d as i32);
         }
     }
     if weekday.is_none() {
@@ -298,7 +299,7 @@ fn py_date(year: i32, month: i32, day: i32) -> Option<NaiveDate> {
     if !(1..=9999).contains(&year) {
         return None;
     }
-    NaiveDate::from_ymd_opt(year, u32::try_from(month).ok()?, u32::try_from(day).ok()?)
+    civil::from_ymd(year, u32::try_from(month).ok()?, u32::try_from(day).ok()?)
 }
 
 /// Python's `date.toordinal()`.
@@ -310,10 +311,6 @@ fn ordinal(d: NaiveDate) -> i32 {
 /// 1 on, so at least 1; a year past 9999 is refused by [`py_date`] after.
 fn from_ordinal(n: i32) -> Option<NaiveDate> {
     NaiveDate::from_num_days_from_ce_opt(n)
-}
-
-fn is_leap(year: i32) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
 }
 
 /// `_strptime._calc_julian_from_U_or_W`.
