@@ -286,6 +286,9 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
 }
 
 impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
+    // Out of line: inlined, the copy `load` reads into was split into
+    // scalars and put back together field by field.
+    #[inline(never)]
     fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: ConfigField, value: Value<'_>) -> Result<(), Fault> {
         let string = |arena: &mut Arena<'_, TEXT>| arena.push_str(value, field).map(Some);
         match field {
@@ -500,13 +503,27 @@ fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, Fault> {
                 return Ok(n);
             }
             // A JSON float is accepted when it has no fraction (3.0, 3e0).
-            match parse_f64(text) {
-                Some(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
-                _ => Err(err),
-            }
+            parse_f64(text).and_then(whole_u64).ok_or(err)
         }
         Kind::String => short_str(value, &mut buf).and_then(|s| integer_string(py_strip(s))).ok_or(err),
         _ => Err(err),
+    }
+}
+
+/// `f as u64` when `f` is a whole number in `0..1.8e19` (`(f as u64) as
+/// f64 == f`), from its exact parts: no soft-float conversions linked.
+fn whole_u64(f: f64) -> Option<u64> {
+    if !(0.0..1.8e19).contains(&f) {
+        return None;
+    }
+    let (m, e) = crate::ieee::parts(f);
+    match u32::try_from(e) {
+        // Below 1.8e19: the shifted mantissa fits.
+        Ok(up) => m.checked_shl(up),
+        Err(_) => {
+            let down = e.unsigned_abs();
+            (m == 0 || m.trailing_zeros() >= down).then(|| m.checked_shr(down).unwrap_or(0))
+        }
     }
 }
 
@@ -733,6 +750,22 @@ mod tests {
             (ConfigError::TooManyWatches(5), "injection_config.watch: at most 4 fields can be watched, got 5")
         );
         assert!(config(&five[..4]).validate().is_ok());
+    }
+
+    #[test]
+    fn whole_floats_convert_as_the_float_casts_do() {
+        let cast = |f: f64| ((0.0..1.8e19).contains(&f) && (f as u64) as f64 == f).then_some(f as u64);
+        let edges = [0.0, -0.0, 0.5, 1.0, 3.0, 3.5, 1e-320, 4503599627370495.5, 9007199254740993.0, 1.8e19, 1.7999999999999998e19];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random = (0..20_000).map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            f64::from_bits(state)
+        });
+        let below = (0..2000).map(|i| f64::from(i) / 8.0).chain((0..64).map(|k| 2f64.powi(k)));
+        let wide = (0..64u32).flat_map(|k| [(u64::MAX >> k) as f64, (0x1234_5678_9abc_def1u64 >> k) as f64 + 0.5]);
+        for f in edges.into_iter().chain(random).chain(below).chain(wide).chain([f64::NAN, f64::INFINITY, -1.0]) {
+            assert_eq!(whole_u64(f), cast(f), "{f:e}");
+        }
     }
 
     #[test]
