@@ -602,7 +602,7 @@ fn exact_decimal(text: &str) -> Option<f64> {
             continue;
         }
         for _ in 0..=zeros {
-            digits = digits.checked_mul(10)?;
+            digits = (digits <= u64::MAX / 10).then(|| digits * 10)?;
         }
         digits = digits.checked_add(u64::from(b - b'0'))?;
         zeros = 0;
@@ -610,7 +610,10 @@ fn exact_decimal(text: &str) -> Option<f64> {
     if digits == 0 {
         return Some(0.0);
     }
-    let exp: i64 = exponent.parse().ok()?;
+    // The magnitude as a u64, as the other integers here are: one parser
+    // linked. An exponent past i64 fails either way.
+    let magnitude = i64::try_from(exp_digits.parse::<u64>().ok()?).ok()?;
+    let exp = if exponent.starts_with('-') { -magnitude } else { magnitude };
     let exp10 = exp.checked_add(zeros)?.checked_sub(i64::try_from(frac.len()).ok()?)?;
     if digits > EXACT {
         return None;

@@ -89,7 +89,8 @@ impl Decimal {
         // Zero stays zero at any exponent; otherwise one shift past 10^37
         // either way cannot fit.
         let digits = digits.trim_start_matches('0');
-        let shift = if digits.is_empty() { 0 } else { digits.parse::<u32>().unwrap_or(u32::MAX) };
+        // Parsed as a u64, as the loader's integers are: one parser linked.
+        let shift = if digits.is_empty() { 0 } else { digits.parse::<u64>().unwrap_or(u64::MAX) };
         // Each step either fits or returns: 38 steps exhaust any value.
         for _ in 0..shift.min(40) {
             value = match exponent.starts_with('-') {
@@ -156,9 +157,10 @@ impl Parts {
         let (mut whole, mut digits, mut fits) = (0u64, 0usize, true);
         while let Some(d) = next.filter(u8::is_ascii_digit) {
             (next, taken, digits) = (it.next(), taken + 1, digits + 1);
-            match whole.checked_mul(10).and_then(|w| w.checked_add(u64::from(d - b'0'))) {
-                Some(w) if w < WHOLE_LIMIT => whole = w,
-                _ => fits = false,
+            // Below 10^19 after the digit exactly when below 10^18 before.
+            match whole < WHOLE_LIMIT / 10 {
+                true => whole = whole * 10 + u64::from(d - b'0'),
+                false => fits = false,
             }
         }
         if digits == 0 {
@@ -197,8 +199,10 @@ impl Parts {
 
     /// Ten times the number, if it stays below 10^19.
     fn times_ten(self) -> Option<Parts> {
-        let whole = self.whole.checked_mul(10)?.checked_add(self.fraction / TENTH)?;
-        (whole < WHOLE_LIMIT).then_some(Parts { whole, fraction: self.fraction % TENTH * 10, ..self })
+        // The carried digit is at most 9: below 10^19 exactly when the
+        // whole part was below 10^18.
+        let whole = (self.whole < WHOLE_LIMIT / 10).then(|| self.whole * 10 + self.fraction / TENTH)?;
+        Some(Parts { whole, fraction: self.fraction % TENTH * 10, ..self })
     }
 
     /// A tenth of the number, if that is exact in 18 fractional digits.
