@@ -531,7 +531,7 @@ fn whole_u64(f: f64) -> Option<u64> {
 /// `"+3.0"`, `"3.00"`), and nothing else (`"3."`, `"1e1"`, `"0x3"` fail).
 fn integer_string(text: &str) -> Option<u64> {
     let text = text.strip_prefix('+').unwrap_or(text);
-    let (digits, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let (digits, fraction) = crate::text::split_point(text);
     let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
     if !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
         return None;
@@ -581,15 +581,8 @@ fn exact_decimal(text: &str) -> Option<f64> {
     // Powers of ten up to 10**22 are exact doubles.
     const MAX_POW10: u32 = 22;
     const EXACT: u64 = 1 << 53;
-    let (mantissa, exponent) = match text.find(['e', 'E']) {
-        Some(i) => (text.get(..i)?, text.get(i + 1..)?),
-        None => (text, "0"),
-    };
-    let exp_digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-    if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let (mantissa, exponent) = crate::text::split_exponent(text)?;
+    let (int, frac) = crate::text::split_point(mantissa);
     if (int.is_empty() && frac.is_empty()) || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -612,8 +605,9 @@ fn exact_decimal(text: &str) -> Option<f64> {
     }
     // The magnitude as a u64, as the other integers here are: one parser
     // linked. An exponent past i64 fails either way.
+    let (negative, exp_digits) = exponent.unwrap_or((false, "0"));
     let magnitude = i64::try_from(exp_digits.parse::<u64>().ok()?).ok()?;
-    let exp = if exponent.starts_with('-') { -magnitude } else { magnitude };
+    let exp = if negative { -magnitude } else { magnitude };
     let exp10 = exp.checked_add(zeros)?.checked_sub(i64::try_from(frac.len()).ok()?)?;
     if digits > EXACT {
         return None;

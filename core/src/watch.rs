@@ -73,27 +73,19 @@ impl Decimal {
     /// optionally with an exponent `[eE][+-]?[0-9]+` (a JSON number);
     /// `None` otherwise or when it does not fit.
     pub fn parse(text: &str) -> Option<Decimal> {
-        let (number, exponent) = match text.find(['e', 'E']) {
-            Some(at) => (text.get(..at)?, Some(text.get(at + 1..)?)),
-            None => (text, None),
-        };
+        let (number, exponent) = crate::text::split_exponent(text)?;
         let (mut value, taken) = Parts::leading(number.bytes())?;
-        if taken != number.len() || number.starts_with(|c: char| c.is_ascii_whitespace()) {
+        if taken != number.len() || number.as_bytes().first().is_some_and(u8::is_ascii_whitespace) {
             return None;
         }
-        let Some(exponent) = exponent else { return Some(value.decimal()) };
-        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
+        let Some((negative, digits)) = exponent else { return Some(value.decimal()) };
+        // Parsed as a u64, as the loader's integers are: one parser linked.
         // Zero stays zero at any exponent; otherwise one shift past 10^37
         // either way cannot fit.
-        let digits = digits.trim_start_matches('0');
-        // Parsed as a u64, as the loader's integers are: one parser linked.
-        let shift = if digits.is_empty() { 0 } else { digits.parse::<u64>().unwrap_or(u64::MAX) };
+        let shift = digits.parse::<u64>().unwrap_or(u64::MAX);
         // Each step either fits or returns: 38 steps exhaust any value.
         for _ in 0..shift.min(40) {
-            value = match exponent.starts_with('-') {
+            value = match negative {
                 true => value.tenth()?,
                 false => value.times_ten()?,
             };
