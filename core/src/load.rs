@@ -76,6 +76,38 @@ impl fmt::Display for LoadError {
 
 impl core::error::Error for LoadError {}
 
+/// A [`LoadError`] as the loader passes it up: a few words, where `?`
+/// copying the public error (a watch's name by value) through every level
+/// cost a device about 0.7 KB of flash. A watch is named by its span in
+/// the arena, a syntax error's line and column are counted at the end.
+#[derive(Clone, Copy)]
+enum Fault {
+    Syntax(json::JsonError),
+    NotAnObject,
+    WrongType { field: ConfigField, expected: &'static str },
+    TooLong { field: ConfigField },
+    WatchValue { name: Span, param: Option<WatchParam>, expected: &'static str },
+    TooManyWatches,
+}
+
+impl Fault {
+    /// The public error: `json_text` is the document, `arena` the text
+    /// arena as the load left it.
+    fn into_error(self, json_text: &str, arena: &str) -> LoadError {
+        match self {
+            Fault::Syntax(e) => {
+                let (line, column) = e.line_column(json_text);
+                LoadError::Syntax { kind: e.kind, offset: e.offset, line, column }
+            }
+            Fault::NotAnObject => LoadError::NotAnObject,
+            Fault::WrongType { field, expected } => LoadError::WrongType { field, expected },
+            Fault::TooLong { field } => LoadError::TooLong { field },
+            Fault::WatchValue { name, param, expected } => LoadError::WatchValue { path: WatchPath::new(name.of(arena), param), expected },
+            Fault::TooManyWatches => LoadError::TooManyWatches,
+        }
+    }
+}
+
 /// Owned configuration storage: scalars, plus one text arena of `TEXT`
 /// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
 /// fields, and up to [`MAX_WATCHES`] watches. Fields absent from the JSON keep the reference's defaults.
@@ -232,7 +264,7 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
     /// only ever appended to it, so a failed load cuts it back to its
     /// length before the load, and the old spans stay as they were.
     fn load(&mut self, json_text: &str, section: Section) -> Result<(), LoadError> {
-        let members = object(json_text)?;
+        let members = object(json_text).map_err(|f| f.into_error(json_text, ""))?;
         let arena_len = self.text.len();
         let mut next = self.values.clone();
         let mut arena = Arena(&mut self.text);
@@ -240,6 +272,9 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
             Some(field) => next.member(&mut arena, field, value),
             None => Ok(()), // unknown keys are ignored, as pydantic ignores them
         });
+        // The error names a watch by its span in the arena: read before
+        // the arena is cut back.
+        let read = read.map_err(|f| f.into_error(json_text, &self.text));
         match read {
             Ok(()) => self.values = next,
             // `arena_len` was a length of this string: a char boundary.
@@ -251,7 +286,10 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
 }
 
 impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
-    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: ConfigField, value: Value<'_>) -> Result<(), LoadError> {
+    // Out of line: inlined, the copy `load` reads into was split into
+    // scalars and put back together field by field.
+    #[inline(never)]
+    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: ConfigField, value: Value<'_>) -> Result<(), Fault> {
         let string = |arena: &mut Arena<'_, TEXT>| arena.push_str(value, field).map(Some);
         match field {
             ConfigField::InjectRuntimeState => self.inject_runtime_state = lax_bool(value, field)?,
@@ -286,15 +324,15 @@ impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
 fn names<const TEXT: usize, const NAMES: usize>(
     arena: &mut Arena<'_, TEXT>,
     value: Value<'_>,
-) -> Result<heapless::Vec<Span, NAMES>, LoadError> {
+) -> Result<heapless::Vec<Span, NAMES>, Fault> {
     const FIELD: ConfigField = ConfigField::TaskToolNames;
     if value.kind() != Kind::Array {
-        return Err(LoadError::WrongType { field: FIELD, expected: "a list of strings" });
+        return Err(Fault::WrongType { field: FIELD, expected: "a list of strings" });
     }
     let mut names = heapless::Vec::new();
     for item in value.items() {
         let span = arena.push_str(item, FIELD)?;
-        names.push(span).map_err(|_| LoadError::TooLong { field: FIELD })?;
+        names.push(span).map_err(|_| Fault::TooLong { field: FIELD })?;
     }
     Ok(names)
 }
@@ -302,10 +340,10 @@ fn names<const TEXT: usize, const NAMES: usize>(
 fn extra_fields<const TEXT: usize, const FIELDS: usize>(
     arena: &mut Arena<'_, TEXT>,
     value: Value<'_>,
-) -> Result<heapless::Vec<(Span, Span), FIELDS>, LoadError> {
+) -> Result<heapless::Vec<(Span, Span), FIELDS>, Fault> {
     const FIELD: ConfigField = ConfigField::ExtraFields;
     if value.kind() != Kind::Object {
-        return Err(LoadError::WrongType { field: FIELD, expected: "an object of string values" });
+        return Err(Fault::WrongType { field: FIELD, expected: "an object of string values" });
     }
     let mut fields: heapless::Vec<(Span, Span), FIELDS> = heapless::Vec::new();
     for (key, item) in value.members() {
@@ -316,7 +354,7 @@ fn extra_fields<const TEXT: usize, const FIELDS: usize>(
         let text = arena.0.as_str();
         match fields.iter_mut().find(|(old, _)| old.of(text) == k.of(text)) {
             Some(slot) => slot.1 = v,
-            None => fields.push((k, v)).map_err(|_| LoadError::TooLong { field: FIELD })?,
+            None => fields.push((k, v)).map_err(|_| Fault::TooLong { field: FIELD })?,
         }
     }
     Ok(fields)
@@ -325,22 +363,19 @@ fn extra_fields<const TEXT: usize, const FIELDS: usize>(
 /// `injection_config.watch`: an object of watches by live field name, each
 /// an object of decimals. A field named twice keeps its first place and
 /// takes the last watch, as a Python dict does.
-fn watches<const TEXT: usize>(
-    arena: &mut Arena<'_, TEXT>,
-    value: Value<'_>,
-) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, LoadError> {
+fn watches<const TEXT: usize>(arena: &mut Arena<'_, TEXT>, value: Value<'_>) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, Fault> {
     const FIELD: ConfigField = ConfigField::Watch;
     if value.kind() != Kind::Object {
-        return Err(LoadError::WrongType { field: FIELD, expected: "an object of watches by live field name" });
+        return Err(Fault::WrongType { field: FIELD, expected: "an object of watches by live field name" });
     }
     let mut watches: heapless::Vec<(Span, Watch), MAX_WATCHES> = heapless::Vec::new();
     for (key, item) in value.members() {
         let name = arena.push_json_str(key, FIELD)?;
         let text = arena.0.as_str();
-        let watch = watch(name.of(text), item)?;
+        let watch = watch(name, item)?;
         match watches.iter_mut().find(|(old, _)| old.of(text) == name.of(text)) {
             Some(slot) => slot.1 = watch,
-            None => watches.push((name, watch)).map_err(|_| LoadError::TooManyWatches)?,
+            None => watches.push((name, watch)).map_err(|_| Fault::TooManyWatches)?,
         }
     }
     Ok(watches)
@@ -348,18 +383,18 @@ fn watches<const TEXT: usize>(
 
 /// One watch: `change`, `above`, `below`, `hysteresis`, each a JSON number
 /// or a decimal string (`null`: not set). Unknown keys are ignored.
-fn watch(name: &str, value: Value<'_>) -> Result<Watch, LoadError> {
+fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
     if value.kind() != Kind::Object {
-        let path = WatchPath::new(name, None);
-        return Err(LoadError::WatchValue { path, expected: "an object with change, above, below or hysteresis" });
+        return Err(Fault::WatchValue { name, param: None, expected: "an object with change, above, below or hysteresis" });
     }
     let mut watch = Watch::default();
     for (key, item) in value.members() {
         let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else { continue };
         let number = match item.kind() {
             Kind::Null => None,
-            _ => Some(decimal(item).ok_or(LoadError::WatchValue {
-                path: WatchPath::new(name, Some(param)),
+            _ => Some(decimal(item).ok_or(Fault::WatchValue {
+                name,
+                param: Some(param),
                 expected: "a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)",
             })?),
         };
@@ -389,20 +424,20 @@ fn decimal(value: Value<'_>) -> Option<Decimal> {
 struct Arena<'t, const TEXT: usize>(&'t mut heapless::String<TEXT>);
 
 impl<const TEXT: usize> Arena<'_, TEXT> {
-    fn push_str(&mut self, value: Value<'_>, field: ConfigField) -> Result<Span, LoadError> {
-        let s = value.as_str().ok_or(LoadError::WrongType { field, expected: "a string" })?;
+    fn push_str(&mut self, value: Value<'_>, field: ConfigField) -> Result<Span, Fault> {
+        let s = value.as_str().ok_or(Fault::WrongType { field, expected: "a string" })?;
         self.push_json_str(s, field)
     }
 
-    fn push_json_str(&mut self, s: JsonStr<'_>, field: ConfigField) -> Result<Span, LoadError> {
+    fn push_json_str(&mut self, s: JsonStr<'_>, field: ConfigField) -> Result<Span, Fault> {
         let start = self.0.len();
         let mut w = ArenaWriter { text: &mut *self.0, overflow: false };
         let ok = s.write_to(&mut w).is_ok();
         if w.overflow {
-            return Err(LoadError::TooLong { field });
+            return Err(Fault::TooLong { field });
         }
         if !ok {
-            return Err(LoadError::WrongType { field, expected: "a string without lone surrogates" });
+            return Err(Fault::WrongType { field, expected: "a string without lone surrogates" });
         }
         Ok(Span { start: start as u32, end: self.0.len() as u32 })
     }
@@ -422,13 +457,10 @@ impl<const N: usize> Write for ArenaWriter<'_, N> {
     }
 }
 
-fn object(json_text: &str) -> Result<json::Members<'_>, LoadError> {
-    let doc = json::parse(json_text, MAX_DEPTH).map_err(|e| {
-        let (line, column) = e.line_column(json_text);
-        LoadError::Syntax { kind: e.kind, offset: e.offset, line, column }
-    })?;
+fn object(json_text: &str) -> Result<json::Members<'_>, Fault> {
+    let doc = json::parse(json_text, MAX_DEPTH).map_err(Fault::Syntax)?;
     if doc.kind() != Kind::Object {
-        return Err(LoadError::NotAnObject);
+        return Err(Fault::NotAnObject);
     }
     Ok(doc.members())
 }
@@ -443,8 +475,8 @@ fn short_str<'b>(value: Value<'_>, buf: &'b mut heapless::String<64>) -> Option<
 }
 
 /// pydantic's lax `float`: numbers, booleans, numeric strings.
-fn lax_float(value: Value<'_>, field: ConfigField) -> Result<f64, LoadError> {
-    let err = LoadError::WrongType { field, expected: "a number" };
+fn lax_float(value: Value<'_>, field: ConfigField) -> Result<f64, Fault> {
+    let err = Fault::WrongType { field, expected: "a number" };
     let mut buf = heapless::String::new();
     match value.kind() {
         Kind::Number => value.number_text().and_then(parse_f64).ok_or(err),
@@ -459,8 +491,8 @@ fn lax_float(value: Value<'_>, field: ConfigField) -> Result<f64, LoadError> {
 
 /// pydantic's lax `int` (non-negative here: the only int field must be >= 3):
 /// integers, floats without a fraction, and integer strings.
-fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, LoadError> {
-    let err = LoadError::WrongType { field, expected: "a whole number >= 0" };
+fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, Fault> {
+    let err = Fault::WrongType { field, expected: "a whole number >= 0" };
     let mut buf = heapless::String::new();
     match value.kind() {
         // pydantic reads True as 1, which fails `>= 3` anyway.
@@ -471,13 +503,27 @@ fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, LoadError> {
                 return Ok(n);
             }
             // A JSON float is accepted when it has no fraction (3.0, 3e0).
-            match parse_f64(text) {
-                Some(f) if (0.0..1.8e19).contains(&f) && (f as u64) as f64 == f => Ok(f as u64),
-                _ => Err(err),
-            }
+            parse_f64(text).and_then(whole_u64).ok_or(err)
         }
         Kind::String => short_str(value, &mut buf).and_then(|s| integer_string(py_strip(s))).ok_or(err),
         _ => Err(err),
+    }
+}
+
+/// `f as u64` when `f` is a whole number in `0..1.8e19` (`(f as u64) as
+/// f64 == f`), from its exact parts: no soft-float conversions linked.
+fn whole_u64(f: f64) -> Option<u64> {
+    if !(0.0..1.8e19).contains(&f) {
+        return None;
+    }
+    let (m, e) = crate::ieee::parts(f);
+    match u32::try_from(e) {
+        // Below 1.8e19: the shifted mantissa fits.
+        Ok(up) => m.checked_shl(up),
+        Err(_) => {
+            let down = e.unsigned_abs();
+            (m == 0 || m.trailing_zeros() >= down).then(|| m.checked_shr(down).unwrap_or(0))
+        }
     }
 }
 
@@ -485,7 +531,7 @@ fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, LoadError> {
 /// `"+3.0"`, `"3.00"`), and nothing else (`"3."`, `"1e1"`, `"0x3"` fail).
 fn integer_string(text: &str) -> Option<u64> {
     let text = text.strip_prefix('+').unwrap_or(text);
-    let (digits, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let (digits, fraction) = crate::text::split_point(text);
     let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
     if !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
         return None;
@@ -535,15 +581,8 @@ fn exact_decimal(text: &str) -> Option<f64> {
     // Powers of ten up to 10**22 are exact doubles.
     const MAX_POW10: u32 = 22;
     const EXACT: u64 = 1 << 53;
-    let (mantissa, exponent) = match text.find(['e', 'E']) {
-        Some(i) => (text.get(..i)?, text.get(i + 1..)?),
-        None => (text, "0"),
-    };
-    let exp_digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-    if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let (mantissa, exponent) = crate::text::split_exponent(text)?;
+    let (int, frac) = crate::text::split_point(mantissa);
     if (int.is_empty() && frac.is_empty()) || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -556,7 +595,7 @@ fn exact_decimal(text: &str) -> Option<f64> {
             continue;
         }
         for _ in 0..=zeros {
-            digits = digits.checked_mul(10)?;
+            digits = (digits <= u64::MAX / 10).then(|| digits * 10)?;
         }
         digits = digits.checked_add(u64::from(b - b'0'))?;
         zeros = 0;
@@ -564,7 +603,11 @@ fn exact_decimal(text: &str) -> Option<f64> {
     if digits == 0 {
         return Some(0.0);
     }
-    let exp: i64 = exponent.parse().ok()?;
+    // The magnitude as a u64, as the other integers here are: one parser
+    // linked. An exponent past i64 fails either way.
+    let (negative, exp_digits) = exponent.unwrap_or((false, "0"));
+    let magnitude = i64::try_from(exp_digits.parse::<u64>().ok()?).ok()?;
+    let exp = if negative { -magnitude } else { magnitude };
     let exp10 = exp.checked_add(zeros)?.checked_sub(i64::try_from(frac.len()).ok()?)?;
     if digits > EXACT {
         return None;
@@ -587,8 +630,8 @@ fn exact_decimal(text: &str) -> Option<f64> {
 }
 
 /// pydantic's lax `bool`.
-fn lax_bool(value: Value<'_>, field: ConfigField) -> Result<bool, LoadError> {
-    let err = LoadError::WrongType { field, expected: "a boolean" };
+fn lax_bool(value: Value<'_>, field: ConfigField) -> Result<bool, Fault> {
+    let err = Fault::WrongType { field, expected: "a boolean" };
     let mut buf = heapless::String::new();
     match value.kind() {
         Kind::Bool(b) => Ok(b),
@@ -685,7 +728,9 @@ mod tests {
         // A failed load leaves the buffer as it was.
         let mut buf: ConfigBuf = ConfigBuf::new();
         buf.load_injection(r#"{"watch": {"t": {"change": 1}}}"#).unwrap();
-        assert!(buf.load_injection(r#"{"watch": {"u": {"change": "x"}}}"#).is_err());
+        // The error names the watch of this load, after the last one's text.
+        let err = buf.load_injection(r#"{"template": "{runtime_state}", "watch": {"uv": {"change": "x"}}}"#).unwrap_err();
+        assert!(err.to_string().starts_with("injection_config.watch.uv.change: expected a decimal"), "{err}");
         assert_eq!(buf.config().injection.watch.get(0).map(|(n, _)| n), Some("t"));
     }
 
@@ -702,6 +747,22 @@ mod tests {
             (ConfigError::TooManyWatches(5), "injection_config.watch: at most 4 fields can be watched, got 5")
         );
         assert!(config(&five[..4]).validate().is_ok());
+    }
+
+    #[test]
+    fn whole_floats_convert_as_the_float_casts_do() {
+        let cast = |f: f64| ((0.0..1.8e19).contains(&f) && (f as u64) as f64 == f).then_some(f as u64);
+        let edges = [0.0, -0.0, 0.5, 1.0, 3.0, 3.5, 1e-320, 4503599627370495.5, 9007199254740993.0, 1.8e19, 1.7999999999999998e19];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random = (0..20_000).map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            f64::from_bits(state)
+        });
+        let below = (0..2000).map(|i| f64::from(i) / 8.0).chain((0..64).map(|k| 2f64.powi(k)));
+        let wide = (0..64u32).flat_map(|k| [(u64::MAX >> k) as f64, (0x1234_5678_9abc_def1u64 >> k) as f64 + 0.5]);
+        for f in edges.into_iter().chain(random).chain(below).chain(wide).chain([f64::NAN, f64::INFINITY, -1.0]) {
+            assert_eq!(whole_u64(f), cast(f), "{f:e}");
+        }
     }
 
     #[test]

@@ -15,6 +15,29 @@ pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_is_space)
 }
 
+/// A number's text split at its first `e` or `E`: the mantissa, and the
+/// exponent as `(negative, digits)` when there is one; `None` when the
+/// exponent is not an optional sign and one or more ASCII digits. Bytes,
+/// not `find(['e', 'E'])`: core's searchers cost a device flash.
+pub(crate) fn split_exponent(text: &str) -> Option<(&str, Option<(bool, &str)>)> {
+    let Some(at) = text.bytes().position(|b| b == b'e' || b == b'E') else { return Some((text, None)) };
+    let (mantissa, exponent) = (text.get(..at)?, text.get(at + 1..)?);
+    let digits = match exponent.as_bytes().first() {
+        Some(b'+' | b'-') => exponent.get(1..)?,
+        _ => exponent,
+    };
+    let valid = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    valid.then_some((mantissa, Some((exponent.starts_with('-'), digits))))
+}
+
+/// `text.split_once('.')`, or the whole text and `""`: by byte.
+pub(crate) fn split_point(text: &str) -> (&str, &str) {
+    match text.bytes().position(|b| b == b'.') {
+        Some(at) => (text.get(..at).unwrap_or(text), text.get(at + 1..).unwrap_or("")),
+        None => (text, ""),
+    }
+}
+
 /// The first position of `needle` in `hay`: a word-at-a-time search for
 /// its first byte, then one compare per candidate (the tags the rules look
 /// for start with `<`, which a hint holds only a few of).
@@ -451,6 +474,26 @@ impl<W: Bytes> core::fmt::Write for Replace<'_, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_split_at_their_exponent_and_point() {
+        for (text, want) in [
+            ("12.5", Some(("12.5", None))),
+            ("1e5", Some(("1", Some((false, "5"))))),
+            ("1E+05", Some(("1", Some((false, "05"))))),
+            ("-2.5e-3", Some(("-2.5", Some((true, "3"))))),
+            ("1e", None),
+            ("1e+", None),
+            ("1e-x", None),
+            ("1e5e5", None),
+            ("e1", Some(("", Some((false, "1"))))),
+        ] {
+            assert_eq!(split_exponent(text), want, "{text:?}");
+        }
+        for text in ["12.5", "12", ".5", "1.", "1.2.3", ""] {
+            assert_eq!(split_point(text), text.split_once('.').unwrap_or((text, "")), "{text:?}");
+        }
+    }
 
     /// The list is Rust's White_Space plus U+001C..U+001F, for every char.
     #[test]

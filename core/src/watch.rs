@@ -40,9 +40,6 @@ pub struct Decimal(i128);
 
 /// 10^18: one unit of [`Decimal`].
 const ONE: i128 = 1_000_000_000_000_000_000;
-/// Magnitudes below 10^37 (19 integer digits): a sum or difference of two
-/// stays far inside `i128`.
-const LIMIT: i128 = ONE * WHOLE_LIMIT as i128;
 /// 10^19: integer parts stay below it.
 const WHOLE_LIMIT: u64 = 10_000_000_000_000_000_000;
 
@@ -68,90 +65,32 @@ impl Decimal {
     /// number of bytes it took (whitespace included). `None` when there is
     /// none, or it does not fit.
     pub fn leading(bytes: impl IntoIterator<Item = u8>) -> Option<(Decimal, usize)> {
-        // One byte of lookahead, by hand: `Peekable::next_if` asserts.
-        let mut it = bytes.into_iter();
-        let mut next = it.next();
-        let mut taken = 0;
-        while next.is_some_and(|b| b.is_ascii_whitespace()) {
-            (next, taken) = (it.next(), taken + 1);
-        }
-        let negative = next == Some(b'-');
-        if matches!(next, Some(b'+' | b'-')) {
-            (next, taken) = (it.next(), taken + 1);
-        }
-        // In u64s, not i128s: 19 integer and 18 fractional digits fit, and a
-        // device is spared 128-bit division.
-        let (mut whole, mut digits, mut fits) = (0u64, 0usize, true);
-        while let Some(d) = next.filter(u8::is_ascii_digit) {
-            (next, taken, digits) = (it.next(), taken + 1, digits + 1);
-            match whole.checked_mul(10).and_then(|w| w.checked_add(u64::from(d - b'0'))) {
-                Some(w) if w < WHOLE_LIMIT => whole = w,
-                _ => fits = false,
-            }
-        }
-        if digits == 0 {
-            return None;
-        }
-        let (mut fraction, mut places) = (0u64, 0u32);
-        if next == Some(b'.') {
-            next = it.next();
-            let mut count = 0;
-            while let Some(d) = next.filter(u8::is_ascii_digit) {
-                (next, count) = (it.next(), count + 1);
-                if places < Self::FRACTION_DIGITS {
-                    (fraction, places) = (fraction * 10 + u64::from(d - b'0'), places + 1);
-                } else if d != b'0' {
-                    fits = false; // past the 18th digit only zeros fit
-                }
-            }
-            // "27." is 27: the dot is not part of the number.
-            if count > 0 {
-                taken += 1 + count;
-            }
-        }
-        if !fits {
-            return None;
-        }
-        for _ in places..Self::FRACTION_DIGITS {
-            fraction *= 10; // stays below 10^18
-        }
-        let units = i128::from(whole) * ONE + i128::from(fraction);
-        Some((Decimal(if negative { -units } else { units }), taken))
+        let (parts, taken) = Parts::leading(bytes)?;
+        Some((parts.decimal(), taken))
     }
 
     /// A whole text that is one decimal number, `[+-]?[0-9]+(\.[0-9]+)?`,
     /// optionally with an exponent `[eE][+-]?[0-9]+` (a JSON number);
     /// `None` otherwise or when it does not fit.
     pub fn parse(text: &str) -> Option<Decimal> {
-        let (number, exponent) = match text.find(['e', 'E']) {
-            Some(at) => (text.get(..at)?, Some(text.get(at + 1..)?)),
-            None => (text, None),
-        };
-        let (mut value, taken) = Decimal::leading(number.bytes())?;
-        if taken != number.len() || number.starts_with(|c: char| c.is_ascii_whitespace()) {
+        let (number, exponent) = crate::text::split_exponent(text)?;
+        let (mut value, taken) = Parts::leading(number.bytes())?;
+        if taken != number.len() || number.as_bytes().first().is_some_and(u8::is_ascii_whitespace) {
             return None;
         }
-        let Some(exponent) = exponent else { return Some(value) };
-        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
+        let Some((negative, digits)) = exponent else { return Some(value.decimal()) };
+        // Parsed as a u64, as the loader's integers are: one parser linked.
         // Zero stays zero at any exponent; otherwise one shift past 10^37
         // either way cannot fit.
-        let digits = digits.trim_start_matches('0');
-        let shift = if digits.is_empty() { 0 } else { digits.parse::<u32>().unwrap_or(u32::MAX) };
-        if value.0 == 0 {
-            return Some(value);
-        }
+        let shift = digits.parse::<u64>().unwrap_or(u64::MAX);
         // Each step either fits or returns: 38 steps exhaust any value.
         for _ in 0..shift.min(40) {
-            value.0 = match exponent.starts_with('-') {
-                true if value.0 % 10 == 0 => value.0 / 10,
-                true => return None,
-                false => value.0.checked_mul(10).filter(|u| u.abs() < LIMIT)?,
+            value = match negative {
+                true => value.tenth()?,
+                false => value.times_ten()?,
             };
         }
-        Some(value)
+        Some(value.decimal())
     }
 
     /// Whether the number is above zero.
@@ -175,6 +114,93 @@ impl Decimal {
 
     fn minus(self, other: Decimal) -> Decimal {
         Decimal(self.0.saturating_sub(other.0))
+    }
+}
+
+/// A decimal as its sign, integer part (below 10^19) and 18 fractional
+/// digits: parsed and shifted by powers of ten in `u64`s, so a device is
+/// spared 128-bit division.
+#[derive(Clone, Copy)]
+struct Parts {
+    negative: bool,
+    whole: u64,
+    fraction: u64,
+}
+
+/// 10^17: the first fractional digit's weight in [`Parts::fraction`].
+const TENTH: u64 = 100_000_000_000_000_000;
+
+impl Parts {
+    /// What [`Decimal::leading`] reads.
+    fn leading(bytes: impl IntoIterator<Item = u8>) -> Option<(Parts, usize)> {
+        // One byte of lookahead, by hand: `Peekable::next_if` asserts.
+        let mut it = bytes.into_iter();
+        let mut next = it.next();
+        let mut taken = 0;
+        while next.is_some_and(|b| b.is_ascii_whitespace()) {
+            (next, taken) = (it.next(), taken + 1);
+        }
+        let negative = next == Some(b'-');
+        if matches!(next, Some(b'+' | b'-')) {
+            (next, taken) = (it.next(), taken + 1);
+        }
+        // In u64s, not i128s: 19 integer and 18 fractional digits fit, and a
+        // device is spared 128-bit division.
+        let (mut whole, mut digits, mut fits) = (0u64, 0usize, true);
+        while let Some(d) = next.filter(u8::is_ascii_digit) {
+            (next, taken, digits) = (it.next(), taken + 1, digits + 1);
+            // Below 10^19 after the digit exactly when below 10^18 before.
+            match whole < WHOLE_LIMIT / 10 {
+                true => whole = whole * 10 + u64::from(d - b'0'),
+                false => fits = false,
+            }
+        }
+        if digits == 0 {
+            return None;
+        }
+        let (mut fraction, mut places) = (0u64, 0u32);
+        if next == Some(b'.') {
+            next = it.next();
+            let mut count = 0;
+            while let Some(d) = next.filter(u8::is_ascii_digit) {
+                (next, count) = (it.next(), count + 1);
+                if places < Decimal::FRACTION_DIGITS {
+                    (fraction, places) = (fraction * 10 + u64::from(d - b'0'), places + 1);
+                } else if d != b'0' {
+                    fits = false; // past the 18th digit only zeros fit
+                }
+            }
+            // "27." is 27: the dot is not part of the number.
+            if count > 0 {
+                taken += 1 + count;
+            }
+        }
+        if !fits {
+            return None;
+        }
+        for _ in places..Decimal::FRACTION_DIGITS {
+            fraction *= 10; // stays below 10^18
+        }
+        Some((Parts { negative, whole, fraction }, taken))
+    }
+
+    fn decimal(self) -> Decimal {
+        let units = i128::from(self.whole) * ONE + i128::from(self.fraction);
+        Decimal(if self.negative { -units } else { units })
+    }
+
+    /// Ten times the number, if it stays below 10^19.
+    fn times_ten(self) -> Option<Parts> {
+        // The carried digit is at most 9: below 10^19 exactly when the
+        // whole part was below 10^18.
+        let whole = (self.whole < WHOLE_LIMIT / 10).then(|| self.whole * 10 + self.fraction / TENTH)?;
+        Some(Parts { whole, fraction: self.fraction % TENTH * 10, ..self })
+    }
+
+    /// A tenth of the number, if that is exact in 18 fractional digits.
+    fn tenth(self) -> Option<Parts> {
+        let fraction = self.fraction.is_multiple_of(10).then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
+        Some(Parts { whole: self.whole / 10, fraction, ..self })
     }
 }
 
@@ -622,6 +648,61 @@ mod tests {
             assert_eq!(Decimal::parse(text).map(|d| d.to_string()).as_deref(), value, "{text:?}");
         }
         assert!(d("0.1").is_positive() && !d("0").is_positive() && d("-0.1").is_negative() && !d("0").is_negative());
+    }
+
+    /// The exponent as the value times or over ten, step by step in `i128`
+    /// (what `parse` did before it shifted in `u64` parts): the model.
+    fn shifted_in_i128(mantissa: &str, exponent: i32) -> Option<Decimal> {
+        // Magnitudes below 10^37: 19 integer digits.
+        const LIMIT: i128 = ONE * WHOLE_LIMIT as i128;
+        let mut units = Decimal::leading(mantissa.bytes())?.0 .0;
+        for _ in 0..exponent.unsigned_abs().min(40) {
+            units = match exponent < 0 {
+                true if units % 10 == 0 => units / 10,
+                true => return None,
+                false => units.checked_mul(10).filter(|u| u.abs() < LIMIT)?,
+            };
+        }
+        Some(Decimal(units))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_exponent_shifts_exactly_as_in_i128(
+            negative: bool,
+            whole in proptest::prop_oneof![0u64..100, 0u64..WHOLE_LIMIT],
+            fraction in proptest::prop_oneof![0u64..1000, 0u64..ONE as u64],
+            places in 0usize..=18,
+            exponent in -40i32..=40,
+        ) {
+            let digits = std::format!("{fraction:018}");
+            let mantissa = std::format!("{}{whole}.{}", if negative { "-" } else { "" }, &digits[..places]);
+            let mantissa = mantissa.trim_end_matches('.');
+            let text = std::format!("{mantissa}e{exponent}");
+            proptest::prop_assert_eq!(Decimal::parse(&text), shifted_in_i128(mantissa, exponent), "{}", text);
+        }
+    }
+
+    #[test]
+    fn shifts_carry_digits_between_the_parts_and_stop_where_they_do_not_fit() {
+        for (text, value) in [
+            ("123.456e-15", Some("0.000000000000123456")),
+            ("0.000000000000000001e18", Some("1")),
+            ("0.000000000000000001e36", Some("1000000000000000000")),
+            ("0.000000000000000001e37", None),
+            ("9999999999999999999e-18", Some("9.999999999999999999")),
+            ("9999999999999999999e-19", None),
+            ("-1.5e-17", Some("-0.000000000000000015")),
+            ("-1.5e-18", None),
+            ("1e18", Some("1000000000000000000")),
+            ("0.1e19", Some("1000000000000000000")),
+            ("1.844674407370955161e18", Some("1844674407370955161")),
+            ("9.9e18", Some("9900000000000000000")),
+            ("2e18", Some("2000000000000000000")),
+            ("2e19", None),
+        ] {
+            assert_eq!(Decimal::parse(text).map(|d| d.to_string()).as_deref(), value, "{text:?}");
+        }
     }
 
     fn watch(change: Option<&str>, above: Option<&str>, below: Option<&str>, h: &str) -> Watch {

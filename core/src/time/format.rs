@@ -126,22 +126,25 @@ fn is_one_of(set: &str, c: char) -> bool {
     set.bytes().any(|b| u32::from(b) == c as u32)
 }
 
-/// A set of ASCII directive letters.
+/// A set of ASCII letters (`A`..=`z`, 58 bits): the directive letters. A
+/// `u64`, not a `u128` over all of ASCII, whose shifts cost a Cortex-M
+/// flash at every use; nothing asks for a character that is not a letter.
 #[derive(Clone, Copy, Default)]
-struct Letters(u128);
+struct Letters(u64);
 
 impl Letters {
-    fn has(self, c: char) -> bool {
-        let n = c as u32;
-        n < 128 && self.0 & (1u128 << n) != 0
+    /// `c`'s bit, if `c` is in `A`..=`z`.
+    fn bit(c: char) -> Option<u64> {
+        let n = (c as u32).wrapping_sub(u32::from(b'A'));
+        (n <= u32::from(b'z' - b'A')).then(|| 1u64 << n)
     }
-    /// Adds `c`; returns whether it was already there.
+    fn has(self, c: char) -> bool {
+        Self::bit(c).is_some_and(|b| self.0 & b != 0)
+    }
+    /// Adds `c` (a letter); returns whether it was already there.
     fn add(&mut self, c: char) -> bool {
         let was = self.has(c);
-        let n = c as u32;
-        if n < 128 {
-            self.0 |= 1u128 << n;
-        }
+        self.0 |= Self::bit(c).unwrap_or(0);
         was
     }
 }
@@ -263,7 +266,8 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
     let wday_sun = || date.weekday().num_days_from_sunday();
     let wday_mon = || date.weekday().num_days_from_monday();
     let weekday_name = || WEEKDAYS.get(wday_mon() as usize).copied().unwrap_or("");
-    let month_name = || MONTHS.get(date.month0() as usize).copied().unwrap_or("");
+    let month_day = || super::civil::month_day(date);
+    let month_name = || MONTHS.get(month_day().0 as usize - 1).copied().unwrap_or("");
     match d {
         b'a' => w.push(three(weekday_name()).as_bytes()),
         b'A' => w.push(weekday_name().as_bytes()),
@@ -271,8 +275,8 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         b'B' => w.push(month_name().as_bytes()),
         // glibc prints years (and the century) without padding.
         b'C' => signed(w, date.year().div_euclid(100)),
-        b'd' => two(w, date.day()),
-        b'e' => push_padded(w, date.day(), 2, b' '),
+        b'd' => two(w, month_day().1),
+        b'e' => push_padded(w, month_day().1, 2, b' '),
         b'g' => two(w, date.iso_week().year().rem_euclid(100).unsigned_abs()),
         b'G' => signed(w, date.iso_week().year()),
         b'H' => two(w, t.local.hour()),
@@ -280,7 +284,7 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         b'j' => push_padded(w, date.ordinal(), 3, b'0'),
         b'k' => push_padded(w, t.local.hour(), 2, b' '),
         b'l' => push_padded(w, hour12(), 2, b' '),
-        b'm' => two(w, date.month()),
+        b'm' => two(w, month_day().0),
         b'M' => two(w, t.local.minute()),
         b'n' => w.push(b"\n"),
         b'p' => w.push(if t.local.hour() < 12 { b"AM" } else { b"PM" }),
@@ -495,18 +499,20 @@ mod tests {
     }
 
     #[test]
-    fn letters_hold_ascii_only() {
+    fn letters_hold_ascii_letters_only() {
         let mut set = Letters::default();
         assert!(!set.add('Y'));
         assert!(set.add('Y'));
         assert!(set.has('Y') && !set.has('y'));
-        // Past ASCII nothing is held, and nothing overflows the bit set.
-        for c in ['\u{80}', 'é', '\u{10ffff}'] {
+        // Outside `A`..=`z` nothing is held, and nothing overflows the bit set.
+        for c in ['%', '@', '{', '\u{7f}', '\u{80}', 'é', '\u{10ffff}', '\0'] {
             assert!(!set.add(c), "{c:?}");
             assert!(!set.has(c), "{c:?}");
         }
-        // The last ASCII letter is held like the others.
-        assert!(!set.has('\u{7f}') && !set.add('\u{7f}') && set.has('\u{7f}'));
+        // The first and last letters are held like the others, apart.
+        assert!(!set.has('A') && !set.add('A') && set.has('A') && !set.has('z'));
+        assert!(!set.add('z') && set.has('z') && set.add('A'));
+        assert_eq!(set.0.count_ones(), 3);
     }
 
     #[test]

@@ -31,6 +31,7 @@
 //!   groups, resolve the date), with its regex match in `strptime::matcher`
 //!   and `re`'s Unicode tables in `strptime::unicode`.
 
+mod civil;
 mod format;
 mod hours;
 mod strptime;

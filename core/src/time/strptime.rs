@@ -13,6 +13,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 
 use self::matcher::{next_node, regex_match, Captures, Cursor, Groups, Node, Pos};
 use self::unicode::digit_value;
+use super::civil::{self, is_leap};
 use super::format::{strptime_verdict, ParseBack, MONTHS, WEEKDAYS};
 use super::Recorded;
 
@@ -73,27 +74,30 @@ fn from_groups(fmt: &str, text: &str, caps: &dyn Groups) -> Option<Recorded> {
 
 /// `_strptime`'s locals after its loop over the groups: what each
 /// directive gave, the defaults (month and day 1, time 00:00) or `None`
-/// where the format has no directive for it.
+/// where the format has no directive for it. In `i32`: every group is at
+/// most 6 digits (`%f`; `%Y` 4) and the date arithmetic stays within years
+/// 1..=9999, so nothing comes near 2^31; on a Cortex-M, `i64` arithmetic
+/// cost 1.2 KB more. Only `%z`'s offset in microseconds needs `i64`.
 struct Fields {
-    year: Option<i64>,
-    iso_year: Option<i64>,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
+    year: Option<i32>,
+    iso_year: Option<i32>,
+    month: i32,
+    day: i32,
+    hour: i32,
+    minute: i32,
+    second: i32,
     /// Microseconds.
-    fraction: i64,
+    fraction: i32,
     /// `%z`: seconds and microseconds east of UTC.
-    gmtoff: Option<(i64, i64)>,
-    iso_week: Option<i64>,
-    week_of_year: Option<i64>,
+    gmtoff: Option<(i32, i32)>,
+    iso_week: Option<i32>,
+    week_of_year: Option<i32>,
     /// `%W` (weeks start on Monday) rather than `%U` (on Sunday).
     week_starts_mon: bool,
     /// Monday is 0.
-    weekday: Option<i64>,
+    weekday: Option<i32>,
     /// The day of the year, from 1.
-    julian: Option<i64>,
+    julian: Option<i32>,
 }
 
 /// Phase 2, `_strptime`'s loop over `found_dict`: each group converted to
@@ -137,8 +141,8 @@ impl Fields {
             'Y' => self.year = Some(int_of(g)?),
             'G' => self.iso_year = Some(int_of(g)?),
             'm' => self.month = int_of(g)?,
-            'B' => self.month = name_index(&MONTHS, g)? as i64 + 1,
-            'b' => self.month = abbrev_index(&MONTHS, g)? as i64 + 1,
+            'B' => self.month = name_index(&MONTHS, g)? as i32 + 1,
+            'b' => self.month = abbrev_index(&MONTHS, g)? as i32 + 1,
             'd' => self.day = int_of(g.trim_start_matches(' '))?,
             'H' => self.hour = int_of(g)?,
             'I' => self.hour = hour_of_12(int_of(g)?, ampm),
@@ -147,10 +151,10 @@ impl Fields {
             'f' => {
                 let digits = int_of(g)?;
                 let pad = 6u32.saturating_sub(g.len() as u32);
-                self.fraction = digits * 10i64.pow(pad);
+                self.fraction = digits * 10i32.pow(pad);
             }
-            'A' => self.weekday = Some(name_index(&WEEKDAYS, g)? as i64),
-            'a' => self.weekday = Some(abbrev_index(&WEEKDAYS, g)? as i64),
+            'A' => self.weekday = Some(name_index(&WEEKDAYS, g)? as i32),
+            'a' => self.weekday = Some(abbrev_index(&WEEKDAYS, g)? as i32),
             'w' => {
                 self.weekday = Some(match int_of(g)? {
                     0 => 6,
@@ -173,7 +177,7 @@ impl Fields {
 
 /// `%I` on the 24-hour clock: 12 AM is 0, PM adds 12 except to 12, and
 /// without `%p` the hour is AM.
-fn hour_of_12(hour: i64, ampm: &str) -> i64 {
+fn hour_of_12(hour: i32, ampm: &str) -> i32 {
     let mut hour = hour;
     if ampm.is_empty() || ampm.eq_ignore_ascii_case("am") {
         if hour == 12 {
@@ -191,7 +195,7 @@ fn hour_of_12(hour: i64, ampm: &str) -> i64 {
 ///
 /// In one piece, in `_strptime`'s order and with its mutable locals: split
 /// into methods that return a year and a day of the year, it compiled to
-/// about 230 bytes more on a Cortex-M (the date arithmetic is in `i64`).
+/// about 230 bytes more on a Cortex-M.
 fn resolve_date(f: Fields) -> Option<Recorded> {
     let Fields { year, iso_year, mut month, mut day, iso_week, week_of_year, week_starts_mon, weekday, mut julian, .. } = f;
     // `%G` needs `%V` and a weekday and refuses `%j`; `%V` needs `%G`.
@@ -239,9 +243,9 @@ fn resolve_date(f: Fields) -> Option<Recorded> {
         }
         Some(j) => {
             let date = from_ordinal(j - 1 + ordinal(py_date(year, 1, 1)?))?;
-            year = i64::from(date.year());
-            month = i64::from(date.month());
-            day = i64::from(date.day());
+            year = date.year();
+            let (m, d) = civil::month_day(date);
+            (month, day) = (m as i32, d as i32);
         }
     }
     if weekday.is_none() {
@@ -266,7 +270,7 @@ impl Fields {
         let utc_offset_micros = match self.gmtoff {
             None => None,
             Some((secs, micros)) => {
-                let total = secs * 1_000_000 + micros;
+                let total = i64::from(secs) * 1_000_000 + i64::from(micros);
                 if total.abs() >= 86_400_000_000 {
                     return None;
                 }
@@ -280,42 +284,38 @@ impl Fields {
 // --- Conversions and date arithmetic, as `_strptime` and `datetime` do them --
 
 /// `int()` of a matched run of Unicode decimal digits.
-fn int_of(s: &str) -> Option<i64> {
-    let mut v = 0i64;
+fn int_of(s: &str) -> Option<i32> {
+    let mut v = 0i32;
     let mut any = false;
     for c in s.chars() {
-        v = v.checked_mul(10)?.checked_add(i64::from(digit_value(c)?))?;
+        v = v.checked_mul(10)?.checked_add(digit_value(c)? as i32)?;
         any = true;
     }
     any.then_some(v)
 }
 
 /// Python's `date(year, month, day)`: years 1..=9999 only.
-fn py_date(year: i64, month: i64, day: i64) -> Option<NaiveDate> {
+fn py_date(year: i32, month: i32, day: i32) -> Option<NaiveDate> {
     if !(1..=9999).contains(&year) {
         return None;
     }
-    NaiveDate::from_ymd_opt(i32::try_from(year).ok()?, u32::try_from(month).ok()?, u32::try_from(day).ok()?)
+    civil::from_ymd(year, u32::try_from(month).ok()?, u32::try_from(day).ok()?)
 }
 
 /// Python's `date.toordinal()`.
-fn ordinal(d: NaiveDate) -> i64 {
-    i64::from(d.num_days_from_ce())
+fn ordinal(d: NaiveDate) -> i32 {
+    d.num_days_from_ce()
 }
 
 /// Python's `date.fromordinal(n)`, for the `n` here: a day of a year from
 /// 1 on, so at least 1; a year past 9999 is refused by [`py_date`] after.
-fn from_ordinal(n: i64) -> Option<NaiveDate> {
-    NaiveDate::from_num_days_from_ce_opt(i32::try_from(n).ok()?)
-}
-
-fn is_leap(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+fn from_ordinal(n: i32) -> Option<NaiveDate> {
+    NaiveDate::from_num_days_from_ce_opt(n)
 }
 
 /// `_strptime._calc_julian_from_U_or_W`.
-fn julian_from_u_or_w(year: i64, week: i64, day_of_week: i64, starts_mon: bool) -> Option<i64> {
-    let mut first = i64::from(py_date(year, 1, 1)?.weekday().num_days_from_monday());
+fn julian_from_u_or_w(year: i32, week: i32, day_of_week: i32, starts_mon: bool) -> Option<i32> {
+    let mut first = py_date(year, 1, 1)?.weekday().num_days_from_monday() as i32;
     let mut dow = day_of_week;
     if !starts_mon {
         first = (first + 1) % 7;
@@ -328,14 +328,14 @@ fn julian_from_u_or_w(year: i64, week: i64, day_of_week: i64, starts_mon: bool) 
 /// `_strptime._calc_julian_from_V`, without its step into the year before
 /// for a day before the ISO year's January 1st: [`resolve_date`] takes that
 /// step for every day of the year below 1, to the same day.
-fn julian_from_v(iso_year: i64, iso_week: i64, iso_weekday: i64) -> Option<i64> {
-    let correction = i64::from(py_date(iso_year, 1, 4)?.weekday().number_from_monday()) + 3;
+fn julian_from_v(iso_year: i32, iso_week: i32, iso_weekday: i32) -> Option<i32> {
+    let correction = py_date(iso_year, 1, 4)?.weekday().number_from_monday() as i32 + 3;
     Some(iso_week * 7 + iso_weekday - correction)
 }
 
 /// The `%z` group: seconds and microseconds east of UTC, following
 /// `_strptime` character by character (its `ValueError`s give `None`).
-fn parse_z(z: &str) -> Option<(i64, i64)> {
+fn parse_z(z: &str) -> Option<(i32, i32)> {
     if z == "Z" {
         return Some((0, 0));
     }
@@ -361,20 +361,20 @@ fn parse_z(z: &str) -> Option<(i64, i64)> {
         }
     }
     // `int()` of a slice: ":0" (from "+0100:00") raises.
-    let num = |cs: &[char; 16], a: usize, b: usize| -> Option<i64> {
-        let mut v = 0i64;
+    let num = |cs: &[char; 16], a: usize, b: usize| -> Option<i32> {
+        let mut v = 0i32;
         for c in cs.get(a..b.min(n))? {
-            v = v * 10 + i64::from(digit_value(*c)?);
+            v = v * 10 + digit_value(*c)? as i32;
         }
         (b.min(n) > a).then_some(v)
     };
     let hours = num(&cs, 1, 3)?;
     let minutes = num(&cs, 3, 5)?;
     let seconds = if n > 5 { num(&cs, 5, 7)? } else { 0 };
-    let mut fraction = 0i64;
-    let mut scale = 100_000i64;
+    let mut fraction = 0i32;
+    let mut scale = 100_000i32;
     for c in cs.get(8..n).unwrap_or(&[]) {
-        fraction += i64::from(digit_value(*c)?) * scale;
+        fraction += digit_value(*c)? as i32 * scale;
         scale /= 10;
     }
     let mut off = hours * 3600 + minutes * 60 + seconds;
