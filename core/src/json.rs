@@ -207,6 +207,7 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+#[inline(always)]
 pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while b.get(i).is_some_and(|&c| is_ws(c)) {
         i += 1;
@@ -225,6 +226,38 @@ fn is_hex4(b: &[u8], i: usize) -> bool {
     i.checked_add(4).and_then(|end| b.get(i..end)).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
 }
 
+/// Bytes a word holds: the strings are scanned a word at a time.
+const WORD: usize = size_of::<usize>();
+/// `byte` in every byte of a word.
+const fn lanes(byte: u8) -> usize {
+    usize::MAX / 0xff * byte as usize
+}
+
+/// The bytes of `word` that are zero, as the top bit of their byte: exact
+/// up to the first one (a borrow may flag bytes after it).
+fn zero_lanes(word: usize) -> usize {
+    word.wrapping_sub(lanes(0x01)) & !word & lanes(0x80)
+}
+
+/// The word at `i` in `b`, its first byte lowest, if `b` holds it whole.
+fn word_at(b: &[u8], i: usize) -> Option<usize> {
+    let bytes = b.get(i..i.checked_add(WORD)?)?;
+    <[u8; WORD]>::try_from(bytes).ok().map(usize::from_le_bytes)
+}
+
+/// Where the first byte of the word at `i` that ends the plain run is (a
+/// quote, a backslash or a control byte: the byte loop's business), as a
+/// count of bytes (`WORD` for none), and whether a byte before it is not
+/// plain (DEL or above, which `json.dumps` escapes).
+fn ordinary_run(word: usize) -> (usize, bool) {
+    let control = word.wrapping_sub(lanes(0x20)) & !word & lanes(0x80);
+    let special = zero_lanes(word ^ lanes(b'"')) | zero_lanes(word ^ lanes(b'\\')) | control;
+    let escaped = (word & lanes(0x80)) | zero_lanes(word ^ lanes(0x7f));
+    let run = (special.trailing_zeros() / 8) as usize;
+    let before = (escaped.trailing_zeros() / 8) as usize;
+    (run, before < run)
+}
+
 /// Validates the string whose opening quote is at `start`; returns the offset
 /// just past its closing quote, and whether it is plain: printable ASCII
 /// with no escape, so its text is its own `json.dumps`.
@@ -232,6 +265,15 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
     let mut plain = true;
     loop {
+        // Ordinary bytes a word at a time, up to the first that is not.
+        while let Some(word) = word_at(b, i) {
+            let (run, escaped) = ordinary_run(word);
+            plain &= !escaped;
+            i += run;
+            if run < WORD {
+                break;
+            }
+        }
         match b.get(i) {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
             Some(b'"') => return Ok((i + 1, plain)),
@@ -804,6 +846,72 @@ mod tests {
 
     fn ok(s: &str) -> bool {
         parse(s, 64).is_ok()
+    }
+
+    /// `scan_string` a byte at a time, as it was before it read words: the
+    /// reference its word-at-a-time reading must agree with.
+    fn scan_string_bytewise(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
+        let mut i = start + 1;
+        let mut plain = true;
+        loop {
+            match b.get(i) {
+                None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                Some(b'"') => return Ok((i + 1, plain)),
+                Some(b'\\') => {
+                    plain = false;
+                    match b.get(i + 1) {
+                        None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') if is_hex4(b, i + 2) => i += 6,
+                        Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
+                    }
+                }
+                Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
+                Some(&c) => {
+                    plain &= c < 0x7f;
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Strings of the bytes that end a word's run or make it not
+        /// plain, at every place in a word, before and after the end of
+        /// the text: the same end, plainness and error as byte by byte.
+        #[test]
+        fn strings_scan_by_words_as_by_bytes(
+            body in proptest::collection::vec(proptest::prop_oneof![
+                proptest::sample::select(std::vec![b'a', b'"', b'\\', b'u', b'0', b'e', b'n', 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xc3, 0xa9, 0xff, 0x00]),
+                proptest::num::u8::ANY,
+            ], 0..40),
+            lead in 0usize..9,
+        ) {
+            let mut text = std::vec![b' '; lead];
+            text.push(b'"');
+            text.extend_from_slice(&body);
+            proptest::prop_assert_eq!(scan_string(&text, lead), scan_string_bytewise(&text, lead));
+        }
+    }
+
+    #[test]
+    fn words_of_plain_and_not_plain_bytes() {
+        // Every byte value at every place of a word, in a string long
+        // enough to be read by words, closed or not.
+        for c in 0..=255u8 {
+            for at in 0..2 * WORD {
+                for closed in [false, true] {
+                    let mut text = std::vec![b'"'];
+                    text.extend(core::iter::repeat_n(b'x', at));
+                    text.push(c);
+                    text.extend(core::iter::repeat_n(b'y', 2 * WORD));
+                    if closed {
+                        text.push(b'"');
+                    }
+                    assert_eq!(scan_string(&text, 0), scan_string_bytewise(&text, 0), "{c:#x} at {at}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -788,7 +788,8 @@ proptest! {
 }
 
 /// The keys of `text`'s members (tape indices are stood in for by their
-/// positions), sorted by `by_window`, or `None` where it declines.
+/// positions), ordered by `by_window`, or `None` where it declines; each
+/// kept key is the last of those equal to it.
 fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
     let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
     let mut starts = Vec::new();
@@ -798,30 +799,40 @@ fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
         at += k.len() + 2;
     }
     let span = |x: u32| (x as usize + 1, json::key_at(&text, x as usize).map_or(0, |k| x as usize + 1 + k.raw().len()));
-    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize).then(x.cmp(&y));
+    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize);
     let mut run = starts.clone();
-    if !by_window(text.as_bytes(), &span, &mut run, &cmp) {
+    let Some(kept) = by_window(text.as_bytes(), &span, &mut run, &cmp) else {
         assert_eq!(run, starts, "left as it was");
         return None;
+    };
+    for &x in &run[..kept] {
+        let last = starts.iter().rev().find(|&&y| cmp(x, y) == Ordering::Equal);
+        assert_eq!(last, Some(&x), "the last of equal keys is kept");
     }
-    Some(run.iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
+    Some(run[..kept].iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
 }
 
 #[test]
 fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
     // Shared prefix, windows that differ, windows that tie (long keys),
-    // a key ending inside the window, equal keys in document order.
+    // a key ending inside the window, equal keys (the last kept).
     let keys = ["field_00012", "field_00003", "field_0000", "field_00003_long_tail_b", "field_00003_long_tail_a", "field_00003", "é", "z"];
     let mut want: Vec<String> = keys.iter().map(|k| String::from(*k)).collect();
     want.sort();
+    want.dedup();
     assert_eq!(by_window_order(&keys), Some(want));
     assert_eq!(by_window_order(&[]), Some(Vec::new()));
+    // Equal keys among tied windows (no shared prefix: the windows hold
+    // the first eight bytes), the last of each kept.
+    let ties = ["a12345678b", "a12345678a", "b", "a12345678b", "a12345678a"];
+    assert_eq!(by_window_order(&ties), Some(std::vec![String::from(ties[1]), String::from(ties[0]), String::from(ties[2])]));
     // An escape inside a window: declined, whatever its place.
     assert_eq!(by_window_order(&["ab\\u0041", "ab"]), None);
     assert_eq!(by_window_order(&["x", "\\n"]), None);
-    // Past the windows, escapes are the comparison's business.
-    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0"];
-    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[0])]));
+    // Past the windows, escapes are the comparison's business: equal
+    // when decoded.
+    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0", "abcdefghijklmnopqA"];
+    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[2])]));
 }
 
 /// Strings for the tape's differential test: every escape `json.dumps`
