@@ -170,18 +170,22 @@ fn error(kind: JsonErrorKind, offset: usize) -> JsonError {
     JsonError { kind, offset }
 }
 
-/// Which containers are open, one bit per level (set = object).
+/// Which containers are open, one bit per level (set = object), in words
+/// of the target's width (a 64-bit shift is a library call on a 32-bit
+/// core).
 struct Nesting {
-    bits: [u64; DEPTH_CAPACITY / 64],
+    bits: [usize; DEPTH_CAPACITY / usize::BITS as usize],
     len: usize,
 }
 
 impl Nesting {
+    const BITS: usize = usize::BITS as usize;
+
     fn push(&mut self, object: bool) -> bool {
-        let Some(word) = self.bits.get_mut(self.len / 64) else {
+        let Some(word) = self.bits.get_mut(self.len / Self::BITS) else {
             return false;
         };
-        let mask = 1u64 << (self.len % 64);
+        let mask = 1 << (self.len % Self::BITS);
         if object {
             *word |= mask;
         } else {
@@ -198,18 +202,23 @@ impl Nesting {
     /// `Some(true)` inside an object, `Some(false)` inside an array.
     fn top(&self) -> Option<bool> {
         let index = self.len.checked_sub(1)?;
-        let word = self.bits.get(index / 64)?;
-        Some(word & (1u64 << (index % 64)) != 0)
+        let word = self.bits.get(index / Self::BITS)?;
+        Some(word & (1 << (index % Self::BITS)) != 0)
     }
 }
 
+#[inline(always)]
 fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+    // Most bytes are above the space: one comparison for them.
+    b <= b' ' && matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
 #[inline(always)]
 pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(|&c| is_ws(c)) {
+    while let Some(&c) = b.get(i) {
+        if !is_ws(c) {
+            break;
+        }
         i += 1;
     }
     i
@@ -402,7 +411,7 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
         return Err(error(JsonErrorKind::ByteOrderMark, 0));
     }
     let limit = max_depth.min(DEPTH_CAPACITY);
-    let mut nesting = Nesting { bits: [0; DEPTH_CAPACITY / 64], len: 0 };
+    let mut nesting = Nesting { bits: [0; DEPTH_CAPACITY / usize::BITS as usize], len: 0 };
     let start = skip_ws(b, 0);
     let mut i = start;
     let mut expect = Expect::Value;

@@ -484,7 +484,8 @@ fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M:
     members: usize,
     sink: &mut S,
 ) -> Option<Parsed<'t>> {
-    let mut tape = tape::Tape::<O, N>::new();
+    let mut tokens = heapless::Vec::new();
+    let mut tape = tape::Tape::<O, N>::new(&mut tokens);
     let parsed = json::parse_visited(raw, DEPTH, &mut tape);
     if let (Ok((value, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
         // No path holds more members than the document; and each key has

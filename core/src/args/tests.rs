@@ -1009,7 +1009,8 @@ fn by_window_declines_an_escape_past_the_shared_prefix() {
 #[test]
 fn the_tape_records_every_token() {
     let text = r#" {"b": [1, "x\u00e9", "é"], "a": {}, "c": null} "#;
-    let mut tape = tape::Tape::<u16, 16>::new();
+    let mut tokens = heapless::Vec::new();
+    let mut tape = tape::Tape::<u16, 16>::new(&mut tokens);
     json::parse_visited(text, 8, &mut tape).unwrap();
     let span = |needle: &str| {
         let at = text.find(needle).unwrap() as u16;
@@ -1030,7 +1031,8 @@ fn the_tape_records_every_token() {
     ];
     assert_eq!(tape.tokens(), Some(&want[..]));
     // One token more than it holds: no tape.
-    let mut small = tape::Tape::<u16, 9>::new();
+    let mut small_tokens = heapless::Vec::new();
+    let mut small = tape::Tape::<u16, 9>::new(&mut small_tokens);
     json::parse_visited(text, 8, &mut small).unwrap();
     assert_eq!(small.tokens(), None);
 }
