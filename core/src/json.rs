@@ -254,22 +254,59 @@ fn word_at(b: &[u8], i: usize) -> Option<usize> {
     <[u8; WORD]>::try_from(bytes).ok().map(usize::from_le_bytes)
 }
 
-/// Where the first byte of the word at `i` that ends the plain run is (a
-/// quote, a backslash or a control byte: the byte loop's business), as a
-/// count of bytes (`WORD` for none), and whether a byte before it is not
-/// plain (DEL or above, which `json.dumps` escapes).
-fn ordinary_run(word: usize) -> (usize, bool) {
+/// Where the first byte of `word` that ends the plain run is (a quote, a
+/// backslash or a control byte: the byte loop's business), as a count of
+/// bytes (`WORD` for none), and where the first byte that is not printable
+/// ASCII is (DEL or above, which `json.dumps` escapes), likewise.
+fn ordinary_run(word: usize) -> (usize, usize) {
     let control = word.wrapping_sub(lanes(0x20)) & !word & lanes(0x80);
     let special = zero_lanes(word ^ lanes(b'"')) | zero_lanes(word ^ lanes(b'\\')) | control;
     let escaped = (word & lanes(0x80)) | zero_lanes(word ^ lanes(0x7f));
-    let run = (special.trailing_zeros() / 8) as usize;
-    let before = (escaped.trailing_zeros() / 8) as usize;
-    (run, before < run)
+    ((special.trailing_zeros() / 8) as usize, (escaped.trailing_zeros() / 8) as usize)
+}
+
+/// How many bytes `b` starts with that are printable ASCII but `"` and
+/// `\`: a run that `json.dumps` writes as it stands. A word at a time.
+pub(crate) fn printable_run(b: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(word) = word_at(b, i) {
+        let (special, escaped) = ordinary_run(word);
+        let run = special.min(escaped);
+        i += run;
+        if run < WORD {
+            return i;
+        }
+    }
+    i + b.get(i..).unwrap_or(&[]).iter().take_while(|&&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\').count()
+}
+
+/// Validates the escape whose backslash is at `i` (of the string opened at
+/// `start`); returns its length and whether it is its own `json.dumps`
+/// (`ensure_ascii`): `\"` `\\` `\b` `\f` `\n` `\r` `\t` are, `\/` is not
+/// (dumped as `/`), and `\u` with four lowercase hex digits is unless the
+/// code unit is printable ASCII (dumped as itself) or has a short form. A
+/// surrogate pair is dumped as the same two escapes, a lone surrogate as
+/// itself.
+fn scan_escape(b: &[u8], start: usize, i: usize) -> Result<(usize, bool), JsonError> {
+    match b.get(i + 1) {
+        None => Err(error(JsonErrorKind::UnterminatedString, start)),
+        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => Ok((2, true)),
+        Some(b'/') => Ok((2, false)),
+        Some(b'u') if is_hex4(b, i + 2) => {
+            let hex = b.get(i + 2..i + 6).unwrap_or(&[]);
+            let lowercase = hex.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+            let unit = hex.iter().fold(0u32, |v, &c| (v << 4) | char::from(c).to_digit(16).unwrap_or(0));
+            let short = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
+            Ok((6, lowercase && !short && !(0x20..=0x7e).contains(&unit)))
+        }
+        Some(_) => Err(error(JsonErrorKind::InvalidEscape, i)),
+    }
 }
 
 /// Validates the string whose opening quote is at `start`; returns the offset
-/// just past its closing quote, and whether it is plain: printable ASCII
-/// with no escape, so its text is its own `json.dumps`.
+/// just past its closing quote, and whether it is plain: its text is its
+/// own `json.dumps` (`ensure_ascii`): printable ASCII and escapes that are
+/// their own dump ([`scan_escape`]).
 fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
     let mut plain = true;
@@ -277,7 +314,7 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
         // Ordinary bytes a word at a time, up to the first that is not.
         while let Some(word) = word_at(b, i) {
             let (run, escaped) = ordinary_run(word);
-            plain &= !escaped;
+            plain &= escaped >= run;
             i += run;
             if run < WORD {
                 break;
@@ -287,13 +324,9 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
             Some(b'"') => return Ok((i + 1, plain)),
             Some(b'\\') => {
-                plain = false;
-                match b.get(i + 1) {
-                    None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                    Some(b'u') if is_hex4(b, i + 2) => i += 6,
-                    Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
-                }
+                let (len, own) = scan_escape(b, start, i)?;
+                plain &= own;
+                i += len;
             }
             Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
             Some(&c) => {
@@ -391,7 +424,7 @@ pub(crate) trait Visit {
     /// The innermost open container closes.
     fn close(&mut self);
     /// A string (key or value) or a scalar spans `start..end`; a string is
-    /// `plain` when it is printable ASCII with no escape (a scalar always).
+    /// `plain` when its text is its own `json.dumps` (a scalar always).
     fn token(&mut self, start: usize, end: usize, plain: bool);
 }
 
@@ -867,13 +900,9 @@ mod tests {
                 None => return Err(error(JsonErrorKind::UnterminatedString, start)),
                 Some(b'"') => return Ok((i + 1, plain)),
                 Some(b'\\') => {
-                    plain = false;
-                    match b.get(i + 1) {
-                        None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                        Some(b'u') if is_hex4(b, i + 2) => i += 6,
-                        Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
-                    }
+                    let (len, own) = scan_escape(b, start, i)?;
+                    plain &= own;
+                    i += len;
                 }
                 Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
                 Some(&c) => {
@@ -882,6 +911,11 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `printable_run` a byte at a time.
+    fn printable_run_bytewise(b: &[u8]) -> usize {
+        b.iter().take_while(|&&c| (0x20..=0x7e).contains(&c) && c != b'"' && c != b'\\').count()
     }
 
     proptest::proptest! {
@@ -900,6 +934,7 @@ mod tests {
             text.push(b'"');
             text.extend_from_slice(&body);
             proptest::prop_assert_eq!(scan_string(&text, lead), scan_string_bytewise(&text, lead));
+            proptest::prop_assert_eq!(printable_run(&body), printable_run_bytewise(&body));
         }
     }
 
@@ -918,6 +953,7 @@ mod tests {
                         text.push(b'"');
                     }
                     assert_eq!(scan_string(&text, 0), scan_string_bytewise(&text, 0), "{c:#x} at {at}");
+                    assert_eq!(printable_run(&text[1..]), printable_run_bytewise(&text[1..]), "{c:#x} at {at}");
                 }
             }
         }

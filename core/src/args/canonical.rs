@@ -323,7 +323,7 @@ pub(super) fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
     while !rest.is_empty() {
         // Printable ASCII other than `\` (a raw `"` cannot occur) is its
         // own dump: write such runs whole.
-        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
+        let plain = json::printable_run(rest.as_bytes());
         let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
         if !run.is_empty() {
             out.write(run.as_bytes());

@@ -32,8 +32,9 @@
 //!
 //! The parse that validates the text also records where each token is (a
 //! tape: `(start, end)` per string or scalar, a container's extent as a
-//! tape index, and whether a string is plain, printable ASCII with no
-//! escape). When every token fits the tape (64 tokens, 256 bytes of stack
+//! tape index, and whether a string is plain: its own dump, printable
+//! ASCII and escapes that `json.dumps` writes as they stand, such as `\n`
+//! or a lowercase `\u00e9`). When every token fits the tape (64 tokens, 256 bytes of stack
 //! on a device; 16,384 on the host for larger arguments), the canonical
 //! string is written from it: plain strings and numbers already in
 //! Python's form as they stand, an object's keys ordered by insertion (keys

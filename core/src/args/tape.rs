@@ -13,7 +13,8 @@ use super::{at, Offset, Sink};
 use crate::json::{self, Visit};
 
 /// The tokens of a value in document order, at most `N`: a scalar or a
-/// plain string (printable ASCII, no escape: its own dump) as its
+/// plain string (its own dump: printable ASCII and escapes `json.dumps`
+/// writes as they stand) as its
 /// `(start, end)` in the text, any other string as `(end, start)`; a
 /// container as `(start, past)`, `past` being the index of the first token
 /// after it (while it is open, the index of its parent's token, plus one:

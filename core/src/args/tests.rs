@@ -1004,11 +1004,33 @@ fn by_window_declines_an_escape_past_the_shared_prefix() {
     assert_eq!(by_window_order(&["abcdefgh\\n", "abcdefgh\\t"]), None);
 }
 
+/// A string is recorded plain (written as it stands) exactly when the walk
+/// dumps it as it stands: every `\u` escape in lowercase, some in
+/// uppercase, the short escapes, `\/`, surrogate pairs and raw characters.
+#[test]
+fn a_string_is_plain_exactly_when_it_is_its_own_dump() {
+    let mut texts: Vec<String> = (0..=0xffffu32).map(|unit| std::format!("\"a\\u{unit:04x}\"")).collect();
+    texts.extend([0x41, 0x7f, 0xe9, 0x1f, 0xd83d, 0xdc00, 0xabcd].map(|unit| std::format!("\"\\u{unit:04X}\"")));
+    texts.extend(
+        ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t", "\\ud83d\\ude00", "\\ud83d\\uDE00", "~", "\u{7f}", "é", ""]
+            .map(|s| std::format!("\"{s}\"")),
+    );
+    for text in &texts {
+        let mut tokens = heapless::Vec::new();
+        let mut tape = tape::Tape::<u16, 1>::new(&mut tokens);
+        json::parse_visited(text, 1, &mut tape).unwrap();
+        let &[(a, b)] = tape.tokens().unwrap() else { panic!("one token: {text}") };
+        let mut walk = Text(Vec::new());
+        dump_whole::<_, u16, 1, 1, 0>(text, &mut walk);
+        assert_eq!(a < b, walk.0 == text.as_bytes(), "{text}");
+    }
+}
+
 /// The parse records every token on the tape, strings that are not plain
 /// backwards, containers with the index just past them.
 #[test]
 fn the_tape_records_every_token() {
-    let text = r#" {"b": [1, "x\u00e9", "é"], "a": {}, "c": null} "#;
+    let text = r#" {"b": [1, "x\u00E9", "é"], "a": {}, "c": "\u00e9"} "#;
     let mut tokens = heapless::Vec::new();
     let mut tape = tape::Tape::<u16, 16>::new(&mut tokens);
     json::parse_visited(text, 8, &mut tape).unwrap();
@@ -1016,7 +1038,7 @@ fn the_tape_records_every_token() {
         let at = text.find(needle).unwrap() as u16;
         (at, at + needle.len() as u16)
     };
-    let (x, e) = (span(r#""x\u00e9""#), span("\"é\""));
+    let (x, e) = (span(r#""x\u00E9""#), span("\"é\""));
     let want: Vec<(u16, u16)> = std::vec![
         (1, 10),
         span("\"b\""),
@@ -1027,7 +1049,7 @@ fn the_tape_records_every_token() {
         span("\"a\""),
         (span("{}").0, 8),
         span("\"c\""),
-        span("null"),
+        span(r#""\u00e9""#),
     ];
     assert_eq!(tape.tokens(), Some(&want[..]));
     // One token more than it holds: no tape.
