@@ -213,8 +213,16 @@ fn is_ws(b: u8) -> bool {
     b <= b' ' && matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// Past the whitespace at `i`: for the reading of validated text.
+pub(crate) fn skip_ws(b: &[u8], i: usize) -> usize {
+    skip_ws_inline(b, i)
+}
+
+/// [`skip_ws`] inlined: the parser's token boundaries, where a call would
+/// cost more than the loop (most boundaries have no whitespace or one
+/// space).
 #[inline(always)]
-pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+fn skip_ws_inline(b: &[u8], mut i: usize) -> usize {
     while let Some(&c) = b.get(i) {
         if !is_ws(c) {
             break;
@@ -248,8 +256,13 @@ fn zero_lanes(word: usize) -> usize {
     word.wrapping_sub(lanes(0x01)) & !word & lanes(0x80)
 }
 
-/// The word at `i` in `b`, its first byte lowest, if `b` holds it whole.
+/// The word at `i` in `b`, its first byte lowest, if `b` holds it whole;
+/// never on a 32-bit target, which reads bytes: there the words' code
+/// costs more flash than its instructions save (short strings).
 fn word_at(b: &[u8], i: usize) -> Option<usize> {
+    if WORD < 8 {
+        return None;
+    }
     let bytes = b.get(i..i.checked_add(WORD)?)?;
     <[u8; WORD]>::try_from(bytes).ok().map(usize::from_le_bytes)
 }
@@ -293,11 +306,14 @@ fn scan_escape(b: &[u8], start: usize, i: usize) -> Result<(usize, bool), JsonEr
         Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => Ok((2, true)),
         Some(b'/') => Ok((2, false)),
         Some(b'u') if is_hex4(b, i + 2) => {
-            let hex = b.get(i + 2..i + 6).unwrap_or(&[]);
-            let lowercase = hex.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
-            let unit = hex.iter().fold(0u32, |v, &c| (v << 4) | char::from(c).to_digit(16).unwrap_or(0));
-            let short = matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d);
-            Ok((6, lowercase && !short && !(0x20..=0x7e).contains(&unit)))
+            let own = match b.get(i + 2..i + 6) {
+                // Printable ASCII, dumped as itself.
+                Some([b'0', b'0', b'2'..=b'6', _] | [b'0', b'0', b'7', b'0'..=b'9' | b'a'..=b'e']) => false,
+                // The short forms.
+                Some([b'0', b'0', b'0', b'8' | b'9' | b'a' | b'c' | b'd']) => false,
+                hex => hex.is_some_and(|hex| !hex.iter().any(u8::is_ascii_uppercase)),
+            };
+            Ok((6, own))
         }
         Some(_) => Err(error(JsonErrorKind::InvalidEscape, i)),
     }
@@ -449,6 +465,12 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
     let mut i = start;
     let mut expect = Expect::Value;
     loop {
+        // A value or a key may follow whitespace; after a value, the
+        // whitespace is skipped below, so that a top-level value ends at
+        // its last byte.
+        if !matches!(expect, Expect::AfterValue) {
+            i = skip_ws_inline(b, i);
+        }
         match expect {
             Expect::Value => match b.get(i) {
                 Some(&open @ (b'{' | b'[')) => {
@@ -485,19 +507,19 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                 counts.keys += 1;
                 let (end, plain) = scan_string(b, i)?;
                 visit.token(i, end, plain);
-                i = skip_ws(b, end);
+                i = skip_ws_inline(b, end);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));
                 }
-                i = skip_ws(b, i + 1);
+                i += 1;
                 expect = Expect::Value;
             }
             Expect::AfterValue => {
                 let Some(object) = nesting.top() else { break };
-                i = skip_ws(b, i);
+                i = skip_ws_inline(b, i);
                 match b.get(i) {
                     Some(b',') => {
-                        i = skip_ws(b, i + 1);
+                        i += 1;
                         expect = if object { Expect::Key } else { Expect::Value };
                     }
                     Some(&c) if c == if object { b'}' } else { b']' } => {
@@ -936,6 +958,21 @@ mod tests {
             proptest::prop_assert_eq!(scan_string(&text, lead), scan_string_bytewise(&text, lead));
             proptest::prop_assert_eq!(printable_run(&body), printable_run_bytewise(&body));
         }
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_word_is_read_where_the_text_holds_it_whole() {
+        let text = b"\"abcdefgh";
+        assert_eq!(word_at(text, 1), Some(usize::from_le_bytes(*b"abcdefgh")));
+        assert_eq!(word_at(text, 2), None);
+        assert_eq!(word_at(text, usize::MAX), None);
+        // The run ends at the first quote, backslash or control byte; DEL
+        // and bytes above it before that make it not plain.
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"ab\"d\\fgh")), (2, 8));
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"a\x7fc\x01efgh")), (3, 1));
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"abcdefg\xc3")), (8, 7));
+        assert_eq!(printable_run(b"abcdefghij\x7fk"), 10);
     }
 
     #[test]
