@@ -328,12 +328,12 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut plain = true;
     loop {
         // Ordinary bytes a word at a time, up to the first that is not.
-        while let Some(word) = word_at(b, i) {
+        if let Some(word) = word_at(b, i) {
             let (run, escaped) = ordinary_run(word);
             plain &= escaped >= run;
             i += run;
-            if run < WORD {
-                break;
+            if run == WORD {
+                continue;
             }
         }
         match b.get(i) {
