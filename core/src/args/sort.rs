@@ -140,8 +140,8 @@ pub(super) fn by_window<O: Copy + Ord>(
         let end = i.saturating_add(ties);
         // Equal windows: sorted by key, then position, and the last of
         // equal keys kept.
-        let mut unique = 1;
-        if let Some(tie) = run.get_mut(i..end).filter(|tie| tie.len() > 1) {
+        let mut unique = 0;
+        if let Some(tie) = run.get_mut(i..end) {
             tie.sort_unstable_by(|&x, &y| cmp(x, y).then(x.cmp(&y)));
             unique = dedup_last(tie, &|x, y| cmp(x, y) == Ordering::Equal);
         }
