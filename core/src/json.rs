@@ -260,7 +260,7 @@ fn zero_lanes(word: usize) -> usize {
 /// never on a 32-bit target, which reads bytes: there the words' code
 /// costs more flash than its instructions save (short strings).
 fn word_at(b: &[u8], i: usize) -> Option<usize> {
-    if WORD < 8 {
+    if cfg!(target_pointer_width = "32") {
         return None;
     }
     let bytes = b.get(i..i.checked_add(WORD)?)?;
