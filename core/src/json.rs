@@ -170,18 +170,22 @@ fn error(kind: JsonErrorKind, offset: usize) -> JsonError {
     JsonError { kind, offset }
 }
 
-/// Which containers are open, one bit per level (set = object).
+/// Which containers are open, one bit per level (set = object), in words
+/// of the target's width (a 64-bit shift is a library call on a 32-bit
+/// core).
 struct Nesting {
-    bits: [u64; DEPTH_CAPACITY / 64],
+    bits: [usize; DEPTH_CAPACITY / usize::BITS as usize],
     len: usize,
 }
 
 impl Nesting {
+    const BITS: usize = usize::BITS as usize;
+
     fn push(&mut self, object: bool) -> bool {
-        let Some(word) = self.bits.get_mut(self.len / 64) else {
+        let Some(word) = self.bits.get_mut(self.len / Self::BITS) else {
             return false;
         };
-        let mask = 1u64 << (self.len % 64);
+        let mask = 1 << (self.len % Self::BITS);
         if object {
             *word |= mask;
         } else {
@@ -198,17 +202,31 @@ impl Nesting {
     /// `Some(true)` inside an object, `Some(false)` inside an array.
     fn top(&self) -> Option<bool> {
         let index = self.len.checked_sub(1)?;
-        let word = self.bits.get(index / 64)?;
-        Some(word & (1u64 << (index % 64)) != 0)
+        let word = self.bits.get(index / Self::BITS)?;
+        Some(word & (1 << (index % Self::BITS)) != 0)
     }
 }
 
+#[inline(always)]
 fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+    // Most bytes are above the space: one comparison for them.
+    b <= b' ' && matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(|&c| is_ws(c)) {
+/// Past the whitespace at `i`: for the reading of validated text.
+pub(crate) fn skip_ws(b: &[u8], i: usize) -> usize {
+    skip_ws_inline(b, i)
+}
+
+/// [`skip_ws`] inlined: the parser's token boundaries, where a call would
+/// cost more than the loop (most boundaries have no whitespace or one
+/// space).
+#[inline(always)]
+fn skip_ws_inline(b: &[u8], mut i: usize) -> usize {
+    while let Some(&c) = b.get(i) {
+        if !is_ws(c) {
+            break;
+        }
         i += 1;
     }
     i
@@ -225,24 +243,106 @@ fn is_hex4(b: &[u8], i: usize) -> bool {
     i.checked_add(4).and_then(|end| b.get(i..end)).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
 }
 
+/// Bytes a word holds: the strings are scanned a word at a time.
+const WORD: usize = size_of::<usize>();
+/// `byte` in every byte of a word.
+const fn lanes(byte: u8) -> usize {
+    usize::MAX / 0xff * byte as usize
+}
+
+/// The bytes of `word` that are zero, as the top bit of their byte: exact
+/// up to the first one (a borrow may flag bytes after it).
+fn zero_lanes(word: usize) -> usize {
+    word.wrapping_sub(lanes(0x01)) & !word & lanes(0x80)
+}
+
+/// The word at `i` in `b`, its first byte lowest, if `b` holds it whole;
+/// never on a 32-bit target, which reads bytes: there the words' code
+/// costs more flash than its instructions save (short strings).
+fn word_at(b: &[u8], i: usize) -> Option<usize> {
+    if cfg!(target_pointer_width = "32") {
+        return None;
+    }
+    let bytes = b.get(i..i.checked_add(WORD)?)?;
+    <[u8; WORD]>::try_from(bytes).ok().map(usize::from_le_bytes)
+}
+
+/// Where the first byte of `word` that ends the plain run is (a quote, a
+/// backslash or a control byte: the byte loop's business), as a count of
+/// bytes (`WORD` for none), and where the first byte that is not printable
+/// ASCII is (DEL or above, which `json.dumps` escapes), likewise.
+fn ordinary_run(word: usize) -> (usize, usize) {
+    let control = word.wrapping_sub(lanes(0x20)) & !word & lanes(0x80);
+    let special = zero_lanes(word ^ lanes(b'"')) | zero_lanes(word ^ lanes(b'\\')) | control;
+    let escaped = (word & lanes(0x80)) | zero_lanes(word ^ lanes(0x7f));
+    ((special.trailing_zeros() / 8) as usize, (escaped.trailing_zeros() / 8) as usize)
+}
+
+/// How many bytes `b` starts with that are printable ASCII but `"` and
+/// `\`: a run that `json.dumps` writes as it stands. A word at a time.
+pub(crate) fn printable_run(b: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(word) = word_at(b, i) {
+        let (special, escaped) = ordinary_run(word);
+        let run = special.min(escaped);
+        i += run;
+        if run < WORD {
+            return i;
+        }
+    }
+    i + b.get(i..).unwrap_or(&[]).iter().take_while(|&&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\').count()
+}
+
+/// Validates the escape whose backslash is at `i` (of the string opened at
+/// `start`); returns its length and whether it is its own `json.dumps`
+/// (`ensure_ascii`): `\"` `\\` `\b` `\f` `\n` `\r` `\t` are, `\/` is not
+/// (dumped as `/`), and `\u` with four lowercase hex digits is unless the
+/// code unit is printable ASCII (dumped as itself) or has a short form. A
+/// surrogate pair is dumped as the same two escapes, a lone surrogate as
+/// itself.
+fn scan_escape(b: &[u8], start: usize, i: usize) -> Result<(usize, bool), JsonError> {
+    match b.get(i + 1) {
+        None => Err(error(JsonErrorKind::UnterminatedString, start)),
+        Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => Ok((2, true)),
+        Some(b'/') => Ok((2, false)),
+        Some(b'u') if is_hex4(b, i + 2) => {
+            let own = match b.get(i + 2..i + 6) {
+                // Printable ASCII, dumped as itself.
+                Some([b'0', b'0', b'2'..=b'6', _] | [b'0', b'0', b'7', b'0'..=b'9' | b'a'..=b'e']) => false,
+                // The short forms.
+                Some([b'0', b'0', b'0', b'8' | b'9' | b'a' | b'c' | b'd']) => false,
+                hex => hex.is_some_and(|hex| !hex.iter().any(u8::is_ascii_uppercase)),
+            };
+            Ok((6, own))
+        }
+        Some(_) => Err(error(JsonErrorKind::InvalidEscape, i)),
+    }
+}
+
 /// Validates the string whose opening quote is at `start`; returns the offset
-/// just past its closing quote, and whether it is plain: printable ASCII
-/// with no escape, so its text is its own `json.dumps`.
+/// just past its closing quote, and whether it is plain: its text is its
+/// own `json.dumps` (`ensure_ascii`): printable ASCII and escapes that are
+/// their own dump ([`scan_escape`]).
 fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     let mut i = start + 1;
     let mut plain = true;
     loop {
+        // Ordinary bytes a word at a time, up to the first that is not.
+        if let Some(word) = word_at(b, i) {
+            let (run, escaped) = ordinary_run(word);
+            plain &= escaped >= run;
+            i += run;
+            if run == WORD {
+                continue;
+            }
+        }
         match b.get(i) {
             None => return Err(error(JsonErrorKind::UnterminatedString, start)),
             Some(b'"') => return Ok((i + 1, plain)),
             Some(b'\\') => {
-                plain = false;
-                match b.get(i + 1) {
-                    None => return Err(error(JsonErrorKind::UnterminatedString, start)),
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                    Some(b'u') if is_hex4(b, i + 2) => i += 6,
-                    Some(_) => return Err(error(JsonErrorKind::InvalidEscape, i)),
-                }
+                let (len, own) = scan_escape(b, start, i)?;
+                plain &= own;
+                i += len;
             }
             Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
             Some(&c) => {
@@ -340,7 +440,7 @@ pub(crate) trait Visit {
     /// The innermost open container closes.
     fn close(&mut self);
     /// A string (key or value) or a scalar spans `start..end`; a string is
-    /// `plain` when it is printable ASCII with no escape (a scalar always).
+    /// `plain` when its text is its own `json.dumps` (a scalar always).
     fn token(&mut self, start: usize, end: usize, plain: bool);
 }
 
@@ -360,11 +460,17 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
         return Err(error(JsonErrorKind::ByteOrderMark, 0));
     }
     let limit = max_depth.min(DEPTH_CAPACITY);
-    let mut nesting = Nesting { bits: [0; DEPTH_CAPACITY / 64], len: 0 };
+    let mut nesting = Nesting { bits: [0; DEPTH_CAPACITY / usize::BITS as usize], len: 0 };
     let start = skip_ws(b, 0);
     let mut i = start;
     let mut expect = Expect::Value;
     loop {
+        // A value or a key may follow whitespace; after a value, the
+        // whitespace is skipped below, so that a top-level value ends at
+        // its last byte.
+        if !matches!(expect, Expect::AfterValue) {
+            i = skip_ws_inline(b, i);
+        }
         match expect {
             Expect::Value => match b.get(i) {
                 Some(&open @ (b'{' | b'[')) => {
@@ -401,19 +507,19 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                 counts.keys += 1;
                 let (end, plain) = scan_string(b, i)?;
                 visit.token(i, end, plain);
-                i = skip_ws(b, end);
+                i = skip_ws_inline(b, end);
                 if b.get(i) != Some(&b':') {
                     return Err(error(JsonErrorKind::ExpectedColon, i));
                 }
-                i = skip_ws(b, i + 1);
+                i += 1;
                 expect = Expect::Value;
             }
             Expect::AfterValue => {
                 let Some(object) = nesting.top() else { break };
-                i = skip_ws(b, i);
+                i = skip_ws_inline(b, i);
                 match b.get(i) {
                     Some(b',') => {
-                        i = skip_ws(b, i + 1);
+                        i += 1;
                         expect = if object { Expect::Key } else { Expect::Value };
                     }
                     Some(&c) if c == if object { b'}' } else { b']' } => {
@@ -804,6 +910,90 @@ mod tests {
 
     fn ok(s: &str) -> bool {
         parse(s, 64).is_ok()
+    }
+
+    /// `scan_string` a byte at a time, as it was before it read words: the
+    /// reference its word-at-a-time reading must agree with.
+    fn scan_string_bytewise(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
+        let mut i = start + 1;
+        let mut plain = true;
+        loop {
+            match b.get(i) {
+                None => return Err(error(JsonErrorKind::UnterminatedString, start)),
+                Some(b'"') => return Ok((i + 1, plain)),
+                Some(b'\\') => {
+                    let (len, own) = scan_escape(b, start, i)?;
+                    plain &= own;
+                    i += len;
+                }
+                Some(&c) if c < 0x20 => return Err(error(JsonErrorKind::ControlCharacter, i)),
+                Some(&c) => {
+                    plain &= c < 0x7f;
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// `printable_run` a byte at a time.
+    fn printable_run_bytewise(b: &[u8]) -> usize {
+        b.iter().take_while(|&&c| (0x20..=0x7e).contains(&c) && c != b'"' && c != b'\\').count()
+    }
+
+    proptest::proptest! {
+        /// Strings of the bytes that end a word's run or make it not
+        /// plain, at every place in a word, before and after the end of
+        /// the text: the same end, plainness and error as byte by byte.
+        #[test]
+        fn strings_scan_by_words_as_by_bytes(
+            body in proptest::collection::vec(proptest::prop_oneof![
+                proptest::sample::select(std::vec![b'a', b'"', b'\\', b'u', b'0', b'e', b'n', 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xc3, 0xa9, 0xff, 0x00]),
+                proptest::num::u8::ANY,
+            ], 0..40),
+            lead in 0usize..9,
+        ) {
+            let mut text = std::vec![b' '; lead];
+            text.push(b'"');
+            text.extend_from_slice(&body);
+            proptest::prop_assert_eq!(scan_string(&text, lead), scan_string_bytewise(&text, lead));
+            proptest::prop_assert_eq!(printable_run(&body), printable_run_bytewise(&body));
+        }
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_word_is_read_where_the_text_holds_it_whole() {
+        let text = b"\"abcdefgh";
+        assert_eq!(word_at(text, 1), Some(usize::from_le_bytes(*b"abcdefgh")));
+        assert_eq!(word_at(text, 2), None);
+        assert_eq!(word_at(text, usize::MAX), None);
+        // The run ends at the first quote, backslash or control byte; DEL
+        // and bytes above it before that make it not plain.
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"ab\"d\\fgh")), (2, 8));
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"a\x7fc\x01efgh")), (3, 1));
+        assert_eq!(ordinary_run(usize::from_le_bytes(*b"abcdefg\xc3")), (8, 7));
+        assert_eq!(printable_run(b"abcdefghij\x7fk"), 10);
+    }
+
+    #[test]
+    fn words_of_plain_and_not_plain_bytes() {
+        // Every byte value at every place of a word, in a string long
+        // enough to be read by words, closed or not.
+        for c in 0..=255u8 {
+            for at in 0..2 * WORD {
+                for closed in [false, true] {
+                    let mut text = std::vec![b'"'];
+                    text.extend(core::iter::repeat_n(b'x', at));
+                    text.push(c);
+                    text.extend(core::iter::repeat_n(b'y', 2 * WORD));
+                    if closed {
+                        text.push(b'"');
+                    }
+                    assert_eq!(scan_string(&text, 0), scan_string_bytewise(&text, 0), "{c:#x} at {at}");
+                    assert_eq!(printable_run(&text[1..]), printable_run_bytewise(&text[1..]), "{c:#x} at {at}");
+                }
+            }
+        }
     }
 
     #[test]

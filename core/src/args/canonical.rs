@@ -6,7 +6,6 @@
 use core::cmp::Ordering;
 
 use super::floats::write_number;
-use super::sort::dedup_last;
 use super::{at, offset, Bound, Offset, Sink};
 use crate::json::{self, JsonStr, Kind};
 
@@ -253,14 +252,11 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
                 _ => true,
             });
             if !sorted {
-                // Key, then position: equal keys stay in document order, so
-                // the last of each run of equal keys is the one Python keeps.
                 let span = |x: O| {
                     let start = at(x).saturating_add(1);
                     (start, json::key_at(text, at(x)).map_or(start, |key| start.saturating_add(key.raw().len())))
                 };
-                O::sort(b, &span, run, |x, y| json::cmp_keys_at(text, at(x), at(y)).then(x.cmp(&y)));
-                let kept = dedup_last(run, &|x, y| json::cmp_keys_at(text, at(x), at(y)) == Ordering::Equal);
+                let kept = O::sort(b, &span, run, &|x, y| json::cmp_keys_at(text, at(x), at(y)));
                 scratch.truncate(first.saturating_add(kept));
             }
             out.write(b"{");
@@ -327,7 +323,7 @@ pub(super) fn write_string<S: Sink>(s: JsonStr<'_>, out: &mut S) {
     while !rest.is_empty() {
         // Printable ASCII other than `\` (a raw `"` cannot occur) is its
         // own dump: write such runs whole.
-        let plain = rest.bytes().position(|c| !(0x20..=0x7e).contains(&c) || c == b'\\').unwrap_or(rest.len());
+        let plain = json::printable_run(rest.as_bytes());
         let (run, tail) = (rest.get(..plain).unwrap_or(""), rest.get(plain..).unwrap_or(""));
         if !run.is_empty() {
             out.write(run.as_bytes());

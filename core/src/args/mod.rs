@@ -32,8 +32,9 @@
 //!
 //! The parse that validates the text also records where each token is (a
 //! tape: `(start, end)` per string or scalar, a container's extent as a
-//! tape index, and whether a string is plain, printable ASCII with no
-//! escape). When every token fits the tape (64 tokens, 256 bytes of stack
+//! tape index, and whether a string is plain: its own dump, printable
+//! ASCII and escapes that `json.dumps` writes as they stand, such as `\n`
+//! or a lowercase `\u00e9`). When every token fits the tape (64 tokens, 256 bytes of stack
 //! on a device; 16,384 on the host for larger arguments), the canonical
 //! string is written from it: plain strings and numbers already in
 //! Python's form as they stand, an object's keys ordered by insertion (keys
@@ -215,9 +216,11 @@ trait Offset: Copy + Ord + Default {
     fn index(self) -> usize;
     /// `n` as a position, if it fits.
     fn of(n: usize) -> Option<Self>;
-    /// Sorts the members of one object by `cmp` (key, then position);
-    /// `span` gives each key's content in `text`.
-    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering);
+    /// Orders the members of one object (`run`, in document order) by
+    /// `cmp`, their keys' order, keeping the last of equal keys (moved to
+    /// the front); returns how many are kept. `span` gives each key's
+    /// content in `text`.
+    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
     /// The tape's order of one object's keys (`run`, in document order):
     /// sorted by `cmp`, the last of equal keys kept; returns how many are.
     fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
@@ -231,9 +234,12 @@ impl Offset for u16 {
     fn of(n: usize) -> Option<Self> {
         u16::try_from(n).ok()
     }
-    /// A device sorts with a heapsort: no recursion, a few words of stack.
-    fn sort(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
-        sort::heapsort(run, |x, y| cmp(x, y) == Ordering::Less);
+    /// A device sorts with a heapsort (key, then position: the last of
+    /// equal keys is the last of their run): no recursion, a few words of
+    /// stack.
+    fn sort(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        sort::heapsort(run, |x, y| cmp(x, y).then(x.cmp(&y)) == Ordering::Less);
+        sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
     }
     /// A device's tape holds at most 32 keys: ordered by insertion, keys
     /// in order at one comparison each.
@@ -251,25 +257,23 @@ impl Offset for u32 {
         u32::try_from(n).ok()
     }
     /// The host sorts by windows of the keys' bytes (integers compared),
-    /// else with `core`'s pattern-defeating quicksort, which compares
-    /// about half as often as a heapsort.
-    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: impl Fn(Self, Self) -> Ordering) {
-        if !sort::by_window(text, span, run, &cmp) {
-            run.sort_unstable_by(|&x, &y| cmp(x, y));
+    /// else with `core`'s pattern-defeating quicksort (key, then position),
+    /// which compares about half as often as a heapsort.
+    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+        if let Some(kept) = sort::by_window(text, span, run, cmp) {
+            return kept;
         }
+        run.sort_unstable_by(|&x, &y| cmp(x, y).then(x.cmp(&y)));
+        sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
     }
     /// The host's tape may hold thousands of keys: unless already in
-    /// order, sorted (key, then position), then the last of equal keys
-    /// kept.
+    /// order, sorted.
     fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
         // Strictly increasing keys need neither sorting nor deduplication.
         if run.windows(2).all(|w| matches!(w, [x, y] if cmp(*x, *y) == Ordering::Less)) {
             return run.len();
         }
-        // Equal keys stay in document order: the last of each run of
-        // equal keys is the one Python keeps.
-        Self::sort(text, span, run, |x, y| cmp(x, y).then(x.cmp(&y)));
-        sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
+        Self::sort(text, span, run, cmp)
     }
 }
 
@@ -481,7 +485,8 @@ fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M:
     members: usize,
     sink: &mut S,
 ) -> Option<Parsed<'t>> {
-    let mut tape = tape::Tape::<O, N>::new();
+    let mut tokens = heapless::Vec::new();
+    let mut tape = tape::Tape::<O, N>::new(&mut tokens);
     let parsed = json::parse_visited(raw, DEPTH, &mut tape);
     if let (Ok((value, counts)), Some(tokens)) = (&parsed, tape.tokens()) {
         // No path holds more members than the document; and each key has

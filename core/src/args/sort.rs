@@ -89,27 +89,29 @@ pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: &dyn Fn(O, O) -> bool) ->
 /// more.
 pub(super) const WINDOW_KEYS: usize = 8192;
 
-/// Sorts `run`, the keys of one object, by `cmp` (key, then position),
-/// quickly when there are many (the host): by eight bytes of each key read
-/// as one big-endian integer, from where the keys stop sharing a prefix
-/// (zero past a key's end: no key holds a raw NUL), then by `cmp` only
-/// among equal windows. Raw UTF-8 bytes order as code points, so this is
-/// `cmp`'s order wherever no escape precedes a window's end; at such an
-/// escape it returns `false` and leaves the order to the caller. `span`
-/// gives a key's content (without its quotes) in `text`.
+/// Orders `run`, the keys of one object in document order, by `cmp` (the
+/// keys' order), keeping the last of equal keys (moved to the front), and
+/// returns how many are kept; quickly when there are many (the host): by
+/// eight bytes of each key read as one big-endian integer, from where the
+/// keys stop sharing a prefix (zero past a key's end: no key holds a raw
+/// NUL), then by `cmp` and position only among equal windows. Raw UTF-8
+/// bytes order as code points, so this is `cmp`'s order wherever no escape
+/// precedes a window's end, and keys whose windows differ are different
+/// keys; at such an escape it returns `None` and leaves the order to the
+/// caller. `span` gives a key's content (without its quotes) in `text`.
 #[inline(never)]
 pub(super) fn by_window<O: Copy + Ord>(
     text: &[u8],
     span: &dyn Fn(O) -> (usize, usize),
     run: &mut [O],
     cmp: &dyn Fn(O, O) -> Ordering,
-) -> bool {
+) -> Option<usize> {
     let key = |x: O| {
         let (start, end) = span(x);
         text.get(start..end).unwrap_or(&[])
     };
     let Some(&first) = run.first() else {
-        return true;
+        return Some(0);
     };
     let first = key(first);
     let mut common = first.iter().position(|&c| c == b'\\').unwrap_or(first.len());
@@ -123,23 +125,37 @@ pub(super) fn by_window<O: Copy + Ord>(
         let mut bytes = [0u8; 8];
         crate::text::copy_bytes(&mut bytes, window);
         if window.contains(&b'\\') || keyed.push((u64::from_be_bytes(bytes), x)).is_err() {
-            return false;
+            return None;
         }
     }
-    keyed.sort_unstable();
+    // By window only: within equal windows the keys decide, below.
+    keyed.sort_unstable_by_key(|&(window, _)| window);
     for (slot, &(_, x)) in run.iter_mut().zip(keyed.iter()) {
         *slot = x;
     }
-    // Equal windows: the keys themselves decide.
+    let mut kept = 0;
     let mut i = 0;
     while let Some(&(window, _)) = keyed.get(i) {
-        let ties = keyed.get(i..).unwrap_or(&[]).iter().take_while(|&&(w, _)| w == window).count();
-        if let Some(tie) = run.get_mut(i..i.saturating_add(ties)) {
-            tie.sort_unstable_by(|&x, &y| cmp(x, y));
+        let ties = keyed.get(i..).unwrap_or(&[]).iter().take_while(|&&(w, _)| w == window).count().max(1);
+        let end = i.saturating_add(ties);
+        // Equal windows: sorted by key, then position, and the last of
+        // equal keys kept.
+        let mut unique = 0;
+        if let Some(tie) = run.get_mut(i..end) {
+            tie.sort_unstable_by(|&x, &y| cmp(x, y).then(x.cmp(&y)));
+            unique = dedup_last(tie, &|x, y| cmp(x, y) == Ordering::Equal);
         }
-        i = i.saturating_add(ties.max(1));
+        for from in i..i.saturating_add(unique) {
+            if let Some(&x) = run.get(from) {
+                if let Some(slot) = run.get_mut(kept) {
+                    *slot = x;
+                }
+                kept += 1;
+            }
+        }
+        i = end;
     }
-    true
+    Some(kept)
 }
 
 /// Orders `run`, the keys of one object in document order, by `cmp`, in

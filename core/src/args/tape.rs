@@ -13,22 +13,26 @@ use super::{at, Offset, Sink};
 use crate::json::{self, Visit};
 
 /// The tokens of a value in document order, at most `N`: a scalar or a
-/// plain string (printable ASCII, no escape: its own dump) as its
+/// plain string (its own dump: printable ASCII and escapes `json.dumps`
+/// writes as they stand) as its
 /// `(start, end)` in the text, any other string as `(end, start)`; a
 /// container as `(start, past)`, `past` being the index of the first token
 /// after it (while it is open, the index of its parent's token, plus one:
 /// the open containers are a stack threaded through the tape).
-pub(super) struct Tape<O, const N: usize> {
-    tokens: heapless::Vec<(O, O), N>,
+pub(super) struct Tape<'v, O, const N: usize> {
+    /// Borrowed, not owned: a vector inside a struct is zeroed whole when
+    /// the struct is made (128 KB on the host), one on its own is not.
+    tokens: &'v mut heapless::Vec<(O, O), N>,
     /// The innermost open container's tape index plus one; 0 for none.
     innermost: usize,
     /// A token did not fit (or a position did not fit `O`).
     full: bool,
 }
 
-impl<O: Offset, const N: usize> Tape<O, N> {
-    pub(super) fn new() -> Self {
-        Tape { tokens: heapless::Vec::new(), innermost: 0, full: false }
+impl<'v, O: Offset, const N: usize> Tape<'v, O, N> {
+    /// A tape recording into `tokens`, an empty vector.
+    pub(super) fn new(tokens: &'v mut heapless::Vec<(O, O), N>) -> Self {
+        Tape { tokens, innermost: 0, full: false }
     }
 
     /// Every token, when all of them fit.
@@ -45,7 +49,7 @@ impl<O: Offset, const N: usize> Tape<O, N> {
     }
 }
 
-impl<O: Offset, const N: usize> Visit for Tape<O, N> {
+impl<O: Offset, const N: usize> Visit for Tape<'_, O, N> {
     fn open(&mut self, at: usize) {
         let index = self.tokens.len();
         self.push(at, self.innermost);

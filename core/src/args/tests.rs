@@ -788,7 +788,8 @@ proptest! {
 }
 
 /// The keys of `text`'s members (tape indices are stood in for by their
-/// positions), sorted by `by_window`, or `None` where it declines.
+/// positions), ordered by `by_window`, or `None` where it declines; each
+/// kept key is the last of those equal to it.
 fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
     let text: String = keys.iter().map(|k| std::format!("\"{k}\"")).collect();
     let mut starts = Vec::new();
@@ -798,30 +799,40 @@ fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
         at += k.len() + 2;
     }
     let span = |x: u32| (x as usize + 1, json::key_at(&text, x as usize).map_or(0, |k| x as usize + 1 + k.raw().len()));
-    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize).then(x.cmp(&y));
+    let cmp = |x: u32, y: u32| json::cmp_keys_at(&text, x as usize, y as usize);
     let mut run = starts.clone();
-    if !by_window(text.as_bytes(), &span, &mut run, &cmp) {
+    let Some(kept) = by_window(text.as_bytes(), &span, &mut run, &cmp) else {
         assert_eq!(run, starts, "left as it was");
         return None;
+    };
+    for &x in &run[..kept] {
+        let last = starts.iter().rev().find(|&&y| cmp(x, y) == Ordering::Equal);
+        assert_eq!(last, Some(&x), "the last of equal keys is kept");
     }
-    Some(run.iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
+    Some(run[..kept].iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
 }
 
 #[test]
 fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
     // Shared prefix, windows that differ, windows that tie (long keys),
-    // a key ending inside the window, equal keys in document order.
+    // a key ending inside the window, equal keys (the last kept).
     let keys = ["field_00012", "field_00003", "field_0000", "field_00003_long_tail_b", "field_00003_long_tail_a", "field_00003", "é", "z"];
     let mut want: Vec<String> = keys.iter().map(|k| String::from(*k)).collect();
     want.sort();
+    want.dedup();
     assert_eq!(by_window_order(&keys), Some(want));
     assert_eq!(by_window_order(&[]), Some(Vec::new()));
+    // Equal keys among tied windows (no shared prefix: the windows hold
+    // the first eight bytes), the last of each kept.
+    let ties = ["a12345678b", "a12345678a", "b", "a12345678b", "a12345678a"];
+    assert_eq!(by_window_order(&ties), Some(std::vec![String::from(ties[1]), String::from(ties[0]), String::from(ties[2])]));
     // An escape inside a window: declined, whatever its place.
     assert_eq!(by_window_order(&["ab\\u0041", "ab"]), None);
     assert_eq!(by_window_order(&["x", "\\n"]), None);
-    // Past the windows, escapes are the comparison's business.
-    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0"];
-    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[0])]));
+    // Past the windows, escapes are the comparison's business: equal
+    // when decoded.
+    let long = ["abcdefghijklmnopq\\u0041", "abcdefgh0", "abcdefghijklmnopqA"];
+    assert_eq!(by_window_order(&long), Some(std::vec![String::from(long[1]), String::from(long[2])]));
 }
 
 /// Strings for the tape's differential test: every escape `json.dumps`
@@ -993,18 +1004,41 @@ fn by_window_declines_an_escape_past_the_shared_prefix() {
     assert_eq!(by_window_order(&["abcdefgh\\n", "abcdefgh\\t"]), None);
 }
 
+/// A string is recorded plain (written as it stands) exactly when the walk
+/// dumps it as it stands: every `\u` escape in lowercase, some in
+/// uppercase, the short escapes, `\/`, surrogate pairs and raw characters.
+#[test]
+fn a_string_is_plain_exactly_when_it_is_its_own_dump() {
+    let mut texts: Vec<String> = (0..=0xffffu32).map(|unit| std::format!("\"a\\u{unit:04x}\"")).collect();
+    texts.extend([0x41, 0x7f, 0xe9, 0x1f, 0xd83d, 0xdc00, 0xabcd].map(|unit| std::format!("\"\\u{unit:04X}\"")));
+    texts.extend(
+        ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t", "\\ud83d\\ude00", "\\ud83d\\uDE00", "~", "\u{7f}", "é", ""]
+            .map(|s| std::format!("\"{s}\"")),
+    );
+    for text in &texts {
+        let mut tokens = heapless::Vec::new();
+        let mut tape = tape::Tape::<u16, 1>::new(&mut tokens);
+        json::parse_visited(text, 1, &mut tape).unwrap();
+        let &[(a, b)] = tape.tokens().unwrap() else { panic!("one token: {text}") };
+        let mut walk = Text(Vec::new());
+        dump_whole::<_, u16, 1, 1, 0>(text, &mut walk);
+        assert_eq!(a < b, walk.0 == text.as_bytes(), "{text}");
+    }
+}
+
 /// The parse records every token on the tape, strings that are not plain
 /// backwards, containers with the index just past them.
 #[test]
 fn the_tape_records_every_token() {
-    let text = r#" {"b": [1, "x\u00e9", "é"], "a": {}, "c": null} "#;
-    let mut tape = tape::Tape::<u16, 16>::new();
+    let text = r#" {"b": [1, "x\u00E9", "é"], "a": {}, "c": "\u00e9"} "#;
+    let mut tokens = heapless::Vec::new();
+    let mut tape = tape::Tape::<u16, 16>::new(&mut tokens);
     json::parse_visited(text, 8, &mut tape).unwrap();
     let span = |needle: &str| {
         let at = text.find(needle).unwrap() as u16;
         (at, at + needle.len() as u16)
     };
-    let (x, e) = (span(r#""x\u00e9""#), span("\"é\""));
+    let (x, e) = (span(r#""x\u00E9""#), span("\"é\""));
     let want: Vec<(u16, u16)> = std::vec![
         (1, 10),
         span("\"b\""),
@@ -1015,11 +1049,12 @@ fn the_tape_records_every_token() {
         span("\"a\""),
         (span("{}").0, 8),
         span("\"c\""),
-        span("null"),
+        span(r#""\u00e9""#),
     ];
     assert_eq!(tape.tokens(), Some(&want[..]));
     // One token more than it holds: no tape.
-    let mut small = tape::Tape::<u16, 9>::new();
+    let mut small_tokens = heapless::Vec::new();
+    let mut small = tape::Tape::<u16, 9>::new(&mut small_tokens);
     json::parse_visited(text, 8, &mut small).unwrap();
     assert_eq!(small.tokens(), None);
 }
