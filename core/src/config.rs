@@ -794,8 +794,18 @@ mod tests {
         assert!(matches!(inj(|i| i.time_interval = f64::NAN), Err(E::NegativeTimeInterval(v)) if v.is_nan()));
         assert_eq!(inj(|i| i.template = "no state").unwrap_err(), E::TemplateWithoutPlaceholder);
         assert_eq!(inj(|i| i.template = "ab{runtime_state}{runtime_state}").unwrap().state_start, 2);
-        assert_eq!(inj(|i| i.time_format = "%Y %Y-%m-%d").unwrap_err(), E::TimeFormatRepeatsDirective);
-        assert!(matches!(inj(|i| i.time_format = "%H:%M").unwrap_err(), E::TimeFormat(_)));
+        #[cfg(feature = "custom-time-format")]
+        {
+            assert_eq!(inj(|i| i.time_format = "%Y %Y-%m-%d").unwrap_err(), E::TimeFormatRepeatsDirective);
+            assert!(matches!(inj(|i| i.time_format = "%H:%M").unwrap_err(), E::TimeFormat(_)));
+        }
+        // Without it, any format but the default is refused, naming the fix.
+        #[cfg(not(feature = "custom-time-format"))]
+        {
+            let e = inj(|i| i.time_format = "%Y-%m-%d %H:%M").unwrap_err();
+            assert_eq!(e, E::TimeFormat(TimeFormatError::NotCompiledIn));
+            assert!(std::format!("{e}").contains("custom-time-format"), "{e}");
+        }
         // The deprecated buffer: [0, 1], and below the trigger ratio.
         let range = |field, value, range| E::RatioOutOfRange { field, value, range };
         assert_eq!(
@@ -870,12 +880,15 @@ mod tests {
         let w: std::vec::Vec<_> = inj(|i| i.timezone = "Mars/Base").unwrap().warnings().collect();
         assert_eq!(w, [Warning::TimezoneFellBackToUtc]);
         assert_eq!(inj(|i| i.timezone = "UTC").unwrap().warnings().count(), 0);
-        let all = inj(|i| (i.timezone, i.time_format, i.context_buffer_ratio) = ("Nowhere", "%e %Y-%m", Some(0.1))).unwrap();
-        let w: std::vec::Vec<_> = all.warnings().collect();
-        assert_eq!(w, [Warning::DeprecatedContextBufferRatio, Warning::TimezoneFellBackToUtc, Warning::TimeFormatNotParseable]);
-        // A newline: the tag regex cannot read the time back.
-        let w: std::vec::Vec<_> = inj(|i| i.time_format = "%Y-%m-%d\n%H").unwrap().warnings().collect();
-        assert_eq!(w, [Warning::TimeFormatNotParseable]);
+        #[cfg(feature = "custom-time-format")]
+        {
+            let all = inj(|i| (i.timezone, i.time_format, i.context_buffer_ratio) = ("Nowhere", "%e %Y-%m", Some(0.1))).unwrap();
+            let w: std::vec::Vec<_> = all.warnings().collect();
+            assert_eq!(w, [Warning::DeprecatedContextBufferRatio, Warning::TimezoneFellBackToUtc, Warning::TimeFormatNotParseable]);
+            // A newline: the tag regex cannot read the time back.
+            let w: std::vec::Vec<_> = inj(|i| i.time_format = "%Y-%m-%d\n%H").unwrap().warnings().collect();
+            assert_eq!(w, [Warning::TimeFormatNotParseable]);
+        }
     }
 
     #[test]

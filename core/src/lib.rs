@@ -43,7 +43,7 @@ mod config;
 mod conversation;
 mod engine;
 mod iana;
-mod iso_time;
+mod ieee;
 #[cfg(feature = "journal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
 pub mod journal;
@@ -54,9 +54,11 @@ mod load;
 #[doc(hidden)]
 pub mod phases;
 // Starts CPython: a test helper, kept out of the no_std sources.
-mod ieee;
 #[cfg(test)]
 #[path = "../tests/support/reference.rs"]
+// Its users are the strptime and zone tests, some of them with
+// `custom-time-format` only.
+#[cfg_attr(not(feature = "custom-time-format"), allow(dead_code))]
 mod reference;
 mod render;
 mod rules;

@@ -3,9 +3,8 @@
 
 use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning, DEFAULT_TIME_FORMAT};
+use crate::config::{ValidConfig, Warning};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use crate::iso_time;
 use crate::render::LiveFields;
 use crate::text::{py_strip, Joined};
 use crate::time::{self, Zone};
@@ -565,12 +564,9 @@ fn parse_copied(cfg: &ValidConfig<'_>, joined: &Joined<'_>, start: usize, end: u
     parse_recorded(cfg, joined.slice(start, end, &mut scratch)?)
 }
 
-/// `strptime` on the stripped capture; the default format's exact form
-/// (the one envaware writes) through its fast path first.
+/// `strptime` on the stripped capture.
 fn parse_recorded(cfg: &ValidConfig<'_>, captured: &str) -> Option<time::Recorded> {
-    let (text, format) = (py_strip(captured), cfg.config.injection.time_format);
-    let fast = || (format == DEFAULT_TIME_FORMAT).then(|| iso_time::parse_default(text)).flatten();
-    fast().or_else(|| time::parse_time(text, format))
+    time::parse_time(py_strip(captured), cfg.config.injection.time_format)
 }
 
 /// The zone a naive recorded time is read on, and whether its name is the
@@ -1167,6 +1163,7 @@ mod tests {
         assert!(matches!(decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time, TimeDecision::Inject(_)));
     }
 
+    #[cfg(feature = "custom-time-format")]
     #[test]
     fn a_recorded_zone_is_read_as_the_reference_reads_it() {
         // 2026-11-01 01:50 EDT was recorded; now is 01:20 EST, 30 minutes later.
@@ -1204,8 +1201,9 @@ mod tests {
         assert!(!d.warnings.contains(Warning::RecordedTimezoneFellBackToUtc));
     }
 
+    #[cfg(feature = "custom-time-format")]
     #[test]
-    fn only_the_default_format_takes_the_fast_path() {
+    fn a_format_that_looks_like_the_default_is_read_as_itself() {
         // Day and month swapped: the text has the default format's form,
         // but it is 2026-12-07, not July 12 (now is July 22).
         let swapped = with_injection(|i| (i.time_format, i.time_interval) = ("%Y-%d-%mT%H:%M:%S", 24.0 * 30.0));

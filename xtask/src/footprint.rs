@@ -59,6 +59,8 @@ const ROWS: &[(&str, &str, &[&str], &str)] = &[
     ("one DST zone (Europe/Berlin)", DST_FILTER, &[], "dst"),
     ("one DST zone + JSON configuration", DST_FILTER, &[], "dst-json"),
     ("one DST zone + JSON configuration + `python-floats`", DST_FILTER, &["python-floats"], "dst-json"),
+    ("UTC only + `custom-time-format`", UTC_FILTER, &["custom-time-format"], "utc"),
+    ("one DST zone + JSON configuration + `custom-time-format`", DST_FILTER, &["custom-time-format"], "dst-json"),
 ];
 
 /// Builds the programs (grouped so that each zone filter builds chrono-tz
@@ -72,7 +74,14 @@ fn measure_flash() -> Result<(Vec<Vec<u64>>, RowFunctions), String> {
     let mut table = vec![vec![0; SIZE_TARGETS.len()]; ROWS.len()];
     for (t, target) in SIZE_TARGETS.iter().enumerate() {
         // Filter changes rebuild chrono-tz: DST rows first, UTC last.
-        for (filter, features) in [(DST_FILTER, &[][..]), (DST_FILTER, &["python-floats"][..]), (UTC_FILTER, &[][..])] {
+        let feature_sets = [
+            (DST_FILTER, &[][..]),
+            (DST_FILTER, &["python-floats"][..]),
+            (DST_FILTER, &["custom-time-format"][..]),
+            (UTC_FILTER, &["custom-time-format"][..]),
+            (UTC_FILTER, &[][..]),
+        ];
+        for (filter, features) in feature_sets {
             let rows: Vec<usize> = (0..ROWS.len()).filter(|&r| ROWS[r].1 == filter && ROWS[r].2 == features).collect();
             let bins: Vec<&str> = rows.iter().map(|&r| ROWS[r].3).collect();
             build(target, filter, features, &bins)?;
@@ -231,7 +240,7 @@ pub fn size() -> Result<(), String> {
     let (table, functions) = measure_flash()?;
     let worst = stacks(false)?;
     let cell = |b: u64| format!("{} ({:.1} KiB)", thousands(b), b as f64 / 1024.0);
-    println!("core footprint: flash of a minimal program (one `Engine::step`, opt-level z, fat LTO, no `python-floats` unless said)");
+    println!("core footprint: flash of a minimal program (one `Engine::step`, opt-level z, fat LTO, no `python-floats` or `custom-time-format` unless said)");
     println!();
     println!("| build | {} |", SIZE_TARGETS.join(" | "));
     println!("|---|{}", "---:|".repeat(SIZE_TARGETS.len()));

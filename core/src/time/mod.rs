@@ -26,14 +26,28 @@
 //! - [`zone`]: `zoneinfo`. Which zone a name loads (or why it loads none),
 //!   and the two directions between an instant and a wall clock.
 //! - [`format`]: glibc's `strftime`, and the check of a configured format
-//!   (its directives, its date, whether `strptime` can read it back).
-//! - [`strptime`]: `_strptime` in its three phases (match, convert the
-//!   groups, resolve the date), with its regex match in `strptime::matcher`
-//!   and `re`'s Unicode tables in `strptime::unicode`.
+//!   (its directives, its date, whether `strptime` can read it back); the
+//!   default format's directives in `format`, every other in
+//!   `custom_format`.
+//! - [`iso`]: `_strptime` for the default format `%Y-%m-%dT%H:%M:%S`, with
+//!   the numeric groups of its regex in `numeric`.
+//! - [`strptime`]: `_strptime` for any format, in its three phases (match,
+//!   convert the groups, resolve the date), with its regex match in
+//!   `strptime::matcher` and `re`'s case tables in `strptime::unicode`.
+//!
+//! `custom_format` and `strptime` are compiled with the
+//! `custom-time-format` feature only: without it, a configuration with any
+//! other format is refused ([`TimeFormatError::NotCompiledIn`]), and a
+//! device links neither.
 
 mod civil;
+#[cfg(feature = "custom-time-format")]
+mod custom_format;
 mod format;
 mod hours;
+mod iso;
+mod numeric;
+#[cfg(feature = "custom-time-format")]
 mod strptime;
 mod zone;
 
@@ -43,7 +57,6 @@ pub use self::format::{check_format, push_time, ParseBack, TimeFormatError};
 pub(crate) use self::hours::elapsed_hours;
 #[cfg(test)]
 pub(crate) use self::hours::python_total_seconds;
-pub use self::strptime::parse_time;
 #[cfg(test)]
 pub use self::zone::zone_name_crashes_reference;
 pub use self::zone::{fixed_offset, local_naive, local_to_timestamp, resolve_zone, zone_not_compiled_in, Zone};
@@ -51,6 +64,24 @@ pub use self::zone::{fixed_offset, local_naive, local_to_timestamp, resolve_zone
 use chrono::NaiveDateTime;
 
 use crate::clock::Timestamp;
+use crate::config::DEFAULT_TIME_FORMAT;
+
+/// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
+/// `ValueError` (and where the format makes the reference crash, see
+/// [`ParseBack::ReferenceCrashes`]).
+///
+/// The default format through its own reader (`iso`); any other through
+/// the general `strptime`, or `None` in a build without it (whose
+/// configuration refuses any other format).
+pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
+    if fmt == DEFAULT_TIME_FORMAT {
+        return iso::parse(text);
+    }
+    #[cfg(feature = "custom-time-format")]
+    return strptime::parse(text, fmt);
+    #[cfg(not(feature = "custom-time-format"))]
+    None
+}
 
 /// A time read back from an earlier injection: Python's
 /// `datetime.strptime(text, time_format)`.

@@ -1,10 +1,10 @@
-//! `datetime.strptime(text, fmt)` as CPython 3.11's `_strptime` does it:
-//! [`parse_time`].
+//! `datetime.strptime(text, fmt)` as CPython 3.11's `_strptime` does it,
+//! for any format: [`parse`].
 //!
 //! The regex match is in `matcher` (a child module: it exists for strptime
-//! alone, its directive alternatives are `_strptime.TimeRE`'s, and nothing
-//! else in the crate may reach it), the `re` character tables it and the
-//! conversions share are in `unicode`.
+//! alone, and nothing else in the crate may reach it), `re`'s case tables
+//! are in `unicode`, and the numeric groups of `_strptime.TimeRE` and `\d`,
+//! which the default format's reader shares, in `time::numeric`.
 
 mod matcher;
 mod unicode;
@@ -12,9 +12,12 @@ mod unicode;
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 
 use self::matcher::{next_node, regex_match, Captures, Cursor, Groups, Node, Pos};
-use self::unicode::digit_value;
+#[cfg(test)]
+pub(super) use self::unicode::ci_match;
 use super::civil::{self, is_leap};
-use super::format::{strptime_verdict, ParseBack, MONTHS, WEEKDAYS};
+use super::custom_format::{strptime_verdict, MONTHS, WEEKDAYS};
+use super::format::ParseBack;
+use super::numeric::digit_value;
 use super::Recorded;
 
 /// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
@@ -33,7 +36,7 @@ use super::Recorded;
 /// In `_strptime`'s three phases: match the whole text against the format
 /// (`match_whole`), convert the groups into fields (`convert_groups`), and
 /// resolve the date they give (`resolve_date`).
-pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
+pub(super) fn parse(text: &str, fmt: &str) -> Option<Recorded> {
     if strptime_verdict(fmt) != ParseBack::Possible {
         return None;
     }
@@ -46,7 +49,7 @@ pub fn parse_time(text: &str, fmt: &str) -> Option<Recorded> {
     }
 }
 
-/// [`parse_time`] with positions of type `P`. Out of line, so that only the
+/// [`parse`] with positions of type `P`. Out of line, so that only the
 /// width in use takes stack.
 #[inline(never)]
 fn parse_with<P: Pos>(text: &str, fmt: &str) -> Option<Recorded> {
@@ -409,7 +412,7 @@ mod tests {
     use crate::clock::Timestamp;
     use crate::reference::SplitMix;
     use crate::time::tests::{iso, zone_strategy};
-    use crate::time::{format_time, local_naive, Zone};
+    use crate::time::{format_time, local_naive, parse_time, Zone};
 
     /// Text, format, and Python's result (wall time, UTC offset in µs).
     type ParseCase = (&'static str, &'static str, Option<(&'static str, Option<i64>)>);

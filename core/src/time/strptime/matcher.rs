@@ -9,9 +9,13 @@
 //! stack and a small failure cache, and gives up after a bounded number of
 //! steps.
 
-use super::unicode::{ci_match, digit_value};
+use super::unicode::ci_match;
 use crate::text::py_is_space;
-use crate::time::format::{strptime_expansion, MONTHS, WEEKDAYS};
+use crate::time::custom_format::{strptime_expansion, MONTHS, WEEKDAYS};
+use crate::time::numeric::{
+    alternatives, char_at, digit_value, match_atoms,
+    Atom::{In, D},
+};
 
 // --- The format as a sequence of regex nodes ---------------------------------
 
@@ -86,53 +90,6 @@ pub(super) fn next_node(fmt: &str, cur: Cursor) -> Option<(Node, Cursor)> {
 
 // --- Matching one node -----------------------------------------------------------
 
-/// One element of a directive's regex alternative.
-#[derive(Clone, Copy)]
-enum Atom {
-    /// One exact ASCII character.
-    Ch(u8),
-    /// An ASCII range `[a-b]`.
-    In(u8, u8),
-    /// `\d`: any Unicode decimal digit.
-    D,
-}
-
-use Atom::{Ch, In, D};
-
-/// The alternatives of `_strptime.TimeRE` for the numeric directives.
-fn alternatives(d: char) -> &'static [&'static [Atom]] {
-    match d {
-        'd' => &[
-            &[Ch(b'3'), In(b'0', b'1')],
-            &[In(b'1', b'2'), D],
-            &[Ch(b'0'), In(b'1', b'9')],
-            &[In(b'1', b'9')],
-            &[Ch(b' '), In(b'1', b'9')],
-        ],
-        'H' => &[&[Ch(b'2'), In(b'0', b'3')], &[In(b'0', b'1'), D], &[D]],
-        'I' | 'm' => &[&[Ch(b'1'), In(b'0', b'2')], &[Ch(b'0'), In(b'1', b'9')], &[In(b'1', b'9')]],
-        'G' | 'Y' => &[&[D, D, D, D]],
-        'j' => &[
-            &[Ch(b'3'), Ch(b'6'), In(b'0', b'6')],
-            &[Ch(b'3'), In(b'0', b'5'), D],
-            &[In(b'1', b'2'), D, D],
-            &[Ch(b'0'), In(b'1', b'9'), D],
-            &[Ch(b'0'), Ch(b'0'), In(b'1', b'9')],
-            &[In(b'1', b'9'), D],
-            &[Ch(b'0'), In(b'1', b'9')],
-            &[In(b'1', b'9')],
-        ],
-        'M' => &[&[In(b'0', b'5'), D], &[D]],
-        'S' => &[&[Ch(b'6'), In(b'0', b'1')], &[In(b'0', b'5'), D], &[D]],
-        'U' | 'W' => &[&[Ch(b'5'), In(b'0', b'3')], &[In(b'0', b'4'), D], &[D]],
-        'V' => &[&[Ch(b'5'), In(b'0', b'3')], &[Ch(b'0'), In(b'1', b'9')], &[In(b'1', b'4'), D], &[D]],
-        'w' => &[&[In(b'0', b'6')]],
-        'u' => &[&[In(b'1', b'7')]],
-        'y' => &[&[D, D]],
-        _ => &[],
-    }
-}
-
 /// [`MONTHS`] in `__seqToRE`'s order for `%B`: longest first, ties in
 /// calendar order (a stable sort by length, descending).
 const MONTHS_LONGEST_FIRST: [u8; 12] = [8, 1, 10, 11, 0, 9, 7, 2, 3, 5, 6, 4];
@@ -156,31 +113,6 @@ fn names(d: char) -> impl Iterator<Item = &'static str> {
         _ => (&[], &[], true),
     };
     order.iter().map_while(move |&i| list.get(usize::from(i))).map(move |n| if full { *n } else { n.get(..3).unwrap_or(n) })
-}
-
-fn char_at(text: &str, pos: usize) -> Option<char> {
-    text.get(pos..)?.chars().next()
-}
-
-fn atom_match(a: Atom, c: char) -> bool {
-    match a {
-        Ch(b) => c == char::from(b),
-        In(lo, hi) => (char::from(lo)..=char::from(hi)).contains(&c),
-        D => digit_value(c).is_some(),
-    }
-}
-
-/// Matches `seq` at `pos`; returns the end.
-fn match_atoms(text: &str, pos: usize, seq: &[Atom]) -> Option<usize> {
-    let mut p = pos;
-    for a in seq {
-        let c = char_at(text, p)?;
-        if !atom_match(*a, c) {
-            return None;
-        }
-        p += c.len_utf8();
-    }
-    Some(p)
 }
 
 fn match_name(text: &str, pos: usize, name: &str) -> Option<usize> {

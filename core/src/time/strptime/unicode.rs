@@ -1,40 +1,8 @@
-//! The character rules of CPython 3.11's `re` that the strptime regex
-//! relies on: `\d` (any Unicode decimal digit, which `int()` reads too) and
+//! The character rule of CPython 3.11's `re` that the strptime regex
+//! relies on beyond `\d` (in `time::numeric`):
 //! `re.IGNORECASE` for literals (the simple lowercase mapping plus
 //! `re._casefix`). `re`'s `\s` for `str` patterns is `str.isspace()`:
 //! `text::py_is_space`.
-
-/// First code points of the runs of ten decimal digits (Unicode 14, `Nd`),
-/// which `re`'s `\d` and `int()` accept.
-const DIGIT_ZEROS: [u32; 66] = [
-    0x30, 0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66, 0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090,
-    0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90, 0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0,
-    0xff10, 0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650, 0x116c0, 0x11730, 0x118e0, 0x11950,
-    0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
-];
-
-/// [`DIGIT_ZEROS`] halved into 16 bits (every run starts at an even code
-/// point, checked when this is built): half the flash.
-const HALF_ZEROS: [u16; 66] = {
-    let mut out = [0u16; 66];
-    let mut i = 0;
-    while i < out.len() {
-        let z = DIGIT_ZEROS[i];
-        assert!(z.is_multiple_of(2) && z / 2 <= 0xffff);
-        out[i] = (z / 2) as u16;
-        i += 1;
-    }
-    out
-};
-
-/// The value of a Unicode decimal digit (`\d`), else `None`.
-pub(super) fn digit_value(c: char) -> Option<u32> {
-    let n = c as u32;
-    let i = HALF_ZEROS.partition_point(|z| u32::from(*z) * 2 <= n);
-    let zero = u32::from(*HALF_ZEROS.get(i.checked_sub(1)?)?) * 2;
-    let v = n - zero;
-    (v < 10).then_some(v)
-}
 
 /// CPython 3.11's simple lowercase mapping (`_sre.unicode_tolower`, Unicode
 /// 14) as runs `(first, count, stride, delta)`: characters `first + k *
@@ -147,7 +115,7 @@ const CASE_FIXES: &[(u16, [u16; 2])] = &[
 /// `sre` compares lowercase forms when `p` is cased and demands `c == p`
 /// otherwise; no uncased character is the lowercase of another (checked
 /// against CPython's tables), so comparing lowercase forms is exact for both.
-pub(super) fn ci_match(p: char, c: char) -> bool {
+pub(in crate::time) fn ci_match(p: char, c: char) -> bool {
     let lo = sre_lower(p) as u32;
     let lc = sre_lower(c) as u32;
     if p == c || lc == lo {
@@ -179,18 +147,6 @@ mod tests {
         ] {
             assert_eq!(ci_match(p, c), matches, "{p:?} {c:?}");
         }
-    }
-
-    /// The packed table answers what the list of runs says, and nothing else.
-    #[test]
-    fn digits_are_the_runs_of_ten_and_only_them() {
-        for zero in DIGIT_ZEROS {
-            for k in 0..10 {
-                assert_eq!(digit_value(char::from_u32(zero + k).unwrap()), Some(k), "{zero:#x} + {k}");
-            }
-        }
-        let digits = (0..0x11_0000u32).filter_map(char::from_u32).filter(|c| digit_value(*c).is_some()).count();
-        assert_eq!(digits, 10 * DIGIT_ZEROS.len());
     }
 
     #[test]
