@@ -29,6 +29,12 @@ const HALF_ZEROS: [u16; 66] = {
 /// The value of a Unicode decimal digit (`\d`), else `None`.
 pub(super) fn digit_value(c: char) -> Option<u32> {
     let n = c as u32;
+    // Below the second run only ASCII's: nearly every digit read, without
+    // the search.
+    if n < DIGIT_ZEROS[1] {
+        let v = n.wrapping_sub(DIGIT_ZEROS[0]);
+        return (v < 10).then_some(v);
+    }
     let i = HALF_ZEROS.partition_point(|z| u32::from(*z) * 2 <= n);
     let zero = u32::from(*HALF_ZEROS.get(i.checked_sub(1)?)?) * 2;
     let v = n - zero;
