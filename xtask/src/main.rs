@@ -162,8 +162,8 @@ fn test() -> Result<(), String> {
     // The workspace run below tests the core with its default features; it
     // also runs as the firmware builds it: floats by the exact-decimal path.
     run(
-        "core unit tests without python-floats (the firmware's build)",
-        &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features"]),
+        "core unit tests with the firmware's features (no python-floats, no custom-time-format)",
+        &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features", "--features", "wire,journal,zone-filter"]),
     )?;
     run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.

@@ -183,8 +183,7 @@ pub(super) fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -
         b'w' => push_padded(w, wday_sun(), 0, b'0'),
         b'W' => two(w, (date.ordinal0() + 7 - wday_mon()) / 7),
         b'y' => two(w, date.year().rem_euclid(100).unsigned_abs()),
-        // Python's own: microseconds, UTC offset, zone name.
-        b'f' => push_padded(w, t.local.nanosecond() / 1000, 6, b'0'),
+        // Python's own: UTC offset, zone name.
         b'z' => write_offset(w, t.offset),
         b'Z' => write_abbr(w, t),
         b'%' => w.push(b"%"),

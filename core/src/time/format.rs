@@ -5,7 +5,7 @@
 //! output back ([`ParseBack`]).
 //!
 //! This module writes the default format's directives (`%Y %m %d %H %M
-//! %S`); every other directive, and the check of any format but the
+//! %S`, and `%f`, which the `wire` module's timestamps add); every other directive, and the check of any format but the
 //! default, are in `custom_format`, compiled with the `custom-time-format`
 //! feature only.
 
@@ -157,6 +157,8 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         b'S' => two(w, t.local.second()),
         // glibc prints years without padding.
         b'Y' => signed(w, date.year()),
+        // Python's own microseconds: the wire's timestamps write them.
+        b'f' => push_padded(w, t.local.nanosecond() / 1000, 6, b'0'),
         #[cfg(feature = "custom-time-format")]
         _ => return super::custom_format::write_directive(w, d, t),
         #[cfg(not(feature = "custom-time-format"))]
