@@ -992,6 +992,16 @@ mod tests {
         assert_eq!(printable_run(b"abcdefghij\x7fk"), 10);
     }
 
+    /// The byte loop's table: exactly the bytes a string holds that need
+    /// no second look. (An empty table would give the same results, a
+    /// byte at a time through the match: checked here, not by them.)
+    #[test]
+    fn the_printable_table_holds_printable_ascii_but_quote_and_backslash() {
+        for c in 0..=255u8 {
+            assert_eq!(PRINTABLE[usize::from(c)], (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\', "{c:#04x}");
+        }
+    }
+
     #[test]
     fn words_of_plain_and_not_plain_bytes() {
         // Every byte value at every place of a word, in a string long
