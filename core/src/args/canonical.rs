@@ -44,10 +44,15 @@ impl<S: Sink> Sink for Buffered<'_, S> {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let start = self.len;
-        match self.buf.get_mut(start..start.saturating_add(bytes.len())) {
+        let end = start.saturating_add(bytes.len());
+        match self.buf.get_mut(start..end) {
+            // Most pieces are a few bytes (a separator, a short key): a
+            // byte loop here costs less than a call to a copy routine.
             Some(room) => {
-                crate::text::copy_bytes(room, bytes);
-                self.len = start.saturating_add(bytes.len());
+                for (to, &from) in room.iter_mut().zip(bytes) {
+                    *to = from;
+                }
+                self.len = end;
             }
             None => {
                 self.flush();

@@ -16,14 +16,10 @@ pub(super) fn write_number<S: Sink>(text: &[u8], out: &mut S) {
     if is_own_repr(text) {
         return out.write(text);
     }
-    // A JSON number is ASCII.
-    let Ok(text) = core::str::from_utf8(text) else {
-        return;
-    };
     #[cfg(feature = "python-floats")]
-    match text.parse::<f64>() {
-        Ok(f) => write_float(f, out),
-        Err(_) => out.write(text.as_bytes()),
+    match core::str::from_utf8(text).ok().and_then(|text| text.parse::<f64>().ok()) {
+        Some(f) => write_float(f, out),
+        None => out.write(text),
     }
     #[cfg(not(feature = "python-floats"))]
     write_decimal(text, out);
@@ -71,50 +67,45 @@ pub(super) fn is_own_repr(text: &[u8]) -> bool {
 /// It needs neither float parsing nor float formatting (about 34 KB of
 /// flash on a Cortex-M3).
 #[cfg_attr(feature = "python-floats", allow(dead_code))]
-fn write_decimal<S: Sink>(text: &str, out: &mut S) {
-    let (negative, body) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
+fn write_decimal<S: Sink>(text: &[u8], out: &mut S) {
+    let (negative, body) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
     };
-    let e_at = body.find(['e', 'E']).unwrap_or(body.len());
-    let (mantissa, exponent) = body.split_at(e_at);
-    // The exponent, saturated: anything this large is out of range anyway.
-    let mut exp: i64 = 0;
-    let exponent = exponent.get(1..).unwrap_or("");
-    let (exp_negative, exp_digits) = match exponent.as_bytes().first() {
-        Some(b'-') => (true, exponent.get(1..).unwrap_or("")),
-        Some(b'+') => (false, exponent.get(1..).unwrap_or("")),
-        _ => (false, exponent),
-    };
-    for c in exp_digits.bytes() {
-        exp = (exp * 10 + i64::from(c.wrapping_sub(b'0'))).min(1_000_000);
-    }
-    if exp_negative {
-        exp = -exp;
-    }
-    let int_len = mantissa.find('.').unwrap_or(mantissa.len());
-    // Digits of the mantissa without the point, by index.
-    let digits = || mantissa.bytes().filter(|&c| c != b'.');
-    let first = digits().position(|c| c != b'0');
+    let e_at = body.iter().position(|&c| matches!(c, b'e' | b'E')).unwrap_or(body.len());
+    let (mantissa, exponent) = (body.get(..e_at).unwrap_or(&[]), body.get(e_at.saturating_add(1)..).unwrap_or(&[]));
+    let exp = exponent_of(exponent);
+    // The mantissa's digits are `int` then `frac`, without the point: a
+    // run of them is at most two slices of the text, written as they are.
+    let point = mantissa.iter().position(|&c| c == b'.').unwrap_or(mantissa.len());
+    let (int, frac) = (mantissa.get(..point).unwrap_or(&[]), mantissa.get(point.saturating_add(1)..).unwrap_or(&[]));
+    let nonzero = |c: &u8| *c != b'0';
+    let first = int.iter().position(nonzero).or_else(|| frac.iter().position(nonzero).map(|i| i + int.len()));
     if negative {
         out.write(b"-");
     }
     let Some(first) = first else {
         return out.write(b"0.0");
     };
-    let last = digits().enumerate().filter(|&(_, c)| c != b'0').map(|(i, _)| i).last().unwrap_or(first);
+    let last = frac.iter().rposition(nonzero).map(|i| i + int.len()).or_else(|| int.iter().rposition(nonzero)).unwrap_or(first);
     let count = last - first + 1;
     // Exponent of the first significant digit, as in scientific notation.
-    let exp10 = exp + int_len as i64 - 1 - first as i64;
+    let exp10 = exp + int.len() as i64 - 1 - first as i64;
     if exp10 > 308 {
         return out.write(b"Infinity");
     }
     if exp10 < -324 {
         return out.write(b"0.0");
     }
+    // The significant digits `from..to` (counted from the first).
     let write_digits = |from: usize, to: usize, out: &mut S| {
-        for c in digits().skip(first + from).take(to.saturating_sub(from)) {
-            out.write(&[c]);
+        let (from, to) = (first + from, first + to.max(from));
+        let split = int.len();
+        if let Some(run) = int.get(from.min(split)..to.min(split)).filter(|run| !run.is_empty()) {
+            out.write(run);
+        }
+        if let Some(run) = frac.get(from.saturating_sub(split)..to.saturating_sub(split)).filter(|run| !run.is_empty()) {
+            out.write(run);
         }
     };
     if (-4..16).contains(&exp10) {
@@ -146,6 +137,26 @@ fn write_decimal<S: Sink>(text: &str, out: &mut S) {
             out.write(&[b'0' + (m / 100) as u8]);
         }
         out.write(&[b'0' + (m / 10 % 10) as u8, b'0' + (m % 10) as u8]);
+    }
+}
+
+/// The (validated) exponent digits after `e`, with their sign, saturated:
+/// anything this large is out of range anyway.
+#[cfg_attr(feature = "python-floats", allow(dead_code))]
+fn exponent_of(exponent: &[u8]) -> i64 {
+    let (negative, digits) = match exponent {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, exponent),
+    };
+    let mut exp: i64 = 0;
+    for &c in digits {
+        exp = (exp * 10 + i64::from(c.wrapping_sub(b'0'))).min(1_000_000);
+    }
+    if negative {
+        -exp
+    } else {
+        exp
     }
 }
 
@@ -352,7 +363,7 @@ mod decimal_tests {
         let mut python = Text(String::new());
         write_float(text.parse().unwrap_or(f64::NAN), &mut python);
         let mut decimal = Text(String::new());
-        write_decimal(text, &mut decimal);
+        write_decimal(text.as_bytes(), &mut decimal);
         (python.0, decimal.0)
     }
 

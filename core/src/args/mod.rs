@@ -69,9 +69,6 @@
 //! still compare equal. [`write_canonical_with`] takes other bounds.
 
 use core::cmp::Ordering;
-use core::hash::Hasher as _;
-
-use siphasher::sip128::{Hasher128 as _, SipHasher13};
 
 use crate::json;
 use crate::text::py_strip;
@@ -82,6 +79,7 @@ use canonical::{dump, dump_whole, Buffered};
 // (containers, strings, scalars), the members' sort, the numbers.
 mod canonical;
 mod floats;
+mod sip;
 mod sort;
 mod tape;
 #[cfg(test)]
@@ -321,18 +319,18 @@ const KEY1: u64 = 0x6172_6775_6d65_6e74; // "argument"
 /// a fixed key. Only the byte stream counts, not how it is split.
 #[derive(Debug, Clone)]
 pub struct HashSink {
-    hasher: SipHasher13,
+    hasher: sip::Sip13,
 }
 
 impl HashSink {
     /// A hasher that has seen nothing.
     pub fn new() -> Self {
-        HashSink { hasher: SipHasher13::new_with_keys(KEY0, KEY1) }
+        HashSink { hasher: sip::Sip13::new(KEY0, KEY1) }
     }
 
     /// The key of everything written so far.
     pub fn finish(&self) -> ArgumentKey {
-        ArgumentKey(self.hasher.finish128().as_u128())
+        ArgumentKey(self.hasher.finish128())
     }
 }
 
