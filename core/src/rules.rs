@@ -376,53 +376,94 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
 /// The scan's loop: where the newest hint of ours that records a time is
 /// (its message, counted from the newest, and its block), and whether the
 /// agent is aware of its tasks. The hint is handed to the time rule after
-/// the loop, so that the loop keeps its few values in registers.
+/// the loop, so that the loop keeps its few values in registers. Each
+/// message is read once, as the reference reads it: until the newest time
+/// hint's message is read with the tasks known, or to the oldest.
 #[inline(never)]
 fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>) -> (Option<(usize, usize)>, bool) {
     let mut aware = !step.tasks.has_uncompleted();
-    let mut index = 0;
-    while let Some(msg) = conv.newest(index) {
-        index += 1;
-        if !scanned(cfg, &msg, step.agent_name) {
-            continue;
+    let mut time: Option<(usize, usize)> = None;
+    let mut at = Cursor { next: 0, msg: None, block: 0, last: false };
+    while let Some(b) = next_candidate(cfg, conv, step.agent_name, &mut at) {
+        let index = at.next - 1;
+        let m = at.msg.as_ref().and_then(|msg| msg.block(b)).map_or(Marks::default(), |block| marks(cfg, block));
+        aware |= m.tasks;
+        // The newest message with a time hint settles the time: its last
+        // such block (blocks are read oldest first); older ones only tell
+        // the tasks.
+        if m.time && time.is_none_or(|(t, _)| t == index) {
+            time = Some((index, b));
         }
-        let (time, tasks) = message_marks(cfg, &msg);
-        aware |= tasks;
-        if let Some(b) = time {
-            // The time is settled: only the tasks may remain.
-            let aware =
-                aware || (index..).map_while(|i| conv.newest(i)).any(|m| scanned(cfg, &m, step.agent_name) && message_marks(cfg, &m).1);
-            return (Some((index - 1, b)), aware);
-        }
+        at.last = aware && time.is_some();
     }
-    (None, aware)
+    (time, aware)
 }
 
-/// What the blocks of a scanned message tell the scan: the index of the
-/// newest hint of ours that records a time, and whether any tells of the
-/// tasks. A block with nothing to note (most are) costs a test of its kind.
-/// Inlined into both of the scan's loops on a 64-bit host, where the scan's
-/// speed is measured against the reference's; one copy on a device, where
-/// flash counts more.
-#[cfg_attr(target_pointer_width = "64", inline(always))]
-#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
-    let (mut time, mut tasks) = (None, false);
-    // Oldest first (a forward loop over a slice has no bounds check left):
-    // the newest time hint is the last one found.
-    for b in 0..msg.block_count() {
-        let Some(block) = msg.block(b) else { continue };
-        let m = marks(cfg, block);
-        if !(m.time || m.tasks) {
-            // Most blocks: nothing to note.
-            continue;
+/// Where [`next_candidate`] reads: the message after the one it holds
+/// (counted from the newest), that message if it is scanned, and the block
+/// to read next in it.
+struct Cursor<M> {
+    next: usize,
+    msg: Option<M>,
+    block: usize,
+    /// Whether the held message is the last to read.
+    last: bool,
+}
+
+/// Moves `at` to the next block of a scanned message that may tell the
+/// scan something ([`may_mark`]), and returns its index in `at.msg`;
+/// `None` past the oldest message or after the last one. Out of line and
+/// with no call in its loops but the conversation's own: the messages and
+/// blocks that tell nothing (nearly all) cost a few instructions each, with
+/// the loops' values kept in registers.
+#[inline(never)]
+fn next_candidate<'c, C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &'c C,
+    agent_name: &str,
+    at: &mut Cursor<C::Message<'c>>,
+) -> Option<usize> {
+    if let Some(msg) = &at.msg {
+        if let Some(b) = candidate_in(cfg, msg, at.block) {
+            at.block = b + 1;
+            return Some(b);
         }
-        tasks |= m.tasks;
-        if m.time {
-            time = Some(b);
+        if at.last {
+            return None;
         }
     }
-    (time, tasks)
+    let mut next = at.next;
+    loop {
+        // The message is held by the loop, and copied out only with a
+        // candidate found in it.
+        let msg = conv.newest(next)?;
+        next += 1;
+        if !scanned(cfg, &msg, agent_name) {
+            continue;
+        }
+        if let Some(b) = candidate_in(cfg, &msg, 0) {
+            *at = Cursor { next, msg: Some(msg), block: b + 1, last: false };
+            return Some(b);
+        }
+    }
+}
+
+/// The first block of `msg` from `from` on that [`may_mark`].
+#[inline(always)]
+fn candidate_in<M: Message>(cfg: &ValidConfig<'_>, msg: &M, from: usize) -> Option<usize> {
+    (from..msg.block_count()).find(|&b| msg.block(b).is_some_and(|block| may_mark(cfg, block)))
+}
+
+/// Whether `block` may tell the scan something: `false` when [`marks`]
+/// tells nothing of it for certain. A hint whose source has the length of
+/// ours, or a tool call whose name's bit is a task tool's.
+#[inline(always)]
+fn may_mark(cfg: &ValidConfig<'_>, block: Block<'_>) -> bool {
+    match block {
+        Block::Hint { source: Some(source), .. } => source.len() == cfg.config.injection.injection_source.len(),
+        Block::ToolCall { name, .. } => may_be_task_tool(cfg, name),
+        _ => false,
+    }
 }
 
 /// What the newest hint holding each watched field's tag told of it, by
@@ -1606,6 +1647,118 @@ mod tests {
         assert_eq!(tool_error_of(&engine, AGENT, &missing), Some(ToolError { count: 3, result: 3 }));
         for blocks in [&interleaved[..], &batched, &reversed, &later, &repeated, &missing] {
             assert_eq!(tool_error_of(&engine, AGENT, blocks), tool_error_model(blocks, 3));
+        }
+    }
+
+    mod scan_model {
+        use super::*;
+        use crate::conversation::Counted;
+        use proptest::prelude::*;
+
+        /// The scan as the reference reads it, block by block, newest
+        /// message first, and the messages it reads (`Conversation::newest`
+        /// calls): up to the newest time hint's message once the tasks are
+        /// known, else past the oldest (the read that finds no message).
+        fn model(cfg: &ValidConfig<'_>, msgs: &[SliceMessage<'_>], step: &Step<'_>) -> ((Option<(usize, usize)>, bool), usize) {
+            let mut aware = !step.tasks.has_uncompleted();
+            let mut time = None;
+            for (index, msg) in msgs.iter().rev().enumerate() {
+                if scanned(cfg, msg, step.agent_name) {
+                    for (b, block) in msg.blocks.iter().enumerate() {
+                        let m = marks(cfg, *block);
+                        aware |= m.tasks;
+                        if m.time && time.is_none_or(|(t, _)| t == index) {
+                            time = Some((index, b));
+                        }
+                    }
+                }
+                if aware && time.is_some() {
+                    return ((time, aware), index + 1);
+                }
+            }
+            ((time, aware), msgs.len() + 1)
+        }
+
+        /// Our source with its last byte changed: the same length.
+        const NEAR_SOURCE: &str = "{\"label\": \"System\", \"sublabel\": \"Runtime State\"]";
+
+        fn block() -> impl Strategy<Value = Block<'static>> {
+            let text = prop_oneof![
+                Just("<current-time>2026-07-22T02:20:00</current-time>"),
+                Just("<tasks>1 pending</tasks>"),
+                Just("no tags"),
+                Just("<tasks><current-time>2026-07-22T02:20:00</current-time>"),
+            ];
+            let framed_text = prop_oneof![
+                Just("<current-time>2026-07-22T02:20:00</current-time>\n<tasks>1</tasks>"),
+                Just("<tasks>1</tasks>"),
+                Just("<context-length>5</context-length>"),
+            ]
+            .prop_map(framed);
+            let source = prop_oneof![4 => Just(Some(SOURCE)), 1 => Just(Some(NEAR_SOURCE)), 1 => Just(Some("permission")), 1 => Just(None)];
+            let name = prop_oneof![Just("TaskList"), Just("TaskLisx"), Just("Bash"), Just("TaskCreate")];
+            prop_oneof![
+                (source, prop_oneof![text, framed_text]).prop_map(|(source, text)| Block::Hint { source, text: HintText::Single(text) }),
+                name.prop_map(|name| Block::ToolCall { id: "c", name, input: "{}" }),
+                Just(Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Success }),
+                Just(Block::Other),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = (Role, &'static str, std::vec::Vec<Block<'static>>)> {
+            let role = prop_oneof![3 => Just(Role::Assistant), 1 => Just(Role::User)];
+            let name = prop_oneof![3 => Just(AGENT), 1 => Just("other"), 1 => Just("rovex")];
+            (role, name, prop::collection::vec(block(), 0..5))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn the_scan_finds_and_reads_what_a_block_by_block_scan_does(
+                msgs in prop::collection::vec(message(), 0..12),
+                strict: bool,
+                pending in 0u64..2,
+            ) {
+                let engine = with_injection(|i| i.strict = strict);
+                let cfg = engine.config();
+                let step = Step { tasks: TaskCounts { pending, in_progress: 0 }, ..step() };
+                let msgs: std::vec::Vec<_> = msgs.iter().map(|(role, name, blocks)| SliceMessage { role: *role, name, blocks }).collect();
+                let conv = SliceConversation(&msgs);
+                let counted = Counted::new(&conv);
+                let found = scan_marks(cfg, &counted, &step);
+                prop_assert_eq!((found, counted.reads()), model(cfg, &msgs, &step));
+            }
+        }
+
+        #[test]
+        fn a_block_that_may_not_mark_marks_nothing() {
+            let names = ["TaskList", "TaskLisx", "Bash", "", "TaskCreate"];
+            let sources = [Some(SOURCE), Some(NEAR_SOURCE), Some("permission"), Some(""), None];
+            let texts = [framed("<current-time>x</current-time>\n<tasks>1</tasks>"), "<tasks>", "<current-time>", ""];
+            assert_eq!(NEAR_SOURCE.len(), SOURCE.len());
+            for strict in [false, true] {
+                let engine = with_injection(|i| i.strict = strict);
+                let cfg = engine.config();
+                let calls = names.map(|name| Block::ToolCall { id: "c", name, input: "{}" });
+                let hints = sources.iter().flat_map(|&source| texts.map(|t| Block::Hint { source, text: HintText::Single(t) }));
+                let result = Block::ToolResult { id: "c", name: "TaskList", state: ToolResultState::Success };
+                for block in calls.into_iter().chain(hints).chain([result, Block::Other]) {
+                    let m = marks(cfg, block);
+                    assert!(may_mark(cfg, block) || !(m.time || m.tasks), "{block:?}");
+                }
+                // Some may mark and mark nothing: a near source, a name's bit.
+                let near = Block::Hint { source: Some(NEAR_SOURCE), text: HintText::Single("<tasks>") };
+                let lisx = Block::ToolCall { id: "c", name: "TaskLisx", input: "{}" };
+                for block in [near, lisx] {
+                    assert!(may_mark(cfg, block) && !marks(cfg, block).tasks, "{block:?}");
+                }
+                assert!(!may_mark(cfg, Block::Hint { source: Some("permission"), text: HintText::Single("<tasks>") }));
+                assert!(!may_mark(cfg, Block::Hint { source: None, text: HintText::Single("<tasks>") }));
+                assert!(!may_mark(cfg, result) && !may_mark(cfg, Block::Other));
+                assert!(may_mark(cfg, Block::Hint { source: Some(SOURCE), text: HintText::Single("") }));
+                assert!(may_mark(cfg, Block::ToolCall { id: "c", name: "TaskList", input: "{}" }));
+            }
         }
     }
 
