@@ -3,11 +3,11 @@
 
 use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning, DEFAULT_TIME_FORMAT};
+use crate::config::{ValidConfig, Warning, DEFAULT_TIME_FORMAT, RUNTIME_STATE_PLACEHOLDER};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use crate::iso_time;
 use crate::render::LiveFields;
-use crate::text::{py_strip, Joined};
+use crate::text::{find_bytes, py_strip, Joined, TagSpan};
 use crate::time::{self, Zone};
 use crate::watch::{self, Decimal, WatchSet, MAX_WATCHES};
 
@@ -294,8 +294,15 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
 /// the loop keeps its few values in registers.
 #[inline(always)]
 pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
+    marks_in(cfg, block, &mut None)
+}
+
+/// [`marks`], with the span of the tags in a hint of ours kept in `span`
+/// (made at the first hint of ours): the scan reads many.
+#[inline(always)]
+fn marks_in<'c>(cfg: &ValidConfig<'c>, block: Block<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
     match block {
-        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text)),
+        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text, span)),
         Block::ToolCall { name, .. } => Marks { time: false, tasks: is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
@@ -304,7 +311,7 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
 /// What a hint of ours tells the scan: whether it records a time, and
 /// whether it reminded of the tasks.
 #[inline(never)]
-fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
+fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
     let parts = Joined::new(text.parts());
     if cfg.config.injection.strict {
         // Only where envaware writes a field: the time first, right
@@ -315,9 +322,28 @@ fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
         let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
         return Marks { time: first_is("<current-time>"), tasks };
     }
-    let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+    let (time, tasks) = parts.contains_tags_in(TIME_TAG, TASKS_TAG, span.get_or_insert_with(|| tag_span(cfg)));
     Marks { time, tasks }
 }
+
+/// Where `<current-time>` and `<tasks>` can start in a hint of ours: not
+/// in its template's text before the first `{runtime_state}` nor after the
+/// last, unless that text holds them. Out of line: made once a scan.
+#[inline(never)]
+fn tag_span<'c>(cfg: &ValidConfig<'c>) -> TagSpan<'c> {
+    let template = cfg.config.injection.template;
+    let placeholder = RUNTIME_STATE_PLACEHOLDER.as_bytes();
+    let mut end = cfg.state_start.saturating_add(placeholder.len());
+    while let Some(i) = template.as_bytes().get(end..).and_then(|rest| find_bytes(rest, placeholder)) {
+        end = end.saturating_add(i + placeholder.len());
+    }
+    TagSpan::new(template.get(..cfg.state_start).unwrap_or(""), template.get(end..).unwrap_or(""), TIME_TAG, TASKS_TAG)
+}
+
+/// The tags whose presence in a hint of ours tells the scan that it
+/// records a time, and that it reminded of the tasks.
+const TIME_TAG: &str = "<current-time>";
+const TASKS_TAG: &str = "<tasks>";
 
 /// Whether `name` is a task tool's. Most tool names are not, and their
 /// bit tells it with one test; the few that may be are compared out of
@@ -384,9 +410,10 @@ fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>)
     let mut aware = !step.tasks.has_uncompleted();
     let mut time: Option<(usize, usize)> = None;
     let mut at = Cursor { next: 0, msg: None, block: 0, last: false };
+    let mut span = None;
     while let Some(b) = next_candidate(cfg, conv, step.agent_name, &mut at) {
         let index = at.next - 1;
-        let m = at.msg.as_ref().and_then(|msg| msg.block(b)).map_or(Marks::default(), |block| marks(cfg, block));
+        let m = at.msg.as_ref().and_then(|msg| msg.block(b)).map_or(Marks::default(), |block| marks_in(cfg, block, &mut span));
         aware |= m.tasks;
         // The newest message with a time hint settles the time: its last
         // such block (blocks are read oldest first); older ones only tell
@@ -1087,7 +1114,7 @@ mod tests {
 
     /// `body` as envaware renders it with the default template.
     fn framed(body: &str) -> &'static str {
-        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
         std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str())
     }
 
