@@ -7,7 +7,7 @@ use crate::config::{ValidConfig, Warning, DEFAULT_TIME_FORMAT, RUNTIME_STATE_PLA
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use crate::iso_time;
 use crate::render::LiveFields;
-use crate::text::{find_bytes, py_strip, Joined, TagSpan};
+use crate::text::{py_strip, Joined, TagSpan};
 use crate::time::{self, Zone};
 use crate::watch::{self, Decimal, WatchSet, MAX_WATCHES};
 
@@ -330,16 +330,14 @@ fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &mut Option<T
 }
 
 /// Where `<current-time>` and `<tasks>` can start in a hint of ours: not
-/// in its template's text before the first `{runtime_state}` nor after the
-/// last, unless that text holds them. Out of line: made once a scan.
+/// in its template's text before the first `{runtime_state}` nor after it,
+/// unless that text holds them. (With more than one `{runtime_state}`, a
+/// rendered hint does not end with the text after the first: it is then
+/// read to its end.) Out of line: made once a scan.
 #[inline(never)]
 fn tag_span<'c>(cfg: &ValidConfig<'c>) -> TagSpan<'c> {
     let template = cfg.config.injection.template;
-    let placeholder = RUNTIME_STATE_PLACEHOLDER.as_bytes();
-    let mut end = cfg.state_start.saturating_add(placeholder.len());
-    while let Some(i) = template.as_bytes().get(end..).and_then(|rest| find_bytes(rest, placeholder)) {
-        end = end.saturating_add(i + placeholder.len());
-    }
+    let end = cfg.state_start.saturating_add(RUNTIME_STATE_PLACEHOLDER.len());
     TagSpan::new(template.get(..cfg.state_start).unwrap_or(""), template.get(end..).unwrap_or(""), TIME_TAG, TASKS_TAG)
 }
 
@@ -1761,6 +1759,34 @@ mod tests {
                 let counted = Counted::new(&conv);
                 let found = scan_marks(cfg, &counted, &step);
                 prop_assert_eq!((found, counted.reads()), model(cfg, &msgs, &step));
+            }
+        }
+
+        #[test]
+        fn a_hint_of_ours_tells_the_tags_it_holds_whatever_its_template_holds() {
+            let templates = [
+                "<r>{runtime_state}</r>",
+                "x<tasks>{runtime_state}<current-time>",
+                "<cur{runtime_state}",
+                "{runtime_state}",
+                "a{runtime_state}b{runtime_state}c",
+            ];
+            let bodies = ["", "<tasks>1</tasks>", "rent-time>", "<current-time>x</current-time>", "tasks>"];
+            for template in templates {
+                let engine = with_injection(|i| i.template = template);
+                let cfg = engine.config();
+                for body in bodies {
+                    // Rendered as the template renders it, and other texts.
+                    let rendered = std::string::String::from(template).replace("{runtime_state}", body);
+                    for text in [rendered.as_str(), body, "<tasks>", "<r><current-time></r>"] {
+                        let mut span = None;
+                        let m = hint_marks(cfg, HintText::Single(text), &mut span);
+                        assert_eq!((m.time, m.tasks), (text.contains(TIME_TAG), text.contains(TASKS_TAG)), "{template:?} {text:?}");
+                        // And again with the span the first made.
+                        let m = hint_marks(cfg, HintText::Single(text), &mut span);
+                        assert_eq!((m.time, m.tasks), (text.contains(TIME_TAG), text.contains(TASKS_TAG)), "{template:?} {text:?}");
+                    }
+                }
             }
         }
 

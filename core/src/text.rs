@@ -215,7 +215,11 @@ impl<'t> TagSpan<'t> {
         let mut start = prefix.len();
         each_byte(b'<', prefix, |i| {
             let rest = prefix.get(i..).unwrap_or(&[]);
-            let can = needles.iter().any(|n| rest.starts_with(n) || n.starts_with(rest));
+            // `rest` starts with `n`, or `n` with `rest`.
+            let can = needles.iter().any(|n| {
+                let common = n.len().min(rest.len());
+                rest.get(..common) == n.get(..common)
+            });
             if can {
                 start = i;
             }
