@@ -285,13 +285,12 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
     msg.role() == Role::Assistant && !(cfg.config.injection.strict && msg.name() != agent_name)
 }
 
-/// What `block` of a scanned message tells the scan. The block is taken by
-/// value and inlined into the scan's loop: kept whole behind a reference,
-/// every block was copied to the stack in pieces and read back whole, a
-/// store-forwarding stall per block. Most blocks are tool calls and results:
-/// they cost a test of the kind and, for a call, of the name's bit; a hint
-/// of ours, the only block whose text is read, is read out of line, so that
-/// the loop keeps its few values in registers.
+/// What `block` of a scanned message tells the scan (and a tracker, of
+/// each block it observes). The block is taken by value: kept whole behind
+/// a reference, every block was copied to the stack in pieces and read back
+/// whole, a store-forwarding stall per block. A hint of ours, the only
+/// block whose text is read, is read out of line. The scan's loop reads
+/// only the blocks [`may_mark`] lets through.
 #[inline(always)]
 pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
     marks_in(cfg, block, &mut None)
