@@ -3,10 +3,10 @@
 
 use crate::args::{ArgumentKey, Comparison};
 use crate::clock::Timestamp;
-use crate::config::{ValidConfig, Warning};
+use crate::config::{ValidConfig, Warning, RUNTIME_STATE_PLACEHOLDER};
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
 use crate::render::LiveFields;
-use crate::text::{py_strip, Joined};
+use crate::text::{py_strip, Joined, TagSpan};
 use crate::time::{self, Zone};
 use crate::watch::{self, Decimal, WatchSet, MAX_WATCHES};
 
@@ -284,17 +284,23 @@ pub(crate) fn scanned<M: Message>(cfg: &ValidConfig<'_>, msg: &M, agent_name: &s
     msg.role() == Role::Assistant && !(cfg.config.injection.strict && msg.name() != agent_name)
 }
 
-/// What `block` of a scanned message tells the scan. The block is taken by
-/// value and inlined into the scan's loop: kept whole behind a reference,
-/// every block was copied to the stack in pieces and read back whole, a
-/// store-forwarding stall per block. Most blocks are tool calls and results:
-/// they cost a test of the kind and, for a call, of the name's bit; a hint
-/// of ours, the only block whose text is read, is read out of line, so that
-/// the loop keeps its few values in registers.
+/// What `block` of a scanned message tells the scan (and a tracker, of
+/// each block it observes). The block is taken by value: kept whole behind
+/// a reference, every block was copied to the stack in pieces and read back
+/// whole, a store-forwarding stall per block. A hint of ours, the only
+/// block whose text is read, is read out of line. The scan's loop reads
+/// only the blocks [`may_mark`] lets through.
 #[inline(always)]
 pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
+    marks_in(cfg, block, &mut None)
+}
+
+/// [`marks`], with the span of the tags in a hint of ours kept in `span`
+/// (made at the first hint of ours): the scan reads many.
+#[inline(always)]
+fn marks_in<'c>(cfg: &ValidConfig<'c>, block: Block<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
     match block {
-        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text)),
+        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text, span)),
         Block::ToolCall { name, .. } => Marks { time: false, tasks: is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
@@ -303,7 +309,7 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
 /// What a hint of ours tells the scan: whether it records a time, and
 /// whether it reminded of the tasks.
 #[inline(never)]
-fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
+fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
     let parts = Joined::new(text.parts());
     if cfg.config.injection.strict {
         // Only where envaware writes a field: the time first, right
@@ -314,9 +320,29 @@ fn hint_marks(cfg: &ValidConfig<'_>, text: HintText<'_>) -> Marks {
         let tasks = first_is("<tasks>") || parts.contains("\n<tasks>");
         return Marks { time: first_is("<current-time>"), tasks };
     }
-    let (time, tasks) = parts.contains_tags("<current-time>", "<tasks>");
+    // On a 64-bit host, where the full scan is measured against the
+    // reference; a device, where flash counts more, searches the whole text.
+    let span = if cfg!(target_pointer_width = "64") { span.get_or_insert_with(|| tag_span(cfg)) } else { &TagSpan::WHOLE };
+    let (time, tasks) = parts.contains_tags_in(TIME_TAG, TASKS_TAG, span);
     Marks { time, tasks }
 }
+
+/// Where `<current-time>` and `<tasks>` can start in a hint of ours: not
+/// in its template's text before the first `{runtime_state}` nor after it,
+/// unless that text holds them. (With more than one `{runtime_state}`, a
+/// rendered hint does not end with the text after the first: it is then
+/// read to its end.) Out of line: made once a scan.
+#[inline(never)]
+fn tag_span<'c>(cfg: &ValidConfig<'c>) -> TagSpan<'c> {
+    let template = cfg.config.injection.template;
+    let end = cfg.state_start.saturating_add(RUNTIME_STATE_PLACEHOLDER.len());
+    TagSpan::new(template.get(..cfg.state_start).unwrap_or(""), template.get(end..).unwrap_or(""), TIME_TAG, TASKS_TAG)
+}
+
+/// The tags whose presence in a hint of ours tells the scan that it
+/// records a time, and that it reminded of the tasks.
+const TIME_TAG: &str = "<current-time>";
+const TASKS_TAG: &str = "<tasks>";
 
 /// Whether `name` is a task tool's. Most tool names are not, and their
 /// bit tells it with one test; the few that may be are compared out of
@@ -375,53 +401,98 @@ fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_ti
 /// The scan's loop: where the newest hint of ours that records a time is
 /// (its message, counted from the newest, and its block), and whether the
 /// agent is aware of its tasks. The hint is handed to the time rule after
-/// the loop, so that the loop keeps its few values in registers.
+/// the loop, so that the loop keeps its few values in registers. Each
+/// message is read once, as the reference reads it: until the newest time
+/// hint's message is read with the tasks known, or to the oldest.
 #[inline(never)]
 fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>) -> (Option<(usize, usize)>, bool) {
     let mut aware = !step.tasks.has_uncompleted();
-    let mut index = 0;
-    while let Some(msg) = conv.newest(index) {
-        index += 1;
-        if !scanned(cfg, &msg, step.agent_name) {
-            continue;
+    let mut time: Option<(usize, usize)> = None;
+    let mut at = Cursor { next: 0, msg: None, block: 0, last: false };
+    let mut span = None;
+    while let Some(b) = next_candidate(cfg, conv, step.agent_name, &mut at) {
+        let index = at.next - 1;
+        let m = at.msg.as_ref().and_then(|msg| msg.block(b)).map_or(Marks::default(), |block| marks_in(cfg, block, &mut span));
+        aware |= m.tasks;
+        // The newest message with a time hint settles the time: its last
+        // such block (blocks are read oldest first); older ones only tell
+        // the tasks.
+        if m.time && time.is_none_or(|(t, _)| t == index) {
+            time = Some((index, b));
         }
-        let (time, tasks) = message_marks(cfg, &msg);
-        aware |= tasks;
-        if let Some(b) = time {
-            // The time is settled: only the tasks may remain.
-            let aware =
-                aware || (index..).map_while(|i| conv.newest(i)).any(|m| scanned(cfg, &m, step.agent_name) && message_marks(cfg, &m).1);
-            return (Some((index - 1, b)), aware);
-        }
+        at.last = aware && time.is_some();
     }
-    (None, aware)
+    (time, aware)
 }
 
-/// What the blocks of a scanned message tell the scan: the index of the
-/// newest hint of ours that records a time, and whether any tells of the
-/// tasks. A block with nothing to note (most are) costs a test of its kind.
-/// Inlined into both of the scan's loops on a 64-bit host, where the scan's
-/// speed is measured against the reference's; one copy on a device, where
-/// flash counts more.
-#[cfg_attr(target_pointer_width = "64", inline(always))]
-#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
-fn message_marks<M: Message>(cfg: &ValidConfig<'_>, msg: &M) -> (Option<usize>, bool) {
-    let (mut time, mut tasks) = (None, false);
-    // Oldest first (a forward loop over a slice has no bounds check left):
-    // the newest time hint is the last one found.
-    for b in 0..msg.block_count() {
-        let Some(block) = msg.block(b) else { continue };
-        let m = marks(cfg, block);
-        if !(m.time || m.tasks) {
-            // Most blocks: nothing to note.
-            continue;
+/// Where [`next_candidate`] reads: the message after the one it holds
+/// (counted from the newest), that message if it is scanned, and the block
+/// to read next in it.
+struct Cursor<M> {
+    next: usize,
+    msg: Option<M>,
+    block: usize,
+    /// Whether the held message is the last to read.
+    last: bool,
+}
+
+/// Moves `at` to the next block of a scanned message that may tell the
+/// scan something ([`may_mark`]), and returns its index in `at.msg`;
+/// `None` past the oldest message or after the last one. Out of line and
+/// with no call in its loops but the conversation's own: the messages and
+/// blocks that tell nothing (nearly all) cost a few instructions each, with
+/// the loops' values kept in registers.
+#[inline(never)]
+fn next_candidate<'c, C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &'c C,
+    agent_name: &str,
+    at: &mut Cursor<C::Message<'c>>,
+) -> Option<usize> {
+    if let Some(msg) = &at.msg {
+        if let Some(b) = candidate_in(cfg, msg, at.block) {
+            at.block = b + 1;
+            return Some(b);
         }
-        tasks |= m.tasks;
-        if m.time {
-            time = Some(b);
+        if at.last {
+            return None;
         }
     }
-    (time, tasks)
+    let mut next = at.next;
+    loop {
+        // The message is held by the loop, and copied out only with a
+        // candidate found in it.
+        let msg = conv.newest(next)?;
+        next += 1;
+        if !scanned(cfg, &msg, agent_name) {
+            continue;
+        }
+        if let Some(b) = candidate_in(cfg, &msg, 0) {
+            *at = Cursor { next, msg: Some(msg), block: b + 1, last: false };
+            return Some(b);
+        }
+    }
+}
+
+/// The first block of `msg` from `from` on that [`may_mark`]. Inlined
+/// into both places on a 64-bit host, where the scan's speed is measured
+/// against the reference's; one copy on a device, where flash counts more.
+#[cfg_attr(target_pointer_width = "64", inline(always))]
+#[cfg_attr(not(target_pointer_width = "64"), inline(never))]
+fn candidate_in<M: Message>(cfg: &ValidConfig<'_>, msg: &M, from: usize) -> Option<usize> {
+    (from..msg.block_count()).find(|&b| msg.block(b).is_some_and(|block| may_mark(cfg, block)))
+}
+
+/// Whether `block` may tell the scan something: `false` when [`marks`]
+/// tells nothing of it for certain. A hint whose source has the length of
+/// ours, or a tool call whose name's bit is a task tool's.
+#[inline(always)]
+fn may_mark(cfg: &ValidConfig<'_>, block: Block<'_>) -> bool {
+    match block {
+        Block::Hint { source: Some(source), .. } => source.len() == cfg.config.injection.injection_source.len(),
+        Block::ToolCall { name, .. } => may_be_task_tool(cfg, name),
+        _ => false,
+    }
 }
 
 /// What the newest hint holding each watched field's tag told of it, by
@@ -1042,7 +1113,7 @@ mod tests {
 
     /// `body` as envaware renders it with the default template.
     fn framed(body: &str) -> &'static str {
-        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
+        let prefix = crate::config::DEFAULT_TEMPLATE.split(RUNTIME_STATE_PLACEHOLDER).next().unwrap_or("");
         std::boxed::Box::leak(std::format!("{prefix}{body}\n</system-reminder>").into_boxed_str())
     }
 
@@ -1604,6 +1675,146 @@ mod tests {
         assert_eq!(tool_error_of(&engine, AGENT, &missing), Some(ToolError { count: 3, result: 3 }));
         for blocks in [&interleaved[..], &batched, &reversed, &later, &repeated, &missing] {
             assert_eq!(tool_error_of(&engine, AGENT, blocks), tool_error_model(blocks, 3));
+        }
+    }
+
+    mod scan_model {
+        use super::*;
+        use crate::conversation::Counted;
+        use proptest::prelude::*;
+
+        /// The scan as the reference reads it, block by block, newest
+        /// message first, and the messages it reads (`Conversation::newest`
+        /// calls): up to the newest time hint's message once the tasks are
+        /// known, else past the oldest (the read that finds no message).
+        fn model(cfg: &ValidConfig<'_>, msgs: &[SliceMessage<'_>], step: &Step<'_>) -> ((Option<(usize, usize)>, bool), usize) {
+            let mut aware = !step.tasks.has_uncompleted();
+            let mut time = None;
+            for (index, msg) in msgs.iter().rev().enumerate() {
+                if scanned(cfg, msg, step.agent_name) {
+                    for (b, block) in msg.blocks.iter().enumerate() {
+                        let m = marks(cfg, *block);
+                        aware |= m.tasks;
+                        if m.time && time.is_none_or(|(t, _)| t == index) {
+                            time = Some((index, b));
+                        }
+                    }
+                }
+                if aware && time.is_some() {
+                    return ((time, aware), index + 1);
+                }
+            }
+            ((time, aware), msgs.len() + 1)
+        }
+
+        /// Our source with its last byte changed: the same length.
+        const NEAR_SOURCE: &str = "{\"label\": \"System\", \"sublabel\": \"Runtime State\"]";
+
+        fn block() -> impl Strategy<Value = Block<'static>> {
+            let text = prop_oneof![
+                Just("<current-time>2026-07-22T02:20:00</current-time>"),
+                Just("<tasks>1 pending</tasks>"),
+                Just("no tags"),
+                Just("<tasks><current-time>2026-07-22T02:20:00</current-time>"),
+            ];
+            let framed_text = prop_oneof![
+                Just("<current-time>2026-07-22T02:20:00</current-time>\n<tasks>1</tasks>"),
+                Just("<tasks>1</tasks>"),
+                Just("<context-length>5</context-length>"),
+            ]
+            .prop_map(framed);
+            let source = prop_oneof![4 => Just(Some(SOURCE)), 1 => Just(Some(NEAR_SOURCE)), 1 => Just(Some("permission")), 1 => Just(None)];
+            let name = prop_oneof![Just("TaskList"), Just("TaskLisx"), Just("Bash"), Just("TaskCreate")];
+            prop_oneof![
+                (source, prop_oneof![text, framed_text]).prop_map(|(source, text)| Block::Hint { source, text: HintText::Single(text) }),
+                name.prop_map(|name| Block::ToolCall { id: "c", name, input: "{}" }),
+                Just(Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Success }),
+                Just(Block::Other),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = (Role, &'static str, std::vec::Vec<Block<'static>>)> {
+            let role = prop_oneof![3 => Just(Role::Assistant), 1 => Just(Role::User)];
+            let name = prop_oneof![3 => Just(AGENT), 1 => Just("other"), 1 => Just("rovex")];
+            (role, name, prop::collection::vec(block(), 0..5))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn the_scan_finds_and_reads_what_a_block_by_block_scan_does(
+                msgs in prop::collection::vec(message(), 0..12),
+                strict: bool,
+                pending in 0u64..2,
+            ) {
+                let engine = with_injection(|i| i.strict = strict);
+                let cfg = engine.config();
+                let step = Step { tasks: TaskCounts { pending, in_progress: 0 }, ..step() };
+                let msgs: std::vec::Vec<_> = msgs.iter().map(|(role, name, blocks)| SliceMessage { role: *role, name, blocks }).collect();
+                let conv = SliceConversation(&msgs);
+                let counted = Counted::new(&conv);
+                let found = scan_marks(cfg, &counted, &step);
+                prop_assert_eq!((found, counted.reads()), model(cfg, &msgs, &step));
+            }
+        }
+
+        #[test]
+        fn a_hint_of_ours_tells_the_tags_it_holds_whatever_its_template_holds() {
+            let templates = [
+                "<r>{runtime_state}</r>",
+                "x<tasks>{runtime_state}<current-time>",
+                "<cur{runtime_state}",
+                "{runtime_state}",
+                "a{runtime_state}b{runtime_state}c",
+            ];
+            let bodies = ["", "<tasks>1</tasks>", "rent-time>", "<current-time>x</current-time>", "tasks>"];
+            for template in templates {
+                let engine = with_injection(|i| i.template = template);
+                let cfg = engine.config();
+                for body in bodies {
+                    // Rendered as the template renders it, and other texts.
+                    let rendered = std::string::String::from(template).replace("{runtime_state}", body);
+                    for text in [rendered.as_str(), body, "<tasks>", "<r><current-time></r>"] {
+                        let mut span = None;
+                        let m = hint_marks(cfg, HintText::Single(text), &mut span);
+                        assert_eq!((m.time, m.tasks), (text.contains(TIME_TAG), text.contains(TASKS_TAG)), "{template:?} {text:?}");
+                        // And again with the span the first made.
+                        let m = hint_marks(cfg, HintText::Single(text), &mut span);
+                        assert_eq!((m.time, m.tasks), (text.contains(TIME_TAG), text.contains(TASKS_TAG)), "{template:?} {text:?}");
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn a_block_that_may_not_mark_marks_nothing() {
+            let names = ["TaskList", "TaskLisx", "Bash", "", "TaskCreate"];
+            let sources = [Some(SOURCE), Some(NEAR_SOURCE), Some("permission"), Some(""), None];
+            let texts = [framed("<current-time>x</current-time>\n<tasks>1</tasks>"), "<tasks>", "<current-time>", ""];
+            assert_eq!(NEAR_SOURCE.len(), SOURCE.len());
+            for strict in [false, true] {
+                let engine = with_injection(|i| i.strict = strict);
+                let cfg = engine.config();
+                let calls = names.map(|name| Block::ToolCall { id: "c", name, input: "{}" });
+                let hints = sources.iter().flat_map(|&source| texts.map(|t| Block::Hint { source, text: HintText::Single(t) }));
+                let result = Block::ToolResult { id: "c", name: "TaskList", state: ToolResultState::Success };
+                for block in calls.into_iter().chain(hints).chain([result, Block::Other]) {
+                    let m = marks(cfg, block);
+                    assert!(may_mark(cfg, block) || !(m.time || m.tasks), "{block:?}");
+                }
+                // Some may mark and mark nothing: a near source, a name's bit.
+                let near = Block::Hint { source: Some(NEAR_SOURCE), text: HintText::Single("<tasks>") };
+                let lisx = Block::ToolCall { id: "c", name: "TaskLisx", input: "{}" };
+                for block in [near, lisx] {
+                    assert!(may_mark(cfg, block) && !marks(cfg, block).tasks, "{block:?}");
+                }
+                assert!(!may_mark(cfg, Block::Hint { source: Some("permission"), text: HintText::Single("<tasks>") }));
+                assert!(!may_mark(cfg, Block::Hint { source: None, text: HintText::Single("<tasks>") }));
+                assert!(!may_mark(cfg, result) && !may_mark(cfg, Block::Other));
+                assert!(may_mark(cfg, Block::Hint { source: Some(SOURCE), text: HintText::Single("") }));
+                assert!(may_mark(cfg, Block::ToolCall { id: "c", name: "TaskList", input: "{}" }));
+            }
         }
     }
 

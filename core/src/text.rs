@@ -184,6 +184,68 @@ pub(crate) fn push_padded<B: Bytes + ?Sized>(w: &mut B, mut n: u32, width: usize
     w.push(buf.get(start.min(buf.len().saturating_sub(width))..).unwrap_or(&[]));
 }
 
+/// Where two needles `a` and `b` that start with `<` can start in a text
+/// that starts with `prefix` and ends with `suffix` (known text, such as a
+/// template's own around what was rendered into it): from `start` on, and
+/// not in the last `back` bytes. Such a text's known bytes are compared
+/// (`starts_with`, `ends_with`) rather than searched: most of a hint of
+/// ours is its template's text.
+#[derive(Debug, Clone, Copy)]
+pub struct TagSpan<'t> {
+    prefix: &'t [u8],
+    suffix: &'t [u8],
+    start: usize,
+    back: usize,
+}
+
+impl<'t> TagSpan<'t> {
+    /// The whole of any text.
+    pub const WHOLE: TagSpan<'static> = TagSpan { prefix: &[], suffix: &[], start: 0, back: 0 };
+
+    /// The span of `a` and `b` in texts around `prefix` and `suffix`.
+    pub fn new(prefix: &'t str, suffix: &'t str, a: &str, b: &str) -> Self {
+        let (prefix, suffix) = (prefix.as_bytes(), suffix.as_bytes());
+        let needles = [a.as_bytes(), b.as_bytes()];
+        if needles.iter().any(|n| n.first() != Some(&b'<')) {
+            // Found by their `<` below: others are searched everywhere.
+            return TagSpan::WHOLE;
+        }
+        // A needle can start at a `<` of the prefix whose rest starts with
+        // it, or is the start of it (the text goes on past the prefix).
+        let mut start = prefix.len();
+        each_byte(b'<', prefix, |i| {
+            let rest = prefix.get(i..).unwrap_or(&[]);
+            // `rest` starts with `n`, or `n` with `rest`.
+            let can = needles.iter().any(|n| {
+                let common = n.len().min(rest.len());
+                rest.get(..common) == n.get(..common)
+            });
+            if can {
+                start = i;
+            }
+            can
+        });
+        // One that starts in the suffix ends in it: the text ends there.
+        let mut end = 0;
+        each_byte(b'<', suffix, |j| {
+            let rest = suffix.get(j..).unwrap_or(&[]);
+            if needles.iter().any(|n| rest.starts_with(n)) {
+                end = j + 1;
+            }
+            false
+        });
+        TagSpan { prefix, suffix, start, back: suffix.len().saturating_sub(end) }
+    }
+
+    /// The bytes of `text` where a needle can start: from the first, up
+    /// to (not including) the second; empty when the first is greater.
+    fn range(&self, text: &[u8]) -> (usize, usize) {
+        let from = if text.starts_with(self.prefix) { self.start } else { 0 };
+        let to = if text.ends_with(self.suffix) { text.len().saturating_sub(self.back) } else { text.len() };
+        (from, to)
+    }
+}
+
 /// A text given as parts, read as their concatenation (a hint's text blocks
 /// are joined with `""` by the reference).
 #[derive(Debug, Clone, Copy)]
@@ -232,16 +294,20 @@ impl<'a> Joined<'a> {
     }
 
     /// `(a in text, b in text)` for two needles that start with `<`, in one
-    /// pass over the text's `<` when it is in one part ([`each_byte`]).
-    #[inline]
-    pub fn contains_tags(&self, a: &str, b: &str) -> (bool, bool) {
+    /// pass over the text's `<` when it is in one part ([`each_byte`]), read
+    /// only where `span`, made for the same needles, says they can start
+    /// ([`TagSpan::WHOLE`]: everywhere). Inlined where the needles are
+    /// constants: their compares are then a few instructions.
+    #[inline(always)]
+    pub fn contains_tags_in(&self, a: &str, b: &str, span: &TagSpan<'_>) -> (bool, bool) {
         let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
             return (self.contains(a), self.contains(b));
         };
         let (mut has_a, mut has_b) = (false, false);
         let bytes = part.as_bytes();
-        each_byte(b'<', bytes, |at| {
-            let rest = bytes.get(at + 1..).unwrap_or(&[]);
+        let (from, to) = span.range(bytes);
+        each_byte(b'<', bytes.get(from..to).unwrap_or(&[]), |at| {
+            let rest = bytes.get(from + at + 1..).unwrap_or(&[]);
             // The byte after `<` rejects most tags before a compare call.
             let at_tag = |tag: &[u8]| tag.first().is_none_or(|t| rest.first() == Some(t)) && rest.starts_with(tag);
             has_a |= at_tag(a_rest.as_bytes());
@@ -683,13 +749,66 @@ mod tests {
     }
 
     #[test]
-    fn contains_tags_agrees_with_contains() {
+    fn a_tag_span_skips_only_known_text_no_tag_can_start_in() {
+        let (a, b) = ("<current-time>", "<tasks>");
+        // The default template's text around its runtime state: nothing to
+        // search in either.
+        let span = TagSpan::new("<system-reminder>Read this:\n", "\n</system-reminder>", a, b);
+        assert_eq!((span.start, span.back), (28, 19));
+        // A prefix ending where a tag may go on, or holding one; a suffix
+        // holding one, then other text.
+        assert_eq!(TagSpan::new("x<cur", "", a, b).start, 1);
+        assert_eq!(TagSpan::new("xy<tasks>z<tasks>", "", a, b).start, 2);
+        assert_eq!(TagSpan::new("xy<", "", a, b).start, 2);
+        assert_eq!(TagSpan::new("<tas<x", "", a, b).start, 6);
+        assert_eq!(TagSpan::new("", "<tasks>x<tasks", a, b).back, 13);
+        assert_eq!(TagSpan::new("", "<<current-time>", a, b).back, 13);
+        // Needles not found by their `<`: no skipping.
+        let other = TagSpan::new("abc", "abc", "b", "<x>");
+        assert_eq!((other.start, other.back), (0, 0));
+        for (text, tags) in [
+            ("<system-reminder>Read this:\n<tasks>1</tasks>\n</system-reminder>", (false, true)),
+            ("<system-reminder>Read this:\n\n</system-reminder>", (false, false)),
+            // Too short for both: the known texts overlap.
+            ("<system-reminder>Read this:\n</system-reminder>", (false, false)),
+            // Not around the known text: read whole.
+            ("<tasks><system-reminder>Read this:\n</system-reminder>", (false, true)),
+            ("<system-reminder>Read this:\n</system-reminder><current-time>", (true, false)),
+        ] {
+            assert_eq!(Joined::new(&[text]).contains_tags_in(a, b, &span), tags, "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 3000, ..Default::default() })]
+
+        #[test]
+        fn tags_in_a_span_are_the_tags_in_the_text(
+            prefix in "[<tasrk>x]{0,9}",
+            middle in "[<tasrk>x]{0,9}",
+            suffix in "[<tasrk>x]{0,9}",
+            (around, end) in (0..3usize, 0..3usize),
+        ) {
+            let (a, b) = ("<tak>", "<ta");
+            let span = TagSpan::new(&prefix, &suffix, a, b);
+            // Around the known text, or around part of it, or not at all.
+            let front = [&prefix[..], prefix.get(1..).unwrap_or(""), ""][around];
+            let back = [&suffix[..], suffix.get(..suffix.len().saturating_sub(1)).unwrap_or(""), "x"][end];
+            let text = std::format!("{front}{middle}{back}");
+            let parts = [text.as_str()];
+            let joined = Joined::new(&parts);
+            proptest::prop_assert_eq!(joined.contains_tags_in(a, b, &span), (joined.contains(a), joined.contains(b)));
+        }
+    }
+
+    #[test]
+    fn contains_tags_in_the_whole_text_agrees_with_contains() {
         let texts: [&[&str]; 5] =
             [&["x<current-time>1<tasks>"], &["<tasks><current-time"], &["<<current-time>"], &["<cur", "rent-time><tasks>"], &[""]];
         for parts in texts {
             let j = Joined::new(parts);
             for (a, b) in [("<current-time>", "<tasks>"), ("<tasks>", "<current-time>"), ("<", "x"), ("<", "<tasks>")] {
-                assert_eq!(j.contains_tags(a, b), (j.contains(a), j.contains(b)), "{parts:?} {a} {b}");
+                assert_eq!(j.contains_tags_in(a, b, &TagSpan::WHOLE), (j.contains(a), j.contains(b)), "{parts:?} {a} {b}");
             }
         }
     }
