@@ -251,7 +251,7 @@ fn utc_offset(zone: Zone, utc: &NaiveDateTime) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! What every build writes: the default format's directives and `%f`.
     //! Expected values are CPython 3.11's (tzdata 2025.2, `LC_TIME=C`,
     //! `zoneinfo.reset_tzpath(to=[])`); `custom_format` tests the rest.
@@ -262,9 +262,23 @@ mod tests {
     use super::*;
     use crate::time::tests::zone;
 
+    /// Each `(format, instant in microseconds, zone name, Python's output)`
+    /// is written as Python writes it, and a year outside 1..=9999 is an
+    /// error.
+    pub(in crate::time) fn writes_like_python(cases: &[(&str, i64, &str, &str)]) {
+        for (fmt, at, z, want) in cases {
+            let mut s = String::new();
+            format_time(&mut s, fmt, Timestamp(*at), zone(z)).unwrap();
+            assert_eq!(s, *want, "{fmt:?} {at} {z}");
+        }
+        let mut s = String::new();
+        assert!(format_time(&mut s, "%Y", Timestamp(253402300800000000), Zone::Utc).is_err());
+        assert!(format_time(&mut s, "%Y", Timestamp(i64::MIN), Zone::Utc).is_err());
+    }
+
     #[test]
     fn the_default_format_and_microseconds_are_written_like_python() {
-        let cases: &[(&str, i64, &str, &str)] = &[
+        writes_like_python(&[
             ("%Y-%m-%dT%H:%M:%S", 1772955000123456, "America/New_York", "2026-03-08T03:30:00"),
             ("%Y-%m-%dT%H:%M:%S.%f", 1772955000123456, "America/New_York", "2026-03-08T03:30:00.123456"),
             ("%Y-%m-%dT%H:%M:%S", 1772900000000001, "Asia/Kathmandu", "2026-03-07T21:58:20"),
@@ -272,14 +286,6 @@ mod tests {
             ("%Y-%m-%dT%H:%M:%S.%f", -62135596800000000, "UTC", "1-01-01T00:00:00.000000"),
             ("%Y-%m-%dT%H:%M:%S", -30610224000000000, "UTC", "1000-01-01T00:00:00"),
             ("%Y-%m-%dT%H:%M:%S.%f", 253402300799999999, "UTC", "9999-12-31T23:59:59.999999"),
-        ];
-        for (fmt, at, z, want) in cases {
-            let mut s = String::new();
-            format_time(&mut s, fmt, Timestamp(*at), zone(z)).unwrap();
-            assert_eq!(s, *want, "{fmt:?} {at} {z}");
-        }
-        // Outside Python's years 1..=9999.
-        let mut s = String::new();
-        assert!(format_time(&mut s, "%Y", Timestamp(253402300800000000), Zone::Utc).is_err());
+        ]);
     }
 }
