@@ -5,9 +5,9 @@
 //! output back ([`ParseBack`]).
 //!
 //! This module writes the default format's directives (`%Y %m %d %H %M
-//! %S`, and `%f`, which the `wire` module's timestamps add); every other directive, and the check of any format but the
-//! default, are in `custom_format`, compiled with the `custom-time-format`
-//! feature only.
+//! %S`, and `%f`, which the `wire` module's timestamps add); every other
+//! directive, and the check of any format but the default, are in
+//! `custom_format`, compiled with the `custom-time-format` feature only.
 
 use core::fmt;
 #[cfg(any(test, feature = "wire"))]
