@@ -11,27 +11,41 @@ use crate::json::{self, JsonStr, Kind};
 
 /// Dumps a value known to fit the bounds.
 pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
-    let mut out = Buffered::new(Some(sink));
+    let mut out = Buffered::<S, BLOCK>::new(Some(sink));
     // Cannot fail: the caller checked the bounds.
     let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
     out.flush();
 }
 
-/// Gathers the dump's many small pieces so the hash sees few large writes;
-/// with no inner sink, a dry run (the same code: a device links one dump).
-pub(super) struct Buffered<'s, S: Sink> {
+/// Gathers the dump's many small pieces so the hash sees few large writes,
+/// each of whole `N`-byte blocks but the last (SipHash takes eight bytes at
+/// a time, so `N` is a multiple of eight: a write that ends inside a word
+/// costs it a byte loop); with no inner sink, a dry run (the same code: a
+/// device links one dump).
+pub(super) struct Buffered<'s, S: Sink, const N: usize> {
     inner: Option<&'s mut S>,
-    buf: [u8; 64],
+    buf: [u8; N],
     len: usize,
 }
 
-impl<'s, S: Sink> Buffered<'s, S> {
+/// The buffer's length on a device, and for any argument that fits the
+/// small tape.
+pub(super) const BLOCK: usize = 64;
+
+impl<'s, S: Sink, const N: usize> Buffered<'s, S, N> {
     pub(super) fn new(inner: Option<&'s mut S>) -> Self {
-        Buffered { inner, buf: [0; 64], len: 0 }
+        Buffered { inner, buf: [0; N], len: 0 }
     }
 
+    /// Hands on what is pending, the end of the stream.
     pub(super) fn flush(&mut self) {
-        if let (Some(pending), Some(inner)) = (self.buf.get(..self.len), self.inner.as_mut()) {
+        self.hand_on(self.len);
+    }
+
+    /// Writes the first `n` buffered bytes to the inner sink and empties
+    /// the buffer.
+    fn hand_on(&mut self, n: usize) {
+        if let (Some(pending), Some(inner)) = (self.buf.get(..n), self.inner.as_mut()) {
             if !pending.is_empty() {
                 inner.write(pending);
             }
@@ -40,7 +54,7 @@ impl<'s, S: Sink> Buffered<'s, S> {
     }
 }
 
-impl<S: Sink> Sink for Buffered<'_, S> {
+impl<S: Sink, const N: usize> Sink for Buffered<'_, S, N> {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
         let start = self.len;
@@ -54,18 +68,32 @@ impl<S: Sink> Sink for Buffered<'_, S> {
                 }
                 self.len = end;
             }
-            None => {
-                self.flush();
-                if bytes.len() >= self.buf.len() {
-                    if let Some(inner) = self.inner.as_mut() {
-                        inner.write(bytes);
-                    }
-                } else if let Some(room) = self.buf.get_mut(..bytes.len()) {
-                    crate::text::copy_bytes(room, bytes);
-                    self.len = bytes.len();
-                }
+            None => self.write_past_block(bytes),
+        }
+    }
+}
+
+impl<S: Sink, const N: usize> Buffered<'_, S, N> {
+    /// A piece that does not fit: the buffer is filled and handed on, then
+    /// whole blocks of the piece go straight to the inner sink, and the
+    /// rest is buffered. The inner sink sees whole blocks only.
+    #[inline(never)]
+    fn write_past_block(&mut self, bytes: &[u8]) {
+        let fill = N.saturating_sub(self.len).min(bytes.len());
+        let (head, rest) = (bytes.get(..fill).unwrap_or(&[]), bytes.get(fill..).unwrap_or(&[]));
+        if let Some(room) = self.buf.get_mut(self.len..) {
+            crate::text::copy_bytes(room, head);
+        }
+        self.hand_on(N);
+        let whole = rest.len() / N * N;
+        let (blocks, tail) = (rest.get(..whole).unwrap_or(&[]), rest.get(whole..).unwrap_or(&[]));
+        if let Some(inner) = self.inner.as_mut() {
+            if !blocks.is_empty() {
+                inner.write(blocks);
             }
         }
+        crate::text::copy_bytes(&mut self.buf, tail);
+        self.len = tail.len();
     }
 }
 

@@ -73,7 +73,7 @@ use core::cmp::Ordering;
 use crate::json;
 use crate::text::py_strip;
 
-use canonical::{dump, dump_whole, Buffered};
+use canonical::{dump, dump_whole, Buffered, BLOCK};
 
 // The canonical form, in the order Python builds it: the iterative dump
 // (containers, strings, scalars), the members' sort, the numbers.
@@ -404,9 +404,9 @@ fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usi
     sink: &mut S,
 ) -> Canonical {
     let parsed = if LARGE && raw.len() > SMALL_TAPE_BYTES {
-        via_tape::<S, O, DEPTH, LARGE_TAPE, { LARGE_TAPE / 2 }>(raw, MEMBERS, sink)
+        via_tape::<S, O, DEPTH, LARGE_TAPE, { LARGE_TAPE / 2 }, LARGE_BLOCK>(raw, MEMBERS, sink)
     } else {
-        via_tape::<S, O, DEPTH, SMALL_TAPE, { SMALL_TAPE / 2 }>(raw, MEMBERS, sink)
+        via_tape::<S, O, DEPTH, SMALL_TAPE, { SMALL_TAPE / 2 }, BLOCK>(raw, MEMBERS, sink)
     };
     match parsed {
         None => Canonical::Json,
@@ -439,7 +439,7 @@ fn via_walk<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const 
             } else {
                 // A dry run first: the sink must not see a partial dump
                 // before the member bound turns out to be exceeded.
-                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S>::new(None)) {
+                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S, BLOCK>::new(None)) {
                     Ok(()) => {
                         dump_whole::<S, O, DEPTH, MEMBERS, ENDS>(text, sink);
                         return Canonical::Json;
@@ -468,6 +468,9 @@ fn via_walk<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const 
 const SMALL_TAPE: usize = 64;
 const SMALL_TAPE_BYTES: usize = 2 * SMALL_TAPE - 2;
 const LARGE_TAPE: usize = 16_384;
+/// The dump's buffer for the large tape: a large argument's hash sees an
+/// eighth as many writes as through the small one's.
+const LARGE_BLOCK: usize = 8 * BLOCK;
 
 /// The parse, and what the walk over the text needs of it.
 type Parsed<'t> = Result<(json::Value<'t>, json::Counts), json::JsonError>;
@@ -478,7 +481,7 @@ type Parsed<'t> = Result<(json::Value<'t>, json::Counts), json::JsonError>;
 /// the walk over the text. Not inlined: the walk's frame and the tape's
 /// are never on the stack together.
 #[inline(never)]
-fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M: usize>(
+fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M: usize, const B: usize>(
     raw: &'t str,
     members: usize,
     sink: &mut S,
@@ -493,7 +496,7 @@ fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M:
         // the spaces before a closing bracket do not): past it, the walk
         // says `Fallback(Length)`.
         if counts.keys <= members && value.raw().len() <= O::MAX {
-            tape::emit::<_, O, DEPTH, M>(raw, tokens, sink);
+            tape::emit::<_, O, DEPTH, M, B>(raw, tokens, sink);
             return None;
         }
     }

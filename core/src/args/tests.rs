@@ -1058,3 +1058,109 @@ fn the_tape_records_every_token() {
     json::parse_visited(text, 8, &mut small).unwrap();
     assert_eq!(small.tokens(), None);
 }
+
+/// `by_window`'s order against the keys' own: sorted by code point, the
+/// last of equal keys kept (their contents are distinct strings here, so
+/// the kept set is the deduplicated sort).
+fn expect_sorted(keys: &[String]) -> Vec<String> {
+    let mut want: Vec<String> = keys.to_vec();
+    want.sort();
+    want.dedup();
+    want
+}
+
+/// From `RADIX_KEYS` keys on, the windows are sorted a byte at a time:
+/// keys that differ in one byte (one pass), in two (two passes: the order
+/// ends where it started), in many, keys that end inside the window,
+/// non-ASCII bytes (above every ASCII byte), equal keys and long keys whose
+/// windows tie.
+#[test]
+fn by_window_sorts_many_keys_by_their_bytes() {
+    let shuffle = |v: &mut Vec<String>, mut state: u64| {
+        for i in (1..v.len()).rev() {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            v.swap(i, (state >> 33) as usize % (i + 1));
+        }
+    };
+    let sets: [Vec<String>; 5] = [
+        // One varying byte: an odd number of passes.
+        (0..40).map(|i| std::format!("key_{}", char::from(b'0' + i as u8))).collect(),
+        // Two varying bytes: an even number.
+        (0..100).map(|i| std::format!("field_{i:02}")).collect(),
+        // Many varying bytes, lengths inside and past the window, non-ASCII.
+        (0..300)
+            .map(|i: u32| match i % 5 {
+                0 => std::format!("{i}"),
+                1 => std::format!("é{i}"),
+                2 => std::format!("a{}", "z".repeat(i as usize % 11)),
+                3 => std::format!("sensor_{i:04}_reading"),
+                _ => std::format!("{}", i * 7919 % 1000),
+            })
+            .collect(),
+        // Long keys sharing more than a window past the common prefix.
+        (0..64).map(|i| std::format!("{}abcdefghijklmnop_{}", i % 2, 63 - i)).collect(),
+        // Duplicates among many.
+        (0..90).map(|i| std::format!("dup_{}", i % 30)).collect(),
+    ];
+    for (n, set) in sets.iter().enumerate() {
+        assert!(set.len() >= RADIX_KEYS, "set {n} is sorted by comparison");
+        let mut keys = set.clone();
+        shuffle(&mut keys, n as u64 + 1);
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        assert_eq!(by_window_order(&refs), Some(expect_sorted(&keys)), "set {n}");
+    }
+    // An escape among many keys: declined.
+    let mut escaped: Vec<String> = (0..40).map(|i| std::format!("k{i}")).collect();
+    escaped.push(String::from("k\\n"));
+    let refs: Vec<&str> = escaped.iter().map(String::as_str).collect();
+    assert_eq!(by_window_order(&refs), None);
+}
+
+proptest! {
+    /// Any keys without escapes, as many as the radix sort takes or fewer:
+    /// `by_window` gives the keys' sorted order.
+    #[test]
+    fn by_window_sorts_any_plain_keys(keys in proptest::collection::vec("[a-c_é0-9]{0,12}", 0..80)) {
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        prop_assert_eq!(by_window_order(&refs), Some(expect_sorted(&keys)));
+    }
+}
+
+/// Each write the buffer hands on, in order.
+struct Writes(Vec<Vec<u8>>);
+
+impl Sink for Writes {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.push(bytes.to_vec());
+    }
+}
+
+proptest! {
+    /// The buffer hands on the stream unchanged, in whole blocks but the
+    /// last write (SipHash then takes whole words only), whatever the
+    /// pieces: shorter than the room left, filling it, longer than blocks.
+    #[test]
+    fn the_buffer_hands_on_whole_blocks(pieces in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..20)) {
+        fn check<const N: usize>(pieces: &[Vec<u8>]) -> Result<(), TestCaseError> {
+            let mut writes = Writes(Vec::new());
+            let mut out = Buffered::<_, N>::new(Some(&mut writes));
+            for piece in pieces {
+                out.write(piece);
+            }
+            out.flush();
+            let stream: Vec<u8> = pieces.concat();
+            prop_assert_eq!(writes.0.concat(), stream.clone());
+            if let Some((last, whole)) = writes.0.split_last() {
+                for w in whole {
+                    prop_assert!(!w.is_empty() && w.len() % N == 0, "a write of {} bytes", w.len());
+                }
+                prop_assert!(!last.is_empty());
+            } else {
+                prop_assert!(stream.is_empty());
+            }
+            Ok(())
+        }
+        check::<64>(&pieces)?;
+        check::<8>(&pieces)?;
+    }
+}
