@@ -267,14 +267,22 @@ fn word_at(b: &[u8], i: usize) -> Option<usize> {
     <[u8; WORD]>::try_from(bytes).ok().map(usize::from_le_bytes)
 }
 
-/// Where the first byte of `word` that ends the plain run is (a quote, a
-/// backslash or a control byte: the byte loop's business), as a count of
-/// bytes (`WORD` for none), and where the first byte that is not printable
-/// ASCII is (DEL or above, which `json.dumps` escapes), likewise.
-fn ordinary_run(word: usize) -> (usize, usize) {
+/// The bytes of `word` that end the plain run (a quote, a backslash or a
+/// control byte: the byte loop's business), and those that are not
+/// printable ASCII (DEL or above, which `json.dumps` escapes), each as
+/// the top bit of its byte: exact up to the first of each.
+fn stops(word: usize) -> (usize, usize) {
     let control = word.wrapping_sub(lanes(0x20)) & !word & lanes(0x80);
     let special = zero_lanes(word ^ lanes(b'"')) | zero_lanes(word ^ lanes(b'\\')) | control;
     let escaped = (word & lanes(0x80)) | zero_lanes(word ^ lanes(0x7f));
+    (special, escaped)
+}
+
+/// Where the first byte of `word` that ends the plain run is, as a count
+/// of bytes (`WORD` for none), and where the first byte that is not
+/// printable ASCII is, likewise ([`stops`]).
+fn ordinary_run(word: usize) -> (usize, usize) {
+    let (special, escaped) = stops(word);
     ((special.trailing_zeros() / 8) as usize, (escaped.trailing_zeros() / 8) as usize)
 }
 
@@ -341,12 +349,16 @@ fn scan_string(b: &[u8], start: usize) -> Result<(usize, bool), JsonError> {
     loop {
         // Ordinary bytes a word at a time, up to the first that is not.
         if let Some(word) = word_at(b, i) {
-            let (run, escaped) = ordinary_run(word);
-            plain &= escaped >= run;
-            i += run;
-            if run == WORD {
+            let (special, escaped) = stops(word);
+            if special == 0 {
+                plain &= escaped == 0;
+                i += WORD;
                 continue;
             }
+            // The bytes before the first special one: the bits below its
+            // top bit.
+            plain &= escaped & ((special & special.wrapping_neg()) - 1) == 0;
+            i += (special.trailing_zeros() / 8) as usize;
         }
         // Then a byte at a time, each looked up once (a 32-bit target
         // reads only bytes: most strings in arguments are short).
