@@ -204,7 +204,7 @@ fn window_at(key: &[u8], from: usize) -> Option<u64> {
 /// least-significant-byte-first radix sort over the bytes in `varying`
 /// (those in which some windows differ), through `spare` (as long as
 /// `order`).
-fn radix_sort(windows: &[u64], varying: u64, order: &mut [u16], spare: &mut [u16]) {
+pub(super) fn radix_sort(windows: &[u64], varying: u64, order: &mut [u16], spare: &mut [u16]) {
     let (mut from, mut to) = (order, spare);
     let mut in_spare = false;
     for shift in (0..64).step_by(8) {

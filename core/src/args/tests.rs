@@ -1164,3 +1164,26 @@ proptest! {
         check::<8>(&pieces)?;
     }
 }
+
+/// The radix sort passes over the bytes `varying` names and no others (a
+/// byte in which no two windows differ needs no pass), stably, through
+/// the spare whatever the number of passes.
+#[test]
+fn radix_sort_orders_by_the_varying_bytes_only() {
+    let windows = [0x0300_u64, 0x0102, 0x0201, 0x0102, 0x0001];
+    let sorted = |varying: u64| {
+        let mut order: Vec<u16> = (0..windows.len() as u16).collect();
+        let mut spare = std::vec![0u16; windows.len()];
+        radix_sort(&windows, varying, &mut order, &mut spare);
+        order
+    };
+    // Both bytes (two passes): by the whole window, equal ones in order.
+    assert_eq!(sorted(0xffff), [4, 1, 3, 2, 0]);
+    // The low byte only (one pass, an odd count): the high byte is not
+    // looked at.
+    assert_eq!(sorted(0x00ff), [0, 2, 4, 1, 3]);
+    // The high byte only.
+    assert_eq!(sorted(0xff00), [4, 1, 3, 2, 0]);
+    // No byte: the order stays.
+    assert_eq!(sorted(0), [0, 1, 2, 3, 4]);
+}
