@@ -130,8 +130,8 @@ fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, out: &mut S) {
 /// Writes the value the tape of `text` holds as `json.dumps(...,
 /// sort_keys=True)` into `sink`, `D` levels deep at most, with `M` keys at
 /// most (the caller checked both: the parse bounds the depth, the tape the
-/// keys), through a buffer of `B` bytes. Not inlined: its frame and the parse's are never on the stack
-/// together.
+/// keys), through a buffer of `B` bytes. Not inlined: its frame and the
+/// parse's are never on the stack together.
 #[inline(never)]
 pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize>(text: &str, tape: &[(O, O)], sink: &mut S) {
     let mut out = Buffered::<S, B>::new(Some(sink));
