@@ -74,6 +74,20 @@ impl<S: Sink, const N: usize> Sink for Buffered<'_, S, N> {
 }
 
 impl<S: Sink, const N: usize> Buffered<'_, S, N> {
+    /// Writes a piece whose length is known where it is written (a
+    /// bracket, a separator): a move or two, not a copy loop.
+    #[inline(always)]
+    pub(super) fn put<const K: usize>(&mut self, piece: &[u8; K]) {
+        let end = self.len.saturating_add(K);
+        match self.buf.get_mut(self.len..end).and_then(|room| <&mut [u8; K]>::try_from(room).ok()) {
+            Some(room) => {
+                *room = *piece;
+                self.len = end;
+            }
+            None => self.write_past_block(piece),
+        }
+    }
+
     /// A piece that does not fit: the buffer is filled and handed on, then
     /// whole blocks of the piece go straight to the inner sink, and the
     /// rest is buffered. The inner sink sees whole blocks only.

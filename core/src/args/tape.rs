@@ -135,12 +135,16 @@ fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, out: &mut S) {
 #[inline(never)]
 pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize>(text: &str, tape: &[(O, O)], sink: &mut S) {
     let mut out = Buffered::<S, B>::new(Some(sink));
-    write_tape::<_, O, D, M>(text, tape, &mut out);
+    write_tape::<_, O, D, M, B>(text, tape, &mut out);
     out.flush();
 }
 
 /// [`emit`]'s walk, into the buffer.
-fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, tape: &[(O, O)], out: &mut S) {
+fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize>(
+    text: &str,
+    tape: &[(O, O)],
+    out: &mut Buffered<'_, S, B>,
+) {
     let b = text.as_bytes();
     let mut frames: heapless::Vec<Frame<O>, D> = heapless::Vec::new();
     let mut scratch: heapless::Vec<O, M> = heapless::Vec::new();
@@ -159,10 +163,10 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
             let item = if top.object { scratch.get(next).map(|&key| at(key)) } else { (next < at(top.end)).then_some(next) };
             let Some(item) = item else {
                 if top.object {
-                    out.write(b"}");
+                    out.put(b"}");
                     scratch.truncate(at(top.end));
                 } else {
-                    out.write(b"]");
+                    out.put(b"]");
                 }
                 frames.pop();
                 continue;
@@ -173,18 +177,18 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
             value = item;
             if top.object {
                 if comma {
-                    out.write(b", ");
+                    out.put(b", ");
                 }
                 match string(tape, item) {
                     (start, end, true) => write_key(b, start, end, out),
                     (start, end, false) => {
                         write_quoted(text, start, end, out);
-                        out.write(b": ");
+                        out.put(b": ");
                     }
                 }
                 value = item.saturating_add(1);
             } else if comma {
-                out.write(b", ");
+                out.put(b", ");
             }
             break;
         }
@@ -194,12 +198,12 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize>(text: &str, ta
 /// Writes the value at tape index `i`: a scalar whole, a container's
 /// opening bracket, returning its frame (an object's members gathered into
 /// the scratch in key order, the last of equal keys kept).
-fn write_value<S: Sink, O: Offset, const M: usize>(
+fn write_value<S: Sink, O: Offset, const M: usize, const B: usize>(
     text: &str,
     tape: &[(O, O)],
     i: usize,
     scratch: &mut heapless::Vec<O, M>,
-    out: &mut S,
+    out: &mut Buffered<'_, S, B>,
 ) -> Option<Frame<O>> {
     let b = text.as_bytes();
     let &(start, end) = tape.get(i)?;
@@ -220,12 +224,12 @@ fn write_value<S: Sink, O: Offset, const M: usize>(
             };
             let kept = O::order(b, &span, run, &|x, y| cmp_keys(text, tape, x, y));
             scratch.truncate(first.saturating_add(kept));
-            out.write(b"{");
+            out.put(b"{");
             let first = O::of(first)?;
             Some(Frame { object: true, comma: false, next: first, end: first })
         }
         Some(b'[') => {
-            out.write(b"[");
+            out.put(b"[");
             Some(Frame { object: false, comma: false, next: O::of(i.saturating_add(1))?, end: O::of(end)? })
         }
         // A string recorded backwards: escapes or non-ASCII to write.
