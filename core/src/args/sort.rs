@@ -5,6 +5,8 @@
 
 use core::cmp::Ordering;
 
+use super::Offset;
+
 /// Sorts `v` by `less`, in place, with no recursion and no panic: the
 /// stack stays a few words whatever the length.
 pub(super) fn heapsort<T: Copy>(v: &mut [T], less: impl Fn(T, T) -> bool) {
@@ -89,7 +91,7 @@ pub(super) fn dedup_last<O: Copy>(run: &mut [O], same: &dyn Fn(O, O) -> bool) ->
 /// more (so an index fits 16 bits).
 pub(super) const WINDOW_KEYS: usize = 8192;
 
-/// Keys from which [`by_window`] sorts the windows a byte at a time (a
+/// Keys from which [`by_window`] sorts the sort keys a byte at a time (a
 /// radix sort: a few linear passes); fewer are sorted by comparison, which
 /// costs less than a pass's 256 counters.
 pub(super) const RADIX_KEYS: usize = 32;
@@ -97,79 +99,91 @@ pub(super) const RADIX_KEYS: usize = 32;
 /// Orders `run`, the keys of one object in document order, by `cmp` (the
 /// keys' order), keeping the last of equal keys (moved to the front), and
 /// returns how many are kept; quickly when there are many (the host): by
-/// eight bytes of each key read as one big-endian integer, from where the
-/// keys stop sharing a prefix (zero past a key's end: no key holds a raw
-/// NUL), then by `cmp` and position only among equal windows. Raw UTF-8
-/// bytes order as code points, so this is `cmp`'s order wherever no escape
-/// precedes a window's end, and keys whose windows differ are different
-/// keys; at such an escape it returns `None` and leaves the order to the
-/// caller. `span` gives a key's content (without its quotes) in `text`.
+/// eight bytes of each key read as one big-endian integer (a window), from
+/// where the keys stop sharing a prefix (zero past a key's end: no key
+/// holds a raw NUL), of which the six from the first in which windows
+/// differ are sorted, then by `cmp` and position only among equal ones.
+/// Raw UTF-8 bytes order as code points, so this is `cmp`'s order wherever
+/// no escape precedes a window's end, and keys whose sort bytes differ are
+/// different keys; at such an escape it returns `None` and leaves the
+/// order to the caller. `span` gives a key's content (without its quotes)
+/// in `text`.
 #[inline(never)]
-pub(super) fn by_window<O: Copy + Ord>(
+pub(super) fn by_window<O: Offset>(
     text: &[u8],
     span: &dyn Fn(O) -> (usize, usize),
     run: &mut [O],
     cmp: &dyn Fn(O, O) -> Ordering,
 ) -> Option<usize> {
-    let key = |x: O| {
-        let (start, end) = span(x);
-        text.get(start..end).unwrap_or(&[])
-    };
     let Some(&first) = run.first() else {
         return Some(0);
     };
-    let first = key(first);
+    let (first_start, first_end) = span(first);
+    let first = text.get(first_start..first_end).unwrap_or(&[]);
     let mut common = first.iter().position(|&c| c == b'\\').unwrap_or(first.len());
+    // Each key's span, kept (as two 32-bit halves) for its window below.
+    let mut sorted: heapless::Vec<u64, WINDOW_KEYS> = heapless::Vec::new();
     for &x in run.iter() {
-        let k = key(x);
+        let (start, end) = span(x);
         // Most keys share the whole prefix found so far: one comparison.
-        if k.get(..common) != first.get(..common) {
+        if !same_bytes(text, start, first_start, common) {
+            let k = text.get(start..end).unwrap_or(&[]);
             common = k.iter().zip(first).take(common).take_while(|(a, b)| a == b).count();
         }
+        sorted.push(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?)).ok()?;
     }
-    let mut windows: heapless::Vec<u64, WINDOW_KEYS> = heapless::Vec::new();
-    let mut keys: heapless::Vec<O, WINDOW_KEYS> = heapless::Vec::new();
-    let mut order: heapless::Vec<u16, WINDOW_KEYS> = heapless::Vec::new();
-    // The bytes in which some window differs from the first: the only
-    // ones the radix sort has to pass over.
+    // Each key's sort key: its window's bytes from the first in which
+    // some windows differ, the top six of them (where more differ, a
+    // coarser order: the keys decide among equal sort keys, below), over
+    // its position in `run` (16 bits). One array of integers, read in
+    // order by every pass of the sort.
+    let first = window_at(text, first_start.saturating_add(common), first_end)?;
     let mut varying = 0;
-    for (i, &x) in run.iter().enumerate() {
-        let window = window_at(key(x), common)?;
-        varying |= window ^ windows.first().copied().unwrap_or(window);
-        windows.push(window).ok()?;
-        keys.push(x).ok()?;
-        order.push(u16::try_from(i).ok()?).ok()?;
+    for slot in sorted.iter_mut() {
+        let (start, end) = ((*slot >> 32) as usize, usize::try_from(*slot & 0xffff_ffff).ok()?);
+        let window = window_at(text, start.saturating_add(common), end)?;
+        varying |= window ^ first;
+        *slot = window;
     }
-    // By window only, stably (document order among equal windows): within
-    // equal windows the keys decide, below.
-    let window = |i: u16| windows.get(usize::from(i)).copied().unwrap_or(0);
-    if order.len() < RADIX_KEYS {
-        order.sort_unstable_by_key(|&i| (window(i), i));
+    let lead = varying.leading_zeros() / 8 * 8;
+    let top = |window: u64| window.checked_shl(lead).unwrap_or(0) & !POSITION;
+    for (i, slot) in sorted.iter_mut().enumerate() {
+        *slot = top(*slot) | u64::try_from(i).ok()?;
+    }
+    // Stably by sort key, then (the same) by position.
+    let mut spare: heapless::Vec<u64, WINDOW_KEYS> = heapless::Vec::new();
+    if sorted.len() < RADIX_KEYS {
+        sorted.sort_unstable();
     } else {
-        let mut spare: heapless::Vec<u16, WINDOW_KEYS> = heapless::Vec::new();
-        spare.resize(order.len(), 0).ok()?;
-        radix_sort(&windows, varying, &mut order, &mut spare);
+        spare.resize(sorted.len(), 0).ok()?;
+        radix_sort(&mut sorted, top(varying), &mut spare);
     }
-    // The keys in window order, into the front of `run` (its entries are
-    // in `keys`): a key whose window no other has is a key of its own;
-    // among equal windows the keys are sorted by key, then position, and
-    // the last of equal keys kept.
-    let key_at = |i: u16| keys.get(usize::from(i)).copied();
+    // The keys in that order, into the front of `run` (a copy of it in
+    // the spare): a key whose sort key no other has is a key of its own;
+    // among equal sort keys the keys are sorted by key, then position,
+    // and the last of equal keys kept.
+    spare.clear();
+    for &x in run.iter() {
+        spare.push(u64::try_from(x.index()).ok()?).ok()?;
+    }
+    let key_at = |v: u64| spare.get(usize::try_from(v & POSITION).ok()?).and_then(|&x| O::of(usize::try_from(x).ok()?));
     let mut kept = 0;
     let mut i = 0;
-    while let Some(&at) = order.get(i) {
-        let w = window(at);
-        let ties = order.get(i..).unwrap_or(&[]).iter().take_while(|&&j| window(j) == w).count().max(1);
-        let end = i.saturating_add(ties);
+    while let Some(&v) = sorted.get(i) {
+        let mut end = i.saturating_add(1);
+        while sorted.get(end).is_some_and(|&u| (u ^ v) & !POSITION == 0) {
+            end += 1;
+        }
+        let ties = end - i;
         if ties == 1 {
-            if let (Some(slot), Some(x)) = (run.get_mut(kept), key_at(at)) {
+            if let (Some(slot), Some(x)) = (run.get_mut(kept), key_at(v)) {
                 *slot = x;
             }
             kept += 1;
-        } else if let (Some(tie), Some(from)) = (run.get_mut(kept..kept.saturating_add(ties)), order.get(i..end)) {
+        } else if let (Some(tie), Some(from)) = (run.get_mut(kept..kept.saturating_add(ties)), sorted.get(i..end)) {
             // `kept <= i`: the slots written are of keys already placed.
-            for (slot, &j) in tie.iter_mut().zip(from) {
-                *slot = key_at(j).unwrap_or(*slot);
+            for (slot, &u) in tie.iter_mut().zip(from) {
+                *slot = key_at(u).unwrap_or(*slot);
             }
             tie.sort_unstable_by(|&x, &y| cmp(x, y).then(x.cmp(&y)));
             kept += dedup_last(tie, &|x, y| cmp(x, y) == Ordering::Equal);
@@ -179,16 +193,22 @@ pub(super) fn by_window<O: Copy + Ord>(
     Some(kept)
 }
 
-/// The eight bytes of `key` from `from`, the first highest, zero past its
-/// end; `None` when they hold a backslash (an escape: raw bytes would not
-/// order as the code points it stands for).
-fn window_at(key: &[u8], from: usize) -> Option<u64> {
-    let rest = key.get(from..).unwrap_or(&[]);
-    let window = match rest.get(..8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
-        Some(bytes) => u64::from_be_bytes(bytes),
+/// A sort key's low bits: the key's position in its run.
+const POSITION: u64 = 0xffff;
+
+/// The eight bytes of `text` from `start`, the first highest, zero from
+/// `end` on; `None` when the bytes before `end` hold a backslash (an
+/// escape: raw bytes would not order as the code points it stands for).
+fn window_at(text: &[u8], start: usize, end: usize) -> Option<u64> {
+    let len = end.saturating_sub(start);
+    let window = match word_at(text, start) {
+        // Most keys end before their eighth byte: the quote and what
+        // follows it in the text are masked off.
+        Some(word) if len < 8 => word & !(u64::MAX >> (len * 8)),
+        Some(word) => word,
         None => {
             let mut bytes = [0u8; 8];
-            crate::text::copy_bytes(&mut bytes, rest);
+            crate::text::copy_bytes(&mut bytes, text.get(start..end).unwrap_or(&[]));
             u64::from_be_bytes(bytes)
         }
     };
@@ -200,21 +220,47 @@ fn window_at(key: &[u8], from: usize) -> Option<u64> {
     (x.wrapping_sub(ONES) & !x & (ONES << 7) == 0).then_some(window)
 }
 
-/// Sorts `order`, indices into `windows`, by their windows, stably: a
-/// least-significant-byte-first radix sort over the bytes in `varying`
-/// (those in which some windows differ), through `spare` (as long as
-/// `order`).
-pub(super) fn radix_sort(windows: &[u64], varying: u64, order: &mut [u16], spare: &mut [u16]) {
-    let (mut from, mut to) = (order, spare);
+/// The eight bytes of `text` from `at`, the first highest, if it holds
+/// them.
+fn word_at(text: &[u8], at: usize) -> Option<u64> {
+    let bytes = text.get(at..at.checked_add(8)?)?;
+    <[u8; 8]>::try_from(bytes).ok().map(u64::from_be_bytes)
+}
+
+/// Whether the `len` bytes of `text` from `a` are those from `b`, eight at
+/// a time; `false` where `text` does not hold them all.
+fn same_bytes(text: &[u8], a: usize, b: usize, len: usize) -> bool {
+    let mut i = 0;
+    while i < len {
+        let (Some(x), Some(y)) = (word_at(text, a.saturating_add(i)), word_at(text, b.saturating_add(i))) else {
+            return matches!((text.get(a..a.saturating_add(len)), text.get(b..b.saturating_add(len))), (Some(x), Some(y)) if x == y);
+        };
+        let rest = len - i;
+        if rest < 8 {
+            return (x ^ y) & !(u64::MAX >> (rest * 8)) == 0;
+        }
+        if x != y {
+            return false;
+        }
+        i += 8;
+    }
+    true
+}
+
+/// Sorts `values` by their bytes named in `digits`, stably: a
+/// least-significant-byte-first radix sort over those bytes only (the
+/// others need no pass), through `spare` (as long as `values`).
+pub(super) fn radix_sort(values: &mut [u64], digits: u64, spare: &mut [u64]) {
+    let (mut from, mut to) = (values, spare);
     let mut in_spare = false;
     for shift in (0..64).step_by(8) {
-        if (varying >> shift) & 0xff == 0 {
+        if (digits >> shift) & 0xff == 0 {
             continue;
         }
-        let byte = |i: u16| windows.get(usize::from(i)).map_or(0, |w| usize::from((w >> shift) as u8));
+        let byte = |v: u64| usize::from((v >> shift) as u8);
         let mut starts = [0usize; 256];
-        for &i in from.iter() {
-            if let Some(count) = starts.get_mut(byte(i)) {
+        for &v in from.iter() {
+            if let Some(count) = starts.get_mut(byte(v)) {
                 *count += 1;
             }
         }
@@ -224,10 +270,10 @@ pub(super) fn radix_sort(windows: &[u64], varying: u64, order: &mut [u16], spare
             *start = total;
             total += count;
         }
-        for &i in from.iter() {
-            if let Some(start) = starts.get_mut(byte(i)) {
+        for &v in from.iter() {
+            if let Some(start) = starts.get_mut(byte(v)) {
                 if let Some(slot) = to.get_mut(*start) {
-                    *slot = i;
+                    *slot = v;
                 }
                 *start += 1;
             }
@@ -237,8 +283,8 @@ pub(super) fn radix_sort(windows: &[u64], varying: u64, order: &mut [u16], spare
     }
     // An odd number of passes left the order in the spare.
     if in_spare {
-        for (slot, &i) in to.iter_mut().zip(from.iter()) {
-            *slot = i;
+        for (slot, &v) in to.iter_mut().zip(from.iter()) {
+            *slot = v;
         }
     }
 }

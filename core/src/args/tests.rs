@@ -1072,8 +1072,8 @@ fn expect_sorted(keys: &[String]) -> Vec<String> {
 /// From `RADIX_KEYS` keys on, the windows are sorted a byte at a time:
 /// keys that differ in one byte (one pass), in two (two passes: the order
 /// ends where it started), in many, keys that end inside the window,
-/// non-ASCII bytes (above every ASCII byte), equal keys and long keys whose
-/// windows tie.
+/// non-ASCII bytes (above every ASCII byte), equal keys, long keys whose
+/// windows tie and keys that differ past the six bytes a sort key holds.
 #[test]
 fn by_window_sorts_many_keys_by_their_bytes() {
     let shuffle = |v: &mut Vec<String>, mut state: u64| {
@@ -1082,7 +1082,7 @@ fn by_window_sorts_many_keys_by_their_bytes() {
             v.swap(i, (state >> 33) as usize % (i + 1));
         }
     };
-    let sets: [Vec<String>; 5] = [
+    let sets: [Vec<String>; 6] = [
         // One varying byte: an odd number of passes.
         (0..40).map(|i| std::format!("key_{}", char::from(b'0' + i as u8))).collect(),
         // Two varying bytes: an even number.
@@ -1101,6 +1101,9 @@ fn by_window_sorts_many_keys_by_their_bytes() {
         (0..64).map(|i| std::format!("{}abcdefghijklmnop_{}", i % 2, 63 - i)).collect(),
         // Duplicates among many.
         (0..90).map(|i| std::format!("dup_{}", i % 30)).collect(),
+        // Differing in the window's first byte and its eighth: the sort
+        // keys hold the first six, so each half ties and the keys decide.
+        (0..48).map(|i| std::format!("{}bcdefg{}", char::from(b'a' + i % 2), char::from(b'A' + i / 2))).collect(),
     ];
     for (n, set) in sets.iter().enumerate() {
         assert!(set.len() >= RADIX_KEYS, "set {n} is sorted by comparison");
@@ -1165,19 +1168,20 @@ proptest! {
     }
 }
 
-/// The radix sort passes over the bytes `varying` names and no others (a
-/// byte in which no two windows differ needs no pass), stably, through
+/// The radix sort passes over the bytes `digits` names and no others (a
+/// byte in which no two values differ needs no pass), stably, through
 /// the spare whatever the number of passes.
 #[test]
-fn radix_sort_orders_by_the_varying_bytes_only() {
-    let windows = [0x0300_u64, 0x0102, 0x0201, 0x0102, 0x0001];
-    let sorted = |varying: u64| {
-        let mut order: Vec<u16> = (0..windows.len() as u16).collect();
-        let mut spare = std::vec![0u16; windows.len()];
-        radix_sort(&windows, varying, &mut order, &mut spare);
-        order
+fn radix_sort_orders_by_the_named_bytes_only() {
+    // Two bytes of sort key over a position in the low 16 bits.
+    let keys = [0x0300_u64, 0x0102, 0x0201, 0x0102, 0x0001];
+    let sorted = |digits: u64| {
+        let mut values: Vec<u64> = keys.iter().enumerate().map(|(i, &k)| k << 16 | i as u64).collect();
+        let mut spare = std::vec![0u64; values.len()];
+        radix_sort(&mut values, digits << 16, &mut spare);
+        values.iter().map(|v| v & 0xffff).collect::<Vec<_>>()
     };
-    // Both bytes (two passes): by the whole window, equal ones in order.
+    // Both bytes (two passes): by the whole key, equal ones in order.
     assert_eq!(sorted(0xffff), [4, 1, 3, 2, 0]);
     // The low byte only (one pass, an odd count): the high byte is not
     // looked at.
