@@ -76,7 +76,7 @@ impl<S: Sink, const N: usize> Sink for Buffered<'_, S, N> {
 impl<S: Sink, const N: usize> Buffered<'_, S, N> {
     /// Writes a piece whose length is known where it is written (a
     /// bracket, a separator): a move or two, not a copy loop.
-    #[inline(always)]
+    #[inline]
     pub(super) fn put<const K: usize>(&mut self, piece: &[u8; K]) {
         let end = self.len.saturating_add(K);
         match self.buf.get_mut(self.len..end).and_then(|room| <&mut [u8; K]>::try_from(room).ok()) {
