@@ -39,7 +39,7 @@
 //! string is written from it: plain strings and numbers already in
 //! Python's form as they stand, an object's keys ordered by insertion (keys
 //! already in order cost one comparison each) or, on the host, sorted by
-//! eight-byte windows of their text compared as integers. Past the tape,
+//! six-byte windows of their text compared as integers. Past the tape,
 //! the walk below reads the text again for each object.
 //!
 //! # Capacity: chosen by type

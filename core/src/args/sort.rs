@@ -99,12 +99,11 @@ pub(super) const RADIX_KEYS: usize = 32;
 /// Orders `run`, the keys of one object in document order, by `cmp` (the
 /// keys' order), keeping the last of equal keys (moved to the front), and
 /// returns how many are kept; quickly when there are many (the host): by
-/// eight bytes of each key read as one big-endian integer (a window), from
+/// six bytes of each key read as one big-endian integer (a window), from
 /// where the keys stop sharing a prefix (zero past a key's end: no key
-/// holds a raw NUL), of which the six from the first in which windows
-/// differ are sorted, then by `cmp` and position only among equal ones.
+/// holds a raw NUL), then by `cmp` and position only among equal windows.
 /// Raw UTF-8 bytes order as code points, so this is `cmp`'s order wherever
-/// no escape precedes a window's end, and keys whose sort bytes differ are
+/// no escape precedes a window's end, and keys whose windows differ are
 /// different keys; at such an escape it returns `None` and leaves the
 /// order to the caller. `span` gives a key's content (without its quotes)
 /// in `text`.
@@ -132,23 +131,17 @@ pub(super) fn by_window<O: Offset>(
         }
         sorted.push(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?)).ok()?;
     }
-    // Each key's sort key: its window's bytes from the first in which
-    // some windows differ, the top six of them (where more differ, a
-    // coarser order: the keys decide among equal sort keys, below), over
+    // Each key's sort key: its window (where the keys differ past it, a
+    // coarser order: the keys decide among equal sort keys, below) over
     // its position in `run` (16 bits). One array of integers, read in
     // order by every pass of the sort.
     let first = window_at(text, first_start.saturating_add(common), first_end)?;
     let mut varying = 0;
-    for slot in sorted.iter_mut() {
+    for (i, slot) in sorted.iter_mut().enumerate() {
         let (start, end) = ((*slot >> 32) as usize, usize::try_from(*slot & 0xffff_ffff).ok()?);
         let window = window_at(text, start.saturating_add(common), end)?;
         varying |= window ^ first;
-        *slot = window;
-    }
-    let lead = varying.leading_zeros() / 8 * 8;
-    let top = |window: u64| window.checked_shl(lead).unwrap_or(0) & !POSITION;
-    for (i, slot) in sorted.iter_mut().enumerate() {
-        *slot = top(*slot) | u64::try_from(i).ok()?;
+        *slot = window | u64::try_from(i).ok()?;
     }
     // Stably by sort key, then (the same) by position.
     let mut spare: heapless::Vec<u64, WINDOW_KEYS> = heapless::Vec::new();
@@ -156,7 +149,7 @@ pub(super) fn by_window<O: Offset>(
         sorted.sort_unstable();
     } else {
         spare.resize(sorted.len(), 0).ok()?;
-        radix_sort(&mut sorted, top(varying), &mut spare);
+        radix_sort(&mut sorted, varying, &mut spare);
     }
     // The keys in that order, into the front of `run` (a copy of it in
     // the spare): a key whose sort key no other has is a key of its own;
@@ -196,19 +189,21 @@ pub(super) fn by_window<O: Offset>(
 /// A sort key's low bits: the key's position in its run.
 const POSITION: u64 = 0xffff;
 
-/// The eight bytes of `text` from `start`, the first highest, zero from
-/// `end` on; `None` when the bytes before `end` hold a backslash (an
-/// escape: raw bytes would not order as the code points it stands for).
+/// Bytes of a key in its sort key: the rest of a `u64` holds its position.
+const WINDOW: usize = 6;
+
+/// The `WINDOW` bytes of `text` from `start`, the first highest, as the
+/// top of a `u64` (its low bytes zero), zero from `end` on; `None` when
+/// they hold a backslash (an escape: raw bytes would not order as the code
+/// points it stands for).
 fn window_at(text: &[u8], start: usize, end: usize) -> Option<u64> {
-    let len = end.saturating_sub(start);
+    let len = end.saturating_sub(start).min(WINDOW);
     let window = match word_at(text, start) {
-        // Most keys end before their eighth byte: the quote and what
-        // follows it in the text are masked off.
-        Some(word) if len < 8 => word & !(u64::MAX >> (len * 8)),
-        Some(word) => word,
+        // The key's end, its quote and what follows it are masked off.
+        Some(word) => word & !(u64::MAX >> (len * 8)),
         None => {
             let mut bytes = [0u8; 8];
-            crate::text::copy_bytes(&mut bytes, text.get(start..end).unwrap_or(&[]));
+            crate::text::copy_bytes(&mut bytes, text.get(start..start.saturating_add(len)).unwrap_or(&[]));
             u64::from_be_bytes(bytes)
         }
     };

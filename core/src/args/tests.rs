@@ -823,11 +823,17 @@ fn by_window_sorts_by_the_bytes_after_the_shared_prefix() {
     assert_eq!(by_window_order(&keys), Some(want));
     assert_eq!(by_window_order(&[]), Some(Vec::new()));
     // Equal keys among tied windows (no shared prefix: the windows hold
-    // the first eight bytes), the last of each kept.
+    // the first six bytes), the last of each kept.
     let ties = ["a12345678b", "a12345678a", "b", "a12345678b", "a12345678a"];
     assert_eq!(by_window_order(&ties), Some(std::vec![String::from(ties[1]), String::from(ties[0]), String::from(ties[2])]));
     // An escape inside a window: declined, whatever its place.
     assert_eq!(by_window_order(&["ab\\u0041", "ab"]), None);
+    assert_eq!(by_window_order(&["a1234\\n", "b12345"]), None);
+    // Just past it: the tied keys are compared decoded (`\n` is below `x`).
+    assert_eq!(
+        by_window_order(&["b12345\\t", "a12345x", "a12345\\n"]),
+        Some(std::vec![String::from("a12345\\n"), String::from("a12345x"), String::from("b12345\\t")])
+    );
     assert_eq!(by_window_order(&["x", "\\n"]), None);
     // Past the windows, escapes are the comparison's business: equal
     // when decoded.
@@ -1073,7 +1079,7 @@ fn expect_sorted(keys: &[String]) -> Vec<String> {
 /// keys that differ in one byte (one pass), in two (two passes: the order
 /// ends where it started), in many, keys that end inside the window,
 /// non-ASCII bytes (above every ASCII byte), equal keys, long keys whose
-/// windows tie and keys that differ past the six bytes a sort key holds.
+/// windows tie and keys that differ past the six bytes of a window.
 #[test]
 fn by_window_sorts_many_keys_by_their_bytes() {
     let shuffle = |v: &mut Vec<String>, mut state: u64| {
@@ -1101,8 +1107,8 @@ fn by_window_sorts_many_keys_by_their_bytes() {
         (0..64).map(|i| std::format!("{}abcdefghijklmnop_{}", i % 2, 63 - i)).collect(),
         // Duplicates among many.
         (0..90).map(|i| std::format!("dup_{}", i % 30)).collect(),
-        // Differing in the window's first byte and its eighth: the sort
-        // keys hold the first six, so each half ties and the keys decide.
+        // Differing in the window's first byte and in the eighth, past it:
+        // each half ties and the keys decide.
         (0..48).map(|i| std::format!("{}bcdefg{}", char::from(b'a' + i % 2), char::from(b'A' + i / 2))).collect(),
     ];
     for (n, set) in sets.iter().enumerate() {
