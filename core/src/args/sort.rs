@@ -326,3 +326,24 @@ pub(super) fn insert_last<O: Copy>(run: &mut [O], cmp: &dyn Fn(O, O) -> Ordering
     }
     kept
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shared-prefix check says "the same" exactly when the bytes are,
+    /// at any offsets and lengths (in whole words, in a part of one, and
+    /// near the text's end, where it compares slices).
+    #[test]
+    fn same_bytes_is_a_comparison_of_the_bytes() {
+        let text = b"field_0001\"field_0002\"fielz_0001\"field_00012345678field_0001";
+        for a in 0..text.len() {
+            for b in 0..text.len() {
+                for len in 0..=20 {
+                    let want = matches!((text.get(a..a + len), text.get(b..b + len)), (Some(x), Some(y)) if x == y);
+                    assert_eq!(same_bytes(text, a, b, len), want, "a {a}, b {b}, len {len}");
+                }
+            }
+        }
+    }
+}
