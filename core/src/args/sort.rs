@@ -118,8 +118,8 @@ pub(super) fn by_window<O: Offset>(
         return Some(0);
     };
     let (first_start, first_end) = span(first);
-    let first = text.get(first_start..first_end).unwrap_or(&[]);
-    let mut common = first.iter().position(|&c| c == b'\\').unwrap_or(first.len());
+    let first_key = text.get(first_start..first_end).unwrap_or(&[]);
+    let mut common = first_key.iter().position(|&c| c == b'\\').unwrap_or(first_key.len());
     // Each key's span, kept (as two 32-bit halves) for its window below.
     let mut sorted: heapless::Vec<u64, WINDOW_KEYS> = heapless::Vec::new();
     for &x in run.iter() {
@@ -127,7 +127,7 @@ pub(super) fn by_window<O: Offset>(
         // Most keys share the whole prefix found so far: one comparison.
         if !same_bytes(text, start, first_start, common) {
             let k = text.get(start..end).unwrap_or(&[]);
-            common = k.iter().zip(first).take(common).take_while(|(a, b)| a == b).count();
+            common = k.iter().zip(first_key).take(common).take_while(|(a, b)| a == b).count();
         }
         sorted.push(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?)).ok()?;
     }
@@ -135,12 +135,12 @@ pub(super) fn by_window<O: Offset>(
     // coarser order: the keys decide among equal sort keys, below) over
     // its position in `run` (16 bits). One array of integers, read in
     // order by every pass of the sort.
-    let first = window_at(text, first_start.saturating_add(common), first_end)?;
+    let first_window = window_at(text, first_start.saturating_add(common), first_end)?;
     let mut varying = 0;
     for (i, slot) in sorted.iter_mut().enumerate() {
-        let (start, end) = ((*slot >> 32) as usize, usize::try_from(*slot & 0xffff_ffff).ok()?);
+        let (start, end) = (usize::try_from(*slot >> 32).ok()?, usize::try_from(*slot & 0xffff_ffff).ok()?);
         let window = window_at(text, start.saturating_add(common), end)?;
-        varying |= window ^ first;
+        varying |= window ^ first_window;
         *slot = window | u64::try_from(i).ok()?;
     }
     // Stably by sort key, then (the same) by position.
@@ -174,7 +174,8 @@ pub(super) fn by_window<O: Offset>(
             }
             kept += 1;
         } else if let (Some(tie), Some(from)) = (run.get_mut(kept..kept.saturating_add(ties)), sorted.get(i..end)) {
-            // `kept <= i`: the slots written are of keys already placed.
+            // The keys are read from the copy in the spare, so writing
+            // over `run` loses none.
             for (slot, &u) in tie.iter_mut().zip(from) {
                 *slot = key_at(u).unwrap_or(*slot);
             }

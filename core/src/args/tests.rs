@@ -809,6 +809,12 @@ fn by_window_order(keys: &[&str]) -> Option<Vec<String>> {
         let last = starts.iter().rev().find(|&&y| cmp(x, y) == Ordering::Equal);
         assert_eq!(last, Some(&x), "the last of equal keys is kept");
     }
+    // The reference: every key compared as Python compares them, then by
+    // position, the last of equal keys kept.
+    let mut reference = starts.clone();
+    reference.sort_by(|&x, &y| cmp(x, y).then(x.cmp(&y)));
+    let reference_kept = dedup_last(&mut reference, &|x, y| cmp(x, y) == Ordering::Equal);
+    assert_eq!(run[..kept], reference[..reference_kept], "the order of a sort by comparison");
     Some(run[..kept].iter().map(|&x| String::from(json::key_at(&text, x as usize).unwrap().raw())).collect())
 }
 
@@ -1123,6 +1129,26 @@ fn by_window_sorts_many_keys_by_their_bytes() {
     escaped.push(String::from("k\\n"));
     let refs: Vec<&str> = escaped.iter().map(String::as_str).collect();
     assert_eq!(by_window_order(&refs), None);
+    // Escapes just past the window, among many keys: the radix sort ties
+    // them and the keys are compared decoded (`\t` < `\n` < `a` < `b`,
+    // though `\` sorts below `a` as a raw byte).
+    let ends = ["\\n", "\\u0062", "a", "\\t"];
+    let mut past: Vec<String> = (0..40).flat_map(|i| ends.iter().map(move |end| std::format!("k{i:02}wxyz{end}"))).collect();
+    shuffle(&mut past, 7);
+    let refs: Vec<&str> = past.iter().map(String::as_str).collect();
+    let want: Vec<String> =
+        (0..40).flat_map(|i| ["\\t", "\\n", "a", "\\u0062"].into_iter().map(move |end| std::format!("k{i:02}wxyz{end}"))).collect();
+    assert_eq!(by_window_order(&refs), Some(want));
+}
+
+/// `by_window` holds at most `WINDOW_KEYS` keys (positions of 16 bits):
+/// one more is declined, and the run is left as it was.
+#[test]
+fn by_window_declines_more_keys_than_it_holds() {
+    let keys: Vec<String> = (0..WINDOW_KEYS + 1).rev().map(|i| std::format!("k{i:05}")).collect();
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    assert_eq!(by_window_order(&refs[1..]), Some(expect_sorted(&keys[1..])));
+    assert_eq!(by_window_order(&refs), None);
 }
 
 proptest! {
@@ -1132,6 +1158,25 @@ proptest! {
     fn by_window_sorts_any_plain_keys(keys in proptest::collection::vec("[a-c_é0-9]{0,12}", 0..80)) {
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         prop_assert_eq!(by_window_order(&refs), Some(expect_sorted(&keys)));
+    }
+
+    /// Keys with escapes anywhere (spelling the same character as a raw
+    /// byte or not): where `by_window` sorts, its order is the comparison
+    /// sort's (`by_window_order` checks), and it sorts whenever no escape
+    /// is within a window.
+    #[test]
+    fn by_window_sorts_keys_with_escapes_as_the_comparison_does(
+        keys in proptest::collection::vec("[a-c]{0,7}(\\\\n|\\\\u0061|\\\\\"|é|a)?[a-c]{0,3}", 0..90),
+    ) {
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let sorted = by_window_order(&refs);
+        // The prefix `by_window` skips: shared by every key, up to the
+        // first key's first escape.
+        let first = keys.first().map_or("", String::as_str);
+        let shared = keys.iter().map(|k| k.bytes().zip(first.bytes()).take_while(|(a, b)| a == b).count()).min().unwrap_or(0);
+        let common = shared.min(first.find('\\').unwrap_or(first.len()));
+        let in_window = keys.iter().any(|k| k.as_bytes().iter().skip(common).take(6).any(|&c| c == b'\\'));
+        prop_assert!(sorted.is_some() || in_window, "declined with no escape in a window");
     }
 }
 
@@ -1167,6 +1212,47 @@ proptest! {
             } else {
                 prop_assert!(stream.is_empty());
             }
+            Ok(())
+        }
+        check::<64>(&pieces)?;
+        check::<8>(&pieces)?;
+    }
+
+    /// A piece put as a fixed-size move (a bracket, a separator) reaches
+    /// the inner sink exactly as if it were written: the same writes, in
+    /// the same blocks.
+    #[test]
+    fn a_piece_put_is_a_piece_written(pieces in proptest::collection::vec(prop_oneof![
+        (0..3usize).prop_map(Err),
+        proptest::collection::vec(any::<u8>(), 0..100).prop_map(Ok),
+    ], 0..40)) {
+        fn check<const N: usize>(pieces: &[Result<Vec<u8>, usize>]) -> Result<(), TestCaseError> {
+            let (mut put, mut written) = (Writes(Vec::new()), Writes(Vec::new()));
+            let mut with_put = Buffered::<_, N>::new(Some(&mut put));
+            let mut with_write = Buffered::<_, N>::new(Some(&mut written));
+            for piece in pieces {
+                match piece {
+                    Ok(bytes) => {
+                        with_put.write(bytes);
+                        with_write.write(bytes);
+                    }
+                    Err(0) => {
+                        with_put.put(b"}");
+                        with_write.write(b"}");
+                    }
+                    Err(1) => {
+                        with_put.put(b", ");
+                        with_write.write(b", ");
+                    }
+                    Err(_) => {
+                        with_put.put(b": ");
+                        with_write.write(b": ");
+                    }
+                }
+            }
+            with_put.flush();
+            with_write.flush();
+            prop_assert_eq!(put.0, written.0);
             Ok(())
         }
         check::<64>(&pieces)?;
