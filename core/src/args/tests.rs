@@ -450,7 +450,20 @@ fn the_length_bound_is_inclusive_at<C: Capacity>() {
         assert_eq!(canonical_at::<C>(&fits), (fits.clone(), Canonical::Json));
         let over = std::format!("\"{}\"", "x".repeat(C::MAX_LEN - 1));
         assert_eq!(canonical_at::<C>(&over), (over.clone(), Canonical::Fallback(Bound::Length)));
+        // The same past the tape (100 items: the walk over the text).
+        let items = std::format!("{}1", "1,".repeat(99));
+        let fits = std::format!("[{items}{}]", " ".repeat(C::MAX_LEN - items.len() - 2));
+        assert_eq!(canonical_at::<C>(&fits), (std::format!("[{}1]", "1, ".repeat(99)), Canonical::Json));
+        let over = std::format!("[{items}{}]", " ".repeat(C::MAX_LEN - items.len() - 1));
+        assert_eq!(canonical_at::<C>(&over), (over.clone(), Canonical::Fallback(Bound::Length)));
     }
+}
+
+/// An engine's comparison shows the capacity it was given.
+#[test]
+fn a_comparison_shows_its_capacity() {
+    assert_eq!(std::format!("{:?}", Comparison::default()), "DeviceCapacity");
+    assert_eq!(std::format!("{:?}", Comparison::of::<HostCapacity>()), "HostCapacity");
 }
 
 #[test]
