@@ -249,27 +249,19 @@ fn write_value<S: Sink, O: Offset, const M: usize, const B: usize>(
 mod tests {
     extern crate std;
     use super::*;
+    use crate::args::tests::Writes;
     use std::vec::Vec;
-
-    /// Each piece written, in order.
-    struct Pieces(Vec<Vec<u8>>);
-
-    impl Sink for Pieces {
-        fn write(&mut self, bytes: &[u8]) {
-            self.0.push(bytes.to_vec());
-        }
-    }
 
     /// The fast path's point is one write instead of two: a key that the
     /// text follows with `": "` goes out with it in one piece; otherwise
     /// the key and the separator are written apart (the same string).
     #[test]
     fn a_key_followed_by_its_separator_in_the_text_is_written_in_one_piece() {
-        let mut one = Pieces(Vec::new());
+        let mut one = Writes(Vec::new());
         write_key(b"{\"ab\": 1}", 1, 5, &mut one);
         assert_eq!(one.0, [b"\"ab\": ".to_vec()]);
         for text in [&b"{\"ab\":1}"[..], b"{\"ab\" : 1}", b"{\"ab\""] {
-            let mut two = Pieces(Vec::new());
+            let mut two = Writes(Vec::new());
             write_key(text, 1, 5, &mut two);
             assert_eq!(two.0, [b"\"ab\"".to_vec(), b": ".to_vec()], "{:?}", std::str::from_utf8(text));
         }

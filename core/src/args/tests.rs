@@ -1193,8 +1193,9 @@ proptest! {
     }
 }
 
-/// Each write the buffer hands on, in order.
-struct Writes(Vec<Vec<u8>>);
+/// Each piece a sink is handed, in order (the buffer's writes, the
+/// walk's pieces).
+pub(super) struct Writes(pub(super) Vec<Vec<u8>>);
 
 impl Sink for Writes {
     fn write(&mut self, bytes: &[u8]) {
