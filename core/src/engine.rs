@@ -2,9 +2,13 @@
 
 use crate::args::{Capacity, Comparison};
 use crate::clock::Clock;
-use crate::config::{Config, ConfigError, ValidConfig, Warning};
+use crate::config::error::{ConfigError, Warning};
+use crate::config::Config;
+use crate::rules::compiled::ValidConfig;
 use crate::conversation::Conversation;
-use crate::render::{self, HintTooLong, LiveFields};
+use crate::live::LiveFields;
+use crate::render::{self, HintTooLong};
+use crate::rules::scan;
 use crate::rules::{self, Decision, Step, Warnings};
 
 /// What one step produced.
@@ -110,7 +114,7 @@ impl<'a> Engine<'a> {
     /// nothing told), as the watch rule reads it for `agent_name`'s steps:
     /// a full scan, for tools that show it (the tracker keeps its own).
     pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::Decimal>; crate::MAX_WATCHES] {
-        rules::told(&self.config, conversation, agent_name)
+        scan::told(&self.config, conversation, agent_name)
     }
 
     /// Reads the watched fields before a decision: [`LiveFields::refresh_watched`]

@@ -79,11 +79,11 @@ use crate::config::{Config, ContextConfig, InjectionConfig};
 use crate::conversation::{Block, HintText, Role, SliceMessage, ToolResultState};
 use crate::engine::{Engine, Outcome};
 use crate::json::{self, JsonError, JsonStr, Kind, Value};
-use crate::render::LiveFields;
+use crate::live::LiveFields;
 use crate::rules::{Decision, StepInput, TaskCounts};
 use crate::store::StoreError;
-use crate::tracked::{AgentContext, StepError};
-use crate::watch::Watch;
+use crate::agent_context::{AgentContext, StepError};
+use crate::config::watch::Watch;
 use crate::wire::{BufferFull, Content, Rfc3339};
 
 /// The log format's version, in every header.

@@ -42,14 +42,12 @@ mod clock;
 mod config;
 mod conversation;
 mod engine;
-mod iana;
 mod ieee;
 #[cfg(feature = "journal")]
 #[cfg_attr(docsrs, doc(cfg(feature = "journal")))]
 pub mod journal;
 mod json;
 mod live;
-mod load;
 #[cfg(feature = "bench-phases")]
 #[doc(hidden)]
 pub mod phases;
@@ -65,13 +63,11 @@ mod rules;
 mod store;
 mod text;
 mod time;
-mod tracked;
+mod agent_context;
 mod tracker;
-mod watch;
 #[cfg(feature = "wire")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wire")))]
 pub mod wire;
-mod zone_rules;
 
 /// The code blocks of the repository's README and `docs/` pages, compiled
 /// and run as doc tests (`cargo test --doc -p envaware`) so the
@@ -100,20 +96,22 @@ mod documentation {
 }
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
+pub use config::error::{ConfigError, ConfigField, Warning, ZoneName};
+pub use config::load::{ConfigBuf, LoadError};
+pub use config::watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES, MAX_WATCH_NAME};
 pub use config::{
-    Config, ConfigError, ConfigField, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ValidConfig, Warning, ZoneName,
-    DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE, DEFAULT_TIME_FORMAT, DEFAULT_TOOL_RETRIES_HINT,
-    RUNTIME_STATE_PLACEHOLDER,
+    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE,
+    DEFAULT_TOOL_RETRIES_HINT, RUNTIME_STATE_PLACEHOLDER,
 };
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
 pub use json::JsonErrorKind;
-pub use live::{LiveReadings, UNAVAILABLE};
-pub use load::{ConfigBuf, LoadError};
-pub use render::{HintTooLong, LiveFields};
+pub use live::{LiveFields, LiveReadings, UNAVAILABLE};
+pub use render::HintTooLong;
+pub use rules::compiled::ValidConfig;
+pub use rules::watch::WatchSet;
 pub use rules::{ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
-pub use time::{resolve_zone, TimeFormatError, Zone};
-pub use tracked::{AgentContext, StepError};
+pub use time::{resolve_zone, TimeFormatError, Zone, DEFAULT_TIME_FORMAT};
+pub use agent_context::{AgentContext, StepError};
 pub use tracker::Tracker;
-pub use watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, WatchSet, MAX_WATCHES, MAX_WATCH_NAME};

@@ -1,13 +1,64 @@
-//! Live readings that may fail, one field at a time.
+//! Live values: the fields read when a hint is made ([`LiveFields`]), one
+//! reading each that may fail ([`LiveReadings`]), and a reading's value as a
+//! watch compares it.
 
 use core::fmt::{self, Write as _};
 
-use crate::render::LiveFields;
-#[cfg(doc)]
-use crate::Engine;
+use crate::config::watch::Decimal;
+use crate::config::ExtraFields;
 
 /// What a live field says when its reading failed or was not taken.
 pub const UNAVAILABLE: &str = "unavailable";
+
+/// Fields whose values are read when an injection fires: sensor readings,
+/// uptime, anything live. Attached to a hint, never a trigger by themselves.
+pub trait LiveFields {
+    /// Called once when an injection fires, before any field is read; read
+    /// sensors here, so that nothing is read for a step that injects nothing.
+    fn refresh(&mut self) {}
+    /// Called at every step before deciding, when a watch is configured
+    /// (`injection_config.watch`): read the watched fields' sensors here.
+    /// By default it calls [`refresh`](Self::refresh), reading every field;
+    /// a device whose other sensors are costly reads only the watched ones.
+    fn refresh_watched(&mut self) {
+        self.refresh();
+    }
+    /// How many fields there are.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Field `i` as `(key, value)`.
+    fn field(&self, i: usize) -> Option<(&str, &str)>;
+}
+
+impl LiveFields for ExtraFields<'_> {
+    fn len(&self) -> usize {
+        ExtraFields::len(self)
+    }
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        self.get(i)
+    }
+}
+
+/// No live fields.
+impl LiveFields for () {
+    fn len(&self) -> usize {
+        0
+    }
+    fn field(&self, _: usize) -> Option<(&str, &str)> {
+        None
+    }
+}
+
+
+/// The value of live field `name` in `live`: the leading decimal of the
+/// last field with that key (the one a hint renders), if any.
+pub(crate) fn reading<L: LiveFields + ?Sized>(live: &L, name: &str) -> Option<Decimal> {
+    let value = (0..live.len()).rev().find_map(|i| live.field(i).filter(|(k, _)| *k == name))?.1;
+    Decimal::leading(value.bytes()).map(|(d, _)| d)
+}
 
 /// `N` live fields with fixed keys, each holding its last reading (at most
 /// `VALUE` bytes) or nothing: a field without a reading says
@@ -15,8 +66,8 @@ pub const UNAVAILABLE: &str = "unavailable";
 ///
 /// [`LiveFields`] reads every field in one synchronous
 /// `refresh`. A device whose sensors are async (embassy), or whose sensors
-/// fail one by one, reads them between [`Engine::decide`]
-/// and [`Engine::render_step`] instead, and records each
+/// fail one by one, reads them between [`Engine::decide`](crate::Engine::decide)
+/// and [`Engine::render_step`](crate::Engine::render_step) instead, and records each
 /// result in a [`LiveReadings`]: a field whose reading failed, was never
 /// taken, or does not fit says [`UNAVAILABLE`] in the hint. The field is
 /// kept rather than dropped, so the agent knows the reading is missing
@@ -117,5 +168,13 @@ mod tests {
         live.record(1, Ok::<_, ()>(7));
         live.clear();
         assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));
+    }
+
+    #[test]
+    fn a_reading_is_the_last_live_field_of_that_key() {
+        let live = ExtraFields::Slice(&[("t", "1 °C"), ("u", "5"), ("t", " 2.5 °C")]);
+        assert_eq!(reading(&live, "t"), Decimal::parse("2.5"));
+        assert_eq!(reading(&live, "v"), None);
+        assert_eq!(reading(&ExtraFields::Slice(&[("t", UNAVAILABLE)]), "t"), None);
     }
 }

@@ -10,8 +10,11 @@
 use crate::clock::{Clock, Timestamp};
 use crate::conversation::Conversation;
 use crate::engine::{Engine, Outcome};
-use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, ContextLength, Decision, StepInput, TaskCounts, TimeDecision, TimeHint, ToolError, Warnings};
+use crate::live::LiveFields;
+use crate::render::HintTooLong;
+use crate::rules::scan::TimeHint;
+use crate::rules::{self, context, tasks, time as time_rule, tool_error};
+use crate::rules::{ContextLength, Decision, StepInput, TaskCounts, TimeDecision, ToolError, Warnings};
 use crate::tracker::Tracker;
 
 /// Reading the clock.
@@ -33,9 +36,9 @@ pub fn warnings(tracker: &Tracker<'_>) -> Warnings {
 /// compare against the recorded time.
 pub fn time(tracker: &Tracker<'_>, now: Option<Timestamp>) -> TimeDecision {
     let cfg = tracker.engine().config();
-    let (mut time, now) = rules::clock_reading(cfg, now);
+    let (mut time, now) = time_rule::clock_reading(cfg, now);
     if let (Some(now), Some(reading)) = (now, tracker.recorded()) {
-        if !rules::time_hint_due(cfg, now, TimeHint::Read(reading), &mut Warnings::default()) {
+        if !time_rule::time_hint_due(cfg, now, TimeHint::Read(reading), &mut Warnings::default()) {
             time = TimeDecision::NotDue;
         }
     }
@@ -44,12 +47,12 @@ pub fn time(tracker: &Tracker<'_>, now: Option<Timestamp>) -> TimeDecision {
 
 /// The task rule.
 pub fn tasks(tracker: &Tracker<'_>, step: &StepInput) -> Option<TaskCounts> {
-    rules::untold_tasks(&step.for_agent(tracker.agent_name()), tracker.aware_of_tasks())
+    tasks::untold_tasks(&step.for_agent(tracker.agent_name()), tracker.aware_of_tasks())
 }
 
 /// The context-length rule.
 pub fn context(tracker: &Tracker<'_>, step: &StepInput) -> Option<ContextLength> {
-    rules::context_length(tracker.engine().config(), &step.for_agent(tracker.agent_name()))
+    context::context_length(tracker.engine().config(), &step.for_agent(tracker.agent_name()))
 }
 
 /// The tool-error rule on the newest message: a [`Tracker`] worked it out
@@ -61,7 +64,7 @@ pub fn tool_error(tracker: &Tracker<'_>) -> Option<ToolError> {
 /// The tool-error rule run on the newest message of `conversation`, as
 /// the full scan does and a [`Tracker`] does once per observed message.
 pub fn tool_error_on_newest<C: Conversation>(tracker: &Tracker<'_>, conversation: &C) -> Option<ToolError> {
-    rules::newest_tool_error(tracker.engine().config(), conversation, tracker.agent_name())
+    tool_error::newest_tool_error(tracker.engine().config(), conversation, tracker.agent_name())
 }
 
 /// Rendering a decision that fires: the hint, into `out`.

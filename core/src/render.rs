@@ -3,55 +3,15 @@
 use core::fmt::{self, Write};
 
 use crate::clock::Timestamp;
-use crate::config::{is_builtin_key, ExtraFields, ValidConfig, RUNTIME_STATE_PLACEHOLDER};
+use crate::config::{is_builtin_key, ExtraFields, RUNTIME_STATE_PLACEHOLDER};
+use crate::live::LiveFields;
+use crate::rules::compiled::ValidConfig;
 use crate::rules::{ContextLength, Decision, TaskCounts, TimeDecision};
 use crate::text::{find_bytes, push_escaped, u64_str, ByteWriter, Bytes, Escaped, Replace};
 use crate::time;
 
 /// The reference's name for its compression tool, quoted in `<context-length>`.
 pub const COMPRESSION_TOOL_NAME: &str = "CompressContext";
-
-/// Fields whose values are read when an injection fires: sensor readings,
-/// uptime, anything live. Attached to a hint, never a trigger by themselves.
-pub trait LiveFields {
-    /// Called once when an injection fires, before any field is read; read
-    /// sensors here, so that nothing is read for a step that injects nothing.
-    fn refresh(&mut self) {}
-    /// Called at every step before deciding, when a watch is configured
-    /// (`injection_config.watch`): read the watched fields' sensors here.
-    /// By default it calls [`refresh`](Self::refresh), reading every field;
-    /// a device whose other sensors are costly reads only the watched ones.
-    fn refresh_watched(&mut self) {
-        self.refresh();
-    }
-    /// How many fields there are.
-    fn len(&self) -> usize;
-    /// Whether there are none.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Field `i` as `(key, value)`.
-    fn field(&self, i: usize) -> Option<(&str, &str)>;
-}
-
-impl LiveFields for ExtraFields<'_> {
-    fn len(&self) -> usize {
-        ExtraFields::len(self)
-    }
-    fn field(&self, i: usize) -> Option<(&str, &str)> {
-        self.get(i)
-    }
-}
-
-/// No live fields.
-impl LiveFields for () {
-    fn len(&self) -> usize {
-        0
-    }
-    fn field(&self, _: usize) -> Option<(&str, &str)> {
-        None
-    }
-}
 
 /// The hint did not fit the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,7 +231,7 @@ mod tests {
             tasks: Some(TaskCounts { pending: 2, in_progress: 1 }),
             context: Some(ContextLength { input_tokens: 601, trigger_tokens: 800, suggest_compression: true }),
             tool_error: Some(ToolError { count: 10, result: 0 }),
-            watch: crate::watch::WatchSet::EMPTY,
+            watch: crate::rules::watch::WatchSet::EMPTY,
             warnings: Warnings::default(),
         }
     }

@@ -4,9 +4,13 @@
 use crate::clock::{Clock, Timestamp};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
-use crate::render::{HintTooLong, LiveFields};
-use crate::rules::{self, Decision, StepInput, TimeHint, TimeReading, ToolError};
-use crate::watch::{self, Decimal, MAX_WATCHES};
+use crate::live::LiveFields;
+use crate::render::HintTooLong;
+use crate::config::watch::{Decimal, MAX_WATCHES};
+use crate::rules::scan::{self, TimeHint, TimeReading};
+use crate::rules::time::read_time_hint;
+use crate::rules::tool_error::tool_error;
+use crate::rules::{self, Decision, StepInput, ToolError};
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -156,7 +160,7 @@ impl<'a> Tracker<'a> {
         self.pushed += 1;
         self.newest_blocks = msg.block_count();
         self.observe(msg, 0);
-        self.newest_tool_error = rules::tool_error(self.engine.config(), msg, self.agent_name);
+        self.newest_tool_error = tool_error(self.engine.config(), msg, self.agent_name);
     }
 
     /// Observes the blocks appended to the newest message: those from index
@@ -165,7 +169,7 @@ impl<'a> Tracker<'a> {
         if self.pushed > self.evicted {
             self.newest_blocks = newest.block_count();
             self.observe(newest, first);
-            self.newest_tool_error = rules::tool_error(self.engine.config(), newest, self.agent_name);
+            self.newest_tool_error = tool_error(self.engine.config(), newest, self.agent_name);
         }
     }
 
@@ -191,24 +195,24 @@ impl<'a> Tracker<'a> {
 
     fn observe<M: Message>(&mut self, msg: &M, first: usize) {
         let cfg = self.engine.config();
-        if !rules::scanned(cfg, msg, self.agent_name) {
+        if !scan::scanned(cfg, msg, self.agent_name) {
             return;
         }
         let message = self.pushed - 1;
         for block in first..msg.block_count() {
             let Some(b) = msg.block(block) else { continue };
-            let marks = rules::marks(cfg, b);
+            let marks = scan::marks(cfg, b);
             // Read once here, not at every decision: the hint does not
             // change, and what it records does not depend on the clock.
-            if let Some(text) = rules::our_hint(cfg, b).filter(|_| marks.time) {
-                self.time_hint = Some(At { message, reading: rules::read_time_hint(cfg, text) });
+            if let Some(text) = scan::our_hint(cfg, b).filter(|_| marks.time) {
+                self.time_hint = Some(At { message, reading: read_time_hint(cfg, text) });
             }
             if marks.tasks {
                 self.tasks_seen = Some(message);
             }
-            if let Some(text) = rules::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty()) {
+            if let Some(text) = scan::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty()) {
                 for (told, (name, _)) in self.told.iter_mut().zip(cfg.config().injection.watch.iter()) {
-                    if let Some(value) = watch::told_in(cfg, text, name) {
+                    if let Some(value) = scan::told_in(cfg, text, name) {
                         *told = Some(Told { message, value });
                     }
                 }

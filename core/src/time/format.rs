@@ -18,7 +18,7 @@ use chrono::{Datelike, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike};
 use super::zone::{utc_naive, Zone};
 use crate::clock::Timestamp;
 use crate::text::{push_padded, Bytes};
-use crate::zone_rules;
+use super::zone_rules;
 
 /// Why a time format is refused by `check_format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +114,7 @@ pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
     #[cfg(feature = "custom-time-format")]
     return super::custom_format::check(fmt);
     #[cfg(not(feature = "custom-time-format"))]
-    match fmt == crate::config::DEFAULT_TIME_FORMAT {
+    match fmt == crate::time::DEFAULT_TIME_FORMAT {
         true => Ok(DEFAULT_FORMAT_INFO),
         false => Err(TimeFormatError::NotCompiledIn),
     }

@@ -159,7 +159,7 @@ mod tests {
     /// The general `strptime` on the default format, to hold this reader to.
     #[cfg(feature = "custom-time-format")]
     fn agrees(s: &str) -> bool {
-        let (ours, general) = (parse(s), super::super::strptime::parse(s, crate::config::DEFAULT_TIME_FORMAT));
+        let (ours, general) = (parse(s), super::super::strptime::parse(s, crate::time::DEFAULT_TIME_FORMAT));
         assert_eq!(ours, general, "{s:?}");
         ours.is_some()
     }

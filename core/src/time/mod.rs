@@ -45,11 +45,13 @@ mod civil;
 mod custom_format;
 mod format;
 mod hours;
+pub(crate) mod iana;
 mod iso;
 mod numeric;
 #[cfg(feature = "custom-time-format")]
 mod strptime;
 mod zone;
+pub(crate) mod zone_rules;
 
 #[cfg(any(test, feature = "wire"))]
 pub use self::format::format_time;
@@ -64,7 +66,9 @@ pub use self::zone::{fixed_offset, local_naive, local_to_timestamp, resolve_zone
 use chrono::NaiveDateTime;
 
 use crate::clock::Timestamp;
-use crate::config::DEFAULT_TIME_FORMAT;
+
+/// The reference's default time format.
+pub const DEFAULT_TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%S";
 
 /// Python's `datetime.strptime(text, fmt)`, or `None` where it raises
 /// `ValueError` (and where the format makes the reference crash, see

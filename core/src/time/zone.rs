@@ -12,7 +12,7 @@ use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone};
 use chrono_tz::{GapInfo, Tz};
 
 use crate::clock::Timestamp;
-use crate::zone_rules;
+use super::zone_rules;
 
 /// A resolved time zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,7 +161,7 @@ fn lookup(name: &str) -> Lookup {
     }
     match Tz::from_str(key) {
         Ok(tz) => Lookup::Found(Zone::Named(tz)),
-        Err(_) if crate::iana::is_iana_zone(key) => Lookup::NotCompiledIn,
+        Err(_) if crate::time::iana::is_iana_zone(key) => Lookup::NotCompiledIn,
         Err(_) => Lookup::NotFound,
     }
 }

@@ -2,10 +2,11 @@
 
 use core::fmt::{self, Write};
 
-use crate::config::{Config, ConfigField, ContextConfig, ExtraFields, InjectionConfig, Section, Span, StrList};
+use crate::config::error::{ConfigField, Section};
+use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
-use crate::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
+use crate::config::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
 
 /// Deepest nesting accepted in a configuration document, unknown values
 /// included: as deep as the reader can check (a bit of stack a level),
@@ -659,7 +660,7 @@ fn lax_bool(value: Value<'_>, field: ConfigField) -> Result<bool, Fault> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ConfigError;
+    use crate::config::error::ConfigError;
     use std::string::ToString;
 
     fn load(json_text: &str) -> Result<Config<'static>, LoadError> {

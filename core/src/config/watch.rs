@@ -1,5 +1,6 @@
-//! Environment-change triggers (envaware's own, off by default): a watched
-//! live reading that moves tells the agent by itself.
+//! The watch configuration (envaware's own, off by default): which live
+//! fields are watched, and how far a reading may move before a hint is
+//! injected by itself (the rule that fires is `rules::watch`).
 //!
 //! `injection_config.watch` names live fields; each [`Watch`] says how far
 //! the reading may move from what the context last told the agent before a
@@ -9,7 +10,7 @@
 //!   leading ASCII whitespace, `[+-]?[0-9]+(\.[0-9]+)?` ([`Decimal::leading`]);
 //! - the told value `t` is the leading decimal number of the `<field>…</field>`
 //!   content in the newest hint of ours holding that tag, found as the time
-//!   dimension finds its recorded time ([`told_in`]);
+//!   dimension finds its recorded time (`rules::scan::told_in`);
 //! - the watch fires when `v` exists and `t` does not, or when the change,
 //!   `above` or `below` condition holds ([`Watch::fires`]).
 //!
@@ -21,9 +22,7 @@
 
 use core::fmt;
 
-use crate::config::ValidConfig;
-use crate::conversation::HintText;
-use crate::text::Joined;
+use super::error::ZoneName;
 
 /// The most watches a configuration may hold (the tracker keeps one told
 /// value per watch, and a [`WatchSet`] one bit).
@@ -318,94 +317,6 @@ impl<'a> WatchList<'a> {
     }
 }
 
-/// Which watches fired, by their index in the configuration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct WatchSet(u8);
-
-const _: () = assert!(MAX_WATCHES <= 8, "one bit per watch in a u8");
-
-impl WatchSet {
-    /// No watch fired.
-    pub const EMPTY: WatchSet = WatchSet(0);
-
-    /// Marks watch `i` as fired (an index past [`MAX_WATCHES`] is ignored).
-    pub fn insert(&mut self, i: usize) {
-        if i < MAX_WATCHES {
-            self.0 |= 1 << i;
-        }
-    }
-
-    /// Whether watch `i` fired.
-    pub fn contains(&self, i: usize) -> bool {
-        i < MAX_WATCHES && self.0 & (1 << i) != 0
-    }
-
-    /// Whether none fired.
-    pub fn is_empty(&self) -> bool {
-        self.0 == 0
-    }
-
-    /// The indices of the watches that fired, in configuration order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..MAX_WATCHES).filter(|i| self.contains(*i))
-    }
-}
-
-/// The value of live field `name` in `live`: the leading decimal of the
-/// last field with that key (the one a hint renders), if any.
-pub(crate) fn reading<L: crate::render::LiveFields + ?Sized>(live: &L, name: &str) -> Option<Decimal> {
-    let value = (0..live.len()).rev().find_map(|i| live.field(i).filter(|(k, _)| *k == name))?.1;
-    Decimal::leading(value.bytes()).map(|(d, _)| d)
-}
-
-/// A watched field's tags on the stack: `"\n<name>"` and `"</name>"`.
-struct Tags {
-    open: heapless::String<{ MAX_WATCH_NAME + 3 }>,
-    close: heapless::String<{ MAX_WATCH_NAME + 3 }>,
-}
-
-impl Tags {
-    fn new(name: &str) -> Option<Tags> {
-        let mut tags = Tags { open: heapless::String::new(), close: heapless::String::new() };
-        for (s, parts) in [(&mut tags.open, ["\n<", name, ">"]), (&mut tags.close, ["</", name, ">"])] {
-            for p in parts {
-                s.push_str(p).ok()?;
-            }
-        }
-        Some(tags)
-    }
-
-    /// `"<name>"`.
-    fn open(&self) -> &str {
-        self.open.get(1..).unwrap_or("")
-    }
-}
-
-/// What a hint of ours tells of field `name`: `None` when it does not hold
-/// the `<name>` tag (an older hint may), else the leading decimal of the
-/// tag's content (`Some(None)`: held, but no number, or no content the
-/// time rule's regex would capture). Found as the time dimension finds its
-/// recorded time: the tag anywhere, read as `re.search("<name>(.*?)</name>")`;
-/// in strict mode only where envaware writes a field (first in the state,
-/// or on a line of its own).
-pub(crate) fn told_in(cfg: &ValidConfig<'_>, text: HintText<'_>, name: &str) -> Option<Option<Decimal>> {
-    let tags = Tags::new(name)?;
-    let parts = Joined::new(text.parts());
-    let (open, close) = (tags.open(), tags.close.as_str());
-    let capture = if cfg.config.injection.strict {
-        let first = crate::rules::state_start(cfg, &parts).filter(|&at| parts.starts_with_at(at, open));
-        let at = first.or_else(|| parts.find(&tags.open, 0).map(|p| p + 1))?;
-        parts.capture_at(at, open, close)
-    } else {
-        if !parts.contains(open) {
-            return None;
-        }
-        parts.capture(open, close)
-    };
-    Some(capture.and_then(|(start, end)| Decimal::leading(parts.bytes(start, end)).map(|(d, _)| d)))
-}
-
 /// Which value of a watch an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -440,7 +351,7 @@ impl WatchParam {
 /// [`MAX_WATCH_NAME`] bytes (a longer one is shown cut, with `…`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct WatchPath {
-    name: crate::config::ZoneName,
+    name: ZoneName,
     cut: bool,
     param: Option<WatchParam>,
 }
@@ -448,7 +359,7 @@ pub struct WatchPath {
 impl WatchPath {
     /// The path of watched field `name`'s `param` (the whole watch when `None`).
     pub fn new(name: &str, param: Option<WatchParam>) -> Self {
-        WatchPath { name: crate::config::ZoneName::new(name), cut: name.len() > MAX_WATCH_NAME, param }
+        WatchPath { name: ZoneName::new(name), cut: name.len() > MAX_WATCH_NAME, param }
     }
 
     /// The watched field's name (cut to [`MAX_WATCH_NAME`] bytes).
@@ -754,23 +665,4 @@ mod tests {
         assert!(!fires(&w, Some("5"), Some("9")));
     }
 
-    #[test]
-    fn watch_sets_hold_indices_below_the_bound() {
-        let mut set = WatchSet::EMPTY;
-        assert!(set.is_empty());
-        set.insert(3);
-        set.insert(0);
-        set.insert(MAX_WATCHES);
-        assert_eq!(set.iter().collect::<std::vec::Vec<_>>(), [0, 3]);
-        assert!(set.contains(3) && !set.contains(1) && !set.contains(MAX_WATCHES) && !set.is_empty());
-    }
-
-    #[test]
-    fn a_reading_is_the_last_live_field_of_that_key() {
-        use crate::config::ExtraFields;
-        let live = ExtraFields::Slice(&[("t", "1 °C"), ("u", "5"), ("t", " 2.5 °C")]);
-        assert_eq!(reading(&live, "t"), Some(d("2.5")));
-        assert_eq!(reading(&live, "v"), None);
-        assert_eq!(reading(&ExtraFields::Slice(&[("t", crate::live::UNAVAILABLE)]), "t"), None);
-    }
 }
