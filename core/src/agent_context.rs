@@ -378,7 +378,11 @@ mod tests {
     use super::*;
     use crate::conversation::Message;
     use crate::rules::TaskCounts;
-    use crate::{Config, FixedClock, InjectionConfig, LiveReadings, Warning};
+    use crate::config::Config;
+    use crate::clock::FixedClock;
+    use crate::config::InjectionConfig;
+    use crate::live::LiveReadings;
+    use crate::config::error::Warning;
     use std::boxed::Box;
 
     const AGENT: &str = "rover";
@@ -414,7 +418,7 @@ mod tests {
             now = Timestamp(now.unix_micros() + 60_000_000);
             let decision = context.decide(&step(1, 1), Some(now));
             assert_eq!(decision, engine.decide(context.store(), &step(1, 1).for_agent(AGENT), Some(now)));
-            assert_eq!(decision.time, crate::TimeDecision::NotDue);
+            assert_eq!(decision.time, crate::rules::TimeDecision::NotDue);
             assert!(decision.tasks.is_some());
             reads.push(context.messages_read());
             // What the tracker's decision reads through a counting view.
@@ -544,9 +548,9 @@ mod tests {
     /// without a watch.
     #[test]
     fn a_watch_fires_on_a_move_and_again_once_its_hint_is_evicted() {
-        let watch = [("temperature", crate::Watch { change: crate::Decimal::new(2, 0), ..Default::default() })];
+        let watch = [("temperature", crate::config::watch::Watch { change: crate::config::watch::Decimal::new(2, 0), ..Default::default() })];
         let config =
-            Config { injection: InjectionConfig { watch: crate::WatchList::Slice(&watch), ..Default::default() }, ..Default::default() };
+            Config { injection: InjectionConfig { watch: crate::config::watch::WatchList::Slice(&watch), ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
         let mut context: Box<AgentContext<'_, 64, 256, 16384>> = Box::new(AgentContext::new(&engine, AGENT));
         let mut buf = [0u8; 1024];

@@ -92,7 +92,7 @@ impl<'a> Engine<'a> {
     /// when the wall time is unknown: the time dimension is then skipped.
     /// No watch fires: use [`decide_with_readings`](Self::decide_with_readings)
     /// when watches are configured.
-    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<crate::Timestamp>) -> Decision {
+    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<crate::clock::Timestamp>) -> Decision {
         rules::decide(&self.config, conversation, step, now, &())
     }
 
@@ -104,7 +104,7 @@ impl<'a> Engine<'a> {
         &self,
         conversation: &C,
         step: &Step<'_>,
-        now: Option<crate::Timestamp>,
+        now: Option<crate::clock::Timestamp>,
         readings: &L,
     ) -> Decision {
         rules::decide(&self.config, conversation, step, now, readings)
@@ -113,7 +113,7 @@ impl<'a> Engine<'a> {
     /// What the context told of each watched field, by watch index (`None`:
     /// nothing told), as the watch rule reads it for `agent_name`'s steps:
     /// a full scan, for tools that show it (the tracker keeps its own).
-    pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::Decimal>; crate::MAX_WATCHES] {
+    pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::config::watch::Decimal>; crate::config::watch::MAX_WATCHES] {
         scan::told(&self.config, conversation, agent_name)
     }
 
@@ -255,7 +255,7 @@ mod tests {
             let quiet = engine.step(&fresh, &step(), &mut clock, &mut (), &mut out).unwrap();
             assert_eq!(
                 (quiet.hint, quiet.event, quiet.decision),
-                (None, false, Decision { time: crate::TimeDecision::NotDue, ..quiet.decision })
+                (None, false, Decision { time: rules::TimeDecision::NotDue, ..quiet.decision })
             );
         }
     }

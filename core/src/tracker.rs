@@ -303,7 +303,7 @@ mod tests {
     use crate::conversation::{Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
-    use crate::FixedClock;
+    use crate::clock::FixedClock;
     use proptest::prelude::*;
     use std::string::String;
     use std::vec::Vec;
@@ -356,7 +356,7 @@ mod tests {
         }
     }
 
-    fn run(strict: bool, watch: crate::WatchList<'_>, ops: &[Op]) -> Result<(), TestCaseError> {
+    fn run(strict: bool, watch: crate::config::watch::WatchList<'_>, ops: &[Op]) -> Result<(), TestCaseError> {
         let config = Config { injection: crate::config::InjectionConfig { strict, watch, ..Default::default() }, ..Default::default() };
         let engine = Engine::new(config).unwrap();
         let mut store: ContextStore<6, 12, 1024> = ContextStore::new();
@@ -390,8 +390,8 @@ mod tests {
                     };
                     // Readings 18 to 23.5, or unavailable.
                     let text = std::format!("{}.{} °C", 18 + reading / 2, reading % 2 * 5);
-                    let fields = [("temperature", if *reading == 11 { crate::UNAVAILABLE } else { text.as_str() })];
-                    let mut live = crate::ExtraFields::Slice(&fields);
+                    let fields = [("temperature", if *reading == 11 { crate::live::UNAVAILABLE } else { text.as_str() })];
+                    let mut live = crate::config::ExtraFields::Slice(&fields);
                     let full = engine.decide_with_readings(&store, &step.for_agent(AGENT), Some(now), &live);
                     prop_assert_eq!(tracker.decide_with_readings(&store, &step, Some(now), &live), full);
                     let mut buf = [0u8; 1024];
@@ -420,15 +420,15 @@ mod tests {
         /// full scan at every step.
         #[test]
         fn tracker_matches_full_scan(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
-            run(strict, crate::WatchList::EMPTY, &ops)?;
+            run(strict, crate::config::watch::WatchList::EMPTY, &ops)?;
         }
 
         /// The same with a watch: the told values kept as hints are
         /// appended and evicted decide as the scan reads them.
         #[test]
         fn tracker_matches_full_scan_with_a_watch(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
-            let w = crate::Watch { change: Decimal::new(2, 0), above: Decimal::new(22, 0), hysteresis: Decimal::new(5, 1).unwrap_or_default(), ..Default::default() };
-            run(strict, crate::WatchList::Slice(&[("temperature", w)]), &ops)?;
+            let w = crate::config::watch::Watch { change: Decimal::new(2, 0), above: Decimal::new(22, 0), hysteresis: Decimal::new(5, 1).unwrap_or_default(), ..Default::default() };
+            run(strict, crate::config::watch::WatchList::Slice(&[("temperature", w)]), &ops)?;
         }
     }
 
@@ -456,7 +456,7 @@ mod tests {
             let tracked = tracker.decide(&counted, &step, Some(now));
             assert_eq!(counted.reads(), 1);
             assert_eq!(tracked, full);
-            assert_eq!(tracked.time, crate::TimeDecision::NotDue);
+            assert_eq!(tracked.time, rules::TimeDecision::NotDue);
             assert!(tracked.tasks.is_some());
         }
     }
@@ -541,13 +541,13 @@ mod tests {
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
         let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
         let mine = Tracker::from_conversation(&engine, AGENT, &conv);
-        assert_eq!(mine.decide(&conv, &step, now).time, crate::TimeDecision::NotDue);
+        assert_eq!(mine.decide(&conv, &step, now).time, rules::TimeDecision::NotDue);
         // In strict mode another agent's tracker does not read this agent's
         // hints, as the scan for that agent does not.
         let theirs = Tracker::from_conversation(&engine, "other", &conv);
         let d = theirs.decide(&conv, &step, now);
         assert_eq!(d, engine.decide(&conv, &step.for_agent("other"), now));
-        assert!(matches!(d.time, crate::TimeDecision::Inject(_)));
+        assert!(matches!(d.time, rules::TimeDecision::Inject(_)));
         // A message counted but not shown is counted, so decisions scan.
         let gappy = Gappy(conv);
         assert_eq!(Tracker::from_conversation(&engine, AGENT, &gappy).message_count(), 2);
@@ -591,6 +591,6 @@ mod tests {
         tracker.evict_oldest(1);
         tracker.append_blocks(&msg, 0);
         let empty = SliceConversation(&[]);
-        assert!(matches!(tracker.decide(&empty, &step, now).time, crate::TimeDecision::Inject(_)));
+        assert!(matches!(tracker.decide(&empty, &step, now).time, rules::TimeDecision::Inject(_)));
     }
 }

@@ -692,7 +692,7 @@ mod tests {
         let t = Watch { change: Some(d("2")), above: Some(d("28")), below: None, hysteresis: d("0.5") };
         assert_eq!(w.get(0), Some(("temperature", t)));
         assert_eq!(w.get(1), Some(("door", Watch { below: Some(d("-10")), ..Watch::default() })));
-        assert!(crate::Engine::new(c).is_ok());
+        assert!(crate::engine::Engine::new(c).is_ok());
         // No watch: none configured.
         assert!(load("{}").unwrap().injection.watch.is_empty());
     }
@@ -723,7 +723,7 @@ mod tests {
         let ConfigError::Watch(e) = err else { panic!("{err:?}") };
         assert_eq!(
             (e.path.name(), e.path.param(), e.problem),
-            ("temperature", Some(WatchParam::Change), crate::WatchProblem::NotPositive(Decimal::parse("-1").unwrap()))
+            ("temperature", Some(WatchParam::Change), crate::config::watch::WatchProblem::NotPositive(Decimal::parse("-1").unwrap()))
         );
         assert_eq!(err.field(), ConfigField::Watch);
         // A failed load leaves the buffer as it was.
@@ -1003,7 +1003,11 @@ mod tests {
 
     mod never_panics {
         use super::*;
-        use crate::{Engine, FixedClock, SliceConversation, Step, Timestamp};
+        use crate::engine::Engine;
+        use crate::clock::FixedClock;
+        use crate::conversation::SliceConversation;
+        use crate::rules::Step;
+        use crate::clock::Timestamp;
         use proptest::prelude::*;
 
         const KEYS: &[&str] = &[

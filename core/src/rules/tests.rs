@@ -267,7 +267,7 @@ fn a_tool_name_whose_bit_is_no_task_tool_s_is_told_without_a_compare() {
     assert_eq!(decide_on(&engine(3), &[own(&near)], &pending, None).tasks, Some(pending.tasks));
     // The bits follow the configured names, an empty one too.
     let names: &'static [&'static str] = &["", "Plan"];
-    let custom = with_injection(|i| i.task_tool_names = crate::StrList::Slice(names));
+    let custom = with_injection(|i| i.task_tool_names = crate::config::StrList::Slice(names));
     assert!(is_task_tool(custom.config(), "") && is_task_tool(custom.config(), "Plan"));
     assert!(!is_task_tool(custom.config(), "TaskList") && !may_be_task_tool(custom.config(), "TaskList"));
 }
@@ -340,7 +340,7 @@ fn the_context_length_is_told_at_iteration_0_past_the_buffer() {
     assert_eq!(decide_on(&engine, &[], &at_iter(0, 600, 0), None).context, None);
     assert_eq!(decide_on(&engine, &[], &at_iter(1, 900, 0), None).context, None);
     let tool = Engine::new(Config {
-        context: crate::ContextConfig { compression_tool_enabled: true, ..Default::default() },
+        context: crate::config::ContextConfig { compression_tool_enabled: true, ..Default::default() },
         ..Default::default()
     })
     .unwrap();
@@ -788,13 +788,13 @@ mod lookup_model {
 }
 
 /// An engine watching `temperature` with `w`.
-fn watching(strict: bool, w: crate::Watch) -> Engine<'static> {
-    let list: &'static [(&'static str, crate::Watch)] = std::boxed::Box::leak(std::boxed::Box::new([("temperature", w)]));
-    with_injection(|i| (i.strict, i.watch) = (strict, crate::WatchList::Slice(list)))
+fn watching(strict: bool, w: crate::config::watch::Watch) -> Engine<'static> {
+    let list: &'static [(&'static str, crate::config::watch::Watch)] = std::boxed::Box::leak(std::boxed::Box::new([("temperature", w)]));
+    with_injection(|i| (i.strict, i.watch) = (strict, crate::config::watch::WatchList::Slice(list)))
 }
 
-fn change(c: i64) -> crate::Watch {
-    crate::Watch { change: Decimal::new(c, 0), ..Default::default() }
+fn change(c: i64) -> crate::config::watch::Watch {
+    crate::config::watch::Watch { change: Decimal::new(c, 0), ..Default::default() }
 }
 
 /// Whether the watch fires on `msgs` for a `temperature` reading (none:
@@ -803,7 +803,7 @@ fn change(c: i64) -> crate::Watch {
 fn watch_fires(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], reading: Option<&str>) -> bool {
     let conv = SliceConversation(msgs);
     let fields = [("robot", "R2"), ("temperature", reading.unwrap_or(""))];
-    let live = crate::ExtraFields::Slice(if reading.is_some() { &fields } else { &fields[..1] });
+    let live = crate::config::ExtraFields::Slice(if reading.is_some() { &fields } else { &fields[..1] });
     let scanned = engine.decide_with_readings(&conv, &step(), None, &live);
     let tracked = Tracker::from_conversation(engine, AGENT, &conv).decide_with_readings(&conv, &input(&step()), None, &live);
     assert_eq!(scanned, tracked);
@@ -818,7 +818,7 @@ fn watch_fires(engine: &Engine<'_>, msgs: &[SliceMessage<'_>], reading: Option<&
 #[test]
 fn no_watch_or_no_field_skips_the_watch_rule() {
     let watching = watching(false, change(2));
-    let fields = crate::ExtraFields::Slice(&[("temperature", "30")]);
+    let fields = crate::config::ExtraFields::Slice(&[("temperature", "30")]);
     for (engine, live, fires) in [
         (&watching, &fields as &dyn LiveFields, true),
         (&watching, &() as &dyn LiveFields, false),
@@ -893,7 +893,7 @@ fn the_told_value_is_read_from_the_blocks_the_time_rule_reads() {
 #[test]
 fn an_unavailable_or_missing_reading_never_fires() {
     let engine = watching(false, change(2));
-    for reading in [Some(crate::UNAVAILABLE), Some("n/a"), None] {
+    for reading in [Some(crate::live::UNAVAILABLE), Some("n/a"), None] {
         assert!(!watch_fires(&engine, &[], reading), "{reading:?}");
     }
 }
@@ -901,8 +901,8 @@ fn an_unavailable_or_missing_reading_never_fires() {
 #[test]
 fn above_and_below_fire_on_crossing_with_hysteresis_through_the_decision() {
     let d = |t| Decimal::parse(t);
-    let above = watching(false, crate::Watch { above: d("28"), hysteresis: d("0.5").unwrap(), ..Default::default() });
-    let below = watching(false, crate::Watch { below: d("10"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+    let above = watching(false, crate::config::watch::Watch { above: d("28"), hysteresis: d("0.5").unwrap(), ..Default::default() });
+    let below = watching(false, crate::config::watch::Watch { below: d("10"), hysteresis: d("0.5").unwrap(), ..Default::default() });
     let told = |t: &'static str| [hint(std::boxed::Box::leak(std::format!("<temperature>{t}</temperature>").into_boxed_str()))];
     for (engine, t, v, fires) in [
         (&above, "28", "28.5", true),
@@ -924,9 +924,9 @@ fn a_fired_watch_renders_the_usual_hint_with_the_event_flag() {
     let engine = watching(false, change(2));
     let told = [hint("<temperature>20</temperature>")];
     let conv = SliceConversation(&[own(&told)]);
-    let mut live = crate::ExtraFields::Slice(&[("temperature", "23 °C")]);
+    let mut live = crate::config::ExtraFields::Slice(&[("temperature", "23 °C")]);
     let mut out = [0u8; 512];
-    let mut clock = crate::FixedClock::at(Timestamp::from_unix_seconds(NOW));
+    let mut clock = crate::clock::FixedClock::at(Timestamp::from_unix_seconds(NOW));
     let outcome = engine.step(&conv, &step(), &mut clock, &mut live, &mut out).unwrap();
     assert!(outcome.decision.watch.contains(0) && outcome.event);
     // The time fired too (no recorded time); the live field is written as with any hint.

@@ -1,0 +1,698 @@
+//! The session as an append-only log, read back after a reset (feature
+//! `journal`; see `docs/reboot.md`).
+//!
+//! Every change of an [`AgentContext`] goes through a [`Journal`], which
+//! writes it as one item (a JSON object, the replay trace format of
+//! `envaware-sim replay`) into a caller's buffer; the caller appends the item
+//! to its store (sequential-storage's queue on a device). After a reset the
+//! items are read back, in order, into an empty context: each is applied by
+//! the same code that applied it live ([`Journal::record`]), so the context
+//! and its tracker decide as before the reset.
+//!
+//! Items: `{"#": n, "<event>": value}`, `n` counting the log's items (a gap
+//! means an item was lost), the event one of `log` (the header: version,
+//! configuration hash, and how many items before it are still needed),
+//! `config` (agent name and context size, when they change), `set_clock`,
+//! `tasks`, `user`, `message`, `assistant`, `tool_call`, `tool_result`,
+//! `reply`, `compress` and `step`. A step is logged with the hint it
+//! appended (`"hint"`): restoring appends that hint as it was, never decides
+//! again.
+//!
+//! Restoring is two passes over the log: [`Journal::check`] reads every
+//! item's number and every header (a log of another version or
+//! configuration is refused before anything is applied), then
+//! [`Journal::restore`] applies the items the context still needs. Any error
+//! names the item; the caller then starts from an empty context.
+//!
+//! When the log's region fills, [`Journal::compaction_header`] and
+//! [`Journal::dead_items`] let the caller append a new header and pop the
+//! items the context no longer needs: those before the event that created
+//! the oldest message it holds. Replaying from that event rebuilds exactly
+//! the messages held (eviction takes the oldest first), and a power cut
+//! between the new header and the last pop leaves a log that restores the
+//! same context.
+//!
+//! ```
+//! use envaware::journal::{Event, Journal};
+//! use envaware::{Config, Engine, FixedClock, StepInput, Timestamp, AgentContext};
+//!
+//! let engine = Engine::new(Config::default())?;
+//! let mut live: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
+//! let mut journal = Journal::new(&live);
+//! let (mut buf, mut hint) = ([0u8; 1024], [0u8; 512]);
+//! let mut log: Vec<Vec<u8>> = Vec::new(); // the device's flash queue
+//!
+//! let n = journal.start(&live, &mut buf)?;
+//! log.push(buf[..n].to_vec());
+//! let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf)?;
+//! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+//! let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
+//! let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+//! let (outcome, items) = journal.step(&mut live, &step, now, &mut (), &mut hint, &mut buf)?;
+//! assert!(outcome.hint.is_some());
+//! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+//!
+//! // After a reset: an empty context, the log read back.
+//! let mut restored: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
+//! let mut journal = Journal::new(&restored);
+//! let mut scratch = [0u8; 1024];
+//! for item in &log {
+//!     journal.check(item)?;
+//! }
+//! for item in &log {
+//!     journal.restore(&mut restored, item, &mut scratch)?;
+//! }
+//! assert_eq!(journal.restored_events(), 5); // user, config, tasks, set_clock, step
+//! assert_eq!(restored.len(), live.len());
+//! # Ok::<(), Box<dyn core::error::Error>>(())
+//! ```
+
+
+mod error;
+mod event;
+mod read;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use self::error::{ItemError, LogError, RecordError};
+pub use self::event::{Event, Readings};
+use self::event::Live;
+use self::read::*;
+use self::write::*;
+
+use core::hash::{Hash as _, Hasher as _};
+
+use heapless::Deque;
+use siphasher::sip::SipHasher13;
+
+use crate::clock::Timestamp;
+use crate::config::{Config, ContextConfig, InjectionConfig};
+use crate::conversation::Block;
+use crate::engine::{Engine, Outcome};
+use crate::live::LiveFields;
+use crate::rules::{Decision, StepInput, TaskCounts};
+use crate::store::StoreError;
+use crate::agent_context::{AgentContext, StepError};
+use crate::config::watch::Watch;
+use crate::wire::BufferFull;
+
+
+/// The log format's version, in every header.
+pub const VERSION: u32 = 1;
+
+/// The most blocks a `message` or `assistant` item may hold.
+pub const MAX_EVENT_BLOCKS: usize = 16;
+
+/// Nesting an item may have (`{"message": {"content": [{"hint": [{…}]}]}}`).
+const MAX_DEPTH: usize = 6;
+
+/// What a log was written for: restoring it elsewhere would not rebuild the
+/// same decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Header {
+    /// [`VERSION`] when written.
+    pub version: u32,
+    /// A hash of the validated configuration, the agent's name and the
+    /// context's capacities.
+    pub config: u64,
+}
+
+impl Header {
+    /// The header of `context`'s log.
+    pub fn of<const M: usize, const B: usize, const T: usize>(context: &AgentContext<'_, M, B, T>) -> Header {
+        let mut hasher = SipHasher13::new_with_keys(0x656e_7661_7761_7265, 0x6a6f_7572_6e61_6c31);
+        hash_config(&mut hasher, context.engine().config().config());
+        write_str(&mut hasher, context.agent_name());
+        for capacity in [M, B, T] {
+            hasher.write_u64(capacity as u64);
+        }
+        Header { version: VERSION, config: hasher.finish() }
+    }
+}
+
+/// Hashes every field of the configuration: the destructuring names them
+/// all, so a new field does not compile until it is hashed too.
+fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
+    let Config { injection, context } = config;
+    let InjectionConfig {
+        inject_runtime_state,
+        timezone,
+        time_format,
+        time_interval,
+        context_buffer_ratio,
+        tool_retries_limit,
+        tool_retries_hint,
+        template,
+        injection_source,
+        task_tool_names,
+        extra_fields,
+        emit_hint_event,
+        strict,
+        filtered_zone_falls_back_to_utc,
+        watch,
+    } = injection;
+    let ContextConfig { trigger_ratio, reserve_ratio, context_buffer_ratio: buffer, compression_tool_enabled } = context;
+    for flag in [inject_runtime_state, emit_hint_event, strict, filtered_zone_falls_back_to_utc, compression_tool_enabled] {
+        h.write_u8(u8::from(*flag));
+    }
+    for text in [timezone, time_format, tool_retries_hint, template, injection_source] {
+        write_str(h, text);
+    }
+    for number in [Some(*time_interval), *context_buffer_ratio, Some(*trigger_ratio), Some(*reserve_ratio), Some(*buffer)] {
+        h.write_u64(number.map_or(u64::MAX, f64::to_bits));
+    }
+    h.write_u64(*tool_retries_limit);
+    h.write_usize(task_tool_names.len());
+    task_tool_names.iter().for_each(|name| write_str(h, name));
+    h.write_usize(extra_fields.len());
+    for (key, value) in extra_fields.iter() {
+        write_str(h, key);
+        write_str(h, value);
+    }
+    h.write_usize(watch.len());
+    for (field, Watch { change, above, below, hysteresis }) in watch.iter() {
+        write_str(h, field);
+        (change, above, below, hysteresis).hash(h);
+    }
+}
+
+/// A string, length first, so that neighbours cannot trade bytes.
+fn write_str(h: &mut SipHasher13, text: &str) {
+    h.write_usize(text.len());
+    h.write(text.as_bytes());
+}
+
+
+/// The items one call writes back to back into one buffer (a step: up to
+/// five).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Items {
+    ends: [usize; 5],
+    count: usize,
+}
+
+impl Items {
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The items, in the order to append them, from the buffer they were
+    /// written to.
+    pub fn iter<'b>(&self, buf: &'b [u8]) -> impl Iterator<Item = &'b [u8]> {
+        let Items { ends, count } = *self;
+        core::iter::once(0).chain(ends).zip(ends).take(count).filter_map(move |(start, end)| buf.get(start..end))
+    }
+}
+
+/// The bookkeeping of one context's log: see the module docs.
+#[derive(Debug, Clone)]
+pub struct Journal<const MESSAGES: usize> {
+    header: Header,
+    /// The number the next item gets.
+    next: u32,
+    /// Items in the log.
+    items: u32,
+    /// The position of the item that created each message the context
+    /// holds, oldest first.
+    created: Deque<u32, MESSAGES>,
+    /// What the log says last, to write `config`, `tasks` and `set_clock`
+    /// only when they change.
+    said: Said,
+    /// The check pass: items read, the last header's position and the
+    /// items before it that it still needs.
+    checked: u32,
+    last_header: Option<(u32, u32)>,
+    restored: u32,
+    /// Steps the session took, across compactions.
+    steps: u64,
+}
+
+/// What the log last said, as the replay keeps it: `None` where it is
+/// unknown (the log's start, or after a header or a restore).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Said {
+    config: Option<i64>,
+    tasks: Option<TaskCounts>,
+    clock: Option<Option<Timestamp>>,
+    tokens: Option<i64>,
+    /// The hash of the live values said last.
+    readings: Option<u64>,
+    /// The replay's default `cur_iter` for the next step: 0 after a user
+    /// message or a `reply`, one more than the last step's otherwise.
+    iter: Option<u64>,
+}
+
+impl Said {
+    /// How far the clock moved, in microseconds, when the log set it last.
+    fn advance(&self, now: Option<Timestamp>) -> Option<i64> {
+        match (self.clock, now) {
+            (Some(Some(then)), Some(now)) => now.unix_micros().checked_sub(then.unix_micros()),
+            _ => None,
+        }
+    }
+
+    /// Takes `event` into account, as the replay does.
+    fn note(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::Config { context_size, .. } => self.config = Some(context_size),
+            Event::Tasks(counts) => self.tasks = Some(counts),
+            Event::SetClock(now) => self.clock = Some(now),
+            Event::Read(readings) => self.readings = Some(readings.hash),
+            Event::User { .. } | Event::Reply => self.iter = Some(0),
+            Event::Step { cur_iter, tokens, .. } => {
+                self.iter = Some(cur_iter.saturating_add(1));
+                self.tokens = Some(tokens);
+            }
+            Event::Log { .. } => *self = Said::default(),
+            _ => {}
+        }
+    }
+}
+
+impl<const MESSAGES: usize> Journal<MESSAGES> {
+    /// The journal of `context` (empty), before a log is started or read.
+    pub fn new<const B: usize, const T: usize>(context: &AgentContext<'_, MESSAGES, B, T>) -> Self {
+        Journal {
+            header: Header::of(context),
+            next: 0,
+            items: 0,
+            created: Deque::new(),
+            said: Said::default(),
+            checked: 0,
+            last_header: None,
+            restored: 0,
+            steps: 0,
+        }
+    }
+
+    /// The header this journal writes and accepts.
+    pub fn header(&self) -> Header {
+        self.header
+    }
+
+    /// Items in the log, as the journal counts them.
+    pub fn items(&self) -> u32 {
+        self.items
+    }
+
+    /// Events applied by [`restore`](Self::restore) (headers not counted).
+    pub fn restored_events(&self) -> u32 {
+        self.restored
+    }
+
+    /// Steps the session took: those [`step`](Self::step) logged, or
+    /// [`restore`](Self::restore) read back, also those a compaction popped
+    /// (each header says how many came before it). A device resuming a
+    /// script goes on from here.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The clock the log set last: after [`restore`](Self::restore) of a
+    /// `step` item's clock, the time that step was decided at (a device's
+    /// transcript stamps the messages it restores with it). `None` when
+    /// the log has not set it, set it unknown, or advanced it from a clock
+    /// a compaction popped.
+    pub fn clock(&self) -> Option<Timestamp> {
+        self.said.clock.flatten()
+    }
+
+    /// Writes the header that starts a new log (the log must be empty).
+    ///
+    /// # Errors
+    ///
+    /// When the item does not fit `out`.
+    pub fn start<const B: usize, const T: usize>(
+        &mut self,
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
+        self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name(), steps: self.steps }, out)
+    }
+
+    /// Writes `event` as the next item. The log says again, after a header,
+    /// what a step needs (configuration, tasks, clock, tokens): a replay
+    /// that starts at a compaction reads it there.
+    fn write(&mut self, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
+        let capacity = out.len();
+        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event, said: &self.said }, out).map_err(|_| BufferFull { capacity })?;
+        self.next = self.next.wrapping_add(1);
+        self.items = self.items.saturating_add(1);
+        self.said.note(event);
+        self.steps += u64::from(matches!(event, Event::Step { .. }));
+        Ok(n)
+    }
+
+    /// Applies `event` to `context` and writes it to `out` as the next item
+    /// (two when the store evicted messages, see `logged`), which the caller
+    /// appends to the log in order.
+    ///
+    /// # Errors
+    ///
+    /// When the items do not fit `out` or the context refuses the event:
+    /// then nothing was applied or counted, and nothing is to be appended.
+    pub fn record<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        event: &Event<'_>,
+        out: &mut [u8],
+    ) -> Result<Items, RecordError> {
+        if matches!(event, Event::Log { .. }) {
+            return Err(RecordError::NotRecordable);
+        }
+        self.all_or_nothing(|journal| {
+            let mut items = Items::default();
+            journal.logged(context, event, out, &mut items)?;
+            Ok(items)
+        })
+    }
+
+    /// Runs `write`; when it fails, the journal is as it was before it
+    /// (nothing counted, nothing said), as the caller appends nothing.
+    fn all_or_nothing<R>(&mut self, write: impl FnOnce(&mut Self) -> Result<R, RecordError>) -> Result<R, RecordError> {
+        let saved = (self.next, self.items, self.said, self.created.clone());
+        let result = write(self);
+        if result.is_err() {
+            (self.next, self.items, self.said, self.created) = saved;
+        }
+        result
+    }
+
+    /// Writes `event` as the next item and applies it; when the store
+    /// evicted messages to make room, a `compress` item follows, so that a
+    /// replay without the store's capacity keeps the same messages.
+    fn logged<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        event: &Event<'_>,
+        out: &mut [u8],
+        items: &mut Items,
+    ) -> Result<(), RecordError> {
+        self.push_item(event, out, items)?;
+        if self.apply(context, event, self.items - 1)? > 0 {
+            let kept = Event::Compress { keep: context.len() };
+            self.push_item(&kept, out, items)?;
+            self.apply(context, &kept, self.items - 1)?;
+        }
+        Ok(())
+    }
+
+    /// Applies `event` (the item at position `index`), as live and restore
+    /// both do, and keeps track of the item that created each message.
+    fn apply<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        event: &Event<'_>,
+        index: u32,
+    ) -> Result<usize, StoreError> {
+        let newest = context.sequence(0);
+        let evicted = match *event {
+            Event::User { name } => context.user(name)?.evicted,
+            Event::Message { role, name, blocks } => context.observe(role, name, blocks)?.evicted,
+            Event::Assistant(blocks) => context.agent(blocks)?.evicted,
+            Event::ToolCall { id, name, input } => context.tool_call(id, name, input)?.evicted,
+            Event::ToolResult { id, name, state } => context.tool_result(id, name, state)?.evicted,
+            Event::Step { hint: Some(hint), .. } => context.append_hint(hint)?.evicted,
+            Event::Reply => {
+                context.new_reply();
+                0
+            }
+            Event::Compress { keep } => {
+                context.compress(keep);
+                0
+            }
+            Event::Step { hint: None, .. }
+            | Event::Config { .. }
+            | Event::Tasks(_)
+            | Event::SetClock(_)
+            | Event::Read(_)
+            | Event::Log { .. } => 0,
+        };
+        if context.sequence(0).is_some() && context.sequence(0) != newest {
+            if self.created.is_full() {
+                self.created.pop_front();
+            }
+            let _ = self.created.push_back(index);
+        }
+        while self.created.len() > context.len() {
+            self.created.pop_front();
+        }
+        Ok(evicted)
+    }
+
+    /// One step, logged: writes `config`, `tasks` and `set_clock` items
+    /// where they changed, decides, renders the hint into `hint_out`, and
+    /// writes the `step` item with it; then appends the hint (as
+    /// [`AgentContext::step`]). The items are in `items_out`, to append
+    /// in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentContext::step`], or when the items do not fit
+    /// `items_out`: nothing was appended to the context then, and no item
+    /// is to be appended to the log.
+    pub fn step<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        items_out: &mut [u8],
+    ) -> Result<(Outcome<'h>, Items), RecordError> {
+        self.all_or_nothing(|journal| {
+            // As `AgentContext::step`: the watched fields are read before deciding.
+            let (decision, mut items) = journal.decide_items(context, step, now, |engine| engine.read_watched(live), items_out)?;
+            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            Ok((outcome, items))
+        })
+    }
+
+    /// The first half of a split step, logged (as
+    /// [`AgentContext::decide_with_readings`]): writes `config`, `tasks` and
+    /// `set_clock` items where they changed, into `items_out`, and decides
+    /// with the watched fields' `readings` (awaited by the caller). Append
+    /// the items, then read what the decision needs and call
+    /// [`render_step`](Self::render_step).
+    ///
+    /// # Errors
+    ///
+    /// When the items do not fit `items_out`: nothing was counted then, and
+    /// no item is to be appended.
+    pub fn decide<const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        readings: &L,
+        items_out: &mut [u8],
+    ) -> Result<(Decision, Items), RecordError> {
+        self.all_or_nothing(|journal| journal.decide_items(context, step, now, |_| readings, items_out))
+    }
+
+    /// The second half of a split step, logged: refreshes `live` when the
+    /// `decision` of [`decide`](Self::decide) fires, renders the hint into
+    /// `hint_out`, writes the `step` item into `items_out` and appends the
+    /// hint (as [`AgentContext::render_step`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentContext::render_step`], or when the item does not fit
+    /// `items_out`: nothing was appended or counted then.
+    pub fn render_step<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        decision: Decision,
+        step: &StepInput,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        items_out: &mut [u8],
+    ) -> Result<(Outcome<'h>, Items), RecordError> {
+        self.all_or_nothing(|journal| {
+            let mut items = Items::default();
+            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            Ok((outcome, items))
+        })
+    }
+
+    /// Writes the items a step's decision needs before it, and decides with
+    /// the readings `read` gives.
+    fn decide_items<'r, const B: usize, const T: usize, L: LiveFields + ?Sized + 'r>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        read: impl FnOnce(&Engine<'_>) -> &'r L,
+        items_out: &mut [u8],
+    ) -> Result<(Decision, Items), RecordError> {
+        let mut items = Items::default();
+        let mut before = [None, None, None];
+        if self.said.config != Some(step.context_size) {
+            before[0] = Some(Event::Config { agent_name: context.agent_name(), context_size: step.context_size });
+        }
+        if self.said.tasks != Some(step.tasks) {
+            before[1] = Some(Event::Tasks(step.tasks));
+        }
+        if self.said.clock != Some(now) {
+            before[2] = Some(Event::SetClock(now));
+        }
+        for event in before.iter().flatten() {
+            self.logged(context, event, items_out, &mut items)?;
+        }
+        let engine = *context.engine();
+        let decision = context.decide_with_readings(step, now, read(&engine));
+        Ok((decision, items))
+    }
+
+    /// Renders `decision`, writes the `step` item after `items` and appends the hint.
+    #[allow(clippy::too_many_arguments)]
+    fn render_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        decision: Decision,
+        step: &StepInput,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        items_out: &mut [u8],
+        items: &mut Items,
+    ) -> Result<Outcome<'h>, RecordError> {
+        let engine = *context.engine();
+        let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
+        let fields = Live(&*live);
+        let readings = Readings::of(&fields);
+        if live.len() > 0 && self.said.readings != Some(readings.hash) {
+            self.logged(context, &Event::Read(readings), items_out, items)?;
+        }
+        let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
+        self.logged(context, &event, items_out, items)?;
+        Ok(outcome)
+    }
+
+    fn push_item(&mut self, event: &Event<'_>, out: &mut [u8], items: &mut Items) -> Result<(), BufferFull> {
+        let start = items.count.checked_sub(1).and_then(|i| items.ends.get(i)).copied().unwrap_or(0);
+        let rest = out.get_mut(start..).unwrap_or_default();
+        let n = self.write(event, rest)?;
+        if let Some(end) = items.ends.get_mut(items.count) {
+            *end = start + n;
+            items.count += 1;
+        }
+        Ok(())
+    }
+
+    /// Items at the front of the log that the context no longer needs:
+    /// those before the item that created the oldest message it holds (all
+    /// of them when it holds none).
+    pub fn dead_items(&self) -> u32 {
+        self.created.front().copied().unwrap_or(self.items)
+    }
+
+    /// When the log is full: writes the header to append before popping
+    /// [`dead_items`](Self::dead_items) items from the front (call
+    /// [`popped`](Self::popped) for each), so that a log cut at any point
+    /// of the compaction restores the same context.
+    ///
+    /// # Errors
+    ///
+    /// When the item does not fit `out`.
+    pub fn compaction_header<const B: usize, const T: usize>(
+        &mut self,
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
+        let live = self.items - self.dead_items();
+        self.write(&Event::Log { header: self.header, live, agent: context.agent_name(), steps: self.steps }, out)
+    }
+
+    /// `count` items were popped from the front of the log.
+    pub fn popped(&mut self, count: u32) {
+        let count = count.min(self.items);
+        self.items -= count;
+        for position in self.created.iter_mut() {
+            *position = position.saturating_sub(count);
+        }
+    }
+
+    /// The first pass of a restore: reads `item`, the next of the log, for
+    /// its number and, if it is a header, its version and configuration.
+    ///
+    /// # Errors
+    ///
+    /// A damaged item, a gap, or a header of another version or
+    /// configuration.
+    pub fn check(&mut self, item: &[u8]) -> Result<(), LogError> {
+        let index = self.checked;
+        let error = |kind| LogError { index, kind };
+        let (n, key, value) = read_item(item).map_err(error)?;
+        if index > 0 && n != self.next {
+            return Err(error(ItemError::Gap { expected: self.next, found: n }));
+        }
+        if key.eq_str("log") {
+            let (header, live, _) = read_header(value).map_err(error)?;
+            if header.version != VERSION {
+                return Err(error(ItemError::Version { found: header.version }));
+            }
+            if header.config != self.header.config {
+                return Err(error(ItemError::Config { found: header.config, expected: self.header.config }));
+            }
+            // Only the last header counts: an earlier one may name items a
+            // later compaction popped.
+            self.last_header = Some((index, live));
+        }
+        self.next = n.wrapping_add(1);
+        self.checked = index + 1;
+        Ok(())
+    }
+
+    /// The second pass: applies `item`, the next of the log, to `context`
+    /// (empty before the first), if the context still needs it. `scratch`
+    /// holds the item's strings that had escapes, decoded. Returns whether
+    /// the item was applied.
+    ///
+    /// # Errors
+    ///
+    /// A damaged item, or a log that [`check`](Self::check) did not read
+    /// whole or found no header in. Start from an empty context then.
+    pub fn restore<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        item: &[u8],
+        scratch: &mut [u8],
+    ) -> Result<bool, LogError> {
+        let index = self.items;
+        let error = |kind| LogError { index, kind };
+        let Some((header, live)) = self.last_header else {
+            return Err(LogError { index: self.checked, kind: ItemError::MissingHeader });
+        };
+        let needed_from = header.checked_sub(live).ok_or(LogError { index: header, kind: ItemError::Field("live") })?;
+        if index >= self.checked {
+            return Err(error(ItemError::Unchecked));
+        }
+        let (n, key, value) = read_item(item).map_err(error)?;
+        self.items += 1;
+        self.next = n.wrapping_add(1);
+        if key.eq_str("log") {
+            // The steps before it, popped or not, are in its count.
+            self.steps = read_header(value).map_err(error)?.2;
+        }
+        if index < needed_from || key.eq_str("log") {
+            self.said = Said::default();
+            return Ok(false);
+        }
+        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+        let mut scratch = Scratch { rest: scratch };
+        let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
+        self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
+        self.said.note(&event);
+        self.steps += u64::from(matches!(event, Event::Step { .. }));
+        self.restored += 1;
+        Ok(true)
+    }
+}
