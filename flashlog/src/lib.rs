@@ -1,0 +1,67 @@
+//! The session log of an envaware device, once for the firmware, the
+//! simulator and the power-cut tests: the items [`envaware::journal`]
+//! writes, in sequential-storage's queue (a CRC per item) over a
+//! [`NorFlash`], read back after a reset.
+//!
+//! - [`SessionLog`]: the log, with an async API (`append`, `clear`,
+//!   `restore`, `make_room`, and `read_items` for a reader of its items);
+//! - the policy that makes room: [`SessionLog::make_room`] compacts the log
+//!   when less than [`RESERVE`] is left;
+//! - the flash's shape: [`PAGE`], [`WORD`], and the longest item,
+//!   [`MAX_ITEM`];
+//! - [`RamFlash`]: a NOR flash over RAM with sequential-storage's mock-flash
+//!   semantics (the board's log under QEMU, the simulator's copy of an image).
+//!
+//! ```
+//! use envaware::journal::Journal;
+//! use envaware::{AgentContext, Config, Engine};
+//! use envaware_flashlog::{RamFlash, SessionLog, MAX_ITEM};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # embassy_futures::block_on(async {
+//! let engine = Engine::new(Config::default())?;
+//! let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "Sprout");
+//! let mut journal = Journal::new(&context);
+//! let mut region = [0xFF; 4 * 1024];
+//! let mut log = SessionLog::new(RamFlash(&mut region[..]));
+//! let mut buf = [0u8; MAX_ITEM];
+//! let n = journal.start(&context, &mut buf)?;
+//! log.append(&buf[..n]).await?;
+//!
+//! // After a reset: the log is read back into an empty context.
+//! let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "Sprout");
+//! let mut journal = Journal::new(&context);
+//! let mut scratch = [0u8; MAX_ITEM];
+//! let steps = log.restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {}).await?;
+//! assert_eq!((steps, journal.items()), (0, 1));
+//! # Ok(())
+//! # })
+//! # }
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+
+mod log;
+mod ram_flash;
+
+pub use self::log::{AppendError, ReadError, RestoreError, SessionLog, StorageError};
+pub use self::ram_flash::{RamFlash, RamFlashError};
+
+#[cfg(doc)]
+use embedded_storage_async::nor_flash::NorFlash;
+
+/// The flash's page: the LM3S6965's flash erases 1 KiB at a time.
+pub const PAGE: usize = 1024;
+
+/// The flash's word: reads and writes are whole 4-byte words.
+pub const WORD: usize = 4;
+
+/// The longest item the log reads back (the buffers the device reads its
+/// items into).
+pub const MAX_ITEM: usize = 1024;
+
+/// What the log keeps free before each event or step: two pages, so that
+/// a compaction's header and one step's items (which may straddle a page)
+/// fit after it.
+pub const RESERVE: u32 = 2 * PAGE as u32;

@@ -1,0 +1,230 @@
+//! The log: sequential-storage's queue over a [`NorFlash`], and the policy
+//! that makes room in it.
+
+use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
+use envaware::journal::{Journal, LogError};
+use envaware::{AgentContext, Timestamp};
+use sequential_storage::cache::{Cache, Uncached};
+use sequential_storage::queue::{QueueConfig, QueueStorage};
+
+use crate::RESERVE;
+
+/// The queue could not be read or written: the flash failed, or the queue
+/// found it damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StorageError;
+
+impl core::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("the log's storage could not be read or written")
+    }
+}
+
+impl core::error::Error for StorageError {}
+
+/// Why the log refused an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AppendError {
+    /// The log's region has no room for it.
+    Full,
+    /// The queue could not be read or written.
+    Storage,
+}
+
+impl core::fmt::Display for AppendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            AppendError::Full => "the log's region is full",
+            AppendError::Storage => "the log's storage could not be read or written",
+        })
+    }
+}
+
+impl core::error::Error for AppendError {}
+
+/// Why the log could not be restored (or compacted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RestoreError {
+    /// The queue could not be read (its own damage, e.g. a region never
+    /// erased), or written; or a compaction's header did not fit its buffer.
+    Storage,
+    /// An item the journal refused.
+    Item(LogError),
+}
+
+impl core::fmt::Display for RestoreError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            RestoreError::Storage => f.write_str("the log's storage could not be read"),
+            RestoreError::Item(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for RestoreError {}
+
+impl<F> From<ReadError<F, LogError>> for RestoreError {
+    fn from(e: ReadError<F, LogError>) -> Self {
+        match e {
+            ReadError::Storage { .. } => RestoreError::Storage,
+            ReadError::Stopped(e) => RestoreError::Item(e),
+        }
+    }
+}
+
+/// Why [`SessionLog::read_items`] did not read to the end.
+#[derive(Debug)]
+pub enum ReadError<F, E> {
+    /// The queue could not be read after `items` items.
+    Storage {
+        /// Items read before.
+        items: usize,
+        /// sequential-storage's error.
+        error: sequential_storage::Error<F>,
+    },
+    /// The caller stopped at an item.
+    Stopped(E),
+}
+
+/// The log: sequential-storage's queue over all of `S`, with no cache (a
+/// new log over the same flash is the same log).
+pub struct SessionLog<S: NorFlash> {
+    queue: QueueStorage<S, Cache<Uncached, Uncached, Uncached>>,
+}
+
+impl<S: NorFlash> core::fmt::Debug for SessionLog<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("SessionLog")
+    }
+}
+
+impl<S: NorFlash> SessionLog<S> {
+    /// The log over all of `flash`.
+    pub fn new(flash: S) -> Self {
+        let end = u32::try_from(flash.capacity()).unwrap_or(u32::MAX);
+        SessionLog { queue: QueueStorage::new(flash, QueueConfig::new(0..end), Cache::new_uncached()) }
+    }
+
+    /// The flash under the log (the board dumps its bytes for the desktop).
+    pub fn flash(&mut self) -> &mut S {
+        self.queue.flash()
+    }
+
+    /// Appends one item.
+    ///
+    /// # Errors
+    ///
+    /// When the region has no room for it, or the queue cannot be written.
+    pub async fn append(&mut self, item: &[u8]) -> Result<(), AppendError> {
+        self.queue.push(item, false).await.map_err(|e| match e {
+            sequential_storage::Error::FullStorage => AppendError::Full,
+            _ => AppendError::Storage,
+        })
+    }
+
+    /// Erases the log.
+    ///
+    /// # Errors
+    ///
+    /// When the flash cannot be erased.
+    pub async fn clear(&mut self) -> Result<(), StorageError> {
+        self.queue.erase_all().await.map_err(|_| StorageError)
+    }
+
+    /// Reads the log's items, oldest first, each into `buf` (at least
+    /// [`MAX_ITEM`](crate::MAX_ITEM) bytes) and hands it to `each`, until
+    /// `each` stops. Returns the items read. Reading may write: the queue
+    /// erases a page whose items were all popped.
+    ///
+    /// # Errors
+    ///
+    /// When the queue cannot be read, or `each` stops.
+    pub async fn read_items<E>(
+        &mut self,
+        buf: &mut [u8],
+        mut each: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<usize, ReadError<S::Error, E>> {
+        let mut items = self.queue.iter().await.map_err(|error| ReadError::Storage { items: 0, error })?;
+        let mut read = 0;
+        while let Some(item) = items.next(buf).await.map_err(|error| ReadError::Storage { items: read, error })? {
+            each(&item).map_err(ReadError::Stopped)?;
+            read += 1;
+        }
+        Ok(read)
+    }
+
+    /// Reads the log back into `context` (empty) through `journal`, in two
+    /// passes (`Journal::check`, then `Journal::restore`). Returns the
+    /// steps the session took before the reset (`Journal::steps`: also
+    /// those a compaction popped). `before_step` sees the context and the
+    /// log's clock just before each step item is applied, as the live
+    /// session's step saw them.
+    ///
+    /// # Errors
+    ///
+    /// A log that cannot be read or that the journal refuses; `context` must
+    /// then be started afresh.
+    pub async fn restore<'e, const M: usize, const B: usize, const T: usize>(
+        &mut self,
+        journal: &mut Journal<M>,
+        context: &mut AgentContext<'e, M, B, T>,
+        buf: &mut [u8],
+        scratch: &mut [u8],
+        mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
+    ) -> Result<usize, RestoreError> {
+        self.read_items(buf, |item| journal.check(item)).await?;
+        self.read_items(buf, |item| {
+            if is_step(item) {
+                before_step(context, journal.clock());
+            }
+            journal.restore(context, item, scratch).map(drop)
+        })
+        .await?;
+        Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
+    }
+}
+
+// Popping rewrites an item's header: a NOR flash whose words can be
+// written again (bits only cleared).
+impl<S: MultiwriteNorFlash> SessionLog<S> {
+    /// The policy that makes room: compacts the log when less than
+    /// [`RESERVE`] is left (its region fills) and some items are dead:
+    /// appends the journal's compaction header, then pops the items the
+    /// context no longer needs (docs/reboot.md, "Compaction"). A power cut
+    /// in between leaves a log that restores the same context. Call it
+    /// before each event or step is numbered. Returns the items popped (0:
+    /// no need, or none is dead yet); `buf` is scratch (at least
+    /// [`MAX_ITEM`](crate::MAX_ITEM) bytes: the popped items pass through it).
+    ///
+    /// # Errors
+    ///
+    /// When the queue cannot be read or written, or the header does not
+    /// fit `buf`; the log is as it was, or compacted in part (it still
+    /// restores).
+    pub async fn make_room<const M: usize, const B: usize, const T: usize>(
+        &mut self,
+        journal: &mut Journal<M>,
+        context: &AgentContext<'_, M, B, T>,
+        buf: &mut [u8],
+    ) -> Result<u32, RestoreError> {
+        let dead = journal.dead_items();
+        if dead == 0 || self.queue.space_left().await.map_err(|_| RestoreError::Storage)? >= RESERVE {
+            return Ok(0);
+        }
+        let n = journal.compaction_header(context, buf).map_err(|_| RestoreError::Storage)?;
+        self.queue.push(&buf[..n], false).await.map_err(|_| RestoreError::Storage)?;
+        for _ in 0..dead {
+            self.queue.pop(buf).await.map_err(|_| RestoreError::Storage)?;
+            journal.popped(1);
+        }
+        Ok(dead)
+    }
+}
+
+/// Whether `item` (`{"#":n,"step":…}`) is a step.
+fn is_step(item: &[u8]) -> bool {
+    item.iter().position(|&b| b == b',').is_some_and(|comma| item[comma + 1..].starts_with(b"\"step\""))
+}
