@@ -20,6 +20,8 @@
 //!   reachable in the core (see `nopanic.rs`); part of `test`.
 //! - `cargo xtask mutants [ARGS]`: `cargo mutants` over the core's unit
 //!   tests, then the mutation score (see `mutants.rs`).
+//! - `cargo xtask layers [--edges] [DIR]`: the core's modules form no cycle and
+//!   import no name from the crate root (see `layers.rs`); part of `test`.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
@@ -32,6 +34,7 @@ mod bench;
 mod bench_args;
 mod firmware;
 mod footprint;
+mod layers;
 mod mutants;
 mod nopanic;
 
@@ -108,6 +111,8 @@ fn test() -> Result<(), String> {
     ensure_targets()?;
     let python = ensure_reference_venv()?;
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
+    eprintln!("==> the core's module layers (cargo xtask layers)");
+    layers::layers(&[])?;
     run("cargo clippy", cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
     run("cargo clippy (core, defmt)", cargo().args(["clippy", "-p", "envaware", "--features", "defmt", "--", "-D", "warnings"]))?;
     for target in THUMB_TARGETS {
@@ -388,7 +393,8 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("nopanic") => nopanic::nopanic(&args[1..]),
         Some("mutants") => mutants::mutants(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]>".into()),
+        Some("layers") => layers::layers(&args[1..]),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
