@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod plot;
+mod record;
 mod replay;
 mod tune;
 

@@ -26,79 +26,7 @@ use envaware::Timestamp;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::scenario::OwnedBlock;
-
-/// What the replay knows about one step, for the picture.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct StepRecord {
-    /// The step's number, from 1.
-    pub step: usize,
-    /// The trace line of the step (0 for a dump).
-    pub line: usize,
-    /// The clock at the step; `None` when unset.
-    pub clock: Option<Timestamp>,
-    /// Whether a `set_clock` event came since the previous step.
-    pub clock_set: bool,
-    /// The configured zone's name.
-    pub zone: String,
-    /// The time dimension fired.
-    pub time: bool,
-    /// The time dimension was skipped (the clock is unset).
-    pub time_skipped: bool,
-    /// The tasks dimension fired: pending and in-progress counts.
-    pub tasks: Option<(u64, u64)>,
-    /// The context-length dimension fired.
-    pub context_length: bool,
-    /// The tool-error dimension fired: the failures in a row.
-    pub tool_error: Option<u64>,
-    /// The hint text (also when it did not fit the buffer).
-    pub hint: Option<String>,
-    /// The hint did not fit: bytes needed and the buffer's capacity.
-    pub too_long: Option<(usize, usize)>,
-    /// Input tokens.
-    pub input_tokens: i64,
-    /// The context-length reminder's threshold, `(trigger - buffer) * size`.
-    pub reminder_tokens: f64,
-    /// The compression trigger, `int(trigger * size)`.
-    pub trigger_tokens: i64,
-    /// `time_interval`, in hours.
-    pub time_interval_hours: f64,
-    /// When the newest time hint in the context was told, if this replay
-    /// told it.
-    pub told_at: Option<Timestamp>,
-    /// Compressions since the previous step, each described.
-    pub compressions: Vec<String>,
-    /// Each watched field at this step, in configuration order.
-    pub watches: Vec<WatchRecord>,
-}
-
-/// One watched field at one step.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WatchRecord {
-    /// The field's name.
-    pub field: String,
-    /// The reading as rendered (`unavailable` when it has none).
-    pub reading: String,
-    /// The reading's value (its leading decimal), if any.
-    pub value: Option<f64>,
-    /// The value the context told before this step, if any.
-    pub told: Option<f64>,
-    /// `change`.
-    pub change: Option<f64>,
-    /// `above`.
-    pub above: Option<f64>,
-    /// `below`.
-    pub below: Option<f64>,
-    /// `hysteresis`.
-    pub hysteresis: f64,
-    /// Whether the watch fired.
-    pub fired: bool,
-}
-
-/// A decimal, for drawing.
-pub fn approx(d: envaware::Decimal) -> f64 {
-    d.to_string().parse().unwrap_or(f64::NAN)
-}
+use crate::record::{format_instant, StepRecord, WatchRecord};
 
 /// Built-in fields of a hint; any other `<key>value</key>` line is an
 /// extra or live field.
@@ -116,16 +44,6 @@ pub fn fields_of(hint: &str) -> Vec<(&str, &str)> {
             (plain && !BUILTIN.contains(&key)).then_some((key, value))
         })
         .collect()
-}
-
-/// The text of `block` when it is a hint of `source` that tells the time:
-/// the newest such block of an assistant message is the one the time rule
-/// reads back.
-pub fn tells_time<'b>(block: &'b OwnedBlock, source: &str) -> Option<&'b str> {
-    match block {
-        OwnedBlock::Hint { source: Some(s), text } if s == source && text.contains("<current-time>") => Some(text.as_str()),
-        _ => None,
-    }
 }
 
 /// `c`, or what stands for it where XML 1.0 forbids it (not even as a
@@ -217,7 +135,7 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 }
 
 fn clock_text(t: Option<Timestamp>) -> String {
-    t.map_or_else(|| "clock unset".into(), crate::replay::format_instant)
+    t.map_or_else(|| "clock unset".into(), format_instant)
 }
 
 /// A mark: a circle at a point of a panel, with its tooltip.

@@ -17,7 +17,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
 
-use crate::plot::StepRecord;
+use crate::record::StepRecord;
 use crate::replay::{self, Options};
 
 /// Tool names of varied length: the tool-error hint names the tool.

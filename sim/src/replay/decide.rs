@@ -16,14 +16,14 @@
 //! catch a tracker that went wrong (its error persists until evicted).
 //!
 //! The decider also follows the newest time hint by the picture's rule
-//! ([`plot::tells_time`]), so that a step's record needs no scan either.
+//! ([`record::tells_time`]), so that a step's record needs no scan either.
 
 use std::cell::Cell;
 
 use envaware::{Conversation, Decision, Engine, Role, Step, StepInput, Timestamp, Tracker};
 
 use super::context::Context;
-use crate::plot;
+use crate::record;
 use crate::scenario::{OwnedMessage, Readings};
 
 /// Messages the cross-check's full scan may read per step, on average.
@@ -133,7 +133,7 @@ impl<'c> Decider<'c> {
             return;
         }
         let source = self.engine.config().config().injection.injection_source;
-        let newest = msg.blocks.iter().enumerate().skip(first).rev().find(|(_, b)| plot::tells_time(b, source).is_some());
+        let newest = msg.blocks.iter().enumerate().skip(first).rev().find(|(_, b)| record::tells_time(b, source).is_some());
         if let Some((block, _)) = newest {
             self.time_hint = Some((seq, block));
         }
@@ -143,7 +143,7 @@ impl<'c> Decider<'c> {
     pub(super) fn time_hint<'x>(&self, context: &'x Context) -> Option<&'x str> {
         let (seq, block) = self.time_hint?;
         let source = self.engine.config().config().injection.injection_source;
-        context.at(seq)?.blocks.get(block).and_then(|b| plot::tells_time(b, source))
+        context.at(seq)?.blocks.get(block).and_then(|b| record::tells_time(b, source))
     }
 
     /// Decides a step: by the tracker, checked against the full scan

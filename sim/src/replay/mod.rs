@@ -60,7 +60,7 @@ use event::{ConfigEvent, Event};
 pub use lines::Input;
 use session::{Output, Session};
 
-use crate::plot::StepRecord;
+use crate::record::StepRecord;
 use crate::scenario::{self, SimConfigBuf, VecConversation};
 
 /// The device hint buffers `--hint-capacity` may give, in bytes: a device's
@@ -196,15 +196,6 @@ pub fn parse_duration(value: &Value) -> Result<i64, String> {
             seconds_to_micros(sign * total)
         }
         _ => Err(bad()),
-    }
-}
-
-/// An instant as RFC 3339 in UTC, with microseconds only when there are some.
-pub fn format_instant(t: Timestamp) -> String {
-    match chrono::DateTime::from_timestamp_micros(t.unix_micros()) {
-        Some(dt) if dt.timestamp_subsec_micros() == 0 => dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        Some(dt) => dt.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-        None => format!("@{}us", t.unix_micros()),
     }
 }
 

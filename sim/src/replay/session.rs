@@ -12,8 +12,8 @@ use serde_json::{json, Map, Value};
 use super::context::Context;
 use super::decide::{CrossCheck, Decider};
 use super::event::{ConfigEvent, Event, UserEvent};
-use super::{format_instant, Options, ReplayError, Summary};
-use crate::plot::{self, StepRecord, WatchRecord};
+use super::{Options, ReplayError, Summary};
+use crate::record::{self, format_instant, StepRecord, WatchRecord};
 use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
 
 /// Where a replay writes, and how.
@@ -456,7 +456,7 @@ impl Session {
             return Vec::new(); // no scan for the told values either
         }
         let told = engine.told(&self.context, &self.agent_name);
-        let approx = |d: Option<envaware::Decimal>| d.map(plot::approx);
+        let approx = |d: Option<envaware::Decimal>| d.map(record::approx);
         watches
             .iter()
             .enumerate()
@@ -470,7 +470,7 @@ impl Session {
                     change: approx(w.change),
                     above: approx(w.above),
                     below: approx(w.below),
-                    hysteresis: plot::approx(w.hysteresis),
+                    hysteresis: record::approx(w.hysteresis),
                     fired: decision.watch.contains(i),
                 }
             })
