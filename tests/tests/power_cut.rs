@@ -1,7 +1,9 @@
 //! Power cuts at every flash write and erase of a session: the journal
-//! (`envaware::journal`) in sequential-storage's queue over its mock flash,
-//! wrapped so that power fails at a chosen operation, before it or half way
-//! through it (the mock leaves the rest of the operation undone).
+//! (`envaware::journal`) in the session log the firmware ships
+//! (`envaware_flashlog::SessionLog`: `append`, `restore`, `clear`, and its
+//! policy that makes room, `make_room`) over sequential-storage's mock
+//! flash, wrapped so that power fails at a chosen operation, before it or
+//! half way through it (the mock leaves the rest of the operation undone).
 //!
 //! For each cut: the device boots on what the flash holds, restores its
 //! context, and goes on with the session from the event it lost; a context
@@ -21,19 +23,16 @@ use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
 use envaware::journal::{Event, Journal, LogError};
 use envaware::{AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
-use sequential_storage::cache::{Cache, Uncached};
+use envaware_flashlog::{AppendError, RestoreError, SessionLog, StorageError, MAX_ITEM, WORD};
 use sequential_storage::mock_flash::{MockFlashBase, MockFlashError, WriteCountCheck};
-use sequential_storage::queue::{QueueConfig, QueueStorage};
 
 const AGENT: &str = "Friday";
-/// 1 KiB pages of 4-byte words, as the LM3S6965's flash.
-const PAGE: u32 = 1024;
-/// Room kept for a compaction's header and one operation's items (a
-/// step's four items may straddle a page).
-const RESERVE: u32 = 2 * PAGE;
+/// The firmware's page (1 KiB pages of 4-byte words, as the LM3S6965's
+/// flash), as the flash operations count it.
+const PAGE: u32 = envaware_flashlog::PAGE as u32;
 type Context<'a> = AgentContext<'a, 6, 32, 2048>;
-type Mock<const PAGES: usize> = MockFlashBase<PAGES, 4, 256>;
-type Queue<const PAGES: usize> = QueueStorage<CutFlash<PAGES>, Cache<Uncached, Uncached, Uncached>>;
+type Mock<const PAGES: usize> = MockFlashBase<PAGES, WORD, { envaware_flashlog::PAGE / WORD }>;
+type Log<const PAGES: usize> = SessionLog<CutFlash<PAGES>>;
 
 /// An erased mock flash. Items are pushed from any byte of the caller's
 /// buffer (a step's items lie back to back), so the mock's check that a
@@ -84,7 +83,7 @@ impl<const PAGES: usize> ErrorType for CutFlash<PAGES> {
 }
 
 impl<const PAGES: usize> ReadNorFlash for CutFlash<PAGES> {
-    const READ_SIZE: usize = 4;
+    const READ_SIZE: usize = WORD;
 
     async fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Self::Error> {
         self.mock.read(offset, bytes).await
@@ -96,8 +95,8 @@ impl<const PAGES: usize> ReadNorFlash for CutFlash<PAGES> {
 }
 
 impl<const PAGES: usize> NorFlash for CutFlash<PAGES> {
-    const WRITE_SIZE: usize = 4;
-    const ERASE_SIZE: usize = PAGE as usize;
+    const WRITE_SIZE: usize = WORD;
+    const ERASE_SIZE: usize = envaware_flashlog::PAGE;
 
     async fn erase(&mut self, from: u32, to: u32) -> Result<(), Self::Error> {
         self.operation((to - from) as usize)?;
@@ -197,11 +196,11 @@ fn now(seconds: i64) -> Option<Timestamp> {
     Some(Timestamp::from_unix_seconds(1_784_687_400 + seconds))
 }
 
-/// The device: its context, its journal and the queue its log lives in.
+/// The device: its context, its journal and its log (the firmware's).
 struct Device<'e, const PAGES: usize> {
     context: Context<'e>,
     journal: Journal<6>,
-    queue: Queue<PAGES>,
+    log: Log<PAGES>,
 }
 
 /// What the device wrote: each item, and the context just after it.
@@ -212,15 +211,24 @@ struct Written<'e> {
 
 #[derive(Debug)]
 enum DeviceError {
-    #[allow(dead_code)] // shown by `expect`
-    Flash(sequential_storage::Error<MockFlashError>),
+    /// The flash failed (the power is off), or the queue is damaged.
+    Flash,
     /// The log's region cannot hold the items the context needs.
     LogFull,
 }
 
-impl From<sequential_storage::Error<MockFlashError>> for DeviceError {
-    fn from(e: sequential_storage::Error<MockFlashError>) -> Self {
-        DeviceError::Flash(e)
+impl From<AppendError> for DeviceError {
+    fn from(e: AppendError) -> Self {
+        match e {
+            AppendError::Full => DeviceError::LogFull,
+            AppendError::Storage => DeviceError::Flash,
+        }
+    }
+}
+
+impl From<StorageError> for DeviceError {
+    fn from(_: StorageError) -> Self {
+        DeviceError::Flash
     }
 }
 
@@ -229,79 +237,43 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     /// Returns the device, the events restored, and the error that made it
     /// start empty, if any.
     fn boot(engine: &'e Engine<'e>, flash: CutFlash<PAGES>) -> Result<(Self, u32, Option<LogError>), DeviceError> {
-        let range = 0..PAGES as u32 * PAGE;
-        let queue = QueueStorage::new(flash, QueueConfig::new(range), Cache::new_uncached());
         let context = Context::new(engine, AGENT);
         let journal = Journal::new(&context);
-        let mut device = Device { context, journal, queue };
-        let error = match block_on(device.restore())? {
-            Ok(()) => None,
-            Err(e) => {
+        let mut device = Device { context, journal, log: SessionLog::new(flash) };
+        let (mut buf, mut scratch) = ([0u8; MAX_ITEM], [0u8; MAX_ITEM]);
+        let restored = block_on(device.log.restore(&mut device.journal, &mut device.context, &mut buf, &mut scratch, |_, _| {}));
+        let error = match restored {
+            Ok(_) => None,
+            Err(RestoreError::Storage) => return Err(DeviceError::Flash),
+            Err(RestoreError::Item(e)) => {
                 device.context = Context::new(engine, AGENT);
                 device.journal = Journal::new(&device.context);
                 Some(e)
             }
         };
         if device.journal.items() == 0 {
-            block_on(device.queue.erase_all())?;
-            let mut buf = [0u8; 128];
+            block_on(device.log.clear())?;
             let n = device.journal.start(&device.context, &mut buf).expect("a header fits");
-            block_on(device.queue.push(&buf[..n], false))?;
+            block_on(device.log.append(&buf[..n]))?;
         }
         let restored = device.journal.restored_events();
         Ok((device, restored, error))
     }
 
-    async fn restore(&mut self) -> Result<Result<(), LogError>, DeviceError> {
-        let mut buf = [0u8; PAGE as usize];
-        let mut iter = self.queue.iter().await?;
-        let mut any = false;
-        while let Some(item) = iter.next(&mut buf).await? {
-            any = true;
-            if let Err(e) = self.journal.check(&item) {
-                return Ok(Err(e));
-            }
-        }
-        if !any {
-            return Ok(Ok(()));
-        }
-        let mut scratch = [0u8; PAGE as usize];
-        let mut iter = self.queue.iter().await?;
-        while let Some(item) = iter.next(&mut buf).await? {
-            if let Err(e) = self.journal.restore(&mut self.context, &item, &mut scratch) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(Ok(()))
-    }
-
-    /// Before an operation's items are numbered: compacts the log when
-    /// less than [`RESERVE`] is left, so that the compaction's header and
-    /// the operation's items fit.
-    async fn make_room(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
-        if self.queue.space_left().await? < RESERVE && self.journal.dead_items() > 0 {
-            self.compact(written).await?;
-        }
-        Ok(())
-    }
-
-    async fn push(&mut self, item: &[u8]) -> Result<(), DeviceError> {
-        match self.queue.push(item, false).await {
-            Err(sequential_storage::Error::FullStorage) => Err(DeviceError::LogFull),
-            other => Ok(other?),
-        }
-    }
-
-    async fn compact(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
-        let dead = self.journal.dead_items();
-        let mut buf = [0u8; 128];
-        let n = self.journal.compaction_header(&self.context, &mut buf).expect("a header fits");
-        self.queue.push(&buf[..n], false).await?;
-        written.items.push((buf[..n].to_vec(), self.context.clone()));
-        let mut popped = [0u8; PAGE as usize];
-        for _ in 0..dead {
-            self.queue.pop(&mut popped).await?;
-            self.journal.popped(1);
+    /// Before an operation's items are numbered: the firmware's policy
+    /// (`SessionLog::make_room`) compacts the log when its region fills, so
+    /// that the compaction's header and the operation's items fit. The
+    /// header it appends is recorded in `written`, with the context at that
+    /// point: the journal's next header, foretold on a copy of the journal
+    /// (the torn check compares it with the item the log holds).
+    fn make_room(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
+        let mut header = [0u8; MAX_ITEM];
+        let n = self.journal.clone().compaction_header(&self.context, &mut header).expect("a header fits");
+        let mut buf = [0u8; MAX_ITEM];
+        match block_on(self.log.make_room(&mut self.journal, &self.context, &mut buf)) {
+            Ok(0) => {}
+            Ok(_) => written.items.push((header[..n].to_vec(), self.context.clone())),
+            Err(_) => return Err(DeviceError::Flash),
         }
         Ok(())
     }
@@ -309,7 +281,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     /// One operation, logged; a step returns its decision and hint. An
     /// event the context refuses is not logged, as it is not applied.
     fn run(&mut self, op: &Op, written: &mut Written<'e>) -> Result<Option<Stepped>, DeviceError> {
-        block_on(self.make_room(written))?;
+        self.make_room(written)?;
         let mut buf = [0u8; 2 * PAGE as usize];
         if let Op::Step { seconds, cur_iter, tasks, tokens } = op {
             let mut hint = [0u8; 1024];
@@ -324,7 +296,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
             // step item (and the `compress` that may follow) hold its hint.
             let mut stepped = false;
             for item in items.iter(&buf) {
-                block_on(self.push(item))?;
+                block_on(self.log.append(item))?;
                 stepped |= item.windows(7).any(|w| w == b"\"step\":");
                 written.items.push((item.to_vec(), if stepped { self.context.clone() } else { before.clone() }));
             }
@@ -332,7 +304,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
         }
         if let Ok(items) = with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf)) {
             for item in items.iter(&buf) {
-                block_on(self.push(item))?;
+                block_on(self.log.append(item))?;
                 written.items.push((item.to_vec(), self.context.clone()));
             }
         }
@@ -425,17 +397,16 @@ struct Snapshot<'e, const PAGES: usize> {
 
 impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn snapshot(&mut self) -> Snapshot<'e, PAGES> {
-        let flash = self.queue.flash();
+        let flash = self.log.flash();
         Snapshot { mock: flash.mock.clone(), operations: flash.operations, context: self.context.clone(), journal: self.journal.clone() }
     }
 
-    /// The device of `snapshot`, its power to fail at `cut` (the queue
-    /// keeps no cache, so a new queue over the same flash is the same).
+    /// The device of `snapshot`, its power to fail at `cut` (the log
+    /// keeps no cache, so a new log over the same flash is the same).
     fn resume(snapshot: &Snapshot<'e, PAGES>, cut: (u64, bool)) -> Self {
         let mut flash = CutFlash::new(snapshot.mock.clone(), Some(cut));
         flash.operations = snapshot.operations;
-        let queue = QueueStorage::new(flash, QueueConfig::new(0..PAGES as u32 * PAGE), Cache::new_uncached());
-        Device { context: snapshot.context.clone(), journal: snapshot.journal.clone(), queue }
+        Device { context: snapshot.context.clone(), journal: snapshot.journal.clone(), log: SessionLog::new(flash) }
     }
 }
 
@@ -498,7 +469,7 @@ fn cut_and_check<'e, const PAGES: usize>(
         }
     }
     figures.cuts += 1;
-    let flash = std::mem::replace(&mut device.queue.flash().mock, fresh());
+    let flash = std::mem::replace(&mut device.log.flash().mock, fresh());
     let (mut restored, events, error) = Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots after the cut");
     assert_eq!(error, None, "cut {cut:?}: the log restores");
     figures.restored += 1;
@@ -521,7 +492,7 @@ fn cut_and_check<'e, const PAGES: usize>(
         figures.differing += usize::from(got != want);
     }
     // One more reset: the log still holds the context.
-    let flash = std::mem::replace(&mut restored.queue.flash().mock, fresh());
+    let flash = std::mem::replace(&mut restored.log.flash().mock, fresh());
     let (again, _, error) = Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots again");
     assert_eq!(error, None);
     figures.torn += usize::from(messages(&again.context) != messages(&uninterrupted));
@@ -529,17 +500,16 @@ fn cut_and_check<'e, const PAGES: usize>(
 
 /// The items the log holds, with their numbers.
 fn read_back_items<const PAGES: usize>(device: &mut Device<'_, PAGES>) -> Vec<(u32, Vec<u8>)> {
-    block_on(async {
-        let mut buf = [0u8; PAGE as usize];
-        let mut items = Vec::new();
-        let mut iter = device.queue.iter().await.expect("reads");
-        while let Some(item) = iter.next(&mut buf).await.expect("reads") {
-            let text = std::str::from_utf8(&item).expect("UTF-8");
-            let n: u32 = text["{\"#\":".len()..text.find(',').expect("a number")].parse().expect("a number");
-            items.push((n, item.to_vec()));
-        }
-        items
-    })
+    let mut buf = [0u8; MAX_ITEM];
+    let mut items = Vec::new();
+    let read = device.log.read_items(&mut buf, |item| {
+        let text = std::str::from_utf8(item).expect("UTF-8");
+        let n: u32 = text["{\"#\":".len()..text.find(',').expect("a number")].parse().expect("a number");
+        items.push((n, item.to_vec()));
+        Ok::<(), ()>(())
+    });
+    block_on(read).expect("reads");
+    items
 }
 
 fn last_item_number<const PAGES: usize>(device: &mut Device<'_, PAGES>) -> Option<u32> {
@@ -606,7 +576,7 @@ fn wear(name: &str, engine: &Engine<'_>, ops: &[Op]) -> (u64, u64, u64) {
         *entry = (entry.0 + 1, entry.1 + item.len());
     }
     println!("wear, {name}: items by event (count, bytes): {by_event:?}");
-    let flash = device.queue.flash();
+    let flash = device.log.flash();
     let (bytes, erased) = (flash.written as f64 / steps as f64, flash.erased as f64 / steps as f64);
     let years = 64.0 * 10_000.0 / erased / (60.0 * 24.0 * 365.25);
     println!(
