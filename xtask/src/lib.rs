@@ -3,10 +3,10 @@
 //! and by `tests/tests/firmware.rs`; the boards the core's stack and
 //! instruction-count programs run on ([`boards`]); and where the tests find the tools
 //! they need beyond Rust, skipping without them except under `cargo xtask
-//! test` and CI ([`needs`]).
+//! test` and CI ([`needs`], from `envaware-test-support`).
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
 
 pub mod boards;
-pub mod needs;
+pub use envaware_test_support::needs;
 pub mod qemu;

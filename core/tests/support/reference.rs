@@ -1,8 +1,9 @@
 //! The reference Python for the core's unit tests that compare with CPython
 //! itself (`zoneinfo`, `strptime`), found as every test finds it
-//! (`xtask::needs`): the `.venv` that `cargo xtask test` creates, or
-//! `ENVAWARE_REF_PYTHON` (cargo-mutants tests a copy of the tree, which has
-//! none). Without it a plain `cargo test` skips those checks.
+//! (`envaware_test_support::needs`): the `.venv` that `cargo xtask test`
+//! creates, or `ENVAWARE_REF_PYTHON` (cargo-mutants tests a copy of the
+//! tree, which has none). Without it a plain `cargo test` skips those
+//! checks.
 //!
 //! A `#[path]` module of the library's tests (it checks private functions),
 //! kept out of `src/`: it needs `std` and starts processes.
@@ -35,7 +36,7 @@ impl SplitMix {
 /// input; its output, one line per line of `input`. `None`: the check
 /// skips (no reference Python, and skipping allowed).
 pub fn answers(script: &str, input: &str) -> Option<Vec<String>> {
-    let python = xtask::needs::or_skip(xtask::needs::reference_python())?;
+    let python = envaware_test_support::needs::or_skip(envaware_test_support::needs::reference_python())?;
     let mut child = Command::new(python)
         .args(["-c", script])
         .stdin(Stdio::piped())
