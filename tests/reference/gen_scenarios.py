@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates scenarios (JSON Lines, /work/shared/scenario-format.md, v1) for
+"""Generates scenarios (JSON Lines, docs/scenario-format.md, v1) for
 envaware's differential test against AgentScope 2.0.11.
 
 Usage: ``gen_scenarios.py --seed S --count N [--out FILE]``

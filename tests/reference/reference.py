@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The reference side of envaware's differential test.
 
-Reads scenarios (JSON Lines, see /work/shared/scenario-format.md, v1) from a
+Reads scenarios (JSON Lines, see docs/scenario-format.md, v1) from a
 file or standard input and runs AgentScope 2.0.11's real
 ``Agent._inject_runtime_state`` on each, with the clock frozen at the
 scenario's ``now``. Writes one result line per scenario, in order:
