@@ -96,11 +96,11 @@ mod documentation {
 }
 
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
-pub use config::error::{ConfigError, ConfigField, Warning, ZoneName};
+pub use config::error::{ConfigError, ConfigField, Warning};
 pub use config::load::{ConfigBuf, LoadError};
 pub use config::watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES, MAX_WATCH_NAME};
 pub use config::{
-    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE,
+    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE,
     DEFAULT_TOOL_RETRIES_HINT, RUNTIME_STATE_PLACEHOLDER,
 };
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};

@@ -649,6 +649,29 @@ pub(crate) struct Report {
     errors: Vec<String>,
 }
 
+/// Cycles that exist today and are reported but do not fail the check,
+/// each a sorted member list. Only one: `time::format` hands directives
+/// other than the default format's to `time::custom_format`, which writes
+/// them with `format`'s helpers; breaking it means moving those helpers into
+/// a module of their own. Remove the entry when that is done.
+const KNOWN_CYCLES: &[&[&str]] = &[&["time::custom_format", "time::format"]];
+
+fn is_known(members: &[ModPath]) -> bool {
+    let mut names: Vec<String> = members.iter().map(|m| name(m)).collect();
+    names.sort();
+    KNOWN_CYCLES.iter().any(|known| known.iter().copied().eq(names.iter().map(String::as_str)))
+}
+
+/// The edge `from -> to` lifted to the two siblings under their common
+/// ancestor that hold them; `None` when one holds the other.
+fn between_siblings(from: &ModPath, to: &ModPath) -> Option<(ModPath, ModPath)> {
+    let common = from.iter().zip(to.iter()).take_while(|(a, b)| a == b).count();
+    if common == from.len() || common == to.len() {
+        return None;
+    }
+    Some((from[..=common].to_vec(), to[..=common].to_vec()))
+}
+
 /// Reads the crate whose sources are in `dir` and checks its layers.
 pub(crate) fn check(dir: &Path) -> Result<Report, String> {
     let tree = Tree::read(dir)?;
@@ -673,8 +696,11 @@ pub(crate) fn check(dir: &Path) -> Result<Report, String> {
             },
             _ => graph.resolve(&r.from, abs),
         };
-        if target != r.from {
-            edges.entry((r.from.clone(), target)).or_insert(site);
+        // A module's submodules are its parts: an edge between a module and
+        // one of its own descendants is no layer edge, and an edge between
+        // cousins is an edge between the two siblings that hold them.
+        if let Some((from, to)) = between_siblings(&r.from, &target) {
+            edges.entry((from, to)).or_insert(site);
         }
     }
     let components = components(&tree.modules.keys().cloned().collect::<Vec<_>>(), &edges);
@@ -937,7 +963,8 @@ impl Report {
         }
         for (members, cycles) in &self.components {
             let names: Vec<String> = members.iter().map(|m| name(m)).collect();
-            let _ = writeln!(s, "cycle among {} modules: {}", members.len(), names.join(", "));
+            let known = if is_known(members) { " (known, not yet broken: see KNOWN_CYCLES)" } else { "" };
+            let _ = writeln!(s, "cycle among {} modules{known}: {}", members.len(), names.join(", "));
             for cycle in cycles {
                 let path: Vec<String> = cycle.iter().map(|m| name(m)).collect();
                 let _ = writeln!(s, "  {}", path.join(" -> "));
@@ -972,9 +999,10 @@ impl Report {
     /// `mod` declaration.
     pub(crate) fn verdict(&self) -> Result<(), String> {
         let mut problems = Vec::new();
-        if !self.components.is_empty() {
-            let modules: usize = self.components.iter().map(|(m, _)| m.len()).sum();
-            problems.push(format!("{} module cycle(s) through {modules} modules", self.components.len()));
+        let new: Vec<_> = self.components.iter().filter(|(members, _)| !is_known(members)).collect();
+        if !new.is_empty() {
+            let modules: usize = new.iter().map(|(m, _)| m.len()).sum();
+            problems.push(format!("{} module cycle(s) through {modules} modules", new.len()));
         }
         if !self.root_imports.is_empty() {
             problems.push(format!("{} import(s) from the crate root", self.root_imports.len()));
@@ -1059,29 +1087,34 @@ mod tests {
             ],
         );
         let report = check(&dir).unwrap();
-        assert_eq!(edges(&report), ["high -> low", "high -> low::leaf", "low -> low::leaf"]);
+        // `high -> low::leaf` is an edge between the siblings `high` and
+        // `low`; `low -> low::leaf` is a module and its own part: no edge.
+        assert_eq!(edges(&report), ["high -> low"]);
         assert!(report.components.is_empty());
         assert!(report.root_imports.is_empty());
         assert_eq!(report.outside, [dir.join("tests_only.rs")]);
         assert_eq!(report.verdict(), Ok(()));
-        assert!(report.render(&dir).ends_with("no cycle among 4 modules (3 edges)\n"));
+        assert!(report.render(&dir).ends_with("no cycle among 4 modules (1 edges)\n"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn a_child_naming_its_parent_and_the_parent_naming_it_are_a_cycle() {
+    fn a_module_and_its_parts_are_no_cycle_but_two_siblings_are() {
         let dir = crate_dir(
             "parent",
             &[
                 ("lib.rs", "mod p;\n"),
-                ("p/mod.rs", "mod c;\npub struct Span;\nfn f() { c::g() }\n"),
-                ("p/c.rs", "use super::*;\npub fn g(_: Span) {}\n"),
+                ("p/mod.rs", "mod c;\nmod d;\npub struct Span;\nfn f() { c::g() }\n"),
+                ("p/c.rs", "use super::*;\npub fn g(_: Span) { super::d::h() }\n"),
+                ("p/d.rs", "pub fn h() { crate::p::c::g(crate::p::Span) }\n"),
             ],
         );
         let report = check(&dir).unwrap();
-        assert_eq!(edges(&report), ["p -> p::c", "p::c -> p"]);
-        assert!(report.render(&dir).contains("p/c.rs:1  `super::*`"), "{}", report.render(&dir));
-        assert_eq!(report.components[0].1, [vec![vec!["p".to_string()], vec!["p".into(), "c".into()], vec!["p".into()]]]);
+        // `p` and its parts name each other freely; `c` and `d` are layers.
+        assert_eq!(edges(&report), ["p::c -> p::d", "p::d -> p::c"]);
+        assert!(report.render(&dir).contains("p/c.rs:2  `super::d::h`"), "{}", report.render(&dir));
+        assert_eq!(report.components.len(), 1);
+        assert!(report.verdict().is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -1099,7 +1132,7 @@ mod tests {
             ],
         );
         let report = check(&dir).unwrap();
-        assert_eq!(edges(&report), ["p -> p::a", "p::b -> p", "p::b -> p::a", "user -> p"]);
+        assert_eq!(edges(&report), ["p::b -> p::a", "user -> p"]);
         assert!(report.components.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }

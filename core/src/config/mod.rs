@@ -8,6 +8,8 @@ pub(crate) mod error;
 pub(crate) mod load;
 pub(crate) mod watch;
 
+use core::fmt;
+
 use crate::time::DEFAULT_TIME_FORMAT;
 #[cfg(doc)]
 use self::watch::Watch;
@@ -23,6 +25,53 @@ pub const DEFAULT_INJECTION_SOURCE: &str = "{\"label\": \"System\", \"sublabel\"
 pub const DEFAULT_TASK_TOOL_NAMES: &[&str] = &["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"];
 /// The placeholder the template must contain.
 pub const RUNTIME_STATE_PLACEHOLDER: &str = "{runtime_state}";
+
+/// A zone name held by value in an error: IANA names are at most 32 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ZoneName {
+    bytes: [u8; crate::time::iana::MAX_NAME_LEN],
+    len: u8,
+}
+
+impl ZoneName {
+    /// Keeps `name`, cut at a character boundary to 32 bytes (no IANA name
+    /// is longer).
+    pub fn new(name: &str) -> Self {
+        let mut len = name.len().min(crate::time::iana::MAX_NAME_LEN);
+        while !name.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; crate::time::iana::MAX_NAME_LEN];
+        if let (Some(dst), Some(src)) = (bytes.get_mut(..len), name.as_bytes().get(..len)) {
+            dst.copy_from_slice(src);
+        }
+        ZoneName { bytes, len: len as u8 }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        self.bytes.get(..usize::from(self.len)).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for ZoneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for ZoneName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for ZoneName {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.as_str())
+    }
+}
 
 /// A byte range into a text arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

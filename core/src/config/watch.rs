@@ -22,7 +22,7 @@
 
 use core::fmt;
 
-use super::error::ZoneName;
+use super::ZoneName;
 
 /// The most watches a configuration may hold (the tracker keeps one told
 /// value per watch, and a [`WatchSet`] one bit).

@@ -5,7 +5,8 @@
 
 use super::Warnings;
 use crate::args::Comparison;
-use crate::config::error::{ConfigError, ConfigField, Warning, ZoneName};
+use crate::config::error::{ConfigError, ConfigField, Warning};
+use crate::config::ZoneName;
 use crate::config::watch::{self, MAX_WATCHES};
 use crate::config::{is_builtin_key, Config, RUNTIME_STATE_PLACEHOLDER};
 use crate::time::{self, Zone};
