@@ -376,13 +376,13 @@ mod tests {
     extern crate std;
 
     use super::*;
-    use crate::conversation::Message;
-    use crate::rules::TaskCounts;
-    use crate::config::Config;
     use crate::clock::FixedClock;
-    use crate::config::InjectionConfig;
-    use crate::live::LiveReadings;
     use crate::config::error::Warning;
+    use crate::config::Config;
+    use crate::config::InjectionConfig;
+    use crate::conversation::Message;
+    use crate::live::LiveReadings;
+    use crate::rules::TaskCounts;
     use std::boxed::Box;
 
     const AGENT: &str = "rover";
@@ -548,9 +548,12 @@ mod tests {
     /// without a watch.
     #[test]
     fn a_watch_fires_on_a_move_and_again_once_its_hint_is_evicted() {
-        let watch = [("temperature", crate::config::watch::Watch { change: crate::config::watch::Decimal::new(2, 0), ..Default::default() })];
-        let config =
-            Config { injection: InjectionConfig { watch: crate::config::watch::WatchList::Slice(&watch), ..Default::default() }, ..Default::default() };
+        let watch =
+            [("temperature", crate::config::watch::Watch { change: crate::config::watch::Decimal::new(2, 0), ..Default::default() })];
+        let config = Config {
+            injection: InjectionConfig { watch: crate::config::watch::WatchList::Slice(&watch), ..Default::default() },
+            ..Default::default()
+        };
         let engine = Engine::new(config).unwrap();
         let mut context: Box<AgentContext<'_, 64, 256, 16384>> = Box::new(AgentContext::new(&engine, AGENT));
         let mut buf = [0u8; 1024];

@@ -4,10 +4,10 @@ use crate::args::{Capacity, Comparison};
 use crate::clock::Clock;
 use crate::config::error::{ConfigError, Warning};
 use crate::config::Config;
-use crate::rules::compiled::ValidConfig;
 use crate::conversation::Conversation;
 use crate::live::LiveFields;
 use crate::render::{self, HintTooLong};
+use crate::rules::compiled::ValidConfig;
 use crate::rules::scan;
 use crate::rules::{self, Decision, Step, Warnings};
 
@@ -113,7 +113,11 @@ impl<'a> Engine<'a> {
     /// What the context told of each watched field, by watch index (`None`:
     /// nothing told), as the watch rule reads it for `agent_name`'s steps:
     /// a full scan, for tools that show it (the tracker keeps its own).
-    pub fn told<C: Conversation>(&self, conversation: &C, agent_name: &str) -> [Option<crate::config::watch::Decimal>; crate::config::watch::MAX_WATCHES] {
+    pub fn told<C: Conversation>(
+        &self,
+        conversation: &C,
+        agent_name: &str,
+    ) -> [Option<crate::config::watch::Decimal>; crate::config::watch::MAX_WATCHES] {
         scan::told(&self.config, conversation, agent_name)
     }
 

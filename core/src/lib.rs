@@ -52,6 +52,7 @@ mod live;
 #[doc(hidden)]
 pub mod phases;
 // Starts CPython: a test helper, kept out of the no_std sources.
+mod agent_context;
 #[cfg(test)]
 #[path = "../tests/support/reference.rs"]
 // Its users are the strptime and zone tests, some of them with
@@ -63,7 +64,6 @@ mod rules;
 mod store;
 mod text;
 mod time;
-mod agent_context;
 mod tracker;
 #[cfg(feature = "wire")]
 #[cfg_attr(docsrs, doc(cfg(feature = "wire")))]
@@ -95,13 +95,14 @@ mod documentation {
     mod firmware {}
 }
 
+pub use agent_context::{AgentContext, StepError};
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::error::{ConfigError, ConfigField, Warning};
 pub use config::load::{ConfigBuf, LoadError};
 pub use config::watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES, MAX_WATCH_NAME};
 pub use config::{
-    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE,
-    DEFAULT_TOOL_RETRIES_HINT, RUNTIME_STATE_PLACEHOLDER,
+    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES,
+    DEFAULT_TEMPLATE, DEFAULT_TOOL_RETRIES_HINT, RUNTIME_STATE_PLACEHOLDER,
 };
 pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
 pub use engine::{Engine, Outcome};
@@ -113,5 +114,4 @@ pub use rules::watch::WatchSet;
 pub use rules::{ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone, DEFAULT_TIME_FORMAT};
-pub use agent_context::{AgentContext, StepError};
 pub use tracker::Tracker;

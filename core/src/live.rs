@@ -52,7 +52,6 @@ impl LiveFields for () {
     }
 }
 
-
 /// The value of live field `name` in `live`: the leading decimal of the
 /// last field with that key (the one a hint renders), if any.
 pub(crate) fn reading<L: LiveFields + ?Sized>(live: &L, name: &str) -> Option<Decimal> {

@@ -2,11 +2,11 @@
 //! context's length.
 
 use crate::clock::{Clock, Timestamp};
+use crate::config::watch::{Decimal, MAX_WATCHES};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::live::LiveFields;
 use crate::render::HintTooLong;
-use crate::config::watch::{Decimal, MAX_WATCHES};
 use crate::rules::scan::{self, TimeHint, TimeReading};
 use crate::rules::time::read_time_hint;
 use crate::rules::tool_error::tool_error;
@@ -299,11 +299,11 @@ impl<'a> Tracker<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::FixedClock;
     use crate::config::{Config, StrList};
     use crate::conversation::{Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
-    use crate::clock::FixedClock;
     use proptest::prelude::*;
     use std::string::String;
     use std::vec::Vec;

@@ -2,8 +2,8 @@
 
 use core::fmt;
 
-use crate::config::watch::{WatchError, MAX_WATCHES};
 use super::ZoneName;
+use crate::config::watch::{WatchError, MAX_WATCHES};
 use crate::time::TimeFormatError;
 
 /// A configuration field, for error messages.
@@ -265,4 +265,3 @@ impl fmt::Display for Warning {
         })
     }
 }
-

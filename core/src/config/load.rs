@@ -3,10 +3,10 @@
 use core::fmt::{self, Write};
 
 use crate::config::error::{ConfigField, Section};
+use crate::config::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
 use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
-use crate::config::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
 
 /// Deepest nesting accepted in a configuration document, unknown values
 /// included: as deep as the reader can check (a bit of stack a level),
@@ -1003,11 +1003,11 @@ mod tests {
 
     mod never_panics {
         use super::*;
-        use crate::engine::Engine;
         use crate::clock::FixedClock;
-        use crate::conversation::SliceConversation;
-        use crate::rules::Step;
         use crate::clock::Timestamp;
+        use crate::conversation::SliceConversation;
+        use crate::engine::Engine;
+        use crate::rules::Step;
         use proptest::prelude::*;
 
         const KEYS: &[&str] = &[

@@ -10,10 +10,10 @@ pub(crate) mod watch;
 
 use core::fmt;
 
-use crate::time::DEFAULT_TIME_FORMAT;
 #[cfg(doc)]
 use self::watch::Watch;
 use self::watch::WatchList;
+use crate::time::DEFAULT_TIME_FORMAT;
 
 /// The reference's default template.
 pub const DEFAULT_TEMPLATE: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n{runtime_state}\n</system-reminder>";
@@ -298,7 +298,6 @@ pub struct Config<'a> {
     pub context: ContextConfig,
 }
 
-
 /// The built-in keys, in the reference's dict order.
 pub(crate) const BUILTIN_KEYS: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
 
@@ -306,5 +305,3 @@ pub(crate) const BUILTIN_KEYS: [&str; 5] = ["current-time", "timezone", "tasks",
 pub(crate) fn is_builtin_key(key: &str) -> bool {
     BUILTIN_KEYS.contains(&key)
 }
-
-

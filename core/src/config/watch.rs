@@ -664,5 +664,4 @@ mod tests {
         assert!(!fires(&w, Some("10.49"), Some("9")));
         assert!(!fires(&w, Some("5"), Some("9")));
     }
-
 }

@@ -2,12 +2,11 @@
 
 use core::fmt;
 
-
+use super::*;
+use crate::agent_context::StepError;
 use crate::json::JsonError;
 use crate::store::StoreError;
-use crate::agent_context::StepError;
 use crate::wire::BufferFull;
-use super::*;
 
 /// What is wrong with a log item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

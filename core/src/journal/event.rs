@@ -4,11 +4,11 @@ use core::fmt;
 
 use siphasher::sip::SipHasher13;
 
+use super::*;
 use crate::clock::Timestamp;
 use crate::conversation::{Block, Role, ToolResultState};
 use crate::json::{Kind, Value};
 use crate::rules::TaskCounts;
-use super::*;
 
 /// One event of a session, as a log item holds it.
 #[derive(Debug, Clone, Copy)]

@@ -67,7 +67,6 @@
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
-
 mod error;
 mod event;
 mod read;
@@ -76,8 +75,8 @@ mod tests;
 mod write;
 
 pub use self::error::{ItemError, LogError, RecordError};
-pub use self::event::{Event, Readings};
 use self::event::Live;
+pub use self::event::{Event, Readings};
 use self::read::*;
 use self::write::*;
 
@@ -86,17 +85,16 @@ use core::hash::{Hash as _, Hasher as _};
 use heapless::Deque;
 use siphasher::sip::SipHasher13;
 
+use crate::agent_context::{AgentContext, StepError};
 use crate::clock::Timestamp;
+use crate::config::watch::Watch;
 use crate::config::{Config, ContextConfig, InjectionConfig};
 use crate::conversation::Block;
 use crate::engine::{Engine, Outcome};
 use crate::live::LiveFields;
 use crate::rules::{Decision, StepInput, TaskCounts};
 use crate::store::StoreError;
-use crate::agent_context::{AgentContext, StepError};
-use crate::config::watch::Watch;
 use crate::wire::BufferFull;
-
 
 /// The log format's version, in every header.
 pub const VERSION: u32 = 1;
@@ -183,7 +181,6 @@ fn write_str(h: &mut SipHasher13, text: &str) {
     h.write_usize(text.len());
     h.write(text.as_bytes());
 }
-
 
 /// The items one call writes back to back into one buffer (a step: up to
 /// five).

@@ -2,12 +2,11 @@
 
 use core::fmt;
 
-
+use super::*;
 use crate::clock::Timestamp;
 use crate::conversation::{Block, HintText, Role, ToolResultState};
 use crate::json::{self, JsonStr, Kind, Value};
 use crate::rules::TaskCounts;
-use super::*;
 
 /// An item's number, event name and value.
 pub(crate) fn read_item(item: &[u8]) -> Result<(u32, JsonStr<'_>, Value<'_>), ItemError> {
@@ -246,4 +245,3 @@ pub(crate) fn read_block<'a>(block: Value<'a>, scratch: &mut Scratch<'a>) -> Res
         _ => return Err(ItemError::Field("type")),
     })
 }
-

@@ -1,12 +1,12 @@
 extern crate std;
 
 use super::*;
-use crate::conversation::{HintText, Role, ToolResultState};
-use crate::json::{self, JsonError, JsonStr};
-use crate::wire::Rfc3339;
 use crate::config::Config;
 use crate::config::ContextConfig;
+use crate::conversation::{HintText, Role, ToolResultState};
 use crate::engine::Engine;
+use crate::json::{self, JsonError, JsonStr};
+use crate::wire::Rfc3339;
 use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
@@ -381,10 +381,7 @@ fn a_read_item_holds_every_field_and_null_reads_back_as_unavailable() {
     let null = json::parse(r#"{"temperature":null}"#, 4).unwrap();
     let text = json::parse(r#"{"temperature":"unavailable"}"#, 4).unwrap();
     assert_eq!(Readings::read(null).unwrap().hash, Readings::read(text).unwrap().hash);
-    assert_ne!(
-        Readings::read(null).unwrap().hash,
-        Readings::read(json::parse(r#"{"temperature":"21.5 °C"}"#, 4).unwrap()).unwrap().hash
-    );
+    assert_ne!(Readings::read(null).unwrap().hash, Readings::read(json::parse(r#"{"temperature":"21.5 °C"}"#, 4).unwrap()).unwrap().hash);
 }
 
 fn error_of(log: &[Vec<u8>]) -> LogError {
@@ -460,8 +457,7 @@ fn a_log_of_another_configuration_or_version_is_refused_before_anything_is_appli
         assert_eq!(e.to_string(), format!("log item 0: written for configuration {found:016x}, this context is {expected:016x}"));
     }
     let mut newer = log.clone();
-    newer[0] =
-        format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
+    newer[0] = format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
     assert_eq!(error_of(&newer), LogError { index: 0, kind: ItemError::Version { found: 2 } });
     assert_eq!(error_of(&newer).to_string(), "log item 0: log format version 2, this build reads 1");
     // Restoring without the check pass is refused too.

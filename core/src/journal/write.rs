@@ -1,12 +1,11 @@
 //! Writing items: the serializer of each event.
 
-
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 
+use super::*;
 use crate::conversation::{Role, SliceMessage};
 use crate::rules::TaskCounts;
 use crate::wire::{Content, Rfc3339};
-use super::*;
 
 /// An item on its way out: `{"#": n, "<event>": value}`.
 pub(crate) struct ItemOut<'e> {

@@ -6,8 +6,8 @@
 use super::Warnings;
 use crate::args::Comparison;
 use crate::config::error::{ConfigError, ConfigField, Warning};
-use crate::config::ZoneName;
 use crate::config::watch::{self, MAX_WATCHES};
+use crate::config::ZoneName;
 use crate::config::{is_builtin_key, Config, RUNTIME_STATE_PLACEHOLDER};
 use crate::time::{self, Zone};
 
@@ -165,7 +165,6 @@ impl<'a> Config<'a> {
         Ok(valid)
     }
 }
-
 
 /// A bit for `name` from its length and first byte: names with different
 /// bits differ.
@@ -491,4 +490,3 @@ mod tests {
         }
     }
 }
-

@@ -7,11 +7,11 @@ use super::tool_error::*;
 use super::*;
 use crate::config::watch::{Decimal, MAX_WATCHES};
 use crate::config::RUNTIME_STATE_PLACEHOLDER;
-use crate::conversation::{Role, ToolResultState};
-use crate::time::{self, Zone};
 use crate::config::{Config, InjectionConfig};
 use crate::conversation::{HintText, SliceConversation, SliceMessage};
+use crate::conversation::{Role, ToolResultState};
 use crate::engine::Engine;
+use crate::time::{self, Zone};
 use crate::tracker::Tracker;
 
 const AGENT: &str = "rover";
@@ -21,8 +21,7 @@ fn step() -> Step<'static> {
 }
 
 fn engine(limit: u64) -> Engine<'static> {
-    Engine::new(Config { injection: InjectionConfig { tool_retries_limit: limit, ..Default::default() }, ..Default::default() })
-        .unwrap()
+    Engine::new(Config { injection: InjectionConfig { tool_retries_limit: limit, ..Default::default() }, ..Default::default() }).unwrap()
 }
 
 fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'static> {
@@ -129,13 +128,8 @@ fn the_newest_recorded_time_counts_and_other_sources_do_not() {
         (hint("<current-time>2026-07-22T01:00:00</current-time>"), hint("<current-time>2026-07-22T02:20:00</current-time>"));
     let foreign = Block::Hint { source: Some("other"), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
     let unsourced = Block::Hint { source: None, text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") };
-    let cases: [(&[Block<'static>], bool); 5] = [
-        (&[old, recent], false),
-        (&[recent, old], true),
-        (&[old, foreign], true),
-        (&[old, unsourced], true),
-        (&[recent, foreign], false),
-    ];
+    let cases: [(&[Block<'static>], bool); 5] =
+        [(&[old, recent], false), (&[recent, old], true), (&[old, foreign], true), (&[old, unsourced], true), (&[recent, foreign], false)];
     for (blocks, due) in cases {
         let d = decide_on(&engine, &[own(blocks)], &step(), at(NOW));
         assert_eq!(matches!(d.time, TimeDecision::Inject(_)), due, "{blocks:?}");
@@ -607,8 +601,7 @@ fn the_one_pass_lookup_reads_the_calls_the_reference_reads_in_every_order() {
     assert_eq!(tool_error_of(&engine, AGENT, &later), Some(ToolError { count: 21, result: 47 }));
     // A repeated result id: its call was found already and repeats, while
     // an older call of the same id (which the walk finds next) does not.
-    let repeated =
-        [call("a", "T", "[2]"), call("a", "T", "1"), failed("a", "T"), call("b", "T", "1"), failed("b", "T"), failed("a", "T")];
+    let repeated = [call("a", "T", "[2]"), call("a", "T", "1"), failed("a", "T"), call("b", "T", "1"), failed("b", "T"), failed("a", "T")];
     assert_eq!(tool_error_of(&engine, AGENT, &repeated), Some(ToolError { count: 3, result: 5 }));
     // Missing calls read as "": the same for each.
     let missing = [failed("a", "T"), failed("b", "T"), call("z", "T", ""), failed("c", "T")];

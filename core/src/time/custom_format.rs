@@ -9,8 +9,8 @@ use chrono_tz::OffsetName;
 
 use super::format::{signed, two, write_format, Fields, FormatInfo, ParseBack, TimeFormatError};
 use super::zone::Zone;
-use crate::text::{push_padded, Bytes};
 use super::zone_rules;
+use crate::text::{push_padded, Bytes};
 
 /// Directives `format_time` reproduces exactly.
 const STRFTIME_DIRECTIVES: &str = "aAbBcCdDeFgGhHIjklmMnpPrRStTuUVwWxXyYzZf%";
@@ -252,9 +252,9 @@ mod tests {
 
     use super::*;
     use crate::clock::Timestamp;
-    use crate::time::DEFAULT_TIME_FORMAT;
     use crate::time::format::tests::writes_like_python;
     use crate::time::format::DEFAULT_FORMAT_INFO;
+    use crate::time::DEFAULT_TIME_FORMAT;
     use crate::time::{check_format, format_time};
 
     /// The default format's answer, which a build without this module

@@ -16,9 +16,9 @@ use core::fmt::Write;
 use chrono::{Datelike, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike};
 
 use super::zone::{utc_naive, Zone};
+use super::zone_rules;
 use crate::clock::Timestamp;
 use crate::text::{push_padded, Bytes};
-use super::zone_rules;
 
 /// Why a time format is refused by `check_format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use core::str::FromStr;
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone};
 use chrono_tz::{GapInfo, Tz};
 
-use crate::clock::Timestamp;
 use super::zone_rules;
+use crate::clock::Timestamp;
 
 /// A resolved time zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
