@@ -7,8 +7,8 @@
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code, clippy::all)]
-#[path = "../../../sim/src/plot.rs"]
-mod plot;
+#[path = "../../../sim/src/record.rs"]
+mod record;
 #[allow(dead_code, clippy::all)]
 #[path = "../../../sim/src/replay/mod.rs"]
 mod replay;
