@@ -71,8 +71,9 @@ const fn decimal(mantissa: i64, scale: u32) -> Decimal {
 pub const WATCH: [(&str, Watch); 1] =
     [("temperature", Watch { change: Some(decimal(20, 1)), above: Some(decimal(280, 1)), below: None, hysteresis: decimal(5, 1) })];
 
-/// What the temperature field says when the sensor cannot be read.
-pub const UNAVAILABLE: &str = "unavailable";
+/// What the temperature field says when the sensor cannot be read: the
+/// core's word for a live field that could not be read.
+pub use envaware::UNAVAILABLE;
 
 /// The context: 16 messages, 48 blocks, 4 KiB of strings (a hint at every
 /// step, when the watched temperature swings, fills 3), with the tracker
@@ -466,7 +467,7 @@ pub struct Summary {
 /// Reads the log back into `context` (see [`crate::log`]) and returns the
 /// steps it held; an empty or refused log starts a new one (a refused one
 /// with a warning) from an empty context.
-fn resume<S: MultiwriteNorFlash>(
+async fn resume<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
     journal: &mut Journal<16>,
     context: &mut Context<'_>,
@@ -474,7 +475,7 @@ fn resume<S: MultiwriteNorFlash>(
     scratch: &mut [u8],
     stream: &mut Stream,
 ) -> usize {
-    match log.restore(journal, context, items, scratch, |context, now| stream.stamp(context, now)) {
+    match log.restore(journal, context, items, scratch, |context, now| stream.stamp(context, now)).await {
         Ok(steps) if journal.items() > 0 => {
             info!("restored {=u32} events", journal.restored_events());
             return steps;
@@ -485,14 +486,17 @@ fn resume<S: MultiwriteNorFlash>(
             *context = Context::new(context.engine(), AGENT);
             *journal = Journal::new(context);
             stream.forget();
-            if !log.clear() {
+            if log.clear().await.is_err() {
                 error!("the log could not be erased");
             }
         }
     }
-    match journal.start(context, items) {
-        Ok(n) if log.append(&items[..n]) => {}
-        _ => error!("the log's header was not written"),
+    let written = match journal.start(context, items) {
+        Ok(n) => log.append(&items[..n]).await.is_ok(),
+        Err(_) => false,
+    };
+    if !written {
+        error!("the log's header was not written");
     }
     0
 }
@@ -510,10 +514,10 @@ struct Session<'e, U> {
 
 impl<U: Fn() -> u32> Session<'_, U> {
     /// Records `event` in the context and the log.
-    fn record<S: MultiwriteNorFlash>(&mut self, event: &JournalEvent<'_>, log: &mut SessionLog<S>) {
-        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items);
+    async fn record<S: MultiwriteNorFlash>(&mut self, event: &JournalEvent<'_>, log: &mut SessionLog<S>) {
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
         match self.journal.record(&mut self.context, event, &mut self.items) {
-            Ok(written) => append(log, &written, &self.items),
+            Ok(written) => append(log, &written, &self.items).await,
             Err(e) => error!("not recorded: {}", e),
         }
     }
@@ -546,10 +550,10 @@ impl<U: Fn() -> u32> Session<'_, U> {
         if watched {
             self.read(sensor, woken).await;
         }
-        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items);
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
         let decision = match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
             Ok((decision, written)) => {
-                append(log, &written, &self.items);
+                append(log, &written, &self.items).await;
                 decision
             }
             Err(e) => return error!("hint dropped: {}", e),
@@ -560,7 +564,7 @@ impl<U: Fn() -> u32> Session<'_, U> {
         let fired = !decision.watch.is_empty();
         match self.journal.render_step(&mut self.context, decision, input, &mut self.live, &mut self.hint_buf, &mut self.items) {
             Ok((outcome, written)) => {
-                append(log, &written, &self.items);
+                append(log, &written, &self.items).await;
                 output.watch(self.live.temperature(), fired);
                 info!("decision read {=usize} messages of {=usize}", self.context.messages_read(), self.context.len());
                 self.summary.max_read = self.summary.max_read.max(self.context.messages_read());
@@ -625,7 +629,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let live = SensorFields::new(uptime_ms);
     let mut s = Session { context, journal, live, stream, hint_buf: [0; 1024], items: [0; crate::log::MAX_ITEM], summary };
-    let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream);
+    let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
     s.stream.start(output);
     pacer.told(s.told());
     // Last before the first idle time, as the uninterrupted session goes
@@ -641,7 +645,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             info!("woken by temperature: {=str}", text);
             output.woken(index, &text);
             // A reply the environment started: no user message before it.
-            s.record(&JournalEvent::Reply, log);
+            s.record(&JournalEvent::Reply, log).await;
             s.stream.woken(output, &text);
             let last = &SCRIPT[index.saturating_sub(1)];
             let input = StepInput { tasks: last.tasks, cur_iter: 0, input_tokens: last.input_tokens, context_size: CONTEXT_SIZE };
@@ -660,7 +664,8 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
                     Event::Compress { keep } => JournalEvent::Compress { keep },
                 },
                 log,
-            );
+            )
+            .await;
             if let Event::Compress { .. } = event {
                 info!("context compressed: {=usize} messages evicted, {=usize} kept", before - s.context.len(), s.context.len());
             }
@@ -681,8 +686,8 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
 }
 
 /// Compacts the log if its region fills; 1 when it did.
-fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> u32 {
-    match log.make_room(journal, context, buf) {
+async fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> u32 {
+    match log.make_room(journal, context, buf).await {
         Ok(0) => 0,
         Ok(popped) => {
             info!("the log is compacted: {=u32} items popped (the context holds none of their messages)", popped);
@@ -696,9 +701,9 @@ fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journ
 }
 
 /// Appends the items one record or step wrote.
-fn append<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
+async fn append<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
     for item in written.iter(items) {
-        if !log.append(item) {
+        if log.append(item).await.is_err() {
             error!("the log refused an item: the session after it is not restored after a reset");
         }
     }

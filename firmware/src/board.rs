@@ -614,7 +614,7 @@ pub struct Board {
     /// The step handshake and the passing of time.
     pub pacer: Uart0Pacer,
     /// The session log's "flash" (see [`Retained`]).
-    pub log: envaware_firmware::log::RamFlash<'static>,
+    pub log: envaware_firmware::log::RamFlash<&'static mut [u8]>,
 }
 
 impl Board {

@@ -24,6 +24,15 @@ mod fmt;
 
 pub mod agent;
 pub mod clock;
-pub mod log;
 pub mod stream;
 pub mod tmp105;
+
+/// The session's log (issue 21): the items `envaware::journal` writes, in
+/// sequential-storage's queue (a CRC per item) over a
+/// [`NorFlash`](embedded_storage_async::nor_flash::NorFlash) the board
+/// provides. Under QEMU the board's "flash" is [`log::RamFlash`] over a RAM
+/// region that survives `SCB::sys_reset` (docs/reboot.md says what that
+/// models and what not). The crate is the host workspace's
+/// `envaware-flashlog`: the simulator reads a flash image, and the
+/// power-cut tests cut this very log.
+pub use envaware_flashlog as log;

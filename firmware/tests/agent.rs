@@ -587,9 +587,9 @@ fn a_foreign_or_truncated_log_starts_the_session_empty() {
         let mut log = SessionLog::new(RamFlash(&mut foreign));
         let mut buf = [0u8; 512];
         let n = journal.start(&context, &mut buf).unwrap();
-        assert!(log.append(&buf[..n]));
+        assert!(block_on(log.append(&buf[..n])).is_ok());
         let items = journal.record(&mut context, &envaware::journal::Event::User { name: "operator" }, &mut buf).unwrap();
-        assert!(items.iter(&buf).all(|item| log.append(item)));
+        assert!(items.iter(&buf).all(|item| block_on(log.append(item)).is_ok()));
     }
     assert!(restored_steps(&mut foreign.clone()).is_err());
     let refused = session_on(0, &readings, &mut foreign);
@@ -616,7 +616,7 @@ fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::Res
     let mut context = agent::Context::new(&engine, agent::AGENT);
     let mut journal = envaware::journal::Journal::new(&context);
     let (mut buf, mut scratch) = ([0u8; 1024], [0u8; 1024]);
-    SessionLog::new(RamFlash(flash)).restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {})
+    block_on(SessionLog::new(RamFlash(flash)).restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {}))
 }
 
 /// issue 22: the environment wakes the agent before step 7 with 33.0 °C.

@@ -175,14 +175,19 @@ impl<S: NorFlash> SessionLog<S> {
         scratch: &mut [u8],
         mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
     ) -> Result<usize, RestoreError> {
-        self.read_items(buf, |item| journal.check(item)).await?;
-        self.read_items(buf, |item| {
-            if is_step(item) {
-                before_step(context, journal.clock());
-            }
-            journal.restore(context, item, scratch).map(drop)
-        })
-        .await?;
+        // One loop for both passes: one copy of the reading in the image.
+        for restoring in [false, true] {
+            self.read_items(buf, |item| {
+                if !restoring {
+                    return journal.check(item);
+                }
+                if is_step(item) {
+                    before_step(context, journal.clock());
+                }
+                journal.restore(context, item, scratch).map(drop)
+            })
+            .await?;
+        }
         Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
     }
 }
