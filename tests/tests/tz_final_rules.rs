@@ -43,7 +43,7 @@ fn workspace() -> PathBuf {
 /// chrono-tz's `tz/` directory, from the package Cargo resolved.
 fn chrono_tz_source() -> PathBuf {
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--manifest-path"])
+        .args(["metadata", "--locked", "--format-version", "1", "--manifest-path"])
         .arg(workspace().join("core/Cargo.toml"))
         .output()
         .expect("cargo metadata runs");

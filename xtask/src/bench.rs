@@ -51,7 +51,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let python = ensure_reference_venv()?;
     let contexts = root().join("target/bench-contexts");
     let mut cmd = cargo();
-    cmd.args(["bench", "-p", "envaware", "--bench", "decide", "--"]).env("ENVAWARE_BENCH_CONTEXTS", &contexts);
+    cmd.args(["bench", "--locked", "-p", "envaware", "--bench", "decide", "--"]).env("ENVAWARE_BENCH_CONTEXTS", &contexts);
     if !args.iter().any(|a| a == "--long") {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
@@ -130,7 +130,7 @@ pub(crate) mod target {
         let target = board.target();
         eprintln!("==> build tests/bench-target ({target}, release)");
         let status = cargo()
-            .args(["build", "--release", "--target", target])
+            .args(["build", "--locked", "--release", "--target", target])
             .current_dir(root().join("tests/bench-target"))
             .env("CARGO_TARGET_DIR", root().join("target/bench-target"))
             .status()

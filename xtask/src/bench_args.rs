@@ -25,7 +25,7 @@ fn mb_per_s(bytes: f64, ns: f64) -> f64 {
 pub fn bench_args(args: &[String]) -> Result<(), String> {
     let python = ensure_reference_venv()?;
     let mut cmd = cargo();
-    cmd.args(["bench", "-p", "envaware", "--bench", "args", "--"]);
+    cmd.args(["bench", "--locked", "-p", "envaware", "--bench", "args", "--"]);
     if !args.iter().any(|a| a == "--long") {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }

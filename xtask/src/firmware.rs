@@ -139,8 +139,10 @@ fn ensure_target() -> Result<(), String> {
 fn cargo_in_firmware(what: &str, args: &[&str]) -> Result<(), String> {
     // Run from firmware/ so that its .cargo/config.toml (target, linker
     // scripts, timezone filter) applies; it is a workspace of its own.
+    // `args` starts with the cargo command (build, test, clippy).
+    let (command, rest) = args.split_first().ok_or("no cargo command")?;
     let mut cmd = crate::cargo();
-    cmd.args(args).current_dir(firmware_dir()).env("CARGO_TARGET_DIR", firmware_dir().join("target"));
+    cmd.args([command, "--locked"]).args(rest).current_dir(firmware_dir()).env("CARGO_TARGET_DIR", firmware_dir().join("target"));
     eprintln!("==> {what}");
     let status = cmd.status().map_err(|e| format!("{what}: cannot start: {e}"))?;
     if status.success() {
@@ -260,7 +262,7 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         trace.display(),
         trace.display()
     );
-    crate::run("build envaware-sim", crate::cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    crate::run("build envaware-sim", crate::cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]))?;
     save_flash_log(&result)?;
     crate::timeline(&trace, &crate::root().join("target/demo/firmware-timeline.svg"))?;
     match result.status {

@@ -32,7 +32,7 @@ fn elf(target: &str, bin: &str) -> PathBuf {
 
 fn build(target: &str, filter: &str, features: &[&str], bins: &[&str]) -> Result<(), String> {
     let mut cmd = crate::cargo();
-    cmd.args(["build", "--quiet", "--release", "--target", target, "--manifest-path"])
+    cmd.args(["build", "--locked", "--quiet", "--release", "--target", target, "--manifest-path"])
         .arg(manifest())
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CHRONO_TZ_TIMEZONE_FILTER", filter);

@@ -103,7 +103,7 @@ fn ensure_reference_venv() -> Result<PathBuf, String> {
 /// `cargo test ARGS` where no check may skip (see `xtask::needs`).
 fn cargo_test(args: &[&str]) -> Command {
     let mut cmd = cargo();
-    cmd.arg("test").args(args).env(xtask::needs::REQUIRE_VAR, "1");
+    cmd.args(["test", "--locked"]).args(args).env(xtask::needs::REQUIRE_VAR, "1");
     cmd
 }
 
@@ -113,30 +113,41 @@ fn test() -> Result<(), String> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
     eprintln!("==> the core's module layers (cargo xtask layers)");
     layers::layers(&[])?;
-    run("cargo clippy", cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
-    run("cargo clippy (core, defmt)", cargo().args(["clippy", "-p", "envaware", "--features", "defmt", "--", "-D", "warnings"]))?;
+    run("cargo clippy", cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(
+        "cargo clippy (core, defmt)",
+        cargo().args(["clippy", "--locked", "-p", "envaware", "--features", "defmt", "--", "-D", "warnings"]),
+    )?;
     for target in THUMB_TARGETS {
-        run(&format!("build the core for {target}"), cargo().args(["build", "-p", "envaware", "--target", target]))?;
+        run(&format!("build the core for {target}"), cargo().args(["build", "--locked", "-p", "envaware", "--target", target]))?;
     }
     run(
         "build the core with defmt for thumbv7m-none-eabi",
-        cargo().args(["build", "-p", "envaware", "--features", "defmt", "--target", THUMB_TARGETS[0]]),
+        cargo().args(["build", "--locked", "-p", "envaware", "--features", "defmt", "--target", THUMB_TARGETS[0]]),
     )?;
-    run("cargo doc (core, warnings denied)", cargo().args(["doc", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"))?;
+    run(
+        "cargo doc (core, warnings denied)",
+        cargo().args(["doc", "--locked", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     run(
         "cargo doc (core with defmt, wire and journal, warnings denied)",
-        cargo().args(["doc", "-p", "envaware", "--no-deps", "--features", "defmt,wire,journal"]).env("RUSTDOCFLAGS", "-D warnings"),
+        cargo()
+            .args(["doc", "--locked", "-p", "envaware", "--no-deps", "--features", "defmt,wire,journal"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
-    run("the async sensor example (checks its own outcomes)", cargo().args(["run", "-q", "-p", "envaware", "--example", "async_sensor"]))?;
+    run(
+        "the async sensor example (checks its own outcomes)",
+        cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "async_sensor"]),
+    )?;
     run(
         "the agent loop example: JSON configuration, a live sensor, AgentScope JSON out (checks its own outcomes)",
-        cargo().args(["run", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
+        cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
     )?;
-    run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
+    run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--locked", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
     run(
         "link the core into a thumbv7m binary with no allocator",
         cargo()
-            .args(["build", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
+            .args(["build", "--locked", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
@@ -148,7 +159,7 @@ fn test() -> Result<(), String> {
         cargo()
             .arg("--config")
             .arg(root().join("examples/bare-metal/.cargo/config.toml"))
-            .args(["build", "--release", "--manifest-path"])
+            .args(["build", "--locked", "--release", "--manifest-path"])
             .arg(root().join("examples/bare-metal/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/bare-metal")),
     )?;
@@ -158,7 +169,7 @@ fn test() -> Result<(), String> {
     run(
         "check the cargo-fuzz targets compile",
         cargo()
-            .args(["check", "--bins", "--workspace", "--manifest-path"])
+            .args(["check", "--locked", "--bins", "--workspace", "--manifest-path"])
             .arg(root().join("fuzz/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/fuzz-check")),
     )?;
@@ -170,7 +181,7 @@ fn test() -> Result<(), String> {
         "core unit tests with the firmware's features (no python-floats, no custom-time-format)",
         &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features", "--features", "wire,journal,zone-filter"]),
     )?;
-    run("build envaware-sim", cargo().args(["build", "-p", "envaware-sim"]))?;
+    run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.
     let chromium = firmware::ensure_apt_tool(
         env::var_os("ENVAWARE_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from),
@@ -266,7 +277,7 @@ fn count_before(line: &str, label: &str) -> u64 {
 }
 
 fn host_demo() -> Result<(), String> {
-    run("build envaware-sim", cargo().args(["build", "--quiet", "-p", "envaware-sim"]))?;
+    run("build envaware-sim", cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]))?;
     let scenarios = root().join("examples/demo.jsonl");
     run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))?;
     timeline(&root().join("examples/greenhouse.trace.jsonl"), &root().join("target/demo/greenhouse-timeline.svg"))
@@ -343,6 +354,15 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         targets = FUZZ_TARGETS.to_vec();
     }
     ensure_cargo_fuzz()?;
+    // cargo-fuzz has no `--locked` (rust-fuzz/cargo-fuzz#312): the lock
+    // file is checked to be current first, so that its build keeps it.
+    run(
+        "fuzz/Cargo.lock is current",
+        cargo()
+            .args(["metadata", "--locked", "--format-version", "1", "--manifest-path"])
+            .arg(root().join("fuzz/Cargo.toml"))
+            .stdout(std::process::Stdio::null()),
+    )?;
     let artifacts = |target: &str| -> Vec<PathBuf> {
         let dir = root().join("fuzz/artifacts").join(target);
         let mut found: Vec<PathBuf> =
@@ -370,7 +390,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         }
         crashes.extend(new);
     }
-    run("build envaware-sim", cargo().args(["build", "--release", "-p", "envaware-sim"]))?;
+    run("build envaware-sim", cargo().args(["build", "--locked", "--release", "-p", "envaware-sim"]))?;
     let sim = root().join("target/release/envaware-sim");
     run(&format!("envaware-sim fuzz --cases {cases}"), Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]))?;
     if crashes.is_empty() {

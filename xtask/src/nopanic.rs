@@ -40,7 +40,7 @@ pub fn nopanic(args: &[String]) -> Result<(), String> {
     run(
         &format!("build the no-panic program for {TARGET}{}", if link { " (panic handler: an undefined symbol)" } else { "" }),
         cargo()
-            .args(["build", "--release", "--target", TARGET, "--features", &features.join(","), "--manifest-path"])
+            .args(["build", "--locked", "--release", "--target", TARGET, "--features", &features.join(","), "--manifest-path"])
             .arg(dir.join("Cargo.toml"))
             .env("CARGO_TARGET_DIR", &target_dir),
     )?;
