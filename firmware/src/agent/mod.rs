@@ -1,0 +1,320 @@
+//! The on-device agent: a scripted session of Sprout, a greenhouse robot,
+//! run through the envaware core, as an `async fn` ([`run`]). Generic over
+//! the [`Sensor`] it awaits (the board's sensor task, or the async TMP105
+//! driver itself), the wall clock ([`envaware::Clock`]), the [`Pacer`] (the
+//! idle time between steps, which the environment can cut short, and the
+//! model's reply) and the [`Output`]; nothing here knows the board or the
+//! executor.
+//!
+//! - [`session`]: the agent's name, zone, configuration and script;
+//! - [`ports`]: the traits the board implements around it;
+//! - [`fields`]: the live fields its hints carry;
+//! - this module: the agent loop, [`run`].
+//!
+//! Every hint also carries the live fields `temperature` and `uptime`. The
+//! agent watches its temperature ([`WATCH`]: a change of 2.0 °C from what
+//! it was last told, or crossing 28.0 °C with 0.5 °C of hysteresis), so
+//! the TMP105 is awaited at every step, before deciding, and a step whose
+//! temperature moved injects a hint by itself; the uptime is read only
+//! when a hint fires. When the sensor cannot be read, `temperature` says
+//! `unavailable` (which never fires the watch) and the run goes on.
+//!
+//! Between steps, a reading that would fire the watch wakes the agent
+//! ([`Pacer::idle`] returns it; [`wakes`] asks the core): it then takes an
+//! environment step, a reply with no user message whose hint tells the
+//! reading.
+
+use core::fmt::Write as _;
+
+use embedded_storage_async::nor_flash::MultiwriteNorFlash;
+use envaware::journal::{Event as JournalEvent, Items, Journal};
+use envaware::{Clock, Decimal, Engine, StepInput, Timestamp, WatchList, MAX_WATCHES};
+
+use crate::log::SessionLog;
+use crate::stream::Stream;
+use crate::tmp105::Temperature;
+
+pub mod fields;
+pub mod ports;
+pub mod session;
+
+pub use self::fields::{SensorFields, UNAVAILABLE};
+pub use self::ports::{Output, Pacer, Sensor, Woken};
+#[cfg(feature = "defmt")]
+pub use self::ports::DefmtOutput;
+pub use self::session::{config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH};
+
+/// Whether a new `temperature` reading would fire a watch on the
+/// temperature, given what the context told (`told`, by watch index, as
+/// [`Engine::told`] gives it). The core's rule decides ([`Watch::fires`](envaware::Watch::fires)
+/// on the reading's leading decimal, as the core reads a live field); with
+/// no watch configured nothing wakes the agent.
+pub fn wakes(watches: &WatchList<'_>, told: &[Option<Decimal>; MAX_WATCHES], temperature: &str) -> bool {
+    let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
+    watches.iter().zip(told).any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Summary {
+    /// Steps run.
+    pub steps: usize,
+    /// Hints injected.
+    pub hints: usize,
+    /// Successful sensor reads.
+    pub reads: u32,
+    /// Failed sensor reads.
+    pub failures: u32,
+    /// Messages the store evicted.
+    pub evicted: u32,
+    /// The most messages one decision read.
+    pub max_read: usize,
+    /// Times the session log was compacted (its region filled).
+    pub compactions: u32,
+}
+
+/// Reads the log back into `context` (see [`crate::log`]) and returns the
+/// steps it held; an empty or refused log starts a new one (a refused one
+/// with a warning) from an empty context.
+async fn resume<S: MultiwriteNorFlash>(
+    log: &mut SessionLog<S>,
+    journal: &mut Journal<16>,
+    context: &mut Context<'_>,
+    items: &mut [u8],
+    scratch: &mut [u8],
+    stream: &mut Stream,
+) -> usize {
+    match log.restore(journal, context, items, scratch, |context, now| stream.stamp(context, now)).await {
+        Ok(steps) if journal.items() > 0 => {
+            info!("restored {=u32} events", journal.restored_events());
+            return steps;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            warn!("the log is not restored, starting empty: {}", e);
+            *context = Context::new(context.engine(), AGENT);
+            *journal = Journal::new(context);
+            stream.forget();
+            if log.clear().await.is_err() {
+                error!("the log could not be erased");
+            }
+        }
+    }
+    let written = match journal.start(context, items) {
+        Ok(n) => log.append(&items[..n]).await.is_ok(),
+        Err(_) => false,
+    };
+    if !written {
+        error!("the log's header was not written");
+    }
+    0
+}
+
+/// The session's state across its steps.
+struct Session<'e, U> {
+    context: Context<'e>,
+    journal: Journal<16>,
+    live: SensorFields<U>,
+    stream: Stream,
+    hint_buf: [u8; 1024],
+    items: [u8; crate::log::MAX_ITEM],
+    summary: Summary,
+}
+
+impl<U: Fn() -> u32> Session<'_, U> {
+    /// Records `event` in the context and the log.
+    async fn record<S: MultiwriteNorFlash>(&mut self, event: &JournalEvent<'_>, log: &mut SessionLog<S>) {
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
+        match self.journal.record(&mut self.context, event, &mut self.items) {
+            Ok(written) => append(log, &written, &self.items).await,
+            Err(e) => error!("not recorded: {}", e),
+        }
+    }
+
+    /// Awaits the sensor, or takes the reading that woke the agent.
+    async fn read<Se: Sensor>(&mut self, sensor: &mut Se, woken: Option<Temperature>) {
+        match woken {
+            Some(t) => self.live.record::<Se::Error>(Ok(t)),
+            None => self.live.record(sensor.read().await),
+        }
+    }
+
+    /// One step through the core's split API, logged: the watched sensor
+    /// is awaited before deciding (the reading that woke the agent, in an
+    /// environment step), a sensor read only for a hint after deciding,
+    /// and only when something fires; then the hint is rendered.
+    async fn step<Se: Sensor, O: Output, S: MultiwriteNorFlash>(
+        &mut self,
+        input: &StepInput,
+        now: Option<Timestamp>,
+        sensor: &mut Se,
+        woken: Option<Temperature>,
+        output: &mut O,
+        log: &mut SessionLog<S>,
+    ) {
+        let refreshes_before = self.live.refreshes;
+        // The clock is read once, so the stream carries the very time decided on.
+        self.stream.before_step(output, &self.context, now, now, input.tasks);
+        let watched = !self.context.engine().config().config().injection.watch.is_empty();
+        if watched {
+            self.read(sensor, woken).await;
+        }
+        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
+        let decision = match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
+            Ok((decision, written)) => {
+                append(log, &written, &self.items).await;
+                decision
+            }
+            Err(e) => return error!("hint dropped: {}", e),
+        };
+        if !watched && decision.fires() {
+            self.read(sensor, woken).await;
+        }
+        let fired = !decision.watch.is_empty();
+        match self.journal.render_step(&mut self.context, decision, input, &mut self.live, &mut self.hint_buf, &mut self.items) {
+            Ok((outcome, written)) => {
+                append(log, &written, &self.items).await;
+                output.watch(self.live.temperature(), fired);
+                info!("decision read {=usize} messages of {=usize}", self.context.messages_read(), self.context.len());
+                self.summary.max_read = self.summary.max_read.max(self.context.messages_read());
+                self.stream.step(output, &self.live, input.cur_iter, input.input_tokens);
+                for w in outcome.warnings.iter() {
+                    warn!("{}", w);
+                }
+                match outcome.hint {
+                    Some(hint) => {
+                        self.summary.hints += 1;
+                        output.hint(hint);
+                        if outcome.event {
+                            info!("HintBlockEvent emitted");
+                        }
+                    }
+                    None => output.no_injection(self.live.refreshes != refreshes_before),
+                }
+            }
+            Err(e) => error!("hint dropped: {}", e),
+        }
+    }
+
+    /// What the context tells of each watched field now, for the pacer.
+    fn told(&self) -> [Option<Decimal>; MAX_WATCHES] {
+        self.context.engine().told(self.context.store(), AGENT)
+    }
+}
+
+/// Runs the scripted session, awaiting the TMP105 through `sensor` and
+/// reading the board's uptime from `uptime_ms`. Writes each step's hint in
+/// full to `output` and streams the session there as AgentScope JSON; logs
+/// the messages each decision read.
+///
+/// Between steps the agent is idle ([`Pacer::idle`]); when the environment
+/// wakes it (a reading that would fire a watch), it starts a reply with no
+/// user message and takes an environment step with that reading. After
+/// each step it awaits its model's reply ([`Pacer::model_reply`]).
+///
+/// The session is logged in `log` ([`crate::log`]); a session found there
+/// (after a reset) is restored and goes on from the step after its last.
+pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlash>(
+    sensor: &mut Se,
+    clock: &mut K,
+    pacer: &mut P,
+    output: &mut O,
+    uptime_ms: impl Fn() -> u32,
+    log: &mut SessionLog<S>,
+) -> Summary {
+    let summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0, compactions: 0 };
+    let engine = match Engine::new(config()) {
+        Ok(e) => e,
+        Err(e) => {
+            error!("invalid configuration: {}", e);
+            return summary;
+        }
+    };
+    for w in engine.config().warnings() {
+        warn!("configuration: {}", w);
+    }
+    let context = Context::new(&engine, AGENT);
+    let journal = Journal::new(&context);
+    let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
+    let live = SensorFields::new(uptime_ms);
+    let mut s = Session { context, journal, live, stream, hint_buf: [0; 1024], items: [0; crate::log::MAX_ITEM], summary };
+    let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
+    s.stream.start(output);
+    pacer.told(s.told());
+    // Last before the first idle time, as the uninterrupted session goes
+    // from its last step's end to its next idle time (under `-icount`,
+    // work is board time: a scan here would move the next deadline).
+    if first > 0 {
+        pacer.resumed();
+    }
+    for (index, step) in SCRIPT.iter().enumerate().skip(first) {
+        while let Some(woken) = pacer.idle(index, step.wait_ms).await {
+            let mut text: heapless::String<24> = heapless::String::new();
+            let _ = write!(text, "{}", woken.temperature);
+            info!("woken by temperature: {=str}", text);
+            output.woken(index, &text);
+            // A reply the environment started: no user message before it.
+            s.record(&JournalEvent::Reply, log).await;
+            s.stream.woken(output, &text);
+            let last = &SCRIPT[index.saturating_sub(1)];
+            let input = StepInput { tasks: last.tasks, cur_iter: 0, input_tokens: last.input_tokens, context_size: CONTEXT_SIZE };
+            s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
+            pacer.told(s.told());
+            pacer.model_reply(None).await;
+        }
+        pacer.before_step(index);
+        output.step(index, step.note);
+        for event in step.events {
+            let before = s.context.len();
+            s.record(
+                &match *event {
+                    Event::User => JournalEvent::User { name: "operator" },
+                    Event::Agent(blocks) => JournalEvent::Assistant(blocks),
+                    Event::Compress { keep } => JournalEvent::Compress { keep },
+                },
+                log,
+            )
+            .await;
+            if let Event::Compress { .. } = event {
+                info!("context compressed: {=usize} messages evicted, {=usize} kept", before - s.context.len(), s.context.len());
+            }
+        }
+        let input = StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: CONTEXT_SIZE };
+        s.step(&input, clock.now(), sensor, None, output, log).await;
+        pacer.told(s.told());
+        pacer.model_reply(Some(index)).await;
+        s.summary.steps += 1;
+        pacer.after_step(index);
+    }
+    pacer.finished();
+    let mut summary = s.summary;
+    summary.reads = s.live.reads;
+    summary.failures = s.live.failures;
+    summary.evicted = s.context.store().evicted_total();
+    summary
+}
+
+/// Compacts the log if its region fills; 1 when it did.
+async fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> u32 {
+    match log.make_room(journal, context, buf).await {
+        Ok(0) => 0,
+        Ok(popped) => {
+            info!("the log is compacted: {=u32} items popped (the context holds none of their messages)", popped);
+            1
+        }
+        Err(e) => {
+            error!("the log could not be compacted: {}", e);
+            0
+        }
+    }
+}
+
+/// Appends the items one record or step wrote.
+async fn append<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
+    for item in written.iter(items) {
+        if log.append(item).await.is_err() {
+            error!("the log refused an item: the session after it is not restored after a reset");
+        }
+    }
+}
