@@ -1,0 +1,176 @@
+//! UART0: the step and environment handshakes with the host
+//! ([`Uart0Pacer`]), the idle time between steps and the model's
+//! (simulated) reply.
+
+use core::ptr::{read_volatile, write_volatile};
+use core::sync::atomic::Ordering;
+
+use cortex_m::peripheral::SYST;
+use embassy_futures::select::{select, Either};
+use embassy_time::{Duration, Instant, Timer};
+use envaware::{Decimal, MAX_WATCHES};
+use envaware_firmware::agent::{self, Woken};
+
+use super::retained::retained;
+use super::sensor::{AWAITING_MODEL, BUSY, IDLE, MODEL_REPLY_MS, START, STATE, TOLD, WAKE};
+use super::time::{uptime_ms, TICKS};
+use super::argument;
+#[cfg(doc)]
+use super::wall_clock;
+
+
+const UART0: usize = 0x4000_C000;
+const UART_DR: usize = 0x00;
+const UART_FR: usize = 0x18;
+const UART_CTL: usize = 0x30;
+const FR_RXFE: u32 = 1 << 4;
+const FR_TXFF: u32 = 1 << 5;
+
+/// The step handshake over UART0: before each step the firmware sends `?`
+/// and waits for one byte from the host, which meanwhile sets the sensor's
+/// temperature. SysTick is stopped while it waits, so the script's times
+/// do not depend on how fast the host answers (with `-icount` and the same
+/// start time, see [`wall_clock`], two runs give the same uptimes). At the
+/// end it sends `.`.
+///
+/// Before the idle time of each step it sends `~` (the environment
+/// handshake): the host may change the temperature there (`cargo xtask demo
+/// --environment 7:33`), which the sensor task then finds on its own.
+///
+/// With the `force-panic` or `force-hardfault` feature it panics or
+/// executes an undefined instruction right after the handshake of step 2,
+/// for the tests of the exit status.
+pub struct Uart0Pacer {
+    syst: SYST,
+    /// `reset-after=N` on the semihosting command line: reset the MCU
+    /// (`SCB::sys_reset`) after step N, once.
+    reset_after: Option<usize>,
+    /// The step whose idle time runs, and when it ends.
+    idle: Option<(usize, Instant)>,
+}
+
+impl core::fmt::Debug for Uart0Pacer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Uart0Pacer")
+    }
+}
+
+impl Uart0Pacer {
+    pub(super) fn new(syst: SYST) -> Self {
+        // UARTEN | TXE | RXE.
+        unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
+        Uart0Pacer { syst, reset_after: argument(b"reset-after="), idle: None }
+    }
+
+    fn put(&mut self, byte: u8) {
+        unsafe {
+            while read_volatile((UART0 + UART_FR) as *const u32) & FR_TXFF != 0 {}
+            write_volatile((UART0 + UART_DR) as *mut u32, u32::from(byte));
+        }
+    }
+
+    fn get(&mut self) -> u8 {
+        unsafe {
+            while read_volatile((UART0 + UART_FR) as *const u32) & FR_RXFE != 0 {}
+            read_volatile((UART0 + UART_DR) as *const u32) as u8
+        }
+    }
+
+    /// Sends `byte` and waits for the host's answer, the board's time
+    /// stopped meanwhile (every task and timer waits too).
+    fn handshake(&mut self, byte: u8) {
+        self.syst.disable_counter();
+        self.put(byte);
+        let _ = self.get();
+        self.syst.enable_counter();
+    }
+}
+
+impl agent::Pacer for Uart0Pacer {
+    fn before_step(&mut self, index: usize) {
+        self.handshake(b'?');
+        // The exit-status tests' failures, right after step 2's handshake.
+        if index == 2 {
+            #[cfg(feature = "force-panic")]
+            panic!("forced panic (feature force-panic)");
+            #[cfg(feature = "force-hardfault")]
+            cortex_m::asm::udf();
+        }
+    }
+
+    async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken> {
+        let end = match self.idle {
+            Some((step, end)) if step == index => end,
+            _ => {
+                self.handshake(b'~');
+                let end = Instant::now() + Duration::from_millis(u64::from(ms));
+                self.idle = Some((index, end));
+                // A wake left from a sample taken as the last idle time ended.
+                WAKE.reset();
+                START.signal(());
+                end
+            }
+        };
+        STATE.store(IDLE, Ordering::Relaxed);
+        // The executor sleeps (`wfe`) until a tick wakes a timer; with
+        // `-icount …,sleep=off` QEMU jumps straight to the next tick.
+        let woken = match select(Timer::at(end), WAKE.wait()).await {
+            Either::First(()) => None,
+            Either::Second(woken) => Some(woken),
+        };
+        STATE.store(BUSY, Ordering::Relaxed);
+        woken
+    }
+
+    async fn model_reply(&mut self, index: Option<usize>) {
+        match index {
+            Some(i) => defmt::info!("model: the prompt of step {=usize} sent, awaiting the reply ({=u64} ms)", i, MODEL_REPLY_MS),
+            None => defmt::info!("model: the prompt of the environment step sent, awaiting the reply ({=u64} ms)", MODEL_REPLY_MS),
+        }
+        STATE.store(AWAITING_MODEL, Ordering::Relaxed);
+        Timer::after_millis(MODEL_REPLY_MS).await;
+        STATE.store(BUSY, Ordering::Relaxed);
+        defmt::info!("model: replied");
+    }
+
+    fn told(&mut self, told: [Option<Decimal>; MAX_WATCHES]) {
+        critical_section::with(|cs| TOLD.borrow(cs).set(told));
+    }
+
+    fn finished(&mut self) {
+        self.put(b'.');
+    }
+
+    fn after_step(&mut self, index: usize) {
+        // Read first: the counter an uninterrupted board goes on from. Read
+        // after the log line below it was a millisecond later (work is
+        // board time under `-icount`).
+        let millis = uptime_ms();
+        let r = retained();
+        if self.reset_after != Some(index) || unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
+            return;
+        }
+        defmt::info!("resetting the MCU after step {=usize}", index);
+        unsafe {
+            write_volatile(core::ptr::addr_of_mut!((*r).millis), millis);
+            write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
+        }
+        cortex_m::peripheral::SCB::sys_reset()
+    }
+
+    fn resumed(&mut self) {
+        // The board's time goes on from the reset (the wall clock is the
+        // boot's epoch plus this counter), so the steps after it read the
+        // times an uninterrupted board would.
+        let r = retained();
+        if unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
+            let millis = unsafe { read_volatile(core::ptr::addr_of!((*r).millis)) };
+            critical_section::with(|cs| TICKS.borrow(cs).set(u64::from(millis)));
+            // A whole millisecond before the next tick, so none falls between
+            // here and the idle time's deadline reading the counter (the
+            // uninterrupted board reads it right after the value saved at
+            // the reset).
+            self.syst.clear_current();
+        }
+    }
+}
