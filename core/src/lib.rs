@@ -48,7 +48,7 @@ mod ieee;
 pub mod journal;
 mod json;
 mod live;
-#[cfg(feature = "bench-phases")]
+#[cfg(feature = "_bench-phases")]
 #[doc(hidden)]
 pub mod phases;
 // Starts CPython: a test helper, kept out of the no_std sources.

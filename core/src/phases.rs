@@ -4,7 +4,7 @@
 //! decision runs ([`Tracker::decide`], [`Engine::render_step`]), from the
 //! same state: a phase's count is its share of the whole.
 //!
-//! Behind the `bench-phases` feature, hidden from the documentation: not
+//! Behind the `_bench-phases` feature, hidden from the documentation: not
 //! an API.
 
 use crate::clock::{Clock, Timestamp};

@@ -238,13 +238,13 @@ impl<'a> Tracker<'a> {
     }
 
     /// The tool-error rule's verdict on the newest message observed.
-    #[cfg(feature = "bench-phases")]
+    #[cfg(feature = "_bench-phases")]
     pub(crate) fn newest_tool_error(&self) -> Option<ToolError> {
         self.newest_tool_error
     }
 
     /// The agent the tracker decides for.
-    #[cfg(feature = "bench-phases")]
+    #[cfg(feature = "_bench-phases")]
     pub(crate) fn agent_name(&self) -> &'a str {
         self.agent_name
     }
