@@ -226,7 +226,7 @@ pub struct InjectionConfig<'a> {
     /// envaware's own (off by default): an IANA zone this build left out
     /// (the `zone-filter` feature) falls back to UTC with a warning, as the
     /// reference does for an unknown name, instead of failing
-    /// [`Config::validate`] with [`ConfigError::ZoneNotCompiledIn`].
+    /// [`Config::validate`] with [`ConfigError::ZoneNotCompiledIn`](crate::ConfigError::ZoneNotCompiledIn).
     pub filtered_zone_falls_back_to_utc: bool,
     /// envaware's environment-change triggers (none by default): live
     /// fields whose reading, when it moves from what the context last told,
@@ -286,7 +286,7 @@ impl Default for ContextConfig {
 /// purpose because it cannot work as documented (a `time_format` with no
 /// date part, a directive whose output would not be byte-identical; the
 /// repository's `docs/differences.md` lists each case), and gives a
-/// [`ValidConfig`]; [`Engine::new`](crate::Engine::new) validates for you.
+/// [`ValidConfig`](crate::ValidConfig); [`Engine::new`](crate::Engine::new) validates for you.
 /// To read the configuration from AgentScope's JSON, use
 /// [`ConfigBuf`](crate::ConfigBuf).
 #[derive(Debug, Clone, Copy, Default)]

@@ -25,7 +25,7 @@ use core::fmt;
 use super::ZoneName;
 
 /// The most watches a configuration may hold (the tracker keeps one told
-/// value per watch, and a [`WatchSet`] one bit).
+/// value per watch, and a [`WatchSet`](crate::WatchSet) one bit).
 pub const MAX_WATCHES: usize = 4;
 
 /// The longest watched field name, in bytes (the tags are built on the
