@@ -649,19 +649,6 @@ pub(crate) struct Report {
     errors: Vec<String>,
 }
 
-/// Cycles that exist today and are reported but do not fail the check,
-/// each a sorted member list. Only one: `time::format` hands directives
-/// other than the default format's to `time::custom_format`, which writes
-/// them with `format`'s helpers; breaking it means moving those helpers into
-/// a module of their own. Remove the entry when that is done.
-const KNOWN_CYCLES: &[&[&str]] = &[&["time::custom_format", "time::format"]];
-
-fn is_known(members: &[ModPath]) -> bool {
-    let mut names: Vec<String> = members.iter().map(|m| name(m)).collect();
-    names.sort();
-    KNOWN_CYCLES.iter().any(|known| known.iter().copied().eq(names.iter().map(String::as_str)))
-}
-
 /// The edge `from -> to` lifted to the two siblings under their common
 /// ancestor that hold them; `None` when one holds the other.
 fn between_siblings(from: &ModPath, to: &ModPath) -> Option<(ModPath, ModPath)> {
@@ -963,8 +950,7 @@ impl Report {
         }
         for (members, cycles) in &self.components {
             let names: Vec<String> = members.iter().map(|m| name(m)).collect();
-            let known = if is_known(members) { " (known, not yet broken: see KNOWN_CYCLES)" } else { "" };
-            let _ = writeln!(s, "cycle among {} modules{known}: {}", members.len(), names.join(", "));
+            let _ = writeln!(s, "cycle among {} modules: {}", members.len(), names.join(", "));
             for cycle in cycles {
                 let path: Vec<String> = cycle.iter().map(|m| name(m)).collect();
                 let _ = writeln!(s, "  {}", path.join(" -> "));
@@ -999,7 +985,7 @@ impl Report {
     /// `mod` declaration.
     pub(crate) fn verdict(&self) -> Result<(), String> {
         let mut problems = Vec::new();
-        let new: Vec<_> = self.components.iter().filter(|(members, _)| !is_known(members)).collect();
+        let new = &self.components;
         if !new.is_empty() {
             let modules: usize = new.iter().map(|(m, _)| m.len()).sum();
             problems.push(format!("{} module cycle(s) through {modules} modules", new.len()));

@@ -28,21 +28,19 @@
 //! - [`format`]: glibc's `strftime`, and the check of a configured format
 //!   (its directives, its date, whether `strptime` can read it back); the
 //!   default format's directives in `format`, every other in
-//!   `custom_format`.
+//!   `format::custom`.
 //! - [`iso`]: `_strptime` for the default format `%Y-%m-%dT%H:%M:%S`, with
 //!   the numeric groups of its regex in `numeric`.
 //! - [`strptime`]: `_strptime` for any format, in its three phases (match,
 //!   convert the groups, resolve the date), with its regex match in
 //!   `strptime::matcher` and `re`'s case tables in `strptime::unicode`.
 //!
-//! `custom_format` and `strptime` are compiled with the
+//! `format::custom` and `strptime` are compiled with the
 //! `custom-time-format` feature only: without it, a configuration with any
 //! other format is refused ([`TimeFormatError::NotCompiledIn`]), and a
 //! device links neither.
 
 mod civil;
-#[cfg(feature = "custom-time-format")]
-mod custom_format;
 mod format;
 mod hours;
 pub(crate) mod iana;

@@ -11,7 +11,7 @@
 
 use super::unicode::ci_match;
 use crate::text::py_is_space;
-use crate::time::custom_format::{strptime_expansion, MONTHS, WEEKDAYS};
+use crate::time::format::custom::{strptime_expansion, MONTHS, WEEKDAYS};
 use crate::time::numeric::{
     alternatives, char_at, digit_value, match_atoms,
     Atom::{In, D},

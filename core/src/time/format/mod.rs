@@ -7,7 +7,12 @@
 //! This module writes the default format's directives (`%Y %m %d %H %M
 //! %S`, and `%f`, which the `wire` module's timestamps add); every other
 //! directive, and the check of any format but the default, are in
-//! `custom_format`, compiled with the `custom-time-format` feature only.
+//! `custom` (a child module: its composite directives, `%c`
+//! `%D` and the others, are written by this module's `write_format` loop,
+//! so the two recurse into each other), compiled with the `custom-time-format` feature only.
+
+#[cfg(feature = "custom-time-format")]
+pub(super) mod custom;
 
 use core::fmt;
 #[cfg(any(test, feature = "wire"))]
@@ -112,7 +117,7 @@ pub(super) const DEFAULT_FORMAT_INFO: FormatInfo = FormatInfo { has_utc_offset: 
 /// feature, the default format only.
 pub fn check_format(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
     #[cfg(feature = "custom-time-format")]
-    return super::custom_format::check(fmt);
+    return custom::check(fmt);
     #[cfg(not(feature = "custom-time-format"))]
     match fmt == crate::time::DEFAULT_TIME_FORMAT {
         true => Ok(DEFAULT_FORMAT_INFO),
@@ -160,7 +165,7 @@ fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -> bool {
         // Python's own microseconds: the wire's timestamps write them.
         b'f' => push_padded(w, t.local.nanosecond() / 1000, 6, b'0'),
         #[cfg(feature = "custom-time-format")]
-        _ => return super::custom_format::write_directive(w, d, t),
+        _ => return custom::write_directive(w, d, t),
         #[cfg(not(feature = "custom-time-format"))]
         _ => return false,
     }
@@ -254,7 +259,7 @@ fn utc_offset(zone: Zone, utc: &NaiveDateTime) -> i32 {
 pub(super) mod tests {
     //! What every build writes: the default format's directives and `%f`.
     //! Expected values are CPython 3.11's (tzdata 2025.2, `LC_TIME=C`,
-    //! `zoneinfo.reset_tzpath(to=[])`); `custom_format` tests the rest.
+    //! `zoneinfo.reset_tzpath(to=[])`); `custom` tests the rest.
     extern crate std;
 
     use std::string::String;

@@ -15,7 +15,7 @@ use self::matcher::{next_node, regex_match, Captures, Cursor, Groups, Node, Pos}
 #[cfg(test)]
 pub(super) use self::unicode::ci_match;
 use super::civil::{self, is_leap};
-use super::custom_format::{strptime_verdict, MONTHS, WEEKDAYS};
+use super::format::custom::{strptime_verdict, MONTHS, WEEKDAYS};
 use super::format::ParseBack;
 use super::numeric::digit_value;
 use super::Recorded;

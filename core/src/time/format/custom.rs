@@ -2,14 +2,14 @@
 //! configured format (every directive one `format_time` reproduces
 //! exactly, a full date, whether Python's `strptime` can read the output
 //! back), and the `strftime` directives beyond the default format's
-//! (`time::format` writes those).
+//! (the parent module writes those).
 
 use chrono::{Datelike, TimeZone, Timelike};
 use chrono_tz::OffsetName;
 
-use super::format::{signed, two, write_format, Fields, FormatInfo, ParseBack, TimeFormatError};
-use super::zone::Zone;
-use super::zone_rules;
+use super::{signed, two, write_format, Fields, FormatInfo, ParseBack, TimeFormatError};
+use crate::time::zone::Zone;
+use crate::time::zone_rules;
 use crate::text::{push_padded, Bytes};
 
 /// Directives `format_time` reproduces exactly.
@@ -29,7 +29,7 @@ fn strftime_expansion(c: char) -> Option<&'static str> {
     })
 }
 /// Expansions of the composite directives, for `strptime` (`LocaleTime`, C).
-pub(super) fn strptime_expansion(c: char) -> Option<&'static str> {
+pub(in crate::time) fn strptime_expansion(c: char) -> Option<&'static str> {
     Some(match c {
         'c' => "%a %b %d %H:%M:%S %Y",
         'x' => "%m/%d/%y",
@@ -67,7 +67,7 @@ impl Letters {
     }
 }
 
-/// [`check_format`](super::format::check_format) for any format.
+/// [`check_format`](super::check_format) for any format.
 pub(super) fn check(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
     if fmt.bytes().any(|b| b == 0) {
         return Err(TimeFormatError::Nul);
@@ -104,7 +104,7 @@ pub(super) fn check(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
 }
 
 /// How Python's `strptime` reacts to the format itself.
-pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
+pub(in crate::time) fn strptime_verdict(fmt: &str) -> ParseBack {
     let mut groups = Letters::default();
     let mut duplicate = false;
     let mut chars = fmt.chars();
@@ -137,9 +137,9 @@ pub(super) fn strptime_verdict(fmt: &str) -> ParseBack {
 /// The C locale's day names, Monday first as Python's `calendar` lists
 /// them; one table for strftime and strptime (which matches them
 /// case-blind).
-pub(super) const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+pub(in crate::time) const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 /// The C locale's month names, shared as [`WEEKDAYS`] is.
-pub(super) const MONTHS: [&str; 12] =
+pub(in crate::time) const MONTHS: [&str; 12] =
     ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
 fn three(s: &str) -> &str {
@@ -157,7 +157,7 @@ pub(super) fn write_directive<W: Bytes + ?Sized>(w: &mut W, d: u8, t: &Fields) -
     let wday_sun = || date.weekday().num_days_from_sunday();
     let wday_mon = || date.weekday().num_days_from_monday();
     let weekday_name = || WEEKDAYS.get(wday_mon() as usize).copied().unwrap_or("");
-    let month_day = || super::civil::month_day(date);
+    let month_day = || crate::time::civil::month_day(date);
     let month_name = || MONTHS.get(month_day().0 as usize - 1).copied().unwrap_or("");
     match d {
         b'a' => w.push(three(weekday_name()).as_bytes()),
