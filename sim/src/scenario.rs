@@ -1,4 +1,4 @@
-//! Scenarios (`../shared/scenario-format.md`, v1): one JSON object holding
+//! Scenarios (`docs/scenario-format.md`, v1): one JSON object holding
 //! everything the rules read at one reasoning step, evaluated by the core.
 
 use envaware::args::HostCapacity;
