@@ -39,7 +39,8 @@ fn zone_rules() {
         .map(|l| {
             let mut cols = l.split_whitespace();
             let name = cols.next().expect("a name");
-            let rule = cols.next().unwrap_or_else(|| panic!("tz-final-rules.txt: no rule for {name}"));
+            let rule =
+                cols.next().unwrap_or_else(|| panic!("tz-final-rules.txt: no rule for {name}"));
             (name, rule, cols.next())
         })
         .collect();
@@ -55,7 +56,11 @@ fn zone_rules() {
         writeln!(names, "    ({name:?}, {index}),").unwrap();
     }
     let mut out = String::new();
-    writeln!(out, "/// Names with daylight saving past 2099, sorted, with their rule's index in [`RULES`].").unwrap();
+    writeln!(
+        out,
+        "/// Names with daylight saving past 2099, sorted, with their rule's index in [`RULES`]."
+    )
+    .unwrap();
     writeln!(out, "static NAMES: [(&str, u8); {}] = [\n{names}];", kept.len()).unwrap();
     writeln!(out, "/// The distinct final rules of the names in [`NAMES`].").unwrap();
     writeln!(out, "static RULES: [Rule; {}] = [", rules.len()).unwrap();
@@ -75,7 +80,8 @@ fn kept_names<'a>(entries: &[(&'a str, &str, Option<&'a str>)]) -> BTreeSet<&'a 
     let names: Vec<(&str, Option<&str>)> = entries.iter().map(|e| (e.0, e.2)).collect();
     match std::env::var(FILTER_VAR).as_deref().map(str::trim) {
         Ok(filter) if !filter.is_empty() => {
-            let regex = regex::Regex::new(filter).unwrap_or_else(|e| panic!("{FILTER_VAR}={filter:?} is not a valid regex: {e}"));
+            let regex = regex::Regex::new(filter)
+                .unwrap_or_else(|e| panic!("{FILTER_VAR}={filter:?} is not a valid regex: {e}"));
             zone_filter::kept_names(&names, &regex)
         }
         _ => names.iter().map(|n| n.0).collect(),
@@ -138,7 +144,10 @@ fn change(spec: &str, tz: &str) -> String {
         .map(|f| f.parse().expect("a number"))
         .collect();
     let [month, week, weekday] = fields[..] else { panic!("{tz}: bad date {date}") };
-    assert!((1..=12).contains(&month) && (1..=5).contains(&week) && weekday <= 6, "{tz}: bad date {date}");
+    assert!(
+        (1..=12).contains(&month) && (1..=5).contains(&week) && weekday <= 6,
+        "{tz}: bad date {date}"
+    );
     let time = offset(&mut { time }).unwrap_or_else(|| panic!("{tz}: bad time {time}"));
     format!("Change {{ month: {month}, week: {week}, weekday: {weekday}, time: {time} }}")
 }
@@ -148,8 +157,8 @@ fn change(spec: &str, tz: &str) -> String {
 fn warn_whole_zone_database() {
     println!("cargo:rerun-if-env-changed=CHRONO_TZ_TIMEZONE_FILTER");
     let bare_metal = std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "none");
-    let filtered =
-        std::env::var_os("CARGO_FEATURE_ZONE_FILTER").is_some() && std::env::var("CHRONO_TZ_TIMEZONE_FILTER").is_ok_and(|f| !f.is_empty());
+    let filtered = std::env::var_os("CARGO_FEATURE_ZONE_FILTER").is_some()
+        && std::env::var("CHRONO_TZ_TIMEZONE_FILTER").is_ok_and(|f| !f.is_empty());
     if bare_metal && !filtered {
         println!(
             "cargo:warning=envaware: built for a bare-metal target with the whole zone database (about 935 KB of flash); \

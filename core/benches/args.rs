@@ -24,7 +24,8 @@ impl Rng {
     }
 }
 
-const WORDS: &[&str] = &["alpha", "sensor", "vent", "north", "reading", "café", "zone", "log", "path", "value"];
+const WORDS: &[&str] =
+    &["alpha", "sensor", "vent", "north", "reading", "café", "zone", "log", "path", "value"];
 
 fn sentence(rng: &mut Rng, words: usize) -> String {
     (0..words).map(|_| WORDS[rng.next() as usize % WORDS.len()]).collect::<Vec<_>>().join(" ")
@@ -90,7 +91,12 @@ fn inputs() -> Vec<(&'static str, String)> {
                 r#"{"vent": 2, "percent": 40.5, "zones": ["north", "south"], "note": "caf\u00e9", "retry": {"max": 3, "backoff": 1.5e-3}}"#,
             ),
         ),
-        ("small_100_no_floats", String::from(r#"{"command": "ls -la /var/log", "timeout": 30, "env": {"LANG": "C"}, "dry": false}"#)),
+        (
+            "small_100_no_floats",
+            String::from(
+                r#"{"command": "ls -la /var/log", "timeout": 30, "env": {"LANG": "C"}, "dry": false}"#,
+            ),
+        ),
         ("flat_64k", flat(1800)),
         ("flat_125k", flat(3500)),
         ("file_125k", file_text(125_000)),
@@ -117,7 +123,9 @@ fn arguments(c: &mut Criterion) {
         assert_eq!(HostCapacity::write_canonical(&raw, &mut Discard), Canonical::Json, "{name}");
         std::fs::write(dir.join(format!("{name}.json")), &raw).expect("write the input for Python");
         group.throughput(Throughput::Bytes(raw.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(name), &raw, |b, raw| b.iter(|| HostCapacity::argument_key(black_box(raw))));
+        group.bench_with_input(BenchmarkId::from_parameter(name), &raw, |b, raw| {
+            b.iter(|| HostCapacity::argument_key(black_box(raw)))
+        });
     }
     group.finish();
 }

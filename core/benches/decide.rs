@@ -12,7 +12,9 @@ use envaware::args::argument_key;
 use envaware::Tracker;
 use envaware::DEFAULT_INJECTION_SOURCE;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::{Config, Conversation, Engine, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
+use envaware::{
+    Config, Conversation, Engine, Role, StepInput, TaskCounts, Timestamp, ToolResultState,
+};
 use std::fmt::Write;
 use std::hint::black_box;
 
@@ -54,16 +56,29 @@ struct M {
 fn context(len: usize) -> Vec<M> {
     let agent = |blocks| M { role: Role::Assistant, name: AGENT, blocks };
     let call = |i: usize, (name, input): (&'static str, &'static str)| {
-        [B::Call { id: format!("call_{i}"), name, input }, B::Result { id: format!("call_{i}"), name }]
+        [
+            B::Call { id: format!("call_{i}"), name, input },
+            B::Result { id: format!("call_{i}"), name },
+        ]
     };
     (0..len)
         .map(|i| match i {
-            0 => agent(vec![B::Text("Starting the morning round.".into()), B::Hint { source: DEFAULT_INJECTION_SOURCE, text: RECORDED }]),
+            0 => agent(vec![
+                B::Text("Starting the morning round.".into()),
+                B::Hint { source: DEFAULT_INJECTION_SOURCE, text: RECORDED },
+            ]),
             1 => agent(call(i, ("TaskCreate", r#"{"subject": "water bed A"}"#)).into()),
             _ if i + 1 == len => agent(call(i, TOOLS[0]).into()),
             _ => match i % 10 {
-                0 => M { role: Role::User, name: "user", blocks: vec![B::Text(format!("Check row {i} and report back."))] },
-                5 => agent(vec![B::Hint { source: DEFAULT_INJECTION_SOURCE, text: CONTEXT_HINT }, B::Text("Noted.".into())]),
+                0 => M {
+                    role: Role::User,
+                    name: "user",
+                    blocks: vec![B::Text(format!("Check row {i} and report back."))],
+                },
+                5 => agent(vec![
+                    B::Hint { source: DEFAULT_INJECTION_SOURCE, text: CONTEXT_HINT },
+                    B::Text("Noted.".into()),
+                ]),
                 7 => agent(vec![B::Hint { source: OTHER_SOURCE, text: OTHER_HINT }]),
                 k => {
                     let mut blocks = vec![B::Text(format!("Step {i}: next I use the tool."))];
@@ -78,7 +93,9 @@ fn context(len: usize) -> Vec<M> {
 fn view(b: &B) -> Block<'_> {
     match b {
         B::Text(_) => Block::Other,
-        B::Hint { source, text } => Block::Hint { source: Some(source), text: HintText::Single(text) },
+        B::Hint { source, text } => {
+            Block::Hint { source: Some(source), text: HintText::Single(text) }
+        }
         B::Call { id, name, input } => Block::ToolCall { id, name, input },
         B::Result { id, name } => Block::ToolResult { id, name, state: ToolResultState::Success },
     }
@@ -98,14 +115,30 @@ fn scenario(msgs: &[M]) -> String {
     );
     for (i, m) in msgs.iter().enumerate() {
         let sep = if i == 0 { "" } else { ", " };
-        let _ = write!(out, r#"{sep}{{"name": {}, "role": {}, "content": ["#, js(m.name), js(m.role.name()));
+        let _ = write!(
+            out,
+            r#"{sep}{{"name": {}, "role": {}, "content": ["#,
+            js(m.name),
+            js(m.role.name())
+        );
         for (k, b) in m.blocks.iter().enumerate() {
             let sep = if k == 0 { "" } else { ", " };
             let _ = match b {
                 B::Text(t) => write!(out, r#"{sep}{{"type": "text", "text": {}}}"#, js(t)),
-                B::Hint { source, text } => write!(out, r#"{sep}{{"type": "hint", "source": {}, "hint": {}}}"#, js(source), js(text)),
+                B::Hint { source, text } => write!(
+                    out,
+                    r#"{sep}{{"type": "hint", "source": {}, "hint": {}}}"#,
+                    js(source),
+                    js(text)
+                ),
                 B::Call { id, name, input } => {
-                    write!(out, r#"{sep}{{"type": "tool_call", "id": {}, "name": {}, "input": {}}}"#, js(id), js(name), js(input))
+                    write!(
+                        out,
+                        r#"{sep}{{"type": "tool_call", "id": {}, "name": {}, "input": {}}}"#,
+                        js(id),
+                        js(name),
+                        js(input)
+                    )
                 }
                 B::Result { id, name } => write!(
                     out,
@@ -123,7 +156,12 @@ fn scenario(msgs: &[M]) -> String {
 
 fn decide(c: &mut Criterion) {
     let engine = Engine::new(Config::default()).unwrap();
-    let input = StepInput { tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let input = StepInput {
+        tasks: TaskCounts { pending: 0, in_progress: 1 },
+        cur_iter: 1,
+        input_tokens: 0,
+        context_size: 128_000,
+    };
     let step = input.for_agent(AGENT);
     let now = Some(Timestamp::from_unix_seconds(RECORDED_AT + 60));
     let out_dir = std::env::var_os("ENVAWARE_BENCH_CONTEXTS").map(std::path::PathBuf::from);
@@ -134,9 +172,13 @@ fn decide(c: &mut Criterion) {
             std::fs::create_dir_all(dir).unwrap();
             std::fs::write(dir.join(format!("context-{len}.json")), scenario(&msgs)).unwrap();
         }
-        let views: Vec<Vec<Block<'_>>> = msgs.iter().map(|m| m.blocks.iter().map(view).collect()).collect();
-        let messages: Vec<SliceMessage<'_>> =
-            msgs.iter().zip(&views).map(|(m, blocks)| SliceMessage { role: m.role, name: m.name, blocks }).collect();
+        let views: Vec<Vec<Block<'_>>> =
+            msgs.iter().map(|m| m.blocks.iter().map(view).collect()).collect();
+        let messages: Vec<SliceMessage<'_>> = msgs
+            .iter()
+            .zip(&views)
+            .map(|(m, blocks)| SliceMessage { role: m.role, name: m.name, blocks })
+            .collect();
         let conversation = SliceConversation(&messages);
         let tracker = Tracker::from_conversation(&engine, AGENT, &conversation);
         // Both must agree, and decide not to inject (as AgentScope does on

@@ -8,8 +8,12 @@
 use std::collections::BTreeSet;
 
 /// The names kept out of `names` (each with its link target, if a link).
-pub fn kept_names<'a>(names: &[(&'a str, Option<&'a str>)], regex: &regex::Regex) -> BTreeSet<&'a str> {
-    let links: Vec<(&str, &str)> = names.iter().filter_map(|&(link, target)| Some((link, target?))).collect();
+pub fn kept_names<'a>(
+    names: &[(&'a str, Option<&'a str>)],
+    regex: &regex::Regex,
+) -> BTreeSet<&'a str> {
+    let links: Vec<(&str, &str)> =
+        names.iter().filter_map(|&(link, target)| Some((link, target?))).collect();
     let mut keep: BTreeSet<String> = BTreeSet::new();
     let insert = |keep: &mut BTreeSet<String>, name: &str| {
         let parts: Vec<&str> = name.split('/').collect();

@@ -12,7 +12,10 @@
 //! xtask test` runs it, and it checks its own results.
 
 use envaware::wire::{write_message, IsoTime, MessageMeta};
-use envaware::{AgentContext, ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp, ToolResultState};
+use envaware::{
+    AgentContext, ConfigBuf, Engine, FixedClock, LiveFields, StepInput, TaskCounts, Timestamp,
+    ToolResultState,
+};
 
 /// AgentScope's `InjectionConfig` and `ContextConfig`, as JSON (a file or a
 /// message from the host in a real program). Pydantic's lax values work:
@@ -79,7 +82,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "R2");
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400)); // 2026-07-22T02:30:00Z
-    let mut sensor = Thermometer { readings: [21.5, 22.25, 23.0].iter(), reads: 0, value: String::new() };
+    let mut sensor =
+        Thermometer { readings: [21.5, 22.25, 23.0].iter(), reads: 0, value: String::new() };
     let mut hint = [0u8; 1024];
     let mut json = [0u8; 4096];
     let tasks = TaskCounts { pending: 2, in_progress: 0 };
@@ -138,7 +142,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// was read for hints only.
 fn check(fired: &[String], reads: usize) {
     assert!(fired[0].contains("<current-time>2026-07-22T04:30:00</current-time>"), "{}", fired[0]);
-    assert!(fired[0].contains("<tasks>") && fired[0].contains("<temperature>21.5 °C</temperature>"));
+    assert!(
+        fired[0].contains("<tasks>") && fired[0].contains("<temperature>21.5 °C</temperature>")
+    );
     assert!(fired[0].contains("<robot>R2</robot>"), "extra fields ride along: {}", fired[0]);
     // Arguments compare as `json.dumps(json.loads(raw), sort_keys=True)`:
     // the three spellings are one call.
@@ -146,8 +152,15 @@ fn check(fired: &[String], reads: usize) {
     assert!(fired[3].contains("<tool-error>The last 3 calls to 'OpenVent'"), "{}", fired[3]);
     // A new tool result ends the tool error; 20 minutes pass the interval.
     assert!(fired[4].is_empty());
-    assert!(fired[5].contains("<current-time>2026-07-22T04:50:00</current-time>") && !fired[5].contains("<tasks>"));
+    assert!(
+        fired[5].contains("<current-time>2026-07-22T04:50:00</current-time>")
+            && !fired[5].contains("<tasks>")
+    );
     // A new reply: the tasks were told and nothing else is due.
     assert!(fired[6].is_empty());
-    assert_eq!(reads, fired.iter().filter(|h| !h.is_empty()).count(), "the sensor is read only for a hint");
+    assert_eq!(
+        reads,
+        fired.iter().filter(|h| !h.is_empty()).count(),
+        "the sensor is read only for a hint"
+    );
 }

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 use envaware::{
-    AgentContext, Config, Decimal, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput, TaskCounts, Timestamp, ToolResultState,
-    Warning, Watch, WatchList, UNAVAILABLE,
+    AgentContext, Config, Decimal, Engine, FixedClock, InjectionConfig, LiveReadings, StepInput,
+    TaskCounts, Timestamp, ToolResultState, Warning, Watch, WatchList, UNAVAILABLE,
 };
 
 /// A temperature sensor on a bus with a conversion delay: the first poll is
@@ -151,11 +151,19 @@ async fn agent_loop() -> Result<(Vec<StepReport>, usize), Box<dyn std::error::Er
 /// is awaited before every decision; returns the steps whose watch fired.
 async fn watch_loop() -> Result<Vec<bool>, Box<dyn std::error::Error>> {
     let watch = [("temperature", Watch { change: Decimal::new(1, 0), ..Watch::default() })];
-    let config =
-        Config { injection: InjectionConfig { watch: WatchList::Slice(&watch), ..InjectionConfig::default() }, ..Config::default() };
+    let config = Config {
+        injection: InjectionConfig {
+            watch: WatchList::Slice(&watch),
+            ..InjectionConfig::default()
+        },
+        ..Config::default()
+    };
     let engine = Engine::new(config)?;
     let mut context: AgentContext<'_, 16, 64, 4096> = AgentContext::new(&engine, "rover");
-    let mut sensor = AsyncSensor { readings: vec![Ok(21.5), Ok(21.75), Ok(22.5), Err("i2c: no acknowledge"), Ok(22.75)], reads: 0 };
+    let mut sensor = AsyncSensor {
+        readings: vec![Ok(21.5), Ok(21.75), Ok(22.5), Err("i2c: no acknowledge"), Ok(22.75)],
+        reads: 0,
+    };
     let mut live: LiveReadings<'_, 1, 32> = LiveReadings::new(["temperature"]);
     let mut fired = Vec::new();
     let mut buf = [0u8; 1024];
@@ -163,7 +171,12 @@ async fn watch_loop() -> Result<Vec<bool>, Box<dyn std::error::Error>> {
     for cur_iter in 0..5 {
         // The watched field is read at every step, before deciding.
         live.record(0, sensor.read().await.map(|t| format!("{t} °C")));
-        let step = StepInput { tasks: TaskCounts::default(), cur_iter, input_tokens: 0, context_size: 8192 };
+        let step = StepInput {
+            tasks: TaskCounts::default(),
+            cur_iter,
+            input_tokens: 0,
+            context_size: 8192,
+        };
         // The clock is unset: only the watch can fire.
         let decision = context.decide_with_readings(&step, None, &live);
         fired.push(!decision.watch.is_empty());
@@ -176,7 +189,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Nothing told, then 0.25 and 1.0 °C from 21.5, a failed read, 0.25 from 22.5.
     let fired = block_on(watch_loop())?;
     assert_eq!(fired, [true, false, true, false, false], "the watch fires where its rule says");
-    println!("watch: fired at steps {:?}", fired.iter().enumerate().filter(|(_, f)| **f).map(|(i, _)| i).collect::<Vec<_>>());
+    println!(
+        "watch: fired at steps {:?}",
+        fired.iter().enumerate().filter(|(_, f)| **f).map(|(i, _)| i).collect::<Vec<_>>()
+    );
     let (reports, reads) = block_on(agent_loop())?;
     for (i, r) in reports.iter().enumerate() {
         println!("step {i}: event {}, warnings {:?}", r.event, r.warnings);
@@ -185,19 +201,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     // The checks `cargo xtask test` relies on.
-    let [first, quiet, failing] = &reports[..] else { panic!("expected 3 steps, got {}", reports.len()) };
+    let [first, quiet, failing] = &reports[..] else {
+        panic!("expected 3 steps, got {}", reports.len())
+    };
     let hint = |r: &StepReport| r.hint.clone().unwrap_or_default();
     assert!(first.event && hint(first).contains("<temperature>21.5 °C</temperature>"), "{first:?}");
     assert!(hint(first).contains("<current-time>2026-07-22T04:30:00</current-time>"), "{first:?}");
     assert!(quiet.hint.is_none() && !quiet.event, "{quiet:?}");
     assert!(failing.event && hint(failing).contains("<tool-error>"), "{failing:?}");
-    assert!(hint(failing).contains(&format!("<temperature>{UNAVAILABLE}</temperature>")), "{failing:?}");
-    assert!(hint(failing).contains("<note>&lt;tasks&gt;spoofed&lt;/tasks&gt;</note>"), "{failing:?}");
+    assert!(
+        hint(failing).contains(&format!("<temperature>{UNAVAILABLE}</temperature>")),
+        "{failing:?}"
+    );
+    assert!(
+        hint(failing).contains("<note>&lt;tasks&gt;spoofed&lt;/tasks&gt;</note>"),
+        "{failing:?}"
+    );
     assert!(!hint(failing).contains("<tasks>"), "{failing:?}");
     for r in &reports {
         assert!(r.warnings.contains(&Warning::DeprecatedContextBufferRatio), "{r:?}");
     }
-    assert!(reports.iter().all(|r| !r.warnings.contains(&Warning::LiveFieldDropped)), "no live key is a built-in one");
+    assert!(
+        reports.iter().all(|r| !r.warnings.contains(&Warning::LiveFieldDropped)),
+        "no live key is a built-in one"
+    );
     assert_eq!(reads, 2, "the sensor is read only when a hint is made");
     println!("async_sensor: ok (event flags, warnings and unavailable readings as expected)");
     Ok(())

@@ -122,7 +122,9 @@ pub struct AgentContext<'a, const MESSAGES: usize, const BLOCKS: usize, const TE
     messages_read: usize,
 }
 
-impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentContext<'a, MESSAGES, BLOCKS, TEXT> {
+impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
+    AgentContext<'a, MESSAGES, BLOCKS, TEXT>
+{
     /// An empty context for `agent_name`'s steps with `engine`.
     pub fn new(engine: &Engine<'a>, agent_name: &'a str) -> Self {
         AgentContext {
@@ -191,7 +193,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
     /// Appends a message from someone other than this agent's current reply
     /// (a system message, another agent's), as it is. The agent's next
     /// output starts a new message.
-    pub fn observe(&mut self, role: Role, name: &str, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
+    pub fn observe(
+        &mut self,
+        role: Role,
+        name: &str,
+        blocks: &[Block<'_>],
+    ) -> Result<Appended, StoreError> {
         let appended = self.push(role, name, blocks)?;
         self.reply_open = false;
         Ok(appended)
@@ -208,7 +215,8 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
     /// message, else as a new assistant message.
     pub fn agent(&mut self, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
         if self.reply_open && !self.store.is_empty() {
-            let first = self.store.newest(0).map_or(0, |m| crate::conversation::Message::block_count(&m));
+            let first =
+                self.store.newest(0).map_or(0, |m| crate::conversation::Message::block_count(&m));
             let appended = self.store.append_blocks_to_last(blocks)?;
             self.tracker.evict_oldest(appended.evicted);
             if let Some(newest) = self.store.newest(0) {
@@ -229,7 +237,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
 
     /// A tool's result: a `ToolResultBlock` in the agent's reply's message
     /// (where AgentScope puts it, next to its call).
-    pub fn tool_result(&mut self, id: &str, name: &str, state: ToolResultState) -> Result<Appended, StoreError> {
+    pub fn tool_result(
+        &mut self,
+        id: &str,
+        name: &str,
+        state: ToolResultState,
+    ) -> Result<Appended, StoreError> {
         self.agent(&[Block::ToolResult { id, name, state }])
     }
 
@@ -257,7 +270,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
         self.compress(0);
     }
 
-    fn push(&mut self, role: Role, name: &str, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
+    fn push(
+        &mut self,
+        role: Role,
+        name: &str,
+        blocks: &[Block<'_>],
+    ) -> Result<Appended, StoreError> {
         let appended = self.store.push_message(role, name, blocks)?;
         self.appended += 1;
         self.tracker.evict_oldest(appended.evicted);
@@ -275,7 +293,12 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
 
     /// [`decide`](Self::decide), with the watched fields' readings, as
     /// [`Engine::decide_with_readings`].
-    pub fn decide_with_readings<L: LiveFields + ?Sized>(&mut self, step: &StepInput, now: Option<Timestamp>, readings: &L) -> Decision {
+    pub fn decide_with_readings<L: LiveFields + ?Sized>(
+        &mut self,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        readings: &L,
+    ) -> Decision {
         let counted = Counted::new(&self.store);
         let decision = self.tracker.decide_with_readings(&counted, step, now, readings);
         self.messages_read = counted.reads();
@@ -357,7 +380,9 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> AgentCon
 }
 
 #[cfg(feature = "defmt")]
-impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Format for AgentContext<'_, MESSAGES, BLOCKS, TEXT> {
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> defmt::Format
+    for AgentContext<'_, MESSAGES, BLOCKS, TEXT>
+{
     fn format(&self, f: defmt::Formatter<'_>) {
         defmt::write!(
             f,
@@ -388,7 +413,12 @@ mod tests {
     const AGENT: &str = "rover";
 
     fn step(cur_iter: u64, pending: u64) -> StepInput {
-        StepInput { tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: 0, context_size: 8192 }
+        StepInput {
+            tasks: TaskCounts { pending, in_progress: 0 },
+            cur_iter,
+            input_tokens: 0,
+            context_size: 8192,
+        }
     }
 
     /// Grows the context to `len` messages (a reply of tool calls for every
@@ -400,7 +430,8 @@ mod tests {
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         let mut reads = std::vec::Vec::new();
         for len in [23usize, 203, 2001] {
-            let mut context: Box<AgentContext<'_, 2048, 4096, 65536>> = Box::new(AgentContext::new(&engine, AGENT));
+            let mut context: Box<AgentContext<'_, 2048, 4096, 65536>> =
+                Box::new(AgentContext::new(&engine, AGENT));
             let mut buf = [0u8; 1024];
             // The time hint is in the oldest messages; tasks pending, never
             // acknowledged: the scan cannot stop early.
@@ -417,7 +448,10 @@ mod tests {
             assert_eq!(context.len(), len);
             now = Timestamp(now.unix_micros() + 60_000_000);
             let decision = context.decide(&step(1, 1), Some(now));
-            assert_eq!(decision, engine.decide(context.store(), &step(1, 1).for_agent(AGENT), Some(now)));
+            assert_eq!(
+                decision,
+                engine.decide(context.store(), &step(1, 1).for_agent(AGENT), Some(now))
+            );
             assert_eq!(decision.time, crate::rules::TimeDecision::NotDue);
             assert!(decision.tasks.is_some());
             reads.push(context.messages_read());
@@ -438,7 +472,10 @@ mod tests {
     fn appends_follow_agentscope_reply_rules() {
         let engine = Engine::new(Config::default()).unwrap();
         let mut context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, AGENT);
-        assert_eq!((context.agent_name(), context.is_empty(), context.len(), context.sequence(0)), (AGENT, true, 0, None));
+        assert_eq!(
+            (context.agent_name(), context.is_empty(), context.len(), context.sequence(0)),
+            (AGENT, true, 0, None)
+        );
         assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
         assert_eq!((context.is_empty(), context.sequence(0)), (false, Some(0)));
         context.tool_call("c1", "Bash", "{}").unwrap();
@@ -454,7 +491,10 @@ mod tests {
         context.append_hint("<tasks>y</tasks>").unwrap();
         assert_eq!(context.len(), 6);
         let newest = context.newest(0).unwrap();
-        assert_eq!((newest.role(), newest.name(), newest.block_count()), (Role::Assistant, AGENT, 1));
+        assert_eq!(
+            (newest.role(), newest.name(), newest.block_count()),
+            (Role::Assistant, AGENT, 1)
+        );
         assert_eq!(context.sequence(0), Some(5));
         assert_eq!(context.compress(2), 4);
         assert_eq!(context.sequence(1), Some(4));
@@ -499,13 +539,18 @@ mod tests {
     #[test]
     fn the_split_step_keeps_event_and_warnings() {
         let config = Config {
-            injection: InjectionConfig { context_buffer_ratio: Some(0.1), strict: true, ..Default::default() },
+            injection: InjectionConfig {
+                context_buffer_ratio: Some(0.1),
+                strict: true,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let engine = Engine::new(config).unwrap();
         let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, AGENT);
         context.user("operator").unwrap();
-        let decision = context.decide(&step(0, 0), Some(Timestamp::from_unix_seconds(1_784_687_400)));
+        let decision =
+            context.decide(&step(0, 0), Some(Timestamp::from_unix_seconds(1_784_687_400)));
         assert!(decision.fires());
         // In strict mode a live field with a built-in key is dropped.
         let mut live: LiveReadings<'_, 2, 32> = LiveReadings::new(["tasks", "temperature"]);
@@ -516,12 +561,18 @@ mod tests {
         assert!(outcome.warnings.contains(Warning::DeprecatedContextBufferRatio));
         assert!(outcome.warnings.contains(Warning::LiveFieldDropped));
         let hint = outcome.hint.unwrap();
-        assert!(hint.contains("<temperature>unavailable</temperature>") && !hint.contains("spoof"), "{hint}");
+        assert!(
+            hint.contains("<temperature>unavailable</temperature>") && !hint.contains("spoof"),
+            "{hint}"
+        );
         assert_eq!(context.newest(0).unwrap().block_count(), 1);
         // Too small a buffer: an error, and nothing appended.
         let decision = context.decide(&step(0, 1), None);
         let mut small = [0u8; 8];
-        assert!(matches!(context.render_step(decision, &mut (), &mut small), Err(StepError::HintTooLong(_))));
+        assert!(matches!(
+            context.render_step(decision, &mut (), &mut small),
+            Err(StepError::HintTooLong(_))
+        ));
         assert_eq!(context.len(), 2);
     }
 
@@ -548,18 +599,29 @@ mod tests {
     /// without a watch.
     #[test]
     fn a_watch_fires_on_a_move_and_again_once_its_hint_is_evicted() {
-        let watch =
-            [("temperature", crate::config::watch::Watch { change: crate::config::watch::Decimal::new(2, 0), ..Default::default() })];
+        let watch = [(
+            "temperature",
+            crate::config::watch::Watch {
+                change: crate::config::watch::Decimal::new(2, 0),
+                ..Default::default()
+            },
+        )];
         let config = Config {
-            injection: InjectionConfig { watch: crate::config::watch::WatchList::Slice(&watch), ..Default::default() },
+            injection: InjectionConfig {
+                watch: crate::config::watch::WatchList::Slice(&watch),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let engine = Engine::new(config).unwrap();
-        let mut context: Box<AgentContext<'_, 64, 256, 16384>> = Box::new(AgentContext::new(&engine, AGENT));
+        let mut context: Box<AgentContext<'_, 64, 256, 16384>> =
+            Box::new(AgentContext::new(&engine, AGENT));
         let mut buf = [0u8; 1024];
         let mut fired = std::vec::Vec::new();
         let mut reads = std::vec::Vec::new();
-        for (i, t) in ["20.3", "21", "22.29", "22.3", "23", "unavailable", "18", "18"].into_iter().enumerate() {
+        for (i, t) in
+            ["20.3", "21", "22.29", "22.3", "23", "unavailable", "18", "18"].into_iter().enumerate()
+        {
             let mut live: LiveReadings<'_, 1, 16> = LiveReadings::new(["temperature"]);
             if t != "unavailable" {
                 live.record(0, Ok::<_, ()>(format_args!("{t} °C")));
@@ -570,7 +632,16 @@ mod tests {
                 context.compress(1);
             }
             let d = context.decide_with_readings(&step(1, 0), None, &live);
-            assert_eq!(d, engine.decide_with_readings(context.store(), &step(1, 0).for_agent(AGENT), None, &live), "at {i}");
+            assert_eq!(
+                d,
+                engine.decide_with_readings(
+                    context.store(),
+                    &step(1, 0).for_agent(AGENT),
+                    None,
+                    &live
+                ),
+                "at {i}"
+            );
             reads.push(context.messages_read());
             let outcome = context.render_step(d, &mut live, &mut buf).unwrap();
             fired.push(outcome.decision.watch.contains(0));
@@ -587,6 +658,9 @@ mod tests {
         assert!(d.watch.contains(0) && d.fires());
         live.record(0, Ok::<_, ()>("40 %"));
         let hint = context.render_step(d, &mut live, &mut buf).unwrap().hint.unwrap();
-        assert!(hint.contains("<humidity>40 %</humidity>\n<temperature>30 °C</temperature>"), "{hint}");
+        assert!(
+            hint.contains("<humidity>40 %</humidity>\n<temperature>30 °C</temperature>"),
+            "{hint}"
+        );
     }
 }

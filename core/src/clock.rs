@@ -157,7 +157,10 @@ mod tests {
     }
 
     /// A clock over a settable counter of `bits` bits at 1000 ticks a second.
-    fn counter(bits: u32, start: u64) -> (std::rc::Rc<core::cell::Cell<u64>>, EpochTickClock<impl FnMut() -> u64>) {
+    fn counter(
+        bits: u32,
+        start: u64,
+    ) -> (std::rc::Rc<core::cell::Cell<u64>>, EpochTickClock<impl FnMut() -> u64>) {
         let ticks = std::rc::Rc::new(core::cell::Cell::new(start));
         let read = std::rc::Rc::clone(&ticks);
         (ticks, EpochTickClock::new(1000, bits, move || read.get()))

@@ -297,7 +297,8 @@ mod tests {
         let messages = [message("a"), message("b"), message("c")];
         let conversation = SliceConversation(&messages);
         assert_eq!(conversation.message_count(), 3);
-        let names: [Option<&str>; 4] = core::array::from_fn(|i| conversation.newest(i).map(|m| m.name));
+        let names: [Option<&str>; 4] =
+            core::array::from_fn(|i| conversation.newest(i).map(|m| m.name));
         assert_eq!(names, [Some("c"), Some("b"), Some("a"), None]);
         assert!(SliceConversation(&[]).newest(0).is_none());
     }

@@ -92,7 +92,12 @@ impl<'a> Engine<'a> {
     /// when the wall time is unknown: the time dimension is then skipped.
     /// No watch fires: use [`decide_with_readings`](Self::decide_with_readings)
     /// when watches are configured.
-    pub fn decide<C: Conversation>(&self, conversation: &C, step: &Step<'_>, now: Option<crate::clock::Timestamp>) -> Decision {
+    pub fn decide<C: Conversation>(
+        &self,
+        conversation: &C,
+        step: &Step<'_>,
+        now: Option<crate::clock::Timestamp>,
+    ) -> Decision {
         rules::decide(&self.config, conversation, step, now, &())
     }
 
@@ -141,7 +146,11 @@ impl<'a> Engine<'a> {
         out: &'b mut [u8],
     ) -> Result<Option<&'b str>, HintTooLong> {
         let newest = decision.tool_error.and_then(|_| conversation.newest(0));
-        let tool_name = decision.tool_error.zip(newest.as_ref()).and_then(|(e, m)| e.tool_name(m)).unwrap_or("");
+        let tool_name = decision
+            .tool_error
+            .zip(newest.as_ref())
+            .and_then(|(e, m)| e.tool_name(m))
+            .unwrap_or("");
         render::render(&self.config, decision, tool_name, live, out)
     }
 
@@ -204,7 +213,12 @@ impl<'a> Engine<'a> {
             }
         }
         let hint = self.render(&decision, conversation, live, out)?;
-        Ok(Outcome { hint, decision, event: hint.is_some() && self.config.config().injection.emit_hint_event, warnings })
+        Ok(Outcome {
+            hint,
+            decision,
+            event: hint.is_some() && self.config.config().injection.emit_hint_event,
+            warnings,
+        })
     }
 }
 
@@ -218,7 +232,13 @@ mod tests {
     const NOW: i64 = 1_784_687_400;
 
     fn step() -> Step<'static> {
-        Step { agent_name: "rover", tasks: Default::default(), cur_iter: 1, input_tokens: 0, context_size: 1000 }
+        Step {
+            agent_name: "rover",
+            tasks: Default::default(),
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1000,
+        }
     }
 
     /// Live fields that count their refreshes.
@@ -248,7 +268,10 @@ mod tests {
         let msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &recorded }];
         let (fresh, empty) = (SliceConversation(&msgs), SliceConversation(&[]));
         for emit in [true, false] {
-            let config = Config { injection: InjectionConfig { emit_hint_event: emit, ..Default::default() }, ..Default::default() };
+            let config = Config {
+                injection: InjectionConfig { emit_hint_event: emit, ..Default::default() },
+                ..Default::default()
+            };
             let engine = Engine::new(config).unwrap();
             assert_eq!(engine.config().config().injection.emit_hint_event, emit);
             let mut out = [0u8; 512];
@@ -266,25 +289,35 @@ mod tests {
 
     #[test]
     fn live_fields_are_refreshed_only_when_something_fires_and_a_dropped_one_is_a_warning() {
-        let config = Config { injection: InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
+        let config = Config {
+            injection: InjectionConfig { strict: true, ..Default::default() },
+            ..Default::default()
+        };
         let engine = Engine::new(config).unwrap();
         let fields = [("tasks", "spoofed"), ("temperature", "21 °C")];
         let mut live = Counting { refreshed: 0, fields: ExtraFields::Slice(&fields) };
         let mut out = [0u8; 1024];
         let empty = SliceConversation(&[]);
         let now = Some(Timestamp::from_unix_seconds(NOW));
-        let outcome = engine.render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out).unwrap();
+        let outcome = engine
+            .render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out)
+            .unwrap();
         assert_eq!(live.refreshed, 1);
         assert!(outcome.warnings.contains(Warning::LiveFieldDropped));
         let hint = outcome.hint.unwrap();
-        assert!(hint.contains("<temperature>21 °C</temperature>") && !hint.contains("spoofed"), "{hint}");
+        assert!(
+            hint.contains("<temperature>21 °C</temperature>") && !hint.contains("spoofed"),
+            "{hint}"
+        );
         // Nothing fires: no refresh, no warning.
         let outcome = engine.render_step(Decision::NONE, &empty, &mut live, &mut out).unwrap();
         assert_eq!((live.refreshed, outcome.hint), (1, None));
         assert!(!outcome.warnings.contains(Warning::LiveFieldDropped));
         // Outside strict mode the live key replaces the built-in one.
         let engine = Engine::new(Config::default()).unwrap();
-        let outcome = engine.render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out).unwrap();
+        let outcome = engine
+            .render_step(engine.decide(&empty, &step(), now), &empty, &mut live, &mut out)
+            .unwrap();
         assert!(outcome.warnings.is_empty());
         assert_eq!(live.refreshed, 2);
     }

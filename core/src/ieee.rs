@@ -18,7 +18,8 @@ impl Exact {
         let bits = f.to_bits();
         let field = ((bits >> 52) & 0x7ff) as i32;
         let fraction = bits & ((1 << 52) - 1);
-        let (m, e) = if field == 0 { (fraction, -1074) } else { ((1 << 52) + fraction, field - 1075) };
+        let (m, e) =
+            if field == 0 { (fraction, -1074) } else { ((1 << 52) + fraction, field - 1075) };
         Exact { neg: bits >> 63 == 1, m, e }
     }
 }
@@ -104,7 +105,11 @@ pub(crate) fn trunc(f: f64) -> (i64, bool) {
             (kept, kept.checked_shl(down).unwrap_or(0) != m)
         }
     };
-    let int = if neg { 0i64.saturating_sub_unsigned(magnitude) } else { i64::try_from(magnitude).unwrap_or(i64::MAX) };
+    let int = if neg {
+        0i64.saturating_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).unwrap_or(i64::MAX)
+    };
     (int, fraction)
 }
 
@@ -157,7 +162,9 @@ mod tests {
     fn halfway_quotients_round_to_even() {
         let tie = 9_007_199_254_740_993u64; // 2**53 + 1: halfway
         for k in [1, 225, 15_625, 5u64.pow(22)] {
-            for (n, want) in [(tie, 9_007_199_254_740_992.0), (tie + 2, 9_007_199_254_740_996.0), (3, 3.0)] {
+            for (n, want) in
+                [(tie, 9_007_199_254_740_992.0), (tie + 2, 9_007_199_254_740_996.0), (3, 3.0)]
+            {
                 let Some(nk) = n.checked_mul(k) else { continue };
                 assert_eq!(div(nk, 0, k), want, "{n} * {k}");
                 assert_eq!(div(nk, 7, k), want * 128.0, "{n} * {k}");
@@ -212,10 +219,28 @@ mod tests {
                 assert_eq!(trunc(a), (a as i64, a.fract() != 0.0), "{a:e}");
             }
         }
-        for x in [0, 1, -1, 1 << 53, (1 << 53) + 1, (1 << 53) + 3, i64::MAX, i64::MIN, i64::MIN + 1, -((1 << 54) + 2)] {
+        for x in [
+            0,
+            1,
+            -1,
+            1 << 53,
+            (1 << 53) + 1,
+            (1 << 53) + 3,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+            -((1 << 54) + 2),
+        ] {
             assert_eq!(from_i64(x).to_bits(), (x as f64).to_bits(), "{x}");
         }
-        for (f, want) in [(9.3e18, i64::MAX), (-9.3e18, i64::MIN), (1e300, i64::MAX), (-0.5, 0), (-2.5, -2), (2.5, 2)] {
+        for (f, want) in [
+            (9.3e18, i64::MAX),
+            (-9.3e18, i64::MIN),
+            (1e300, i64::MAX),
+            (-0.5, 0),
+            (-2.5, -2),
+            (2.5, 2),
+        ] {
             assert_eq!(trunc(f).0, want, "{f:e}");
         }
         assert_eq!(trunc(-0.5), (0, true));
@@ -238,8 +263,9 @@ mod tests {
     /// magnitude, from its bits.
     fn operand() -> impl proptest::strategy::Strategy<Value = f64> {
         use proptest::prelude::*;
-        (any::<bool>(), 0u64..1 << 52, 0u64..1524)
-            .prop_map(|(neg, fraction, field)| f64::from_bits(u64::from(neg) << 63 | field << 52 | fraction))
+        (any::<bool>(), 0u64..1 << 52, 0u64..1524).prop_map(|(neg, fraction, field)| {
+            f64::from_bits(u64::from(neg) << 63 | field << 52 | fraction)
+        })
     }
 
     proptest::proptest! {

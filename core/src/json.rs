@@ -132,7 +132,12 @@ impl JsonError {
         let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |newline| newline + 1);
         let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
         // A character starts at every byte that is not a UTF-8 continuation.
-        let column = 1 + before.get(line_start..).unwrap_or(&[]).iter().filter(|&&b| b & 0xC0 != 0x80).count();
+        let column = 1 + before
+            .get(line_start..)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|&&b| b & 0xC0 != 0x80)
+            .count();
         (line, column)
     }
 }
@@ -240,7 +245,9 @@ fn skip_digits(b: &[u8], mut i: usize) -> usize {
 }
 
 fn is_hex4(b: &[u8], i: usize) -> bool {
-    i.checked_add(4).and_then(|end| b.get(i..end)).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    i.checked_add(4)
+        .and_then(|end| b.get(i..end))
+        .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
 }
 
 /// Bytes a word holds: the strings are scanned a word at a time.
@@ -298,7 +305,12 @@ pub(crate) fn printable_run(b: &[u8]) -> usize {
             return i;
         }
     }
-    i + b.get(i..).unwrap_or(&[]).iter().take_while(|&&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\').count()
+    i + b
+        .get(i..)
+        .unwrap_or(&[])
+        .iter()
+        .take_while(|&&c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
+        .count()
 }
 
 /// Validates the escape whose backslash is at `i` (of the string opened at
@@ -316,7 +328,9 @@ fn scan_escape(b: &[u8], start: usize, i: usize) -> Result<(usize, bool), JsonEr
         Some(b'u') if is_hex4(b, i + 2) => {
             let own = match b.get(i + 2..i + 6) {
                 // Printable ASCII, dumped as itself.
-                Some([b'0', b'0', b'2'..=b'6', _] | [b'0', b'0', b'7', b'0'..=b'9' | b'a'..=b'e']) => false,
+                Some(
+                    [b'0', b'0', b'2'..=b'6', _] | [b'0', b'0', b'7', b'0'..=b'9' | b'a'..=b'e'],
+                ) => false,
                 // The short forms.
                 Some([b'0', b'0', b'0', b'8' | b'9' | b'a' | b'c' | b'd']) => false,
                 hex => hex.is_some_and(|hex| !hex.iter().any(u8::is_ascii_uppercase)),
@@ -456,7 +470,10 @@ pub(crate) struct Counts {
 }
 
 /// [`parse`], also counting members and nesting.
-pub(crate) fn parse_counted(text: &str, max_depth: usize) -> Result<(Value<'_>, Counts), JsonError> {
+pub(crate) fn parse_counted(
+    text: &str,
+    max_depth: usize,
+) -> Result<(Value<'_>, Counts), JsonError> {
     parse_visited(text, max_depth, &mut ())
 }
 
@@ -482,7 +499,11 @@ impl Visit for () {
 
 /// [`parse_counted`], telling `visit` every token. One parser for every
 /// visitor (a call through a vtable per token): a device links it once.
-pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn Visit) -> Result<(Value<'t>, Counts), JsonError> {
+pub(crate) fn parse_visited<'t>(
+    text: &'t str,
+    max_depth: usize,
+    visit: &mut dyn Visit,
+) -> Result<(Value<'t>, Counts), JsonError> {
     let b = text.as_bytes();
     let mut counts = Counts::default();
     if text.starts_with('\u{feff}') {
@@ -523,7 +544,8 @@ pub(crate) fn parse_visited<'t>(text: &'t str, max_depth: usize, visit: &mut dyn
                 Some(&c) => {
                     let start = i;
                     let plain;
-                    (i, plain) = if c == b'"' { scan_string(b, i)? } else { (scan_scalar(b, i)?, true) };
+                    (i, plain) =
+                        if c == b'"' { scan_string(b, i)? } else { (scan_scalar(b, i)?, true) };
                     visit.token(start, i, plain);
                     expect = Expect::AfterValue;
                 }
@@ -627,7 +649,10 @@ pub(crate) fn value_end(b: &[u8], start: usize) -> Option<usize> {
         }
         _ => {
             let mut i = start;
-            while b.get(i).is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')) {
+            while b
+                .get(i)
+                .is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
+            {
                 i = i.checked_add(1)?;
             }
             (i > start).then_some(i)
@@ -686,7 +711,9 @@ pub(crate) fn next_element(text: &str, pos: usize) -> Option<usize> {
 pub(crate) fn cmp_keys_at(text: &str, a: usize, b: usize) -> Ordering {
     let bytes = text.as_bytes();
     let mut i = 1usize;
-    while let (Some(&x), Some(&y)) = (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i))) {
+    while let (Some(&x), Some(&y)) =
+        (bytes.get(a.saturating_add(i)), bytes.get(b.saturating_add(i)))
+    {
         if x == b'\\' || y == b'\\' {
             break;
         }
@@ -767,7 +794,8 @@ impl<'a> Members<'a> {
     /// Like `next`, also giving the offset of the key's opening quote within
     /// the object's text (for [`member_at`]).
     pub(crate) fn next_at(&mut self) -> Option<(usize, JsonStr<'a>, Value<'a>)> {
-        let found = next_element(self.obj, self.pos).and_then(|i| Some((i, member_at(self.obj, i)?)));
+        let found =
+            next_element(self.obj, self.pos).and_then(|i| Some((i, member_at(self.obj, i)?)));
         match found {
             Some((i, (key, value, end))) => {
                 self.pos = end;
@@ -913,7 +941,8 @@ impl Iterator for CodePoints<'_> {
                     // followed by a low surrogate escape makes one code point.
                     let mut ahead = self.chars.clone();
                     if ahead.next() == Some('\\') && ahead.next() == Some('u') {
-                        if let Some(low) = hex4(&mut ahead).filter(|l| (0xdc00..0xe000).contains(l)) {
+                        if let Some(low) = hex4(&mut ahead).filter(|l| (0xdc00..0xe000).contains(l))
+                        {
                             self.chars = ahead;
                             return Some(0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00));
                         }
@@ -1010,7 +1039,11 @@ mod tests {
     #[test]
     fn the_printable_table_holds_printable_ascii_but_quote_and_backslash() {
         for c in 0..=255u8 {
-            assert_eq!(PRINTABLE[usize::from(c)], (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\', "{c:#04x}");
+            assert_eq!(
+                PRINTABLE[usize::from(c)],
+                (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\',
+                "{c:#04x}"
+            );
         }
     }
 
@@ -1028,8 +1061,16 @@ mod tests {
                     if closed {
                         text.push(b'"');
                     }
-                    assert_eq!(scan_string(&text, 0), scan_string_bytewise(&text, 0), "{c:#x} at {at}");
-                    assert_eq!(printable_run(&text[1..]), printable_run_bytewise(&text[1..]), "{c:#x} at {at}");
+                    assert_eq!(
+                        scan_string(&text, 0),
+                        scan_string_bytewise(&text, 0),
+                        "{c:#x} at {at}"
+                    );
+                    assert_eq!(
+                        printable_run(&text[1..]),
+                        printable_run_bytewise(&text[1..]),
+                        "{c:#x} at {at}"
+                    );
                 }
             }
         }
@@ -1049,7 +1090,9 @@ mod tests {
         assert_eq!(cmp_keys_at(text, second, 1), Ordering::Equal);
         // A key that ends first sorts first, even against a space or `!`,
         // which come before the quote's byte.
-        for (text, want) in [(r#"{"a":1,"a b":2}"#, Ordering::Less), (r#"{"a!":1,"a":2}"#, Ordering::Greater)] {
+        for (text, want) in
+            [(r#"{"a":1,"a b":2}"#, Ordering::Less), (r#"{"a!":1,"a":2}"#, Ordering::Greater)]
+        {
             let second = text.find(",\"").unwrap() + 1;
             assert_eq!(cmp_keys_at(text, 1, second), want, "{text}");
         }
@@ -1202,7 +1245,11 @@ mod tests {
 
     #[test]
     fn navigation() {
-        let v = parse(" {\"b\": [1, \"x\", {\"c\": null}], \"a\\u0062\" : -Infinity, \"n\": -1.5e3} ", 8).unwrap();
+        let v = parse(
+            " {\"b\": [1, \"x\", {\"c\": null}], \"a\\u0062\" : -Infinity, \"n\": -1.5e3} ",
+            8,
+        )
+        .unwrap();
         assert_eq!(v.kind(), Kind::Object);
         let m: Vec<_> = v.members().collect();
         assert_eq!(m.len(), 3);

@@ -32,7 +32,12 @@
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 #[cfg(test)]
 extern crate std;
@@ -99,19 +104,28 @@ pub use agent_context::{AgentContext, StepError};
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::error::{ConfigError, ConfigField, Warning};
 pub use config::load::{ConfigBuf, LoadError};
-pub use config::watch::{Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES, MAX_WATCH_NAME};
-pub use config::{
-    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName, DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES,
-    DEFAULT_TEMPLATE, DEFAULT_TOOL_RETRIES_HINT, RUNTIME_STATE_PLACEHOLDER,
+pub use config::watch::{
+    Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES,
+    MAX_WATCH_NAME,
 };
-pub use conversation::{Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState};
+pub use config::{
+    Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName,
+    DEFAULT_INJECTION_SOURCE, DEFAULT_TASK_TOOL_NAMES, DEFAULT_TEMPLATE, DEFAULT_TOOL_RETRIES_HINT,
+    RUNTIME_STATE_PLACEHOLDER,
+};
+pub use conversation::{
+    Block, Conversation, HintText, Message, Role, SliceConversation, SliceMessage, ToolResultState,
+};
 pub use engine::{Engine, Outcome};
 pub use json::JsonErrorKind;
 pub use live::{LiveFields, LiveReadings, UNAVAILABLE};
 pub use render::HintTooLong;
 pub use rules::compiled::ValidConfig;
 pub use rules::watch::WatchSet;
-pub use rules::{ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError, Warnings};
+pub use rules::{
+    ContextLength, Decision, Step, StepInput, TaskCounts, TimeDecision, TimeSkipped, ToolError,
+    Warnings,
+};
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
 pub use time::{resolve_zone, TimeFormatError, Zone, DEFAULT_TIME_FORMAT};
 pub use tracker::Tracker;

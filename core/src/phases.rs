@@ -14,7 +14,9 @@ use crate::live::LiveFields;
 use crate::render::HintTooLong;
 use crate::rules::scan::TimeHint;
 use crate::rules::{self, context, tasks, time as time_rule, tool_error};
-use crate::rules::{ContextLength, Decision, StepInput, TaskCounts, TimeDecision, ToolError, Warnings};
+use crate::rules::{
+    ContextLength, Decision, StepInput, TaskCounts, TimeDecision, ToolError, Warnings,
+};
 use crate::tracker::Tracker;
 
 /// Reading the clock.
@@ -63,7 +65,10 @@ pub fn tool_error(tracker: &Tracker<'_>) -> Option<ToolError> {
 
 /// The tool-error rule run on the newest message of `conversation`, as
 /// the full scan does and a [`Tracker`] does once per observed message.
-pub fn tool_error_on_newest<C: Conversation>(tracker: &Tracker<'_>, conversation: &C) -> Option<ToolError> {
+pub fn tool_error_on_newest<C: Conversation>(
+    tracker: &Tracker<'_>,
+    conversation: &C,
+) -> Option<ToolError> {
     tool_error::newest_tool_error(tracker.engine().config(), conversation, tracker.agent_name())
 }
 

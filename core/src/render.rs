@@ -79,7 +79,8 @@ impl<'a, L: LiveFields + ?Sized> Entries<'a, L> {
             if (0..i).any(|j| self.get(j).is_some_and(|(k, _)| k == key)) {
                 continue; // already written at its first position
             }
-            let value = (i..n).rev().find_map(|j| self.get(j).filter(|(k, _)| *k == key)).map(|(_, v)| v);
+            let value =
+                (i..n).rev().find_map(|j| self.get(j).filter(|(k, _)| *k == key)).map(|(_, v)| v);
             let Some(value) = value else { continue };
             if !first {
                 w.push(b"\n");
@@ -207,7 +208,8 @@ pub(crate) fn render<'b, L: LiveFields + ?Sized>(
 
 /// Whether a live field would be dropped in strict mode (a built-in key).
 pub(crate) fn drops_live_field<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, live: &L) -> bool {
-    cfg.config.injection.strict && (0..live.len()).any(|i| live.field(i).is_some_and(|(k, _)| is_builtin_key(k)))
+    cfg.config.injection.strict
+        && (0..live.len()).any(|i| live.field(i).is_some_and(|(k, _)| is_builtin_key(k)))
 }
 
 #[cfg(test)]
@@ -220,7 +222,8 @@ mod tests {
     const NOW: i64 = 1_784_687_400; // 2026-07-22T02:30:00Z
 
     fn valid(f: impl FnOnce(&mut InjectionConfig<'static>)) -> ValidConfig<'static> {
-        let mut injection = InjectionConfig { template: "A{runtime_state}B{runtime_state}C", ..Default::default() };
+        let mut injection =
+            InjectionConfig { template: "A{runtime_state}B{runtime_state}C", ..Default::default() };
         f(&mut injection);
         Config { injection, ..Default::default() }.validate().unwrap()
     }
@@ -229,14 +232,23 @@ mod tests {
         Decision {
             time: TimeDecision::Inject(Timestamp::from_unix_seconds(NOW)),
             tasks: Some(TaskCounts { pending: 2, in_progress: 1 }),
-            context: Some(ContextLength { input_tokens: 601, trigger_tokens: 800, suggest_compression: true }),
+            context: Some(ContextLength {
+                input_tokens: 601,
+                trigger_tokens: 800,
+                suggest_compression: true,
+            }),
             tool_error: Some(ToolError { count: 10, result: 0 }),
             watch: crate::rules::watch::WatchSet::EMPTY,
             warnings: Warnings::default(),
         }
     }
 
-    fn rendered<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, d: &Decision, tool: &str, live: &L) -> std::string::String {
+    fn rendered<L: LiveFields + ?Sized>(
+        cfg: &ValidConfig<'_>,
+        d: &Decision,
+        tool: &str,
+        live: &L,
+    ) -> std::string::String {
         let mut out = [0u8; 2048];
         render(cfg, d, tool, live, &mut out).unwrap().unwrap().into()
     }
@@ -244,7 +256,10 @@ mod tests {
     #[test]
     fn every_field_in_the_reference_s_order_with_dict_update_for_extra_and_live_keys() {
         const EXTRA: [(&str, &str); 2] = [("timezone", "Mars"), ("robot", "R2")];
-        let cfg = valid(|i| (i.extra_fields, i.tool_retries_hint) = (ExtraFields::Slice(&EXTRA), "{count}x '{tool_name}' {count}"));
+        let cfg = valid(|i| {
+            (i.extra_fields, i.tool_retries_hint) =
+                (ExtraFields::Slice(&EXTRA), "{count}x '{tool_name}' {count}")
+        });
         let live = ExtraFields::Slice(&[("robot", "R3"), ("temp", "<21>")]);
         let state = "<current-time>2026-07-22T02:30:00</current-time>\n\
             <timezone>Mars</timezone>\n\
@@ -255,23 +270,36 @@ mod tests {
             <robot>R3</robot>\n\
             <temp><21></temp>";
         // `{tool_name}` is replaced first: a `{count}` in the name is replaced too, as Python's chained replace does.
-        assert_eq!(rendered(&cfg, &everything(), "Dr{count}ive", &live), std::format!("A{state}B{state}C"));
+        assert_eq!(
+            rendered(&cfg, &everything(), "Dr{count}ive", &live),
+            std::format!("A{state}B{state}C")
+        );
     }
 
     #[test]
     fn only_the_fired_dimensions_are_written() {
         let cfg = valid(|_| {});
-        let tasks_only = Decision { tasks: Some(TaskCounts { pending: 0, in_progress: 0 }), ..Decision::NONE };
+        let tasks_only =
+            Decision { tasks: Some(TaskCounts { pending: 0, in_progress: 0 }), ..Decision::NONE };
         let text = "<tasks>You have 0 in-progress tasks and 0 pending tasks. Use `TaskList` to view them if you don't know.</tasks>";
         assert_eq!(rendered(&cfg, &tasks_only, "", &()), std::format!("A{text}B{text}C"));
-        let context =
-            Decision { context: Some(ContextLength { input_tokens: 0, trigger_tokens: 7, suggest_compression: false }), ..Decision::NONE };
+        let context = Decision {
+            context: Some(ContextLength {
+                input_tokens: 0,
+                trigger_tokens: 7,
+                suggest_compression: false,
+            }),
+            ..Decision::NONE
+        };
         let text = "<context-length>Your current context contains 0 tokens. When reaching 7 tokens, your context will be compressed.</context-length>";
         assert_eq!(rendered(&cfg, &context, "", &()), std::format!("A{text}B{text}C"));
         let mut out = [0u8; 64];
         assert_eq!(render(&cfg, &Decision::NONE, "x", &(), &mut out), Ok(None));
         // Live fields alone never fire.
-        assert_eq!(render(&cfg, &Decision::NONE, "x", &ExtraFields::Slice(&[("a", "b")]), &mut out), Ok(None));
+        assert_eq!(
+            render(&cfg, &Decision::NONE, "x", &ExtraFields::Slice(&[("a", "b")]), &mut out),
+            Ok(None)
+        );
     }
 
     #[test]
@@ -300,9 +328,15 @@ mod tests {
         let mut small = [0u8; 8];
         let err = render(&cfg, &everything(), "Drive", &(), &mut small).unwrap_err();
         assert_eq!(err.capacity, 8);
-        assert_eq!(err.to_string(), std::format!("the hint needs {} bytes but the buffer holds 8", err.needed));
+        assert_eq!(
+            err.to_string(),
+            std::format!("the hint needs {} bytes but the buffer holds 8", err.needed)
+        );
         let mut exact = std::vec![0u8; err.needed];
-        assert_eq!(render(&cfg, &everything(), "Drive", &(), &mut exact).unwrap().map(str::len), Some(err.needed));
+        assert_eq!(
+            render(&cfg, &everything(), "Drive", &(), &mut exact).unwrap().map(str::len),
+            Some(err.needed)
+        );
         let mut short = std::vec![0u8; err.needed - 1];
         assert!(render(&cfg, &everything(), "Drive", &(), &mut short).is_err());
     }
@@ -311,6 +345,9 @@ mod tests {
     fn live_field_sources_report_their_fields() {
         assert_eq!((LiveFields::len(&()), ().field(0), LiveFields::is_empty(&())), (0, None, true));
         let list = ExtraFields::Slice(&[("a", "1"), ("b", "2")]);
-        assert_eq!((LiveFields::len(&list), list.field(1), list.field(2), LiveFields::is_empty(&list)), (2, Some(("b", "2")), None, false));
+        assert_eq!(
+            (LiveFields::len(&list), list.field(1), list.field(2), LiveFields::is_empty(&list)),
+            (2, Some(("b", "2")), None, false)
+        );
     }
 }

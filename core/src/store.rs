@@ -42,7 +42,9 @@ pub enum StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreError::TooManyBlocks { needed, capacity } => write!(f, "the message needs {needed} blocks but the store holds {capacity}"),
+            StoreError::TooManyBlocks { needed, capacity } => {
+                write!(f, "the message needs {needed} blocks but the store holds {capacity}")
+            }
             StoreError::TooMuchText { needed, capacity } => {
                 write!(f, "the message needs {needed} bytes of text but the store holds {capacity}")
             }
@@ -184,7 +186,9 @@ pub struct ContextStore<const MESSAGES: usize, const BLOCKS: usize, const TEXT: 
     evicted_total: u32,
 }
 
-impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore<MESSAGES, BLOCKS, TEXT> {
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
+    ContextStore<MESSAGES, BLOCKS, TEXT>
+{
     /// How many messages the store holds at most.
     pub const MESSAGE_CAPACITY: usize = MESSAGES;
     /// How many blocks the store holds at most, over all messages.
@@ -255,16 +259,32 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore
     /// [`StoreError::TooManyBlocks`] or [`StoreError::TooMuchText`] when the
     /// message would not fit even in an empty store; the store is then
     /// unchanged.
-    pub fn push_message(&mut self, role: Role, name: &str, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
-        let text_needed = text_len(blocks).and_then(|n| n.checked_add(name.len())).unwrap_or(usize::MAX);
+    pub fn push_message(
+        &mut self,
+        role: Role,
+        name: &str,
+        blocks: &[Block<'_>],
+    ) -> Result<Appended, StoreError> {
+        let text_needed =
+            text_len(blocks).and_then(|n| n.checked_add(name.len())).unwrap_or(usize::MAX);
         let evict = self
             .plan(1, blocks.len(), text_needed, self.messages.len())
             .ok_or_else(|| too_large::<BLOCKS, TEXT>(blocks.len(), text_needed))?;
         self.evict(evict);
 
         let (messages, blocks_before, text_before) = self.lengths();
-        let slot = MessageSlot { text_start: to_u32(text_before), block_start: to_u32(blocks_before), name_len: to_u32(name.len()), role };
-        let written = self.messages.push(slot).ok().and_then(|()| self.text.push_str(name).ok()).and_then(|()| self.write_blocks(blocks));
+        let slot = MessageSlot {
+            text_start: to_u32(text_before),
+            block_start: to_u32(blocks_before),
+            name_len: to_u32(name.len()),
+            role,
+        };
+        let written = self
+            .messages
+            .push(slot)
+            .ok()
+            .and_then(|()| self.text.push_str(name).ok())
+            .and_then(|()| self.write_blocks(blocks));
         if written.is_none() {
             // Unreachable while `plan` is right; kept so that a mistake
             // there still cannot leave a message half-written.
@@ -402,12 +422,18 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore
                     Kind::Hint { has_source: source.is_some() },
                     [source.as_ref().map(core::slice::from_ref).unwrap_or(&[]), text.parts(), &[]],
                 ),
-                Block::ToolCall { id, name, input } => {
-                    (Kind::ToolCall, [core::slice::from_ref(id), core::slice::from_ref(name), core::slice::from_ref(input)])
-                }
-                Block::ToolResult { id, name, state } => {
-                    (Kind::ToolResult(*state), [core::slice::from_ref(id), core::slice::from_ref(name), &[]])
-                }
+                Block::ToolCall { id, name, input } => (
+                    Kind::ToolCall,
+                    [
+                        core::slice::from_ref(id),
+                        core::slice::from_ref(name),
+                        core::slice::from_ref(input),
+                    ],
+                ),
+                Block::ToolResult { id, name, state } => (
+                    Kind::ToolResult(*state),
+                    [core::slice::from_ref(id), core::slice::from_ref(name), &[]],
+                ),
                 Block::Other => (Kind::Other, [&[], &[], &[]]),
             };
             let mut lens = [0u32; 3];
@@ -423,13 +449,17 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> ContextStore
     }
 }
 
-impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> Default for ContextStore<MESSAGES, BLOCKS, TEXT> {
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> Default
+    for ContextStore<MESSAGES, BLOCKS, TEXT>
+{
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> Conversation for ContextStore<MESSAGES, BLOCKS, TEXT> {
+impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> Conversation
+    for ContextStore<MESSAGES, BLOCKS, TEXT>
+{
     type Message<'m>
         = StoredMessage<'m>
     where
@@ -486,10 +516,19 @@ impl Message for StoredMessage<'_> {
         Some(match slot.kind {
             Kind::Hint { has_source } => {
                 let source = self.take(at, a);
-                Block::Hint { source: has_source.then_some(source), text: HintText::Single(self.take(at, b)) }
+                Block::Hint {
+                    source: has_source.then_some(source),
+                    text: HintText::Single(self.take(at, b)),
+                }
             }
-            Kind::ToolCall => Block::ToolCall { id: self.take(at, a), name: self.take(at, b), input: self.take(at, c) },
-            Kind::ToolResult(state) => Block::ToolResult { id: self.take(at, a), name: self.take(at, b), state },
+            Kind::ToolCall => Block::ToolCall {
+                id: self.take(at, a),
+                name: self.take(at, b),
+                input: self.take(at, c),
+            },
+            Kind::ToolResult(state) => {
+                Block::ToolResult { id: self.take(at, a), name: self.take(at, b), state }
+            }
             Kind::Other => Block::Other,
         })
     }
@@ -499,8 +538,13 @@ impl Message for StoredMessage<'_> {
 fn text_len(blocks: &[Block<'_>]) -> Option<usize> {
     blocks.iter().try_fold(0usize, |total, block| {
         let len = match block {
-            Block::Hint { source, text } => text.parts().iter().try_fold(source.map_or(0, str::len), |n, p| n.checked_add(p.len()))?,
-            Block::ToolCall { id, name, input } => id.len().checked_add(name.len())?.checked_add(input.len())?,
+            Block::Hint { source, text } => text
+                .parts()
+                .iter()
+                .try_fold(source.map_or(0, str::len), |n, p| n.checked_add(p.len()))?,
+            Block::ToolCall { id, name, input } => {
+                id.len().checked_add(name.len())?.checked_add(input.len())?
+            }
             Block::ToolResult { id, name, .. } => id.len().checked_add(name.len())?,
             Block::Other => 0,
         };
@@ -556,9 +600,15 @@ mod tests {
 
     fn own(block: Block<'_>) -> Owned {
         match block {
-            Block::Hint { source, text } => Owned::Hint { source: source.map(ToString::to_string), text: text.parts().concat() },
-            Block::ToolCall { id, name, input } => Owned::Call { id: id.into(), name: name.into(), input: input.into() },
-            Block::ToolResult { id, name, state } => Owned::Result { id: id.into(), name: name.into(), state },
+            Block::Hint { source, text } => {
+                Owned::Hint { source: source.map(ToString::to_string), text: text.parts().concat() }
+            }
+            Block::ToolCall { id, name, input } => {
+                Owned::Call { id: id.into(), name: name.into(), input: input.into() }
+            }
+            Block::ToolResult { id, name, state } => {
+                Owned::Result { id: id.into(), name: name.into(), state }
+            }
             Block::Other => Owned::Other,
         }
     }
@@ -574,7 +624,9 @@ mod tests {
                 OwnedMessage {
                     role: m.role(),
                     name: m.name().into(),
-                    blocks: (0..m.block_count()).map(|b| own(m.block(b).expect("block in range"))).collect(),
+                    blocks: (0..m.block_count())
+                        .map(|b| own(m.block(b).expect("block in range")))
+                        .collect(),
                 }
             })
             .collect();
@@ -630,8 +682,16 @@ mod tests {
             [
                 Owned::Hint { source: Some("".into()), text: "a".into() },
                 Owned::Hint { source: None, text: "b".into() },
-                Owned::Call { id: "c1".into(), name: "read".into(), input: "{\"p\": \"é😀\"}".into() },
-                Owned::Result { id: "c1".into(), name: "read".into(), state: ToolResultState::Denied },
+                Owned::Call {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    input: "{\"p\": \"é😀\"}".into()
+                },
+                Owned::Result {
+                    id: "c1".into(),
+                    name: "read".into(),
+                    state: ToolResultState::Denied
+                },
             ]
         );
         let user = store.newest(2).unwrap();
@@ -661,7 +721,11 @@ mod tests {
     fn message_capacity_evicts_oldest_first() {
         let mut store: ContextStore<3, 64, 1024> = ContextStore::new();
         for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
-            assert_eq!(store.push_message(Role::User, name, &[]), Ok(Appended { evicted: 0 }), "{i}");
+            assert_eq!(
+                store.push_message(Role::User, name, &[]),
+                Ok(Appended { evicted: 0 }),
+                "{i}"
+            );
         }
         assert_eq!(store.push_message(Role::User, "d", &[]), Ok(Appended { evicted: 1 }));
         assert_eq!(store.push_message(Role::User, "e", &[]), Ok(Appended { evicted: 1 }));
@@ -677,10 +741,16 @@ mod tests {
         store.push_message(Role::User, "c", &[Block::Other, Block::Other]).unwrap();
         assert_eq!(store.blocks_used(), 5);
         // Two free blocks are needed: "a" alone frees them.
-        assert_eq!(store.push_message(Role::User, "d", &[Block::Other, Block::Other]), Ok(Appended { evicted: 1 }));
+        assert_eq!(
+            store.push_message(Role::User, "d", &[Block::Other, Block::Other]),
+            Ok(Appended { evicted: 1 })
+        );
         assert_eq!(names(&store), ["b", "c", "d"]);
         // Four are needed: "b" frees one, "c" two more.
-        assert_eq!(store.push_message(Role::User, "e", &[Block::Other; 4]), Ok(Appended { evicted: 3 }));
+        assert_eq!(
+            store.push_message(Role::User, "e", &[Block::Other; 4]),
+            Ok(Appended { evicted: 3 })
+        );
         assert_eq!(names(&store), ["e"]);
         // A message without blocks evicts nothing.
         assert_eq!(store.push_message(Role::User, "f", &[]), Ok(Appended { evicted: 0 }));
@@ -706,7 +776,10 @@ mod tests {
             ]
         );
         // Exactly full is full, not over.
-        assert_eq!(store.push_message(Role::User, "", &[hint("0123456")]), Ok(Appended { evicted: 0 }));
+        assert_eq!(
+            store.push_message(Role::User, "", &[hint("0123456")]),
+            Ok(Appended { evicted: 0 })
+        );
         assert_eq!(store.text_used(), 32);
     }
 
@@ -719,14 +792,20 @@ mod tests {
         assert_eq!(store.append_blocks_to_last(&[]), Ok(Appended { evicted: 0 }));
         assert_eq!(store.append_blocks_to_last(&[Block::Other]), Ok(Appended { evicted: 0 }));
         let result = Block::ToolResult { id: "c1", name: "t", state: ToolResultState::Error };
-        assert_eq!(store.append_blocks_to_last(&[result, Block::Other]), Ok(Appended { evicted: 1 }));
+        assert_eq!(
+            store.append_blocks_to_last(&[result, Block::Other]),
+            Ok(Appended { evicted: 1 })
+        );
         assert_eq!(names(&store), ["friday"]);
         let last = store.newest(0).unwrap();
         assert_eq!(last.block_count(), 4);
         assert_eq!(own(last.block(2).unwrap()), own(result));
         // The newest message alone would outgrow the store: refused.
         let before = snapshot(&store);
-        assert_eq!(store.append_blocks_to_last(&[Block::Other]), Err(StoreError::TooManyBlocks { needed: 5, capacity: 4 }));
+        assert_eq!(
+            store.append_blocks_to_last(&[Block::Other]),
+            Err(StoreError::TooManyBlocks { needed: 5, capacity: 4 })
+        );
         assert_eq!(snapshot(&store), before);
         assert_eq!(store.evicted_total(), 1);
 
@@ -735,7 +814,10 @@ mod tests {
         let mut small: ContextStore<8, 8, 64> = ContextStore::new();
         small.push_message(Role::User, "u", &[]).unwrap();
         small.push_message(Role::Assistant, "friday", &[result]).unwrap();
-        assert_eq!(small.append_blocks_to_last(&[hint(&long)]), Err(StoreError::TooMuchText { needed: 65, capacity: 64 }));
+        assert_eq!(
+            small.append_blocks_to_last(&[hint(&long)]),
+            Err(StoreError::TooMuchText { needed: 65, capacity: 64 })
+        );
         assert_eq!(small.len(), 2);
         assert_eq!(small.append_blocks_to_last(&[hint(&long[1..])]), Ok(Appended { evicted: 1 }));
         assert_eq!(small.text_used(), 64);
@@ -757,8 +839,13 @@ mod tests {
         assert_eq!(err.to_string(), "the message needs 17 bytes of text but the store holds 16");
         // Hint parts count in full, source included.
         let parts = ["abc", "def"];
-        let err =
-            store.push_message(Role::User, "", &[Block::Hint { source: Some("0123456789a"), text: HintText::Parts(&parts) }]).unwrap_err();
+        let err = store
+            .push_message(
+                Role::User,
+                "",
+                &[Block::Hint { source: Some("0123456789a"), text: HintText::Parts(&parts) }],
+            )
+            .unwrap_err();
         assert_eq!(err, StoreError::TooMuchText { needed: 17, capacity: 16 });
         assert_eq!(StoreError::Empty.to_string(), "the store holds no message to append to");
 
@@ -766,7 +853,10 @@ mod tests {
         assert_eq!((store.blocks_used(), store.text_used()), (blocks, text));
         assert_eq!(store.evicted_total(), 0);
         // A message that exactly fills an empty store is accepted.
-        assert_eq!(store.push_message(Role::User, "0123456789abcdef", &[Block::Other; 3]), Ok(Appended { evicted: 2 }));
+        assert_eq!(
+            store.push_message(Role::User, "0123456789abcdef", &[Block::Other; 3]),
+            Ok(Appended { evicted: 2 })
+        );
     }
 
     #[test]
@@ -799,15 +889,18 @@ mod tests {
     /// Stand-in for the time rule's detection: the newest assistant hint
     /// from the injection source that records a time.
     fn recorded_time<C: Conversation>(conversation: &C) -> Option<String> {
-        (0..conversation.message_count()).filter_map(|i| conversation.newest(i)).filter(|m| m.role() == Role::Assistant).find_map(|m| {
-            (0..m.block_count()).rev().find_map(|b| match m.block(b) {
-                Some(Block::Hint { source: Some("runtime"), text }) => {
-                    let text = text.parts().concat();
-                    text.contains("<current-time>").then_some(text)
-                }
-                _ => None,
+        (0..conversation.message_count())
+            .filter_map(|i| conversation.newest(i))
+            .filter(|m| m.role() == Role::Assistant)
+            .find_map(|m| {
+                (0..m.block_count()).rev().find_map(|b| match m.block(b) {
+                    Some(Block::Hint { source: Some("runtime"), text }) => {
+                        let text = text.parts().concat();
+                        text.contains("<current-time>").then_some(text)
+                    }
+                    _ => None,
+                })
             })
-        })
     }
 
     #[test]
@@ -815,15 +908,33 @@ mod tests {
         let mut store: ContextStore<4, 16, 512> = ContextStore::new();
         store.push_message(Role::User, "user", &[Block::Other]).unwrap();
         let injection = "<current-time>2026-05-09 12:00:00</current-time>";
-        store.push_message(Role::Assistant, "friday", &[hint(injection), Block::ToolCall { id: "c1", name: "read", input: "{}" }]).unwrap();
-        store.append_blocks_to_last(&[Block::ToolResult { id: "c1", name: "read", state: ToolResultState::Success }]).unwrap();
+        store
+            .push_message(
+                Role::Assistant,
+                "friday",
+                &[hint(injection), Block::ToolCall { id: "c1", name: "read", input: "{}" }],
+            )
+            .unwrap();
+        store
+            .append_blocks_to_last(&[Block::ToolResult {
+                id: "c1",
+                name: "read",
+                state: ToolResultState::Success,
+            }])
+            .unwrap();
         assert_eq!(recorded_time(&store).as_deref(), Some(injection));
 
         // Later steps carry no time; the store fills and compresses.
         let mut evicted = 0;
         for step in 0..4 {
             let id = format!("c{step}");
-            let done = store.push_message(Role::Assistant, "friday", &[Block::ToolCall { id: &id, name: "read", input: "{}" }]).unwrap();
+            let done = store
+                .push_message(
+                    Role::Assistant,
+                    "friday",
+                    &[Block::ToolCall { id: &id, name: "read", input: "{}" }],
+                )
+                .unwrap();
             evicted += done.evicted;
         }
         assert_eq!(evicted, 2);
@@ -870,9 +981,15 @@ mod tests {
     impl In {
         fn stored(&self) -> Owned {
             match self {
-                In::Hint { source, parts } => Owned::Hint { source: source.clone(), text: parts.concat() },
-                In::Call { id, name, input } => Owned::Call { id: id.clone(), name: name.clone(), input: input.clone() },
-                In::Result { id, name, state } => Owned::Result { id: id.clone(), name: name.clone(), state: *state },
+                In::Hint { source, parts } => {
+                    Owned::Hint { source: source.clone(), text: parts.concat() }
+                }
+                In::Call { id, name, input } => {
+                    Owned::Call { id: id.clone(), name: name.clone(), input: input.clone() }
+                }
+                In::Result { id, name, state } => {
+                    Owned::Result { id: id.clone(), name: name.clone(), state: *state }
+                }
                 In::Other => Owned::Other,
             }
         }
@@ -902,7 +1019,9 @@ mod tests {
                 In::Hint { source, parts } if parts.len() == 1 && p.len() == 1 => {
                     Block::Hint { source: source.as_deref(), text: HintText::Single(&parts[0]) }
                 }
-                In::Hint { source, .. } => Block::Hint { source: source.as_deref(), text: HintText::Parts(p) },
+                In::Hint { source, .. } => {
+                    Block::Hint { source: source.as_deref(), text: HintText::Parts(p) }
+                }
                 In::Call { id, name, input } => Block::ToolCall { id, name, input },
                 In::Result { id, name, state } => Block::ToolResult { id, name, state: *state },
                 In::Other => Block::Other,
@@ -923,7 +1042,9 @@ mod tests {
             + m.blocks
                 .iter()
                 .map(|b| match b {
-                    Owned::Hint { source, text } => source.as_ref().map_or(0, String::len) + text.len(),
+                    Owned::Hint { source, text } => {
+                        source.as_ref().map_or(0, String::len) + text.len()
+                    }
                     Owned::Call { id, name, input } => id.len() + name.len() + input.len(),
                     Owned::Result { id, name, .. } => id.len() + name.len(),
                     Owned::Other => 0,
@@ -942,7 +1063,10 @@ mod tests {
         fn check(&self, message: &OwnedMessage) -> Result<(), StoreError> {
             let (_, b, t) = self.capacity;
             if message.blocks.len() > b {
-                return Err(StoreError::TooManyBlocks { needed: message.blocks.len(), capacity: b });
+                return Err(StoreError::TooManyBlocks {
+                    needed: message.blocks.len(),
+                    capacity: b,
+                });
             }
             if message_text(message) > t {
                 return Err(StoreError::TooMuchText { needed: message_text(message), capacity: t });
@@ -963,7 +1087,11 @@ mod tests {
         fn apply(&mut self, op: &Op) -> Result<Appended, StoreError> {
             match op {
                 Op::Push { role, name, blocks } => {
-                    let message = OwnedMessage { role: *role, name: name.clone(), blocks: blocks.iter().map(In::stored).collect() };
+                    let message = OwnedMessage {
+                        role: *role,
+                        name: name.clone(),
+                        blocks: blocks.iter().map(In::stored).collect(),
+                    };
                     self.check(&message)?;
                     self.messages.push_back(message);
                     Ok(Appended { evicted: self.evict_to_fit() })
@@ -990,14 +1118,18 @@ mod tests {
         }
     }
 
-    fn run<const M: usize, const B: usize, const T: usize>(ops: &[Op]) -> Result<(), TestCaseError> {
+    fn run<const M: usize, const B: usize, const T: usize>(
+        ops: &[Op],
+    ) -> Result<(), TestCaseError> {
         let mut store: ContextStore<M, B, T> = ContextStore::new();
         let mut model = Model { messages: VecDeque::new(), evicted_total: 0, capacity: (M, B, T) };
         for op in ops {
             let expected = model.apply(op);
             let before = snapshot(&store);
             let got = match op {
-                Op::Push { role, name, blocks } => with_blocks(blocks, |b| store.push_message(*role, name, b)),
+                Op::Push { role, name, blocks } => {
+                    with_blocks(blocks, |b| store.push_message(*role, name, b))
+                }
                 Op::Append(blocks) => with_blocks(blocks, |b| store.append_blocks_to_last(b)),
                 Op::Compact(keep) => Ok(Appended { evicted: store.compact(*keep) }),
                 Op::Clear => {
@@ -1012,7 +1144,10 @@ mod tests {
             }
             prop_assert_eq!(&after, &Vec::from(model.messages.clone()));
             prop_assert_eq!(store.evicted_total(), model.evicted_total);
-            prop_assert_eq!(store.blocks_used(), after.iter().map(|m| m.blocks.len()).sum::<usize>());
+            prop_assert_eq!(
+                store.blocks_used(),
+                after.iter().map(|m| m.blocks.len()).sum::<usize>()
+            );
             prop_assert_eq!(store.text_used(), after.iter().map(message_text).sum::<usize>());
             prop_assert!(store.len() <= M && store.blocks_used() <= B && store.text_used() <= T);
         }
@@ -1035,7 +1170,8 @@ mod tests {
 
     fn block() -> impl Strategy<Value = In> {
         prop_oneof![
-            (proptest::option::of(text()), proptest::collection::vec(text(), 0..4)).prop_map(|(source, parts)| In::Hint { source, parts }),
+            (proptest::option::of(text()), proptest::collection::vec(text(), 0..4))
+                .prop_map(|(source, parts)| In::Hint { source, parts }),
             (text(), text(), text()).prop_map(|(id, name, input)| In::Call { id, name, input }),
             (text(), text(), state()).prop_map(|(id, name, state)| In::Result { id, name, state }),
             Just(In::Other),

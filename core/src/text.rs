@@ -20,7 +20,9 @@ pub fn py_strip(s: &str) -> &str {
 /// exponent is not an optional sign and one or more ASCII digits. Bytes,
 /// not `find(['e', 'E'])`: core's searchers cost a device flash.
 pub(crate) fn split_exponent(text: &str) -> Option<(&str, Option<(bool, &str)>)> {
-    let Some(at) = text.bytes().position(|b| b == b'e' || b == b'E') else { return Some((text, None)) };
+    let Some(at) = text.bytes().position(|b| b == b'e' || b == b'E') else {
+        return Some((text, None));
+    };
     let (mantissa, exponent) = (text.get(..at)?, text.get(at + 1..)?);
     let digits = match exponent.as_bytes().first() {
         Some(b'+' | b'-') => exponent.get(1..)?,
@@ -101,7 +103,12 @@ pub(crate) fn each_byte(byte: u8, hay: &[u8], mut f: impl FnMut(usize) -> bool) 
 /// [`each_byte`] over the whole words of `bytes`, which start at `base`
 /// in the text: whether `f` stopped, and the bytes after the last word.
 #[inline(always)]
-fn each_in_words<'h>(byte: u8, bytes: &'h [u8], base: usize, f: &mut impl FnMut(usize) -> bool) -> (bool, &'h [u8]) {
+fn each_in_words<'h>(
+    byte: u8,
+    bytes: &'h [u8],
+    base: usize,
+    f: &mut impl FnMut(usize) -> bool,
+) -> (bool, &'h [u8]) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let pattern = ONES * u64::from(byte);
     let mut words = bytes.chunks_exact(8);
@@ -241,7 +248,11 @@ impl<'t> TagSpan<'t> {
     /// to (not including) the second; empty when the first is greater.
     fn range(&self, text: &[u8]) -> (usize, usize) {
         let from = if text.starts_with(self.prefix) { self.start } else { 0 };
-        let to = if text.ends_with(self.suffix) { text.len().saturating_sub(self.back) } else { text.len() };
+        let to = if text.ends_with(self.suffix) {
+            text.len().saturating_sub(self.back)
+        } else {
+            text.len()
+        };
         (from, to)
     }
 }
@@ -300,7 +311,9 @@ impl<'a> Joined<'a> {
     /// constants: their compares are then a few instructions.
     #[inline(always)]
     pub fn contains_tags_in(&self, a: &str, b: &str, span: &TagSpan<'_>) -> (bool, bool) {
-        let ([part], Some(("<", a_rest)), Some(("<", b_rest))) = (self.parts, a.split_at_checked(1), b.split_at_checked(1)) else {
+        let ([part], Some(("<", a_rest)), Some(("<", b_rest))) =
+            (self.parts, a.split_at_checked(1), b.split_at_checked(1))
+        else {
             return (self.contains(a), self.contains(b));
         };
         let (mut has_a, mut has_b) = (false, false);
@@ -309,7 +322,9 @@ impl<'a> Joined<'a> {
         each_byte(b'<', bytes.get(from..to).unwrap_or(&[]), |at| {
             let rest = bytes.get(from + at + 1..).unwrap_or(&[]);
             // The byte after `<` rejects most tags before a compare call.
-            let at_tag = |tag: &[u8]| tag.first().is_none_or(|t| rest.first() == Some(t)) && rest.starts_with(tag);
+            let at_tag = |tag: &[u8]| {
+                tag.first().is_none_or(|t| rest.first() == Some(t)) && rest.starts_with(tag)
+            };
             has_a |= at_tag(a_rest.as_bytes());
             has_b |= at_tag(b_rest.as_bytes());
             has_a && has_b
@@ -470,8 +485,19 @@ impl<'p, W: Bytes> Replace<'p, W> {
     /// Replaces `pattern` by `replacement` on the way to `out`.
     /// A pattern longer than [`MAX_PATTERN`] or empty is never matched.
     pub fn new(out: W, pattern: &'p str, replacement: &'p str) -> Self {
-        let pattern = if pattern.is_empty() || pattern.len() > MAX_PATTERN { &[][..] } else { pattern.as_bytes() };
-        Replace { out, pattern, replacement: replacement.as_bytes(), pending: [0; MAX_PATTERN], pending_len: 0, escape: false }
+        let pattern = if pattern.is_empty() || pattern.len() > MAX_PATTERN {
+            &[][..]
+        } else {
+            pattern.as_bytes()
+        };
+        Replace {
+            out,
+            pattern,
+            replacement: replacement.as_bytes(),
+            pending: [0; MAX_PATTERN],
+            pending_len: 0,
+            escape: false,
+        }
     }
 
     /// Writes the replacement with `<` and `>` escaped (strict mode: the
@@ -565,19 +591,31 @@ mod tests {
     #[test]
     fn py_is_space_is_white_space_plus_the_separators() {
         for c in (0..0x11_0000u32).filter_map(char::from_u32) {
-            assert_eq!(py_is_space(c), c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c), "{c:?}");
+            assert_eq!(
+                py_is_space(c),
+                c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn numbers_are_padded_as_format_pads_them() {
-        let cases: &[(u32, usize, u8)] =
-            &[(0, 0, b'0'), (7, 2, b'0'), (7, 2, b' '), (42, 2, b'0'), (123, 2, b'0'), (5, 6, b'0'), (999_999, 6, b'0')];
+        let cases: &[(u32, usize, u8)] = &[
+            (0, 0, b'0'),
+            (7, 2, b'0'),
+            (7, 2, b' '),
+            (42, 2, b'0'),
+            (123, 2, b'0'),
+            (5, 6, b'0'),
+            (999_999, 6, b'0'),
+        ];
         for &(n, width, pad) in cases {
             let mut buf = [0u8; 16];
             let mut w = ByteWriter::new(&mut buf);
             push_padded(&mut w, n, width, pad);
-            let want = if pad == b'0' { std::format!("{n:0width$}") } else { std::format!("{n:width$}") };
+            let want =
+                if pad == b'0' { std::format!("{n:0width$}") } else { std::format!("{n:width$}") };
             assert_eq!(w.finish(), Ok(want.as_str()), "{n} {width} {pad}");
         }
         let mut buf = [0u8; 16];
@@ -589,7 +627,9 @@ mod tests {
     #[test]
     fn copies_go_as_far_as_both_sides_and_no_further() {
         let src: std::vec::Vec<u8> = (1..=13).collect();
-        for (dst_len, src_len) in [(0, 5), (5, 0), (13, 13), (16, 13), (13, 16), (7, 9), (9, 7), (4, 4), (3, 11)] {
+        for (dst_len, src_len) in
+            [(0, 5), (5, 0), (13, 13), (16, 13), (13, 16), (7, 9), (9, 7), (4, 4), (3, 11)]
+        {
             let src = &src[..src_len.min(13)];
             let mut dst = std::vec![0u8; dst_len];
             copy_bytes(&mut dst, src);
@@ -680,7 +720,8 @@ mod tests {
         for from in 0..hay.len() {
             for needle in ["<current-time>", "<tasks>", "<", "x\u{e9}<", "zz", "<tasks><<tasks>!"] {
                 let n = needle.as_bytes();
-                let want = hay.as_bytes()[from..].windows(n.len()).position(|w| w == n).map(|p| p + from);
+                let want =
+                    hay.as_bytes()[from..].windows(n.len()).position(|w| w == n).map(|p| p + from);
                 assert_eq!(Joined::new(&[hay]).find(needle, from), want, "{needle:?} from {from}");
             }
         }
@@ -803,12 +844,26 @@ mod tests {
 
     #[test]
     fn contains_tags_in_the_whole_text_agrees_with_contains() {
-        let texts: [&[&str]; 5] =
-            [&["x<current-time>1<tasks>"], &["<tasks><current-time"], &["<<current-time>"], &["<cur", "rent-time><tasks>"], &[""]];
+        let texts: [&[&str]; 5] = [
+            &["x<current-time>1<tasks>"],
+            &["<tasks><current-time"],
+            &["<<current-time>"],
+            &["<cur", "rent-time><tasks>"],
+            &[""],
+        ];
         for parts in texts {
             let j = Joined::new(parts);
-            for (a, b) in [("<current-time>", "<tasks>"), ("<tasks>", "<current-time>"), ("<", "x"), ("<", "<tasks>")] {
-                assert_eq!(j.contains_tags_in(a, b, &TagSpan::WHOLE), (j.contains(a), j.contains(b)), "{parts:?} {a} {b}");
+            for (a, b) in [
+                ("<current-time>", "<tasks>"),
+                ("<tasks>", "<current-time>"),
+                ("<", "x"),
+                ("<", "<tasks>"),
+            ] {
+                assert_eq!(
+                    j.contains_tags_in(a, b, &TagSpan::WHOLE),
+                    (j.contains(a), j.contains(b)),
+                    "{parts:?} {a} {b}"
+                );
             }
         }
     }

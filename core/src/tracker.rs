@@ -129,7 +129,11 @@ impl<'a> Tracker<'a> {
     /// A tracker that has observed all of `conversation`, oldest first: in
     /// time linear in its length, once (e.g. after loading a context, or a
     /// configuration change).
-    pub fn from_conversation<C: Conversation>(engine: &Engine<'a>, agent_name: &'a str, conversation: &C) -> Self {
+    pub fn from_conversation<C: Conversation>(
+        engine: &Engine<'a>,
+        agent_name: &'a str,
+        conversation: &C,
+    ) -> Self {
         let mut tracker = Tracker::new(engine, agent_name);
         for index in (0..conversation.message_count()).rev() {
             match conversation.newest(index) {
@@ -210,8 +214,12 @@ impl<'a> Tracker<'a> {
             if marks.tasks {
                 self.tasks_seen = Some(message);
             }
-            if let Some(text) = scan::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty()) {
-                for (told, (name, _)) in self.told.iter_mut().zip(cfg.config().injection.watch.iter()) {
+            if let Some(text) =
+                scan::our_hint(cfg, b).filter(|_| !cfg.config().injection.watch.is_empty())
+            {
+                for (told, (name, _)) in
+                    self.told.iter_mut().zip(cfg.config().injection.watch.iter())
+                {
                     if let Some(value) = scan::told_in(cfg, text, name) {
                         *told = Some(Told { message, value });
                     }
@@ -224,7 +232,8 @@ impl<'a> Tracker<'a> {
     /// messages, and as many blocks in the newest.
     pub(crate) fn in_sync<C: Conversation>(&self, conversation: &C) -> bool {
         let newest_blocks = conversation.newest(0).map_or(0, |m| m.block_count());
-        conversation.message_count() as u64 == self.message_count() && (self.message_count() == 0 || newest_blocks == self.newest_blocks)
+        conversation.message_count() as u64 == self.message_count()
+            && (self.message_count() == 0 || newest_blocks == self.newest_blocks)
     }
 
     /// What the newest hint of ours that records a time was read to.
@@ -251,7 +260,12 @@ impl<'a> Tracker<'a> {
 
     /// Decides as [`Engine::decide`] does for this tracker's agent, from
     /// what was observed.
-    pub fn decide<C: Conversation>(&self, conversation: &C, step: &StepInput, now: Option<Timestamp>) -> Decision {
+    pub fn decide<C: Conversation>(
+        &self,
+        conversation: &C,
+        step: &StepInput,
+        now: Option<Timestamp>,
+    ) -> Decision {
         self.decide_with_readings(conversation, step, now, &())
     }
 
@@ -291,7 +305,8 @@ impl<'a> Tracker<'a> {
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
         let now = clock.now();
-        let decision = self.decide_with_readings(conversation, step, now, self.engine.read_watched(live));
+        let decision =
+            self.decide_with_readings(conversation, step, now, self.engine.read_watched(live));
         self.engine.render_step(decision, conversation, live, out)
     }
 }
@@ -301,7 +316,9 @@ mod tests {
     use super::*;
     use crate::clock::FixedClock;
     use crate::config::{Config, StrList};
-    use crate::conversation::{Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState};
+    use crate::conversation::{
+        Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState,
+    };
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
     use proptest::prelude::*;
@@ -327,7 +344,11 @@ mod tests {
             (any::<bool>(), blocks.clone()).prop_map(|(name, blocks)| Op::Push { name, blocks }),
             blocks.prop_map(|blocks| Op::Append { blocks }),
             (0usize..4).prop_map(Op::Compact),
-            (0u64..2, -40i64..90, 0u8..12).prop_map(|(pending, advance_min, reading)| Op::Step { pending, advance_min, reading }),
+            (0u64..2, -40i64..90, 0u8..12).prop_map(|(pending, advance_min, reading)| Op::Step {
+                pending,
+                advance_min,
+                reading
+            }),
         ]
     }
 
@@ -335,18 +356,26 @@ mod tests {
         let mut t = String::new();
         crate::time::format_time(&mut t, "%Y-%m-%dT%H:%M:%S", now, crate::time::Zone::Utc).unwrap();
         // A told temperature that moves with the clock: 20 to 24.5.
-        let told = std::format!("{}.{}", 20 + (now.unix_micros() / 60_000_000) % 5, (now.unix_micros() / 60_000_000) % 2 * 5);
+        let told = std::format!(
+            "{}.{}",
+            20 + (now.unix_micros() / 60_000_000) % 5,
+            (now.unix_micros() / 60_000_000) % 2 * 5
+        );
         match kind {
             0 => std::format!("<current-time>{t}</current-time>"),
             1 => String::from("<tasks>x</tasks>"),
             2 => std::format!("<current-time>{t}</current-time><tasks>y</tasks>"),
-            _ => std::format!("<current-time>{t}</current-time>\n<temperature>{told} °C</temperature>"),
+            _ => std::format!(
+                "<current-time>{t}</current-time>\n<temperature>{told} °C</temperature>"
+            ),
         }
     }
 
     fn block_of<'a>(code: u8, texts: &'a [String; 4]) -> Block<'a> {
         match code {
-            0..=2 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) },
+            0..=2 => {
+                Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) }
+            }
             8 | 9 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[3]) },
             3 => Block::Hint { source: Some("other"), text: HintText::Single(&texts[0]) },
             4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
@@ -356,23 +385,37 @@ mod tests {
         }
     }
 
-    fn run(strict: bool, watch: crate::config::watch::WatchList<'_>, ops: &[Op]) -> Result<(), TestCaseError> {
-        let config = Config { injection: crate::config::InjectionConfig { strict, watch, ..Default::default() }, ..Default::default() };
+    fn run(
+        strict: bool,
+        watch: crate::config::watch::WatchList<'_>,
+        ops: &[Op],
+    ) -> Result<(), TestCaseError> {
+        let config = Config {
+            injection: crate::config::InjectionConfig { strict, watch, ..Default::default() },
+            ..Default::default()
+        };
         let engine = Engine::new(config).unwrap();
         let mut store: ContextStore<6, 12, 1024> = ContextStore::new();
         let mut tracker = Tracker::new(&engine, AGENT);
         let mut now = Timestamp::from_unix_seconds(1_784_687_400);
         for op in ops {
-            let texts = [hint_text(0, now), hint_text(1, now), hint_text(2, now), hint_text(3, now)];
+            let texts =
+                [hint_text(0, now), hint_text(1, now), hint_text(2, now), hint_text(3, now)];
             let result = match op {
-                Op::User => store.push_message(Role::User, "user", &[Block::Other]).map(|a| (a, true, 0)),
+                Op::User => {
+                    store.push_message(Role::User, "user", &[Block::Other]).map(|a| (a, true, 0))
+                }
                 Op::Push { name, blocks } => {
-                    let blocks: Vec<Block<'_>> = blocks.iter().map(|c| block_of(*c, &texts)).collect();
-                    store.push_message(Role::Assistant, if *name { AGENT } else { "other" }, &blocks).map(|a| (a, true, 0))
+                    let blocks: Vec<Block<'_>> =
+                        blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                    store
+                        .push_message(Role::Assistant, if *name { AGENT } else { "other" }, &blocks)
+                        .map(|a| (a, true, 0))
                 }
                 Op::Append { blocks } => {
                     let first = store.newest(0).map_or(0, |m| m.block_count());
-                    let blocks: Vec<Block<'_>> = blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                    let blocks: Vec<Block<'_>> =
+                        blocks.iter().map(|c| block_of(*c, &texts)).collect();
                     store.append_blocks_to_last(&blocks).map(|a| (a, false, first))
                 }
                 Op::Compact(keep) => {
@@ -390,12 +433,25 @@ mod tests {
                     };
                     // Readings 18 to 23.5, or unavailable.
                     let text = std::format!("{}.{} °C", 18 + reading / 2, reading % 2 * 5);
-                    let fields = [("temperature", if *reading == 11 { crate::live::UNAVAILABLE } else { text.as_str() })];
+                    let fields = [(
+                        "temperature",
+                        if *reading == 11 { crate::live::UNAVAILABLE } else { text.as_str() },
+                    )];
                     let mut live = crate::config::ExtraFields::Slice(&fields);
-                    let full = engine.decide_with_readings(&store, &step.for_agent(AGENT), Some(now), &live);
-                    prop_assert_eq!(tracker.decide_with_readings(&store, &step, Some(now), &live), full);
+                    let full = engine.decide_with_readings(
+                        &store,
+                        &step.for_agent(AGENT),
+                        Some(now),
+                        &live,
+                    );
+                    prop_assert_eq!(
+                        tracker.decide_with_readings(&store, &step, Some(now), &live),
+                        full
+                    );
                     let mut buf = [0u8; 1024];
-                    let outcome = tracker.step(&store, &step, &mut FixedClock::at(now), &mut live, &mut buf).unwrap();
+                    let outcome = tracker
+                        .step(&store, &step, &mut FixedClock::at(now), &mut live, &mut buf)
+                        .unwrap();
                     prop_assert_eq!(outcome.decision, full);
                     continue;
                 }
@@ -440,12 +496,21 @@ mod tests {
     fn decisions_read_a_constant_number_of_messages() {
         let engine = Engine::new(Config::default()).unwrap();
         let now = Timestamp::from_unix_seconds(1_784_687_400);
-        let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
+        let time = [Block::Hint {
+            source: Some(SOURCE),
+            text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+        }];
         let other = [Block::Other, Block::ToolCall { id: "c", name: "Bash", input: "{}" }];
         // Unfinished tasks the agent is not aware of: the scan cannot stop early.
-        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts { pending: 1, in_progress: 0 },
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         for len in [10usize, 10_000] {
-            let mut msgs = std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
+            let mut msgs =
+                std::vec![SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time }];
             msgs.resize(len, SliceMessage { role: Role::Assistant, name: AGENT, blocks: &other });
             let conv = SliceConversation(&msgs);
             let tracker = Tracker::from_conversation(&engine, AGENT, &conv);
@@ -468,9 +533,17 @@ mod tests {
         let blocks = [Block::ToolCall { id: "c", name: "TaskList", input: "{}" }];
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
         let conv = SliceConversation(&msgs);
-        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts { pending: 1, in_progress: 0 },
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         // The tracker never saw the task call, but the count tells it so.
-        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step.for_agent(AGENT), None));
+        assert_eq!(
+            tracker.decide(&conv, &step, None),
+            engine.decide(&conv, &step.for_agent(AGENT), None)
+        );
         assert!(tracker.decide(&conv, &step, None).tasks.is_none());
         let rebuilt = Tracker::from_conversation(&engine, AGENT, &conv);
         assert_eq!(rebuilt.message_count(), 1);
@@ -488,16 +561,27 @@ mod tests {
         // the tracker: the message count is the same, the block count is not.
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &grown }];
         let conv = SliceConversation(&msgs);
-        let step = StepInput { tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts { pending: 1, in_progress: 0 },
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         assert!(engine.decide(&conv, &step.for_agent(AGENT), None).tasks.is_none());
-        assert_eq!(tracker.decide(&conv, &step, None), engine.decide(&conv, &step.for_agent(AGENT), None));
+        assert_eq!(
+            tracker.decide(&conv, &step, None),
+            engine.decide(&conv, &step.for_agent(AGENT), None)
+        );
     }
 
     #[test]
     fn custom_task_tools_count() {
         let names = ["plan"];
         let config = Config {
-            injection: crate::config::InjectionConfig { task_tool_names: StrList::Slice(&names), ..Default::default() },
+            injection: crate::config::InjectionConfig {
+                task_tool_names: StrList::Slice(&names),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let engine = Engine::new(config).unwrap();
@@ -506,7 +590,12 @@ mod tests {
         let conv = SliceConversation(&msgs);
         let mut tracker = Tracker::new(&engine, AGENT);
         tracker.push_message(&msgs[0]);
-        let step = StepInput { tasks: TaskCounts { pending: 2, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts { pending: 2, in_progress: 1 },
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         assert!(tracker.decide(&conv, &step, None).tasks.is_none());
         tracker.evict_oldest(1);
         let empty = SliceConversation(&[]);
@@ -531,15 +620,28 @@ mod tests {
 
     #[test]
     fn a_tracker_for_another_agent_or_a_message_it_could_not_see() {
-        let strict = Config { injection: crate::config::InjectionConfig { strict: true, ..Default::default() }, ..Default::default() };
+        let strict = Config {
+            injection: crate::config::InjectionConfig { strict: true, ..Default::default() },
+            ..Default::default()
+        };
         let engine = Engine::new(strict).unwrap();
-        let prefix = crate::config::DEFAULT_TEMPLATE.split(crate::config::RUNTIME_STATE_PLACEHOLDER).next().unwrap();
-        let text = std::format!("{prefix}<current-time>2026-07-22T02:20:00</current-time>\n</system-reminder>");
+        let prefix = crate::config::DEFAULT_TEMPLATE
+            .split(crate::config::RUNTIME_STATE_PLACEHOLDER)
+            .next()
+            .unwrap();
+        let text = std::format!(
+            "{prefix}<current-time>2026-07-22T02:20:00</current-time>\n</system-reminder>"
+        );
         let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text) }];
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
         let conv = SliceConversation(&msgs);
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
-        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts::default(),
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         let mine = Tracker::from_conversation(&engine, AGENT, &conv);
         assert_eq!(mine.decide(&conv, &step, now).time, rules::TimeDecision::NotDue);
         // In strict mode another agent's tracker does not read this agent's
@@ -565,12 +667,20 @@ mod tests {
             SliceMessage { role: Role::User, name: "user", blocks: &[Block::Other] },
             SliceMessage { role: Role::Assistant, name: AGENT, blocks: &streak },
         ];
-        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts::default(),
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         let mut tracker = Tracker::from_conversation(&engine, AGENT, &SliceConversation(&msgs));
         assert!(tracker.decide(&SliceConversation(&msgs), &step, None).tool_error.is_some());
         tracker.evict_oldest(1);
         let newest = SliceConversation(&msgs[1..]);
-        assert_eq!(tracker.decide(&newest, &step, None), engine.decide(&newest, &step.for_agent(AGENT), None));
+        assert_eq!(
+            tracker.decide(&newest, &step, None),
+            engine.decide(&newest, &step.for_agent(AGENT), None)
+        );
         assert!(tracker.decide(&newest, &step, None).tool_error.is_some());
         tracker.evict_oldest(1);
         assert!(tracker.decide(&SliceConversation(&[]), &step, None).tool_error.is_none());
@@ -580,9 +690,17 @@ mod tests {
     fn blocks_appended_to_no_message_are_not_observed() {
         let engine = Engine::new(Config::default()).unwrap();
         let mut tracker = Tracker::new(&engine, AGENT);
-        let time = [Block::Hint { source: Some(SOURCE), text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>") }];
+        let time = [Block::Hint {
+            source: Some(SOURCE),
+            text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+        }];
         let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time };
-        let step = StepInput { tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = StepInput {
+            tasks: TaskCounts::default(),
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
         // Before any message, and after every message was evicted.
         tracker.append_blocks(&msg, 0);

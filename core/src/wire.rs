@@ -83,7 +83,11 @@ pub struct IsoTime {
 
 impl fmt::Display for IsoTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let format = if self.at.unix_micros().rem_euclid(1_000_000) == 0 { "%Y-%m-%dT%H:%M:%S" } else { "%Y-%m-%dT%H:%M:%S.%f" };
+        let format = if self.at.unix_micros().rem_euclid(1_000_000) == 0 {
+            "%Y-%m-%dT%H:%M:%S"
+        } else {
+            "%Y-%m-%dT%H:%M:%S.%f"
+        };
         time::format_time(f, format, self.at, self.zone)
     }
 }
@@ -135,8 +139,22 @@ fn to_slice<T: Serialize>(value: &T, out: &mut [u8]) -> Result<usize, BufferFull
 /// # Errors
 ///
 /// [`BufferFull`] when the JSON does not fit `out`.
-pub fn write_hint_block(id: &str, source: &str, hint: &str, at: IsoTime, out: &mut [u8]) -> Result<usize, BufferFull> {
-    to_slice(&HintOut { id: BlockId::Own(id), source: Some(source), text: HintText::Single(hint), at: Some(at) }, out)
+pub fn write_hint_block(
+    id: &str,
+    source: &str,
+    hint: &str,
+    at: IsoTime,
+    out: &mut [u8],
+) -> Result<usize, BufferFull> {
+    to_slice(
+        &HintOut {
+            id: BlockId::Own(id),
+            source: Some(source),
+            text: HintText::Single(hint),
+            at: Some(at),
+        },
+        out,
+    )
 }
 
 impl Engine<'_> {
@@ -169,9 +187,21 @@ impl Engine<'_> {
     /// # Errors
     ///
     /// [`BufferFull`] when the JSON does not fit `out`.
-    pub fn write_hint_block(&self, id: &str, hint: &str, at: Timestamp, out: &mut [u8]) -> Result<usize, BufferFull> {
+    pub fn write_hint_block(
+        &self,
+        id: &str,
+        hint: &str,
+        at: Timestamp,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
         let config = self.config();
-        write_hint_block(id, config.config().injection.injection_source, hint, IsoTime { at, zone: config.zone() }, out)
+        write_hint_block(
+            id,
+            config.config().injection.injection_source,
+            hint,
+            IsoTime { at, zone: config.zone() },
+            out,
+        )
     }
 }
 
@@ -180,7 +210,11 @@ impl Engine<'_> {
 /// # Errors
 ///
 /// [`BufferFull`] when the JSON does not fit `out`.
-pub fn write_message<M: Message>(msg: &M, meta: &MessageMeta<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
+pub fn write_message<M: Message>(
+    msg: &M,
+    meta: &MessageMeta<'_>,
+    out: &mut [u8],
+) -> Result<usize, BufferFull> {
     to_slice(&MsgOut { msg, meta }, out)
 }
 
@@ -228,9 +262,15 @@ impl<M: Message> Serialize for Content<'_, M> {
             let Some(block) = self.msg.block(index) else { continue };
             let id = BlockId::Derived(self.id, index);
             match block {
-                Block::Hint { source, text } => seq.serialize_element(&HintOut { id, source, text, at: None })?,
-                Block::ToolCall { id, name, input } => seq.serialize_element(&ToolCallOut { id, name, input })?,
-                Block::ToolResult { id, name, state } => seq.serialize_element(&ToolResultOut { id, name, state: state.name() })?,
+                Block::Hint { source, text } => {
+                    seq.serialize_element(&HintOut { id, source, text, at: None })?
+                }
+                Block::ToolCall { id, name, input } => {
+                    seq.serialize_element(&ToolCallOut { id, name, input })?
+                }
+                Block::ToolResult { id, name, state } => {
+                    seq.serialize_element(&ToolResultOut { id, name, state: state.name() })?
+                }
                 Block::Other => seq.serialize_element(&TextOut { id, text: "" })?,
             }
         }
@@ -383,13 +423,20 @@ mod tests {
     #[test]
     fn a_full_buffer_says_its_size() {
         use std::string::ToString;
-        assert_eq!(BufferFull { capacity: 64 }.to_string(), "the JSON does not fit the 64-byte buffer");
+        assert_eq!(
+            BufferFull { capacity: 64 }.to_string(),
+            "the JSON does not fit the 64-byte buffer"
+        );
     }
 
     #[test]
     fn hint_block_as_append_context_adds_it() {
-        let at = IsoTime { at: Timestamp::from_unix_micros(1_767_225_600_123_456), zone: time::resolve_zone("Europe/Berlin").unwrap() };
-        let json = written(|b| write_hint_block("h1", "{\"label\": \"System\"}", "<x>\"a\"\n</x>", at, b));
+        let at = IsoTime {
+            at: Timestamp::from_unix_micros(1_767_225_600_123_456),
+            zone: time::resolve_zone("Europe/Berlin").unwrap(),
+        };
+        let json =
+            written(|b| write_hint_block("h1", "{\"label\": \"System\"}", "<x>\"a\"\n</x>", at, b));
         assert_eq!(
             json,
             r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T01:00:00.123456","finished_at":"2026-01-01T01:00:00.123456"}"#
@@ -406,13 +453,20 @@ mod tests {
         let berlin = time::resolve_zone("Europe/Berlin").unwrap();
         let mut outputs = std::vec::Vec::new();
         for (timezone, zone) in [("Europe/Berlin", berlin), ("Mars/Olympus_Mons", Zone::Utc)] {
-            let injection = InjectionConfig { timezone, injection_source: source, ..Default::default() };
+            let injection =
+                InjectionConfig { timezone, injection_source: source, ..Default::default() };
             let engine = Engine::new(Config { injection, ..Default::default() }).unwrap();
             assert_eq!(engine.config().zone(), zone);
             let json = written(|b| engine.write_hint_block("h1", hint, at, b));
-            assert_eq!(json, written(|b| write_hint_block("h1", source, hint, IsoTime { at, zone }, b)));
+            assert_eq!(
+                json,
+                written(|b| write_hint_block("h1", source, hint, IsoTime { at, zone }, b))
+            );
             let mut small = [0u8; 40];
-            assert_eq!(engine.write_hint_block("h1", hint, at, &mut small), Err(BufferFull { capacity: 40 }));
+            assert_eq!(
+                engine.write_hint_block("h1", hint, at, &mut small),
+                Err(BufferFull { capacity: 40 })
+            );
             outputs.push(json);
         }
         assert_eq!(
@@ -433,7 +487,8 @@ mod tests {
             Block::ToolResult { id: "c1", name: "Bash", state: ToolResultState::Error },
         ];
         let msg = SliceMessage { role: Role::Assistant, name: "a", blocks: &blocks };
-        let meta = MessageMeta { id: "m", created_at: IsoTime { at: Timestamp(0), zone: Zone::Utc } };
+        let meta =
+            MessageMeta { id: "m", created_at: IsoTime { at: Timestamp(0), zone: Zone::Utc } };
         let json = written(|b| write_message(&msg, &meta, b));
         assert!(json.starts_with(
             r#"{"name":"a","content":[{"type":"text","text":"","id":"m.0"},{"type":"hint","hint":[{"type":"text","text":"<current-time>","id":"m.1.0"},{"type":"text","text":"x</current-time>","id":"m.1.1"}],"id":"m.1","source":null},{"type":"tool_result","id":"c1","name":"Bash","output":"","state":"error"}],"role":"assistant","id":"m","metadata":{},"created_at":"1970-01-01T00:00:00","#

@@ -40,7 +40,15 @@ async fn main(spawner: embassy_executor::Spawner) {
     let mut log = envaware_firmware::log::SessionLog::new(log);
     let mut clock = board::wall_clock();
     defmt::info!("envaware firmware: {=str} in {=str}, on embassy", agent::AGENT, agent::TIMEZONE);
-    let summary = agent::run(&mut board::SensorLink, &mut clock, &mut pacer, &mut agent::DefmtOutput, board::uptime_ms, &mut log).await;
+    let summary = agent::run(
+        &mut board::SensorLink,
+        &mut clock,
+        &mut pacer,
+        &mut agent::DefmtOutput,
+        board::uptime_ms,
+        &mut log,
+    )
+    .await;
     defmt::info!(
         "session done: {=usize} steps, {=usize} hints, {=u32} sensor reads, {=u32} failed, {=u32} messages evicted, at most {=usize} messages read per decision",
         summary.steps,

@@ -107,7 +107,12 @@ struct WatchOut(envaware::Watch);
 impl Serialize for WatchOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let w = &self.0;
-        let values = [("change", w.change), ("above", w.above), ("below", w.below), ("hysteresis", Some(w.hysteresis))];
+        let values = [
+            ("change", w.change),
+            ("above", w.above),
+            ("below", w.below),
+            ("hysteresis", Some(w.hysteresis)),
+        ];
         let mut m = s.serialize_map(None)?;
         for (key, value) in values {
             if let Some(v) = value {
@@ -269,10 +274,18 @@ impl Stream {
         self.buf[..14].copy_from_slice(b"{\"context\":[]}");
         self.print(out, 14);
         for index in (0..context.len()).rev() {
-            let (Some(msg), Some(seq)) = (context.newest(index), context.sequence(index)) else { continue };
+            let (Some(msg), Some(seq)) = (context.newest(index), context.sequence(index)) else {
+                continue;
+            };
             let mut id: heapless::String<24> = heapless::String::new();
             let _ = write!(id, "{}-{}", AGENT, seq);
-            let meta = MessageMeta { id: &id, created_at: IsoTime { at: self.created[(seq % MESSAGES as u64) as usize], zone: self.zone } };
+            let meta = MessageMeta {
+                id: &id,
+                created_at: IsoTime {
+                    at: self.created[(seq % MESSAGES as u64) as usize],
+                    zone: self.zone,
+                },
+            };
             const OPEN: &[u8] = b"{\"message\":";
             self.buf[..OPEN.len()].copy_from_slice(OPEN);
             let written = wire::write_message(&msg, &meta, &mut self.buf[OPEN.len()..]);
@@ -281,7 +294,11 @@ impl Stream {
                     self.buf[OPEN.len() + n] = b'}';
                     self.print(out, OPEN.len() + n + 1);
                 }
-                _ => error!("stream: message {=u64} ({=usize} blocks) is too long", seq, msg.block_count()),
+                _ => error!(
+                    "stream: message {=u64} ({=usize} blocks) is too long",
+                    seq,
+                    msg.block_count()
+                ),
             }
         }
         self.line(out, &ClockLine { set_clock: now.map(Rfc3339) });
@@ -299,9 +316,16 @@ impl Stream {
 
     /// The step itself, once rendered: the configuration with its watch,
     /// the live values read, then the step.
-    pub fn step<L: LiveFields>(&mut self, out: &mut impl Output, live: &L, cur_iter: u64, tokens: i64) {
+    pub fn step<L: LiveFields>(
+        &mut self,
+        out: &mut impl Output,
+        live: &L,
+        cur_iter: u64,
+        tokens: i64,
+    ) {
         let watch = Watches(crate::agent::config().injection.watch);
-        let injection_config = InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, watch };
+        let injection_config =
+            InjectionOut { timezone: TIMEZONE, time_interval: TIME_INTERVAL_HOURS, watch };
         self.line(out, &StepConfigLine { config: StepConfig { injection_config } });
         self.line(out, &ReadLine { read: Fields(live) });
         self.line(out, &StepLine { step: StepOut { cur_iter, tokens } });

@@ -96,7 +96,9 @@ impl<E: embedded_hal::i2c::Error> fmt::Display for Error<E> {
         let what = match self {
             Error::Configure(_) => "configuring the TMP105",
             Error::Read(_) => "reading the TMP105",
-            Error::Implausible([hi, lo]) => return write!(f, "implausible TMP105 reading: {hi:02X} {lo:02X}"),
+            Error::Implausible([hi, lo]) => {
+                return write!(f, "implausible TMP105 reading: {hi:02X} {lo:02X}")
+            }
         };
         write!(f, "{what}: {}", self.kind())
     }
@@ -154,7 +156,10 @@ impl<I: embedded_hal::i2c::ErrorType> Tmp105<I> {
 impl<I: AsyncI2c> Tmp105<I> {
     /// [`Tmp105::configure`], awaiting the bus.
     pub async fn configure_async(&mut self) -> Result<(), Error<I::Error>> {
-        self.i2c.write(self.address, &[POINTER_CONFIG, CONFIG_12_BIT]).await.map_err(Error::Configure)?;
+        self.i2c
+            .write(self.address, &[POINTER_CONFIG, CONFIG_12_BIT])
+            .await
+            .map_err(Error::Configure)?;
         self.configured = true;
         Ok(())
     }

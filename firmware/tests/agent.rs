@@ -137,13 +137,22 @@ struct Transcript {
 impl Output for Transcript {
     fn step(&mut self, index: usize, note: &str) {
         let first = *self.first.get_or_insert(index);
-        assert_eq!(index, first + self.steps.iter().filter(|s| s.woken.is_none()).count(), "steps out of order");
+        assert_eq!(
+            index,
+            first + self.steps.iter().filter(|s| s.woken.is_none()).count(),
+            "steps out of order"
+        );
         self.steps.push(StepRecord { note: note.to_string(), ..StepRecord::default() });
     }
 
     fn woken(&mut self, before: usize, temperature: &str) {
-        assert_eq!(before, self.steps.iter().filter(|s| s.woken.is_none()).count(), "woken before the next step");
-        self.steps.push(StepRecord { woken: Some(temperature.to_string()), ..StepRecord::default() });
+        assert_eq!(
+            before,
+            self.steps.iter().filter(|s| s.woken.is_none()).count(),
+            "woken before the next step"
+        );
+        self.steps
+            .push(StepRecord { woken: Some(temperature.to_string()), ..StepRecord::default() });
     }
 
     fn hint(&mut self, hint: &str) {
@@ -165,7 +174,8 @@ impl Output for Transcript {
     }
 
     fn stream(&mut self, line: &str) {
-        let value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        let value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
         match self.steps.last_mut() {
             Some(step) => step.stream.push(value),
             None => self.start.push(value),
@@ -212,7 +222,12 @@ fn session_resetting(
 }
 
 /// [`session_on`], the environment waking the agent once with `wake`.
-fn session_woken(boot_ms: u32, transactions: &[Transaction], flash: &mut [u8], wake: Option<(usize, Temperature)>) -> Session {
+fn session_woken(
+    boot_ms: u32,
+    transactions: &[Transaction],
+    flash: &mut [u8],
+    wake: Option<(usize, Temperature)>,
+) -> Session {
     session_with(boot_ms, transactions, flash, wake, None, &Cell::new(0))
 }
 
@@ -234,7 +249,14 @@ fn session_with(
     let mut transcript = Transcript::default();
     let mut log = SessionLog::new(RamFlash(flash));
     let mut sensor = Tmp105::new(mock.clone(), tmp105::DEFAULT_ADDRESS);
-    let summary = block_on(agent::run(&mut sensor, &mut clock, &mut pacer, &mut transcript, counter, &mut log));
+    let summary = block_on(agent::run(
+        &mut sensor,
+        &mut clock,
+        &mut pacer,
+        &mut transcript,
+        counter,
+        &mut log,
+    ));
     mock.done();
     Session { summary, transcript, paced: pacer.calls }
 }
@@ -257,15 +279,24 @@ fn fields(hint: &str) -> Vec<(String, String)> {
     lines
         .filter(|l| *l != "</system-reminder>")
         .map(|l| {
-            let (key, rest) = l.strip_prefix('<').and_then(|r| r.split_once('>')).unwrap_or_else(|| panic!("not a field: {l}"));
-            let value = rest.strip_suffix(&format!("</{key}>")).unwrap_or_else(|| panic!("not a field: {l}"));
+            let (key, rest) = l
+                .strip_prefix('<')
+                .and_then(|r| r.split_once('>'))
+                .unwrap_or_else(|| panic!("not a field: {l}"));
+            let value = rest
+                .strip_suffix(&format!("</{key}>"))
+                .unwrap_or_else(|| panic!("not a field: {l}"));
             (key.to_string(), value.to_string())
         })
         .collect()
 }
 
 fn field(fields: &[(String, String)], key: &str) -> String {
-    fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("no {key} in {fields:?}"))
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no {key} in {fields:?}"))
 }
 
 /// The board's milliseconds at step `i`: the waits of steps `0..=i`.
@@ -277,7 +308,11 @@ fn ms_at(i: usize) -> u32 {
 /// due (and a hint of the live fields alone at the `watch_only` steps),
 /// with `temperature` the `i`-th expected one for the `i`-th injection and
 /// `uptime` the board's time; returns each hint's fields.
-fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> Vec<Option<Vec<(String, String)>>> {
+fn check_schedule(
+    s: &Session,
+    temperatures: &[&str],
+    watch_only: &[usize],
+) -> Vec<Option<Vec<(String, String)>>> {
     let steps: Vec<&StepRecord> = s.transcript.steps.iter().filter(|s| s.woken.is_none()).collect();
     assert_eq!(steps.len(), SCRIPT.len());
     let mut expected_paced = Vec::new();
@@ -292,7 +327,11 @@ fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> V
         assert_eq!(step.note, SCRIPT[i].note);
         match (due(i, watch_only), &step.hint) {
             (None, None) => {
-                assert_eq!(step.no_injection, Some(false), "step {i}: no hint, and the uptime must not be read");
+                assert_eq!(
+                    step.no_injection,
+                    Some(false),
+                    "step {i}: no hint, and the uptime must not be read"
+                );
                 all.push(None);
             }
             (Some(due), Some(hint)) => {
@@ -301,9 +340,17 @@ fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> V
                 let mut expected = due.to_vec();
                 expected.extend(["temperature", "uptime"]);
                 assert_eq!(keys, expected, "step {i}:\n{hint}");
-                assert_eq!(Some(&field(&f, "temperature").as_str()), temperatures.next(), "step {i}");
+                assert_eq!(
+                    Some(&field(&f, "temperature").as_str()),
+                    temperatures.next(),
+                    "step {i}"
+                );
                 let ms = ms_at(i);
-                assert_eq!(field(&f, "uptime"), format!("{}.{:03} s", ms / 1000, ms % 1000), "step {i}");
+                assert_eq!(
+                    field(&f, "uptime"),
+                    format!("{}.{:03} s", ms / 1000, ms % 1000),
+                    "step {i}"
+                );
                 all.push(Some(f));
             }
             (due, hint) => panic!("step {i}: expected {due:?}, got {hint:?}"),
@@ -315,7 +362,13 @@ fn check_schedule(s: &Session, temperatures: &[&str], watch_only: &[usize]) -> V
 
 /// The steps whose temperature watch fired.
 fn watch_fired(s: &Session) -> Vec<usize> {
-    s.transcript.steps.iter().enumerate().filter(|(_, st)| st.watch.as_ref().is_some_and(|w| w.1)).map(|(i, _)| i).collect()
+    s.transcript
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| st.watch.as_ref().is_some_and(|w| w.1))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// One reading per step: 21.5 °C, 30 °C from step 5, -4.25 °C at step 7,
@@ -342,7 +395,18 @@ fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step(
     assert_eq!(watch_fired(&s), [0, 5, 7, 8]);
     // The compression at step 8 evicts 7 messages, and no decision reads
     // more than 2.
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 10, failures: 0, evicted: 7, max_read: 1, compactions: 0 });
+    assert_eq!(
+        s.summary,
+        Summary {
+            steps: 10,
+            hints: 6,
+            reads: 10,
+            failures: 0,
+            evicted: 7,
+            max_read: 1,
+            compactions: 0
+        }
+    );
 
     let f = |i: usize| hints[i].as_deref().unwrap_or_else(|| panic!("step {i} injected nothing"));
     // The time is told at 01:00:00 (Berlin), again once more than 36 s have
@@ -379,9 +443,15 @@ fn a_session_across_the_millisecond_counter_s_wrap_tells_the_same_times() {
         // Everything but the uptime, which is the counter's own value: the
         // hint, and the stream's lines up to the clock and the plan.
         let until_live = zero.stream.len() - 2;
-        let stream = |s: &StepRecord| without_uptime(&serde_json::to_string(&s.stream[..until_live]).unwrap());
+        let stream = |s: &StepRecord| {
+            without_uptime(&serde_json::to_string(&s.stream[..until_live]).unwrap())
+        };
         assert_eq!(stream(wrapped), stream(zero), "step {i}");
-        assert_eq!(wrapped.hint.as_deref().map(without_uptime), zero.hint.as_deref().map(without_uptime), "step {i}");
+        assert_eq!(
+            wrapped.hint.as_deref().map(without_uptime),
+            zero.hint.as_deref().map(without_uptime),
+            "step {i}"
+        );
     }
 }
 
@@ -401,12 +471,24 @@ fn without_uptime(text: &str) -> String {
 #[test]
 fn a_sensor_that_never_answers_gives_unavailable_in_every_hint_and_the_run_goes_on() {
     // No TMP105 on the bus: each step tries to set it up again, and fails.
-    let transactions: Vec<Transaction> = SCRIPT.iter().map(|_| configure().with_error(ErrorKind::ArbitrationLoss)).collect();
+    let transactions: Vec<Transaction> =
+        SCRIPT.iter().map(|_| configure().with_error(ErrorKind::ArbitrationLoss)).collect();
     let s = session(&transactions);
     check_schedule(&s, &[agent::UNAVAILABLE; 6], &[]);
     // An unavailable reading never fires the watch.
     assert_eq!(watch_fired(&s), [0usize; 0]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 6, reads: 0, failures: 10, evicted: 7, max_read: 1, compactions: 0 });
+    assert_eq!(
+        s.summary,
+        Summary {
+            steps: 10,
+            hints: 6,
+            reads: 0,
+            failures: 10,
+            evicted: 7,
+            max_read: 1,
+            compactions: 0
+        }
+    );
 }
 
 #[test]
@@ -438,14 +520,26 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
     // 25.5 (nothing told), 25.5 again (step 1 told "unavailable"); at step
     // 6, step 5 told "unavailable"; at 8, step 7 did.
     assert_eq!(watch_fired(&s), [0, 2, 6, 8]);
-    assert_eq!(s.summary, Summary { steps: 10, hints: 7, reads: 7, failures: 3, evicted: 7, max_read: 1, compactions: 0 });
+    assert_eq!(
+        s.summary,
+        Summary {
+            steps: 10,
+            hints: 7,
+            reads: 7,
+            failures: 3,
+            evicted: 7,
+            max_read: 1,
+            compactions: 0
+        }
+    );
 }
 
 /// The time the stream's `set_clock` carries at step `i`, in UTC.
 fn clock_at(i: usize) -> String {
     let ms = ms_at(i);
     assert!(ms < 60_000, "the script fits in the first minute");
-    let fraction = if ms.is_multiple_of(1000) { String::new() } else { format!(".{:06}", (ms % 1000) * 1000) };
+    let fraction =
+        if ms.is_multiple_of(1000) { String::new() } else { format!(".{:06}", (ms % 1000) * 1000) };
     format!("2026-01-01T00:00:{:02}{fraction}Z", ms / 1000)
 }
 
@@ -455,7 +549,9 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
     let t = &s.transcript;
     assert_eq!(
         t.start,
-        [json!({"config": {"agent_name": "Sprout", "context_config": {"compression_tool_enabled": true}, "context_size": 4096}})]
+        [
+            json!({"config": {"agent_name": "Sprout", "context_config": {"compression_tool_enabled": true}, "context_size": 4096}})
+        ]
     );
     let mut last_live = None;
     for (i, step) in t.steps.iter().enumerate() {
@@ -466,11 +562,20 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
         assert!(lines.len() >= 7, "step {i}: {lines:?}");
         assert_eq!(lines[0], json!({"context": []}), "step {i}");
         let messages = &lines[1..lines.len() - 5];
-        let [clock, tasks, config, live, step_line] = &lines[lines.len() - 5..] else { unreachable!() };
-        assert!(!messages.is_empty() && messages.len() <= 16, "step {i}: {} messages", messages.len());
+        let [clock, tasks, config, live, step_line] = &lines[lines.len() - 5..] else {
+            unreachable!()
+        };
+        assert!(
+            !messages.is_empty() && messages.len() <= 16,
+            "step {i}: {} messages",
+            messages.len()
+        );
         for m in messages {
             let msg = &m["message"];
-            assert!(msg["id"].as_str().is_some_and(|id| id.starts_with("Sprout-")), "step {i}: {m}");
+            assert!(
+                msg["id"].as_str().is_some_and(|id| id.starts_with("Sprout-")),
+                "step {i}: {m}"
+            );
             assert!(matches!(msg["role"].as_str(), Some("user" | "assistant")), "step {i}: {m}");
             assert!(msg["content"].is_array(), "step {i}: {m}");
         }
@@ -480,11 +585,18 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
             .chain(std::iter::repeat_n("pending", plan.pending as usize))
             .collect();
         assert_eq!(*tasks, json!({"tasks": states}), "step {i}");
-        assert_eq!(*step_line, json!({"step": {"cur_iter": SCRIPT[i].cur_iter, "tokens": SCRIPT[i].input_tokens}}), "step {i}");
+        assert_eq!(
+            *step_line,
+            json!({"step": {"cur_iter": SCRIPT[i].cur_iter, "tokens": SCRIPT[i].input_tokens}}),
+            "step {i}"
+        );
         let injection = &config["config"]["injection_config"];
         assert_eq!(injection["timezone"], "Europe/Berlin");
         assert_eq!(injection["time_interval"], 0.01);
-        assert_eq!(injection["watch"], json!({"temperature": {"change": "2", "above": "28", "hysteresis": "0.5"}}));
+        assert_eq!(
+            injection["watch"],
+            json!({"temperature": {"change": "2", "above": "28", "hysteresis": "0.5"}})
+        );
         // The live values the hint carried; a step without a hint read only
         // the temperature, and repeats the last uptime.
         let read = live["read"].clone();
@@ -492,7 +604,11 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
         assert_eq!(read["temperature"], json!(temperature), "step {i}");
         if let Some(hint) = &step.hint {
             let f = fields(hint);
-            assert_eq!(read, json!({"temperature": field(&f, "temperature"), "uptime": field(&f, "uptime")}), "step {i}");
+            assert_eq!(
+                read,
+                json!({"temperature": field(&f, "temperature"), "uptime": field(&f, "uptime")}),
+                "step {i}"
+            );
             last_live = Some(read["uptime"].clone());
         } else {
             assert_eq!(Some(read["uptime"].clone()), last_live, "step {i}");
@@ -504,12 +620,17 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
     // block AgentScope's `append_context` adds, oldest first, until the
     // compression at step 8 keeps only the message holding step 7's.
     let hint_blocks = |j: usize| -> Vec<String> {
-        let blocks = t.steps[j].stream.iter().filter_map(|l| l["message"]["content"].as_array()).flatten();
-        blocks.filter(|b| b["type"] == "hint").map(|b| b["hint"].as_str().unwrap_or_default().to_string()).collect()
+        let blocks =
+            t.steps[j].stream.iter().filter_map(|l| l["message"]["content"].as_array()).flatten();
+        blocks
+            .filter(|b| b["type"] == "hint")
+            .map(|b| b["hint"].as_str().unwrap_or_default().to_string())
+            .collect()
     };
     for j in 0..t.steps.len() {
         let kept_from = if j >= 8 { 7 } else { 0 };
-        let expected: Vec<String> = (kept_from..j).filter_map(|i| t.steps[i].hint.clone()).collect();
+        let expected: Vec<String> =
+            (kept_from..j).filter_map(|i| t.steps[i].hint.clone()).collect();
         assert_eq!(hint_blocks(j), expected, "step {j}");
     }
 }
@@ -533,7 +654,8 @@ fn a_logged_session_restores_and_a_damaged_log_starts_empty() {
     damaged[at + 3] ^= 0x01;
     let fresh = session_on(0, &readings, &mut damaged);
     assert_eq!(fresh.summary.steps, 10, "a refused log starts the session again");
-    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    let hints =
+        |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
     assert_eq!(hints(&fresh), hints(&first));
     assert!(hints(&first).iter().flatten().count() >= 6);
 }
@@ -546,7 +668,8 @@ fn the_log_compacts_when_its_region_fills_and_restores_after_it() {
     let readings: Vec<[u8; 2]> = (0..10u8).map(|i| [0x14 + 3 * (i % 4), 0x40]).collect();
     let roomy = session_on(0, &answering(&readings), &mut vec![0xFF; 16 * 1024]);
     assert_eq!(roomy.summary.compactions, 0);
-    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    let hints =
+        |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
     let mut small = vec![0xFF; PAGES * 1024];
     let compacted = session_on(0, &answering(&readings), &mut small);
     assert!(compacted.summary.compactions >= 1, "{:?}", compacted.summary);
@@ -556,9 +679,12 @@ fn the_log_compacts_when_its_region_fills_and_restores_after_it() {
     let mut flash = vec![0xFF; PAGES * 1024];
     let mock = answering(&readings[..=after]);
     let retained = Cell::new(0);
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| session_resetting(0, &mock, &mut flash, Some(after), &retained)));
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        session_resetting(0, &mock, &mut flash, Some(after), &retained)
+    }));
     assert!(first.is_err_and(|e| e.is::<Reset>()), "the run resets after step {after}");
-    let resumed = session_resetting(0, &answering(&readings[after + 1..]), &mut flash, None, &retained);
+    let resumed =
+        session_resetting(0, &answering(&readings[after + 1..]), &mut flash, None, &retained);
     assert_eq!(resumed.summary.steps, 10 - after - 1);
     assert_eq!(hints(&resumed)[..], hints(&roomy)[after + 1..]);
 }
@@ -575,7 +701,8 @@ const PAGES: usize = 7;
 #[test]
 fn a_foreign_or_truncated_log_starts_the_session_empty() {
     let readings = answering(&[[0x19, 0x80]; 10]);
-    let hints = |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
+    let hints =
+        |s: &Session| s.transcript.steps.iter().map(|step| step.hint.clone()).collect::<Vec<_>>();
     let fresh = session_on(0, &readings, &mut vec![0xFF; 16 * 1024]);
 
     // Another configuration: a log another engine's journal started.
@@ -588,7 +715,9 @@ fn a_foreign_or_truncated_log_starts_the_session_empty() {
         let mut buf = [0u8; 512];
         let n = journal.start(&context, &mut buf).unwrap();
         assert!(block_on(log.append(&buf[..n])).is_ok());
-        let items = journal.record(&mut context, &envaware::journal::Event::User { name: "operator" }, &mut buf).unwrap();
+        let items = journal
+            .record(&mut context, &envaware::journal::Event::User { name: "operator" }, &mut buf)
+            .unwrap();
         assert!(items.iter(&buf).all(|item| block_on(log.append(item)).is_ok()));
     }
     assert!(restored_steps(&mut foreign.clone()).is_err());
@@ -603,7 +732,10 @@ fn a_foreign_or_truncated_log_starts_the_session_empty() {
     session_on(0, &readings, &mut whole);
     let at = whole.windows(7).position(|w| w == b"{\"#\":3,").expect("item 3");
     whole[at + 10..at + 20].fill(0xFF);
-    assert!(matches!(restored_steps(&mut whole.clone()), Err(envaware_firmware::log::RestoreError::Item(_))));
+    assert!(matches!(
+        restored_steps(&mut whole.clone()),
+        Err(envaware_firmware::log::RestoreError::Item(_))
+    ));
     let truncated = session_on(0, &readings, &mut whole);
     assert_eq!(truncated.summary.steps, 10, "a log with a torn item is not restored");
     assert_eq!(hints(&truncated), hints(&fresh));
@@ -616,7 +748,13 @@ fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::Res
     let mut context = agent::Context::new(&engine, agent::AGENT);
     let mut journal = envaware::journal::Journal::new(&context);
     let (mut buf, mut scratch) = ([0u8; 1024], [0u8; 1024]);
-    block_on(SessionLog::new(RamFlash(flash)).restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {}))
+    block_on(SessionLog::new(RamFlash(flash)).restore(
+        &mut journal,
+        &mut context,
+        &mut buf,
+        &mut scratch,
+        |_, _| {},
+    ))
 }
 
 /// issue 22: the environment wakes the agent before step 7 with 33.0 °C.
@@ -626,7 +764,12 @@ fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::Res
 #[test]
 fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     let plain = session(&answering(&READINGS));
-    let woke = session_woken(0, &answering(&READINGS), &mut vec![0xFF; 16 * 1024], Some((7, Temperature::from_register([0x21, 0x00]))));
+    let woke = session_woken(
+        0,
+        &answering(&READINGS),
+        &mut vec![0xFF; 16 * 1024],
+        Some((7, Temperature::from_register([0x21, 0x00]))),
+    );
     let steps = &woke.transcript.steps;
     assert_eq!(steps.len(), SCRIPT.len() + 1);
     let env = &steps[7];
@@ -641,16 +784,40 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     );
     assert_eq!(env.watch, Some(("33.0 °C".to_string(), true)));
     // Streamed: a new reply, what woke it, then the step as any other.
-    assert_eq!(env.stream[..3], [json!({"reply": {}}), json!({"woken": {"temperature": "33.0 °C"}}), json!({"context": []})]);
-    assert_eq!(env.stream.last(), Some(&json!({"step": {"cur_iter": 0, "tokens": SCRIPT[6].input_tokens}})));
+    assert_eq!(
+        env.stream[..3],
+        [
+            json!({"reply": {}}),
+            json!({"woken": {"temperature": "33.0 °C"}}),
+            json!({"context": []})
+        ]
+    );
+    assert_eq!(
+        env.stream.last(),
+        Some(&json!({"step": {"cur_iter": 0, "tokens": SCRIPT[6].input_tokens}}))
+    );
     // The scripted steps: the same hints; the model awaited after each
     // step, the environment's included.
-    let scripted = |s: &Session| s.transcript.steps.iter().filter(|s| s.woken.is_none()).map(|s| s.hint.clone()).collect::<Vec<_>>();
+    let scripted = |s: &Session| {
+        s.transcript
+            .steps
+            .iter()
+            .filter(|s| s.woken.is_none())
+            .map(|s| s.hint.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(scripted(&woke), scripted(&plain));
-    assert!(woke.paced.windows(2).any(|w| w == [Paced::Model(Some(6)), Paced::Model(None)]), "{:?}", woke.paced);
+    assert!(
+        woke.paced.windows(2).any(|w| w == [Paced::Model(Some(6)), Paced::Model(None)]),
+        "{:?}",
+        woke.paced
+    );
     // One reading more (the one that woke it, not read again), one hint
     // more, and the compression at step 8 evicts the environment's message too.
-    assert_eq!(woke.summary, Summary { hints: plain.summary.hints + 1, reads: 11, evicted: 8, ..plain.summary });
+    assert_eq!(
+        woke.summary,
+        Summary { hints: plain.summary.hints + 1, reads: 11, evicted: 8, ..plain.summary }
+    );
 }
 
 /// Whether a reading wakes the agent is the core's watch rule against what
@@ -664,9 +831,15 @@ fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires() {
         told
     };
     assert!(agent::wakes(&watches, &told(None), "21.5 °C"), "nothing told");
-    assert!(!agent::wakes(&watches, &told(Some("29.5")), "31.0 °C"), "1.5 from 29.5, above 28 both");
+    assert!(
+        !agent::wakes(&watches, &told(Some("29.5")), "31.0 °C"),
+        "1.5 from 29.5, above 28 both"
+    );
     assert!(agent::wakes(&watches, &told(Some("29.5")), "33.0 °C"), "3.5 from 29.5");
     assert!(agent::wakes(&watches, &told(Some("27.5")), "28.0625 °C"), "crossing 28");
     assert!(!agent::wakes(&watches, &told(None), agent::UNAVAILABLE), "unavailable never fires");
-    assert!(!agent::wakes(&envaware::WatchList::EMPTY, &told(None), "33.0 °C"), "no watch: nothing wakes the agent");
+    assert!(
+        !agent::wakes(&envaware::WatchList::EMPTY, &told(None), "33.0 °C"),
+        "no watch: nothing wakes the agent"
+    );
 }

@@ -27,7 +27,13 @@ fn run(boot_ms: u32, days: u64, every_ms: u64) -> u64 {
         uptime.set(uptime.get() + every_ms);
         wraps += u64::from(counter() < before);
         let expected = Timestamp::from_unix_seconds(EPOCH).add_micros(uptime.get() as i64 * 1000);
-        assert_eq!(clock.now(), Some(expected), "{} ms after boot (counter {})", uptime.get(), counter());
+        assert_eq!(
+            clock.now(),
+            Some(expected),
+            "{} ms after boot (counter {})",
+            uptime.get(),
+            counter()
+        );
     }
     wraps
 }
@@ -49,6 +55,11 @@ fn readings_far_apart_and_right_at_the_wrap_keep_time() {
     clock.set(Timestamp::from_unix_seconds(EPOCH));
     for ms in 1..=6 {
         uptime.set(uptime.get().wrapping_add(1));
-        assert_eq!(clock.now(), Some(Timestamp::from_unix_seconds(EPOCH).add_micros(ms * 1000)), "counter {}", uptime.get());
+        assert_eq!(
+            clock.now(),
+            Some(Timestamp::from_unix_seconds(EPOCH).add_micros(ms * 1000)),
+            "counter {}",
+            uptime.get()
+        );
     }
 }

@@ -20,7 +20,8 @@ fn sensor(transactions: &[Transaction]) -> (Tmp105<Mock>, Mock) {
 
 #[test]
 fn the_first_read_configures_12_bit_mode_then_reads_exact_sixteenths() {
-    let (mut s, mut mock) = sensor(&[configure(), select(), data([0x19, 0x80]), select(), data([0xFB, 0xC0])]);
+    let (mut s, mut mock) =
+        sensor(&[configure(), select(), data([0x19, 0x80]), select(), data([0xFB, 0xC0])]);
     assert_eq!(s.read().map(|t| t.to_string()), Ok("25.5 °C".to_string()));
     // Configured once: the second read only selects and reads.
     assert_eq!(s.read().map(|t| t.to_string()), Ok("-4.25 °C".to_string()));
@@ -83,7 +84,8 @@ fn a_failed_pointer_write_or_data_read_is_a_read_error_and_the_mode_is_kept() {
 fn a_hung_bus_is_a_read_error_not_a_hang() {
     // The board's I2C stops polling a bus that stays busy and reports
     // `I2cError::Timeout`, whose kind is `Other`.
-    let (mut s, mut mock) = sensor(&[configure(), select(), data([0, 0]).with_error(ErrorKind::Other)]);
+    let (mut s, mut mock) =
+        sensor(&[configure(), select(), data([0, 0]).with_error(ErrorKind::Other)]);
     let e = s.read().unwrap_err();
     assert_eq!(e, Error::Read(ErrorKind::Other));
     assert_eq!(e.kind(), ErrorKind::Other);
@@ -94,11 +96,15 @@ fn a_hung_bus_is_a_read_error_not_a_hang() {
 fn readings_no_tmp105_sends_are_errors_and_the_sensor_is_set_up_again() {
     // A stuck data line, above +125 °C, below -55 °C, unused low bits set.
     for raw in [[0xFF, 0xFF], [0x7F, 0xF0], [0x80, 0x00], [0x19, 0x81]] {
-        let (mut s, mut mock) = sensor(&[configure(), select(), data(raw), configure(), select(), data([0x19, 0x80])]);
+        let (mut s, mut mock) =
+            sensor(&[configure(), select(), data(raw), configure(), select(), data([0x19, 0x80])]);
         let e = s.read().unwrap_err();
         assert_eq!(e, Error::Implausible(raw));
         assert_eq!(e.kind(), ErrorKind::Other);
-        assert_eq!(e.to_string(), format!("implausible TMP105 reading: {:02X} {:02X}", raw[0], raw[1]));
+        assert_eq!(
+            e.to_string(),
+            format!("implausible TMP105 reading: {:02X} {:02X}", raw[0], raw[1])
+        );
         // The sensor may have been reset to 9-bit mode: configured again.
         assert_eq!(s.read().map(|t| t.to_string()), Ok("25.5 °C".to_string()));
         mock.done();

@@ -105,7 +105,9 @@ impl<S: NorFlash> SessionLog<S> {
     /// The log over all of `flash`.
     pub fn new(flash: S) -> Self {
         let end = u32::try_from(flash.capacity()).unwrap_or(u32::MAX);
-        SessionLog { queue: QueueStorage::new(flash, QueueConfig::new(0..end), Cache::new_uncached()) }
+        SessionLog {
+            queue: QueueStorage::new(flash, QueueConfig::new(0..end), Cache::new_uncached()),
+        }
     }
 
     /// The flash under the log (the board dumps its bytes for the desktop).
@@ -147,9 +149,12 @@ impl<S: NorFlash> SessionLog<S> {
         buf: &mut [u8],
         mut each: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<usize, ReadError<S::Error, E>> {
-        let mut items = self.queue.iter().await.map_err(|error| ReadError::Storage { items: 0, error })?;
+        let mut items =
+            self.queue.iter().await.map_err(|error| ReadError::Storage { items: 0, error })?;
         let mut read = 0;
-        while let Some(item) = items.next(buf).await.map_err(|error| ReadError::Storage { items: read, error })? {
+        while let Some(item) =
+            items.next(buf).await.map_err(|error| ReadError::Storage { items: read, error })?
+        {
             each(&item).map_err(ReadError::Stopped)?;
             read += 1;
         }
@@ -216,7 +221,8 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
         buf: &mut [u8],
     ) -> Result<u32, RestoreError> {
         let dead = journal.dead_items();
-        if dead == 0 || self.queue.space_left().await.map_err(|_| RestoreError::Storage)? >= RESERVE {
+        if dead == 0 || self.queue.space_left().await.map_err(|_| RestoreError::Storage)? >= RESERVE
+        {
             return Ok(0);
         }
         let n = journal.compaction_header(context, buf).map_err(|_| RestoreError::Storage)?;
@@ -231,5 +237,7 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
 
 /// Whether `item` (`{"#":n,"step":…}`) is a step.
 fn is_step(item: &[u8]) -> bool {
-    item.iter().position(|&b| b == b',').is_some_and(|comma| item[comma + 1..].starts_with(b"\"step\""))
+    item.iter()
+        .position(|&b| b == b',')
+        .is_some_and(|comma| item[comma + 1..].starts_with(b"\"step\""))
 }

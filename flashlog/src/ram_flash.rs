@@ -1,7 +1,9 @@
 //! A NOR flash over RAM, with the semantics of sequential-storage's mock
 //! flash (`mock_flash.rs`, which the power-cut tests run on).
 
-use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash};
+use embedded_storage_async::nor_flash::{
+    ErrorType, MultiwriteNorFlash, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
+};
 
 use crate::{PAGE, WORD};
 
@@ -138,17 +140,33 @@ mod tests {
         let mut ram = RamFlash(vec![0xFF; 4 * PAGE]);
         let mut mock = mock();
         let mut buf = [0u8; 8];
-        for (offset, len) in [(2u32, 4usize), (0, 0), (4 * PAGE as u32, 4), (4 * PAGE as u32 - 4, 8)] {
-            let (r, m) = (block_on(ram.write(offset, &buf[..len])), block_on(mock.write(offset, &buf[..len])));
+        for (offset, len) in
+            [(2u32, 4usize), (0, 0), (4 * PAGE as u32, 4), (4 * PAGE as u32 - 4, 8)]
+        {
+            let (r, m) = (
+                block_on(ram.write(offset, &buf[..len])),
+                block_on(mock.write(offset, &buf[..len])),
+            );
             assert_eq!((r.is_err(), m.is_err()), (true, true), "write {offset} {len}");
-            let (r, m) = (block_on(ram.read(offset, &mut buf[..len])), block_on(mock.read(offset, &mut buf[..len])));
+            let (r, m) = (
+                block_on(ram.read(offset, &mut buf[..len])),
+                block_on(mock.read(offset, &mut buf[..len])),
+            );
             assert_eq!((r.is_err(), m.is_err()), (true, true), "read {offset} {len}");
         }
         assert_eq!(block_on(ram.write(2, &buf[..4])), Err(RamFlashError::NotAligned));
-        assert_eq!(block_on(ram.write(4 * PAGE as u32, &buf[..4])), Err(RamFlashError::OutOfBounds));
+        assert_eq!(
+            block_on(ram.write(4 * PAGE as u32, &buf[..4])),
+            Err(RamFlashError::OutOfBounds)
+        );
         assert_eq!(block_on(ram.read(0, &mut buf[..6])), Err(RamFlashError::NotAligned));
-        for (from, to) in [(4u32, PAGE as u32), (0, 5 * PAGE as u32), (PAGE as u32, PAGE as u32 + 4)] {
-            assert!(block_on(ram.erase(from, to)).is_err() && block_on(mock.erase(from, to)).is_err(), "erase {from}..{to}");
+        for (from, to) in
+            [(4u32, PAGE as u32), (0, 5 * PAGE as u32), (PAGE as u32, PAGE as u32 + 4)]
+        {
+            assert!(
+                block_on(ram.erase(from, to)).is_err() && block_on(mock.erase(from, to)).is_err(),
+                "erase {from}..{to}"
+            );
         }
     }
 
@@ -163,12 +181,21 @@ mod tests {
         assert_eq!(ram.0, mocked.as_bytes());
 
         let end = 4 * PAGE as u32;
-        let mut on_ram = QueueStorage::new(RamFlash(vec![0xFF; 4 * PAGE]), QueueConfig::new(0..end), Cache::new_uncached());
-        let mut on_mock = QueueStorage::new(mock(), QueueConfig::new(0..end), Cache::new_uncached());
+        let mut on_ram = QueueStorage::new(
+            RamFlash(vec![0xFF; 4 * PAGE]),
+            QueueConfig::new(0..end),
+            Cache::new_uncached(),
+        );
+        let mut on_mock =
+            QueueStorage::new(mock(), QueueConfig::new(0..end), Cache::new_uncached());
         let mut buf = [0u8; 256];
         for i in 0..200u32 {
-            let item: Vec<u8> = (0..(i % 97 + 1)).map(|b| (b as u8).wrapping_mul(i as u8)).collect();
-            assert_eq!(block_on(on_ram.push(&item, false)).is_ok(), block_on(on_mock.push(&item, false)).is_ok());
+            let item: Vec<u8> =
+                (0..(i % 97 + 1)).map(|b| (b as u8).wrapping_mul(i as u8)).collect();
+            assert_eq!(
+                block_on(on_ram.push(&item, false)).is_ok(),
+                block_on(on_mock.push(&item, false)).is_ok()
+            );
             if i % 3 == 0 {
                 let popped = block_on(on_ram.pop(&mut buf)).unwrap().map(|b| b.to_vec());
                 assert_eq!(popped, block_on(on_mock.pop(&mut buf)).unwrap().map(|b| b.to_vec()));

@@ -30,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(text, pyjson::dumps(&value), "canonical string of {raw:?}");
         }
         // serde_json accepts only what json.loads accepts too.
-        assert!(!matches!(canonical, Canonical::RawStripped), "json.loads accepts {raw:?}, envaware said RawStripped");
+        assert!(
+            !matches!(canonical, Canonical::RawStripped),
+            "json.loads accepts {raw:?}, envaware said RawStripped"
+        );
     }
     // The same value spaced differently is the same argument.
     if canonical == Canonical::Json {

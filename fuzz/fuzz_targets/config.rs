@@ -9,7 +9,9 @@
 #![no_main]
 
 use envaware::ConfigBuf;
-use envaware::{ConfigError, Engine, ExtraFields, FixedClock, SliceConversation, Step, TaskCounts, Timestamp};
+use envaware::{
+    ConfigError, Engine, ExtraFields, FixedClock, SliceConversation, Step, TaskCounts, Timestamp,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -31,13 +33,21 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut strict = buf.config();
     strict.injection.strict = !strict.injection.strict;
-    let (compatible, strict) = if strict.injection.strict { (buf.config(), strict) } else { (strict, buf.config()) };
+    let (compatible, strict) =
+        if strict.injection.strict { (buf.config(), strict) } else { (strict, buf.config()) };
     if compatible.validate().is_ok() {
         let inj = &strict.injection;
         let bracket = |t: &str| t.contains(['<', '>']);
-        let builtin = |k: &str| ["current-time", "timezone", "tasks", "context-length", "tool-error"].contains(&k);
-        let clean = !bracket(inj.timezone) && !inj.extra_fields.iter().any(|(k, v)| bracket(k) || bracket(v) || builtin(k));
-        assert_eq!(strict.validate().is_ok(), clean, "strict mode accepts exactly the clean configurations");
+        let builtin = |k: &str| {
+            ["current-time", "timezone", "tasks", "context-length", "tool-error"].contains(&k)
+        };
+        let clean = !bracket(inj.timezone)
+            && !inj.extra_fields.iter().any(|(k, v)| bracket(k) || bracket(v) || builtin(k));
+        assert_eq!(
+            strict.validate().is_ok(),
+            clean,
+            "strict mode accepts exactly the clean configurations"
+        );
     }
     let engine = match Engine::new(buf.config()) {
         Ok(engine) => engine,
@@ -52,12 +62,22 @@ fuzz_target!(|data: &[u8]| {
     let readings: Vec<(&str, &str)> = watches.iter().map(|(name, _)| (name, "21.5 °C")).collect();
     let decision = engine.decide_with_readings(
         &SliceConversation(&[]),
-        &Step { agent_name: "agent", tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 128_000 },
+        &Step {
+            agent_name: "agent",
+            tasks: TaskCounts::default(),
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 128_000,
+        },
         None,
         &ExtraFields::Slice(&readings),
     );
     let expected = if buf.config().injection.inject_runtime_state { watches.len() } else { 0 };
-    assert_eq!(decision.watch.iter().count(), expected, "every watched reading fires when nothing was told");
+    assert_eq!(
+        decision.watch.iter().count(),
+        expected,
+        "every watched reading fires when nothing was told"
+    );
     let step = Step {
         agent_name: "agent",
         tasks: TaskCounts { pending: 1, in_progress: 1 },
@@ -72,9 +92,14 @@ fuzz_target!(|data: &[u8]| {
         Err(too_long) => {
             assert!(too_long.needed > small.len());
             let mut big = vec![0u8; too_long.needed];
-            let outcome =
-                engine.step(&SliceConversation(&[]), &step, &mut clock, &mut (), &mut big).expect("the size it asked for is enough");
-            assert_eq!(outcome.hint.map(str::len), Some(too_long.needed), "the hint fills the size it asked for");
+            let outcome = engine
+                .step(&SliceConversation(&[]), &step, &mut clock, &mut (), &mut big)
+                .expect("the size it asked for is enough");
+            assert_eq!(
+                outcome.hint.map(str::len),
+                Some(too_long.needed),
+                "the hint fills the size it asked for"
+            );
         }
     }
 });

@@ -7,7 +7,12 @@
 //! serde_json's `Display`, which is not Python's `repr` in every case (see
 //! [`has_float`] for callers that must not rely on it).
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 use serde_json::Value;
 use std::fmt::Write;
@@ -102,13 +107,19 @@ mod tests {
     #[test]
     fn sorts_keys_and_spaces_like_python() {
         // json.dumps(json.loads('{"b":[1,true,null],"a":{"d":"x","c":-2}}'), sort_keys=True)
-        assert_eq!(py(r#"{"b":[1,true,null],"a":{"d":"x","c":-2}}"#), r#"{"a": {"c": -2, "d": "x"}, "b": [1, true, null]}"#);
+        assert_eq!(
+            py(r#"{"b":[1,true,null],"a":{"d":"x","c":-2}}"#),
+            r#"{"a": {"c": -2, "d": "x"}, "b": [1, true, null]}"#
+        );
     }
 
     #[test]
     fn escapes_like_ensure_ascii() {
         // json.dumps("\"\\\n\r\t\b\f\x01é😀~")
-        assert_eq!(py(r#""\"\\\n\r\t\b\f\u0001é😀~""#), r#""\"\\\n\r\t\b\f\u0001\u00e9\ud83d\ude00~""#);
+        assert_eq!(
+            py(r#""\"\\\n\r\t\b\f\u0001é😀~""#),
+            r#""\"\\\n\r\t\b\f\u0001\u00e9\ud83d\ude00~""#
+        );
     }
 
     #[test]

@@ -93,7 +93,9 @@ pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
         Ok(())
     });
     block_on(read).map_err(|e| match e {
-        ReadError::Storage { items, error } => FlashError::Queue { items, error: format!("{error:?}") },
+        ReadError::Storage { items, error } => {
+            FlashError::Queue { items, error: format!("{error:?}") }
+        }
         ReadError::Stopped(e) => e,
     })?;
     Ok(lines)

@@ -2,7 +2,12 @@
 //! independent reference model, and a device's log read from its flash. The `envaware-sim` binary is a thin
 //! command line over these.
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 pub mod flash;
 pub mod fuzz;

@@ -1,6 +1,11 @@
 //! `envaware-sim`: the host tool that drives the envaware core.
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -23,11 +28,18 @@ const MAX_CASES: u64 = 1_000_000;
 /// An integer option's value; out of `MIN..=MAX` it is refused with the
 /// range (clap names the option).
 fn in_range<const MIN: u64, const MAX: u64>(text: &str) -> Result<u64, String> {
-    text.parse::<u64>().ok().filter(|n| (MIN..=MAX).contains(n)).ok_or_else(|| format!("expected an integer in {MIN}..={MAX}"))
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| (MIN..=MAX).contains(n))
+        .ok_or_else(|| format!("expected an integer in {MIN}..={MAX}"))
 }
 
 #[derive(Parser)]
-#[command(name = "envaware-sim", version, about = "Evaluate envaware's injection rules on the host")]
+#[command(
+    name = "envaware-sim",
+    version,
+    about = "Evaluate envaware's injection rules on the host"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -89,7 +101,12 @@ struct FuzzArgs {
     #[arg(long, value_name = "N", requires = "config", value_parser = in_range::<1, { tune::MAX_HINT_CAPACITY as u64 }>)]
     hint_capacity: Option<u64>,
     /// With --config: where to write the shrunk session as a replay trace.
-    #[arg(long, value_name = "FILE", default_value = "fuzz-hint-too-long.trace.jsonl", requires = "config")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "fuzz-hint-too-long.trace.jsonl",
+        requires = "config"
+    )]
     trace_out: PathBuf,
     /// With --config: draw the timeline of the shrunk session (else of the
     /// session with the longest hint) to this SVG file.
@@ -109,7 +126,8 @@ fn shrink_time(text: &str) -> Result<std::time::Duration, String> {
 /// Writes to standard output; a reader that went away (`| head`) is not
 /// an error. Returns whether the text was written or the reader is gone.
 fn print_out(text: &str) -> bool {
-    match io::stdout().lock().write_all(text.as_bytes()).and_then(|()| io::stdout().lock().flush()) {
+    match io::stdout().lock().write_all(text.as_bytes()).and_then(|()| io::stdout().lock().flush())
+    {
         Ok(()) => true,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => true,
         Err(e) => {
@@ -121,14 +139,16 @@ fn print_out(text: &str) -> bool {
 
 /// `fuzz --config`: the user's configuration over random sessions.
 fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
-    let config =
-        match std::fs::read_to_string(path).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("envaware-sim: cannot read {}: {e}", path.display());
-                return ExitCode::from(2);
-            }
-        };
+    let config = match std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("envaware-sim: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
     let options = tune::TuneOptions {
         config,
         hint_capacity: args.hint_capacity.map(|n| n as usize),
@@ -147,22 +167,30 @@ fn tune_main(args: &FuzzArgs, path: &std::path::Path) -> ExitCode {
     let mut text = tune::summary(&report, options.hint_capacity);
     let plotted = report.shrunk.as_ref().map_or(&report.longest_trace, |s| &s.0);
     if let Some((trace, ..)) = &report.shrunk {
-        let comment =
-            serde_json::json!({"#": format!("envaware-sim fuzz --config {}: shrunk session whose hint does not fit", path.display())});
+        let comment = serde_json::json!({"#": format!("envaware-sim fuzz --config {}: shrunk session whose hint does not fit", path.display())});
         match std::fs::write(&args.trace_out, format!("{comment}\n{trace}")) {
             Ok(()) => {
                 let out = args.trace_out.display();
                 let cap = options.hint_capacity.unwrap_or_default();
-                let _ = writeln!(text, "wrote {out}; replay it: envaware-sim replay {out} --hint-capacity {cap}");
+                let _ = writeln!(
+                    text,
+                    "wrote {out}; replay it: envaware-sim replay {out} --hint-capacity {cap}"
+                );
             }
             Err(e) => eprintln!("envaware-sim: cannot write {}: {e}", args.trace_out.display()),
         }
     }
     if let Some(svg) = &args.plot {
-        let opts = replay::Options { json: true, hint_capacity: options.hint_capacity, ..replay::Options::default() };
+        let opts = replay::Options {
+            json: true,
+            hint_capacity: options.hint_capacity,
+            ..replay::Options::default()
+        };
         let drawn = replay::replay_with_records(plotted, &opts, &mut io::sink(), None)
             .map_err(|e| e.to_string())
-            .and_then(|(_, records)| plot::render(&records, "envaware-sim fuzz --config: a session"))
+            .and_then(|(_, records)| {
+                plot::render(&records, "envaware-sim fuzz --config: a session")
+            })
             .and_then(|s| std::fs::write(svg, s).map_err(|e| e.to_string()));
         match drawn {
             Ok(()) => eprintln!("wrote the timeline to {}", svg.display()),
@@ -269,7 +297,9 @@ fn eval(mut input: Box<dyn BufRead>) -> io::Result<bool> {
             Err(_) => serde_json::json!({ "error": format!("line {number}: not valid UTF-8") }),
         };
         all_valid &= result.get("error").is_none();
-        let written = serde_json::to_writer(&mut out, &result).map_err(io::Error::from).and_then(|()| out.write_all(b"\n"));
+        let written = serde_json::to_writer(&mut out, &result)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
         if let Err(e) = written {
             return gone(e).map(|()| all_valid);
         }
@@ -376,12 +406,19 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let result = replay::replay_with_records(text, &opts, &mut out, emit_file.as_mut().map(|f| f as &mut dyn Write));
+    let result = replay::replay_with_records(
+        text,
+        &opts,
+        &mut out,
+        emit_file.as_mut().map(|f| f as &mut dyn Write),
+    );
     let flushed = out.flush().and_then(|()| emit_file.as_mut().map_or(Ok(()), Write::flush));
     match (result, flushed) {
         (Err(replay::ReplayError::Io(e)), _) | (Ok(_), Err(e)) => fail(e.to_string(), 2),
         (Err(e), _) => fail(e.to_string(), 1),
-        (Ok(_), Ok(())) if bad_line.is_some() => fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1),
+        (Ok(_), Ok(())) if bad_line.is_some() => {
+            fail(format!("line {}: not valid UTF-8", bad_line.unwrap_or(0)), 1)
+        }
         (Ok((summary, records)), Ok(())) => {
             if let replay::Input::DeviceLog { streamed, skipped, first_skipped } = summary.input {
                 // Never a line ignored without a word.
@@ -390,13 +427,20 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
                 );
             }
             if !opts.json {
-                let checked = summary
-                    .cross_check
-                    .map_or(String::new(), |c| format!("; the tracker decided each step, {} checked against the full scan", c.checked));
+                let checked = summary.cross_check.map_or(String::new(), |c| {
+                    format!(
+                        "; the tracker decided each step, {} checked against the full scan",
+                        c.checked
+                    )
+                });
                 eprintln!("{} steps, {} hints{checked}", summary.steps, summary.hints);
             }
             if let Some(path) = &args.plot {
-                let name = args.file.as_ref().and_then(|p| p.file_name()).map_or("standard input".into(), |n| n.to_string_lossy());
+                let name = args
+                    .file
+                    .as_ref()
+                    .and_then(|p| p.file_name())
+                    .map_or("standard input".into(), |n| n.to_string_lossy());
                 let written = plot::render(&records, &format!("envaware session timeline: {name}"))
                     .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
                 match written {
@@ -407,7 +451,13 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
             let too_long = records.iter().filter(|r| r.too_long.is_some()).count();
             if too_long > 0 {
                 let capacity = opts.hint_capacity.unwrap_or_default();
-                return fail(format!("{too_long} of {} steps made a hint longer than {capacity} bytes", summary.steps), 1);
+                return fail(
+                    format!(
+                        "{too_long} of {} steps made a hint longer than {capacity} bytes",
+                        summary.steps
+                    ),
+                    1,
+                );
             }
             ExitCode::SUCCESS
         }

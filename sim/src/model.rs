@@ -25,13 +25,27 @@ use zone::ModelTz;
 
 /// The time formats the fuzzer generates, all readable back by Python's
 /// `strptime` and by chrono's parser alike.
-pub const FORMATS: &[&str] =
-    &["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S%z", "%d/%m/%Y %I:%M:%S %p", "%a %b %d %H:%M:%S %Y", "%Y-%m-%d %H:%M:%S.%f"];
+pub const FORMATS: &[&str] = &[
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M",
+    "%Y-%m-%dT%H:%M:%S%z",
+    "%d/%m/%Y %I:%M:%S %p",
+    "%a %b %d %H:%M:%S %Y",
+    "%Y-%m-%d %H:%M:%S.%f",
+];
 
 /// The zones the fuzzer generates: DST in both hemispheres, a half-hour
 /// DST (Lord Howe), fixed offsets, and names that are no zone at all.
-pub const ZONES: &[&str] =
-    &["UTC", "Asia/Shanghai", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata", "Mars/Olympus_Mons", "Nowhere"];
+pub const ZONES: &[&str] = &[
+    "UTC",
+    "Asia/Shanghai",
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Lord_Howe",
+    "Asia/Kolkata",
+    "Mars/Olympus_Mons",
+    "Nowhere",
+];
 
 /// A content block, as the model reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -334,7 +348,12 @@ pub fn canonical_arguments(raw: &str) -> String {
 /// Step 1 of `_inject_runtime_state`: the newest time hint of this agent's
 /// source, and whether the agent already knows its tasks (a tasks hint or a
 /// task tool call), reading from the newest message back.
-fn scan<'c>(cfg: &MConfig, context: &'c [MMsg], step: &MStep, has_uncompleted: bool) -> (Option<&'c str>, bool) {
+fn scan<'c>(
+    cfg: &MConfig,
+    context: &'c [MMsg],
+    step: &MStep,
+    has_uncompleted: bool,
+) -> (Option<&'c str>, bool) {
     let mut last_time_text: Option<&str> = None;
     let mut aware = !has_uncompleted;
     for msg in context.iter().rev() {
@@ -357,7 +376,10 @@ fn scan<'c>(cfg: &MConfig, context: &'c [MMsg], step: &MStep, has_uncompleted: b
                         last_time_text = Some(text);
                     }
                     let tasks = match cfg.strict {
-                        true => state.is_some_and(|s| s.starts_with("<tasks>")) || text.contains("\n<tasks>"),
+                        true => {
+                            state.is_some_and(|s| s.starts_with("<tasks>"))
+                                || text.contains("\n<tasks>")
+                        }
                         false => text.contains("<tasks>"),
                     };
                     if tasks {
@@ -413,8 +435,10 @@ fn elapsed_since_naive(
 ) -> i64 {
     let zone_text = match (strict_state(cfg, text), time_text) {
         (Some(state), Some(t)) => {
-            let after = &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
-            regex_capture(after, "<timezone>", "</timezone>").filter(|z| after.starts_with(&format!("<timezone>{z}")))
+            let after =
+                &state[format!("<current-time>{t}</current-time>\n").len().min(state.len())..];
+            regex_capture(after, "<timezone>", "</timezone>")
+                .filter(|z| after.starts_with(&format!("<timezone>{z}")))
         }
         _ => regex_capture(text, "<timezone>", "</timezone>"),
     };
@@ -511,7 +535,8 @@ fn told(cfg: &MConfig, context: &[MMsg], step: &MStep, field: &str) -> Option<Op
                 false => text.contains(&open).then_some(text.as_str()),
             };
             let Some(from) = from else { continue };
-            let capture = regex_capture(from, &open, &close).filter(|c| !cfg.strict || from.starts_with(&format!("{open}{c}")));
+            let capture = regex_capture(from, &open, &close)
+                .filter(|c| !cfg.strict || from.starts_with(&format!("{open}{c}")));
             return Some(capture.and_then(leading_decimal));
         }
     }
@@ -520,10 +545,18 @@ fn told(cfg: &MConfig, context: &[MMsg], step: &MStep, field: &str) -> Option<Op
 
 /// The watched fields whose watch fires at this step.
 fn fired_watches(cfg: &MConfig, context: &[MMsg], step: &MStep) -> Vec<String> {
-    let reading = |field: &str| step.readings.iter().rev().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref());
+    let reading = |field: &str| {
+        step.readings.iter().rev().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref())
+    };
     cfg.watch
         .iter()
-        .filter(|(field, w)| watch_fires(w, reading(field).and_then(leading_decimal), told(cfg, context, step, field).flatten()))
+        .filter(|(field, w)| {
+            watch_fires(
+                w,
+                reading(field).and_then(leading_decimal),
+                told(cfg, context, step, field).flatten(),
+            )
+        })
         .map(|(field, _)| field.clone())
         .collect()
 }
@@ -538,7 +571,8 @@ fn escape(text: &str) -> String {
 fn render_state(cfg: &MConfig, step: &MStep, mut injections: Vec<(String, String)>) -> String {
     // The live readings follow the extra fields, with the same dict
     // update; strict mode drops a built-in key and escapes the rest.
-    const BUILTIN: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
+    const BUILTIN: [&str; 5] =
+        ["current-time", "timezone", "tasks", "context-length", "tool-error"];
     let live = step
         .readings
         .iter()
@@ -577,7 +611,13 @@ impl Model {
         if zone == TzInfo::FallbackUtc {
             warnings.insert(MWarning::ZoneFallback);
         }
-        let none = MOutcome { hint: None, event: false, dims: Dims::default(), warnings: warnings.clone(), notes: Vec::new() };
+        let none = MOutcome {
+            hint: None,
+            event: false,
+            dims: Dims::default(),
+            warnings: warnings.clone(),
+            notes: Vec::new(),
+        };
         let mut notes = Vec::new();
         if !cfg.inject_runtime_state {
             return none;
@@ -591,12 +631,15 @@ impl Model {
 
         // Step 2: time.
         let inject_time = match last_time_text {
-            Some(text) => !self.within_interval(cfg, step, zone, text, &mut warnings, &mut notes).unwrap_or(false),
+            Some(text) => !self
+                .within_interval(cfg, step, zone, text, &mut warnings, &mut notes)
+                .unwrap_or(false),
             None => true,
         };
         if inject_time {
             dims.time = true;
-            injections.push(("current-time".into(), strftime(step.now_micros, zone, &cfg.time_format)));
+            injections
+                .push(("current-time".into(), strftime(step.now_micros, zone, &cfg.time_format)));
             injections.push(("timezone".into(), cfg.timezone.clone()));
         }
 
@@ -628,9 +671,14 @@ impl Model {
         if let Some((tool, count)) = self.repeated_tool_error(cfg, context, step) {
             dims.tool_error = true;
             // Strict mode escapes the tool name, the model's own text.
-            let tool = if cfg.strict { tool.replace('<', "&lt;").replace('>', "&gt;") } else { tool };
-            injections
-                .push(("tool-error".into(), cfg.tool_retries_hint.replace("{tool_name}", &tool).replace("{count}", &count.to_string())));
+            let tool =
+                if cfg.strict { tool.replace('<', "&lt;").replace('>', "&gt;") } else { tool };
+            injections.push((
+                "tool-error".into(),
+                cfg.tool_retries_hint
+                    .replace("{tool_name}", &tool)
+                    .replace("{count}", &count.to_string()),
+            ));
         }
 
         if injections.is_empty() && dims.watch.is_empty() {
@@ -653,9 +701,8 @@ impl Model {
         notes: &mut Vec<&'static str>,
     ) -> Option<bool> {
         let time_text = match strict_state(cfg, text) {
-            Some(state) => {
-                regex_capture(state, "<current-time>", "</current-time>").filter(|t| state.starts_with(&format!("<current-time>{t}")))
-            }
+            Some(state) => regex_capture(state, "<current-time>", "</current-time>")
+                .filter(|t| state.starts_with(&format!("<current-time>{t}"))),
             None => regex_capture(text, "<current-time>", "</current-time>"),
         };
         let parsed = time_text.and_then(|t| strptime(py_strip(t), &cfg.time_format));
@@ -668,7 +715,9 @@ impl Model {
                 notes.push("recorded time with offset");
                 step.now_micros - t.timestamp_micros()
             }
-            Parsed::Naive(naive) => elapsed_since_naive(cfg, step, zone, text, time_text, naive, warnings, notes),
+            Parsed::Naive(naive) => {
+                elapsed_since_naive(cfg, step, zone, text, time_text, naive, warnings, notes)
+            }
         };
         let hours = (elapsed_micros as f64 / 1e6) / 3600.0;
         if hours == cfg.time_interval {
@@ -683,7 +732,12 @@ impl Model {
         })
     }
 
-    fn repeated_tool_error(&self, cfg: &MConfig, context: &[MMsg], step: &MStep) -> Option<(String, u64)> {
+    fn repeated_tool_error(
+        &self,
+        cfg: &MConfig,
+        context: &[MMsg],
+        step: &MStep,
+    ) -> Option<(String, u64)> {
         let last = context.last()?;
         if last.role != "assistant" || last.name != step.agent_name {
             return None;
@@ -692,7 +746,9 @@ impl Model {
             .blocks
             .iter()
             .filter_map(|b| match b {
-                MBlock::ToolResult { id, name, state } => Some((id.as_str(), name.as_str(), *state)),
+                MBlock::ToolResult { id, name, state } => {
+                    Some((id.as_str(), name.as_str(), *state))
+                }
                 _ => None,
             })
             .collect();
@@ -700,7 +756,12 @@ impl Model {
         if state != "error" {
             return None;
         }
-        let streak: Vec<&str> = results.iter().rev().take_while(|(_, n, s)| *s == "error" && *n == tool).map(|(id, _, _)| *id).collect();
+        let streak: Vec<&str> = results
+            .iter()
+            .rev()
+            .take_while(|(_, n, s)| *s == "error" && *n == tool)
+            .map(|(id, _, _)| *id)
+            .collect();
         let limit = cfg.tool_retries_limit;
         if (streak.len() as u64) < limit {
             return None;
@@ -758,8 +819,17 @@ mod tests {
         let at = |s: &str| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap();
         // The examples of the core's `local_to_timestamp` docs, from zoneinfo.
         let notes = &mut Vec::new();
-        assert_eq!(fold0_micros(at("2026-03-08 02:30"), ny, notes), at("2026-03-08 07:30").and_utc().timestamp_micros());
-        assert_eq!(fold0_micros(at("2026-11-01 01:30"), ny, notes), at("2026-11-01 05:30").and_utc().timestamp_micros());
-        assert_eq!(notes, &["recorded wall time skipped (DST)", "recorded wall time repeated (DST)"]);
+        assert_eq!(
+            fold0_micros(at("2026-03-08 02:30"), ny, notes),
+            at("2026-03-08 07:30").and_utc().timestamp_micros()
+        );
+        assert_eq!(
+            fold0_micros(at("2026-11-01 01:30"), ny, notes),
+            at("2026-11-01 05:30").and_utc().timestamp_micros()
+        );
+        assert_eq!(
+            notes,
+            &["recorded wall time skipped (DST)", "recorded wall time repeated (DST)"]
+        );
     }
 }

@@ -84,11 +84,15 @@ fn xml_escape(text: &str) -> String {
 /// `<title>` child: the tooltip a browser shows. Fails unless there is
 /// exactly one title for each circle.
 pub fn attach_titles(svg: &str, titles: &[String]) -> Result<String, String> {
-    let mut out = String::with_capacity(svg.len() + titles.iter().map(|t| t.len() + 32).sum::<usize>());
+    let mut out =
+        String::with_capacity(svg.len() + titles.iter().map(|t| t.len() + 32).sum::<usize>());
     let mut rest = svg;
     let mut next = titles.iter();
     while let Some(start) = rest.find("<circle ") {
-        let end = rest[start..].find("/>").map(|e| start + e).ok_or("an unclosed <circle> in plotters' output")?;
+        let end = rest[start..]
+            .find("/>")
+            .map(|e| start + e)
+            .ok_or("an unclosed <circle> in plotters' output")?;
         let title = next.next().ok_or("more circles than titles")?;
         out.push_str(&rest[..end]);
         let _ = write!(out, "><title>{}</title></circle>", xml_escape(title));
@@ -200,12 +204,15 @@ fn offset_text(seconds: i32) -> String {
 pub fn render(records: &[StepRecord], title: &str) -> Result<String, String> {
     let mut svg = String::new();
     let mut titles = Vec::new();
-    let watched: Vec<String> = records.iter().flat_map(|r| r.watches.iter().map(|w| w.field.clone())).fold(Vec::new(), |mut v, f| {
-        if !v.contains(&f) {
-            v.push(f);
-        }
-        v
-    });
+    let watched: Vec<String> = records
+        .iter()
+        .flat_map(|r| r.watches.iter().map(|w| w.field.clone()))
+        .fold(Vec::new(), |mut v, f| {
+            if !v.contains(&f) {
+                v.push(f);
+            }
+            v
+        });
     let size = (SIZE.0, SIZE.1 + WATCH_PANEL * watched.len() as u32);
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -214,7 +221,8 @@ pub fn render(records: &[StepRecord], title: &str) -> Result<String, String> {
         let (lanes, rest) = root.split_vertically(330);
         let (tokens, rest) = rest.split_vertically(240);
         // The watch panels below the elapsed one; none: the same picture as before.
-        let elapsed_height = rest.dim_in_pixel().1.saturating_sub(WATCH_PANEL * watched.len() as u32);
+        let elapsed_height =
+            rest.dim_in_pixel().1.saturating_sub(WATCH_PANEL * watched.len() as u32);
         let (elapsed, mut rest) = rest.split_vertically(elapsed_height);
         draw_lanes(&lanes, records, &mut titles)?;
         draw_tokens(&tokens, records, &mut titles)?;
@@ -254,7 +262,13 @@ fn step_label(x: &f64) -> String {
 
 /// The lanes `records` need, and which one is the watch's (with a watch).
 fn lanes_of(records: &[StepRecord]) -> (Vec<(&'static str, RGBColor)>, Option<usize>) {
-    let mut lanes = vec![("time", TIME), ("tasks", TASKS), ("context length", CONTEXT), ("tool error", TOOL_ERROR), ("fields", FIELDS)];
+    let mut lanes = vec![
+        ("time", TIME),
+        ("tasks", TASKS),
+        ("context length", CONTEXT),
+        ("tool error", TOOL_ERROR),
+        ("fields", FIELDS),
+    ];
     if records.iter().any(|r| r.too_long.is_some()) {
         lanes.push(("hint too long", TOO_LONG));
     }
@@ -265,7 +279,11 @@ fn lanes_of(records: &[StepRecord]) -> (Vec<(&'static str, RGBColor)>, Option<us
     (lanes, watch_lane)
 }
 
-fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
+fn draw_lanes<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    records: &[StepRecord],
+    titles: &mut Vec<String>,
+) -> Result<(), String> {
     let (lanes, watch_lane) = lanes_of(records);
     let top = lanes.len() as f64 - 0.5;
     let y_of = |lane: usize| (lanes.len() - 1 - lane) as f64;
@@ -274,12 +292,21 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
         let i = whole(*y).and_then(|y| (names.len() as i64 - 1 - y).try_into().ok());
         i.and_then(|i: usize| names.get(i)).map_or(String::new(), |n| n.to_string())
     };
-    let same_day = records.iter().filter_map(|r| r.clock).map(|t| t.unix_micros().div_euclid(86_400_000_000)).collect::<Vec<_>>();
+    let same_day = records
+        .iter()
+        .filter_map(|r| r.clock)
+        .map(|t| t.unix_micros().div_euclid(86_400_000_000))
+        .collect::<Vec<_>>();
     let same_day = same_day.windows(2).all(|w| w[0] == w[1]);
     let clocks: Vec<Option<Timestamp>> = records.iter().map(|r| r.clock).collect();
     let clock_label = move |x: &f64| {
         let Some(i) = whole(*x).and_then(|i| usize::try_from(i).ok()) else { return String::new() };
-        match clocks.get(i.wrapping_sub(1)).copied().flatten().and_then(|t| chrono::DateTime::from_timestamp_micros(t.unix_micros())) {
+        match clocks
+            .get(i.wrapping_sub(1))
+            .copied()
+            .flatten()
+            .and_then(|t| chrono::DateTime::from_timestamp_micros(t.unix_micros()))
+        {
             Some(t) if same_day => t.format("%H:%M:%S").to_string(),
             Some(t) => t.format("%m-%d %H:%M").to_string(),
             None if i >= 1 && i <= clocks.len() => "unset".into(),
@@ -289,7 +316,10 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .margin_right(30)
-        .caption("what fired at each step (top: the simulated clock, UTC; hover a mark for the hint)", (FONT, 15))
+        .caption(
+            "what fired at each step (top: the simulated clock, UTC; hover a mark for the hint)",
+            (FONT, 15),
+        )
         .x_label_area_size(28)
         .top_x_label_area_size(28)
         .y_label_area_size(110)
@@ -306,12 +336,24 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
         .light_line_style(TRANSPARENT)
         .draw()
         .map_err(err)?;
-    chart.configure_secondary_axes().x_labels(x_labels(records)).x_label_formatter(&clock_label).y_labels(0).draw().map_err(err)?;
+    chart
+        .configure_secondary_axes()
+        .x_labels(x_labels(records))
+        .x_label_formatter(&clock_label)
+        .y_labels(0)
+        .draw()
+        .map_err(err)?;
     let mut marks = Vec::new();
     for r in records {
         let x = r.step as f64;
         let mut mark = |lane: usize, filled: bool, title: String| {
-            marks.push(Mark { at: (x, y_of(lane)), color: lanes[lane].1, filled, radius: 7, title });
+            marks.push(Mark {
+                at: (x, y_of(lane)),
+                color: lanes[lane].1,
+                filled,
+                radius: 7,
+                title,
+            });
         };
         if r.time {
             mark(0, true, with_hint(step_head("time", r), r));
@@ -319,27 +361,60 @@ fn draw_lanes<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Step
             mark(0, false, step_head("time skipped (clock unset)", r));
         }
         if let Some((pending, in_progress)) = r.tasks {
-            mark(1, true, with_hint(format!("{}: {pending} pending, {in_progress} in progress", step_head("tasks", r)), r));
+            mark(
+                1,
+                true,
+                with_hint(
+                    format!(
+                        "{}: {pending} pending, {in_progress} in progress",
+                        step_head("tasks", r)
+                    ),
+                    r,
+                ),
+            );
         }
         if r.context_length {
-            let head =
-                format!("{}: {} tokens, reminder above {}", step_head("context length", r), r.input_tokens, tokens_text(r.reminder_tokens));
+            let head = format!(
+                "{}: {} tokens, reminder above {}",
+                step_head("context length", r),
+                r.input_tokens,
+                tokens_text(r.reminder_tokens)
+            );
             mark(2, true, with_hint(head, r));
         }
         if let Some(count) = r.tool_error {
-            mark(3, true, with_hint(format!("{}: {count} failures in a row", step_head("tool error", r)), r));
+            mark(
+                3,
+                true,
+                with_hint(format!("{}: {count} failures in a row", step_head("tool error", r)), r),
+            );
         }
         let fields = r.hint.as_deref().map(fields_of).unwrap_or_default();
         if !fields.is_empty() {
-            let list = fields.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ");
+            let list =
+                fields.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ");
             mark(4, true, with_hint(format!("{}: {list}", step_head("fields", r)), r));
         }
         if let Some((needed, capacity)) = r.too_long {
-            mark(5, true, with_hint(format!("{}: needs {needed} bytes, the buffer holds {capacity}", step_head("hint too long", r)), r));
+            mark(
+                5,
+                true,
+                with_hint(
+                    format!(
+                        "{}: needs {needed} bytes, the buffer holds {capacity}",
+                        step_head("hint too long", r)
+                    ),
+                    r,
+                ),
+            );
         }
         let fired: Vec<&WatchRecord> = r.watches.iter().filter(|w| w.fired).collect();
         if let (Some(lane), false) = (watch_lane, fired.is_empty()) {
-            let list = fired.iter().map(|w| format!("{} = {}", w.field, w.reading)).collect::<Vec<_>>().join(", ");
+            let list = fired
+                .iter()
+                .map(|w| format!("{} = {}", w.field, w.reading))
+                .collect::<Vec<_>>()
+                .join(", ");
             mark(lane, true, with_hint(format!("{}: {list}", step_head("watch", r)), r));
         }
     }
@@ -355,13 +430,20 @@ fn draw_watch<DB: DrawingBackend>(
     titles: &mut Vec<String>,
 ) -> Result<(), String> {
     let of = |r: &StepRecord| r.watches.iter().find(|w| w.field == field).cloned();
-    let points: Vec<(usize, WatchRecord)> = records.iter().enumerate().filter_map(|(i, r)| of(r).map(|w| (i, w))).collect();
+    let points: Vec<(usize, WatchRecord)> =
+        records.iter().enumerate().filter_map(|(i, r)| of(r).map(|w| (i, w))).collect();
     let mut values: Vec<f64> = Vec::new();
     for (_, w) in &points {
         values.extend([w.value, w.told, w.above, w.below].into_iter().flatten());
-        values.extend(w.above.map(|a| a - w.hysteresis).into_iter().chain(w.below.map(|b| b + w.hysteresis)));
+        values.extend(
+            w.above.map(|a| a - w.hysteresis).into_iter().chain(w.below.map(|b| b + w.hysteresis)),
+        );
     }
-    let (low, high) = values.iter().copied().filter(|v| v.is_finite()).fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (low, high) = values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (low, high) = if low > high { (0.0, 1.0) } else { (low, high) };
     let pad = ((high - low) * 0.15).max(0.5);
     let mut chart = ChartBuilder::on(area)
@@ -397,7 +479,9 @@ fn draw_watch<DB: DrawingBackend>(
             continue;
         }
         if dashed {
-            chart.draw_series(DashedLineSeries::new(line, 6, 6, color.stroke_width(1))).map_err(err)?;
+            chart
+                .draw_series(DashedLineSeries::new(line, 6, 6, color.stroke_width(1)))
+                .map_err(err)?;
         } else {
             chart.draw_series(LineSeries::new(line, color.stroke_width(1))).map_err(err)?;
         }
@@ -406,7 +490,9 @@ fn draw_watch<DB: DrawingBackend>(
     for (i, w) in &points {
         if let Some(t) = w.told {
             let x = records[*i].step as f64;
-            chart.draw_series(LineSeries::new([(x - 0.5, t), (x + 0.5, t)], GREY.stroke_width(2))).map_err(err)?;
+            chart
+                .draw_series(LineSeries::new([(x - 0.5, t), (x + 0.5, t)], GREY.stroke_width(2)))
+                .map_err(err)?;
         }
     }
     let mut marks = Vec::new();
@@ -414,8 +500,19 @@ fn draw_watch<DB: DrawingBackend>(
         let r = &records[*i];
         let Some(v) = w.value else { continue };
         let told = w.told.map_or("nothing told".to_string(), |t| format!("told {t}"));
-        let title = format!("{}: {} ({told}){}", step_head(&format!("watch {field}"), r), w.reading, if w.fired { ", fired" } else { "" });
-        marks.push(Mark { at: (r.step as f64, v), color: WATCH, filled: w.fired, radius: 5, title });
+        let title = format!(
+            "{}: {} ({told}){}",
+            step_head(&format!("watch {field}"), r),
+            w.reading,
+            if w.fired { ", fired" } else { "" }
+        );
+        marks.push(Mark {
+            at: (r.step as f64, v),
+            color: WATCH,
+            filled: w.fired,
+            radius: 5,
+            title,
+        });
     }
     draw_marks(&mut chart, marks, titles)
 }
@@ -426,7 +523,10 @@ type Polyline = Vec<(f64, f64)>;
 /// A value per step drawn as a flat segment over the step's width: the
 /// lines (a new one where the value changes), and where each begins
 /// (record index, value).
-fn segments(records: &[StepRecord], value: impl Fn(&StepRecord) -> f64) -> (Vec<Polyline>, Vec<(usize, f64)>) {
+fn segments(
+    records: &[StepRecord],
+    value: impl Fn(&StepRecord) -> f64,
+) -> (Vec<Polyline>, Vec<(usize, f64)>) {
     let (mut lines, mut changes): (Vec<Polyline>, Vec<(usize, f64)>) = (Vec::new(), Vec::new());
     for (i, r) in records.iter().enumerate() {
         let (x, v) = (r.step as f64, value(r));
@@ -441,13 +541,23 @@ fn segments(records: &[StepRecord], value: impl Fn(&StepRecord) -> f64) -> (Vec<
     (lines, changes)
 }
 
-fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
-    let top =
-        records.iter().map(|r| (r.input_tokens as f64).max(r.trigger_tokens as f64).max(r.reminder_tokens)).fold(1.0, f64::max) * 1.15;
+fn draw_tokens<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    records: &[StepRecord],
+    titles: &mut Vec<String>,
+) -> Result<(), String> {
+    let top = records
+        .iter()
+        .map(|r| (r.input_tokens as f64).max(r.trigger_tokens as f64).max(r.reminder_tokens))
+        .fold(1.0, f64::max)
+        * 1.15;
     let mut chart = ChartBuilder::on(area)
         .margin(10)
         .margin_right(30)
-        .caption("input tokens, the context-length reminder's threshold and the compression trigger", (FONT, 15))
+        .caption(
+            "input tokens, the context-length reminder's threshold and the compression trigger",
+            (FONT, 15),
+        )
         .x_label_area_size(28)
         .y_label_area_size(110)
         .build_cartesian_2d(x_range(records), 0.0..top)
@@ -465,7 +575,9 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
     let (reminder_lines, reminder_changes) = segments(records, |r| r.reminder_tokens);
     let (trigger_lines, trigger_changes) = segments(records, |r| r.trigger_tokens as f64);
     for line in reminder_lines {
-        chart.draw_series(DashedLineSeries::new(line, 14, 8, CONTEXT.stroke_width(2))).map_err(err)?;
+        chart
+            .draw_series(DashedLineSeries::new(line, 14, 8, CONTEXT.stroke_width(2)))
+            .map_err(err)?;
     }
     for line in trigger_lines {
         chart.draw_series(LineSeries::new(line, TOOL_ERROR.stroke_width(2))).map_err(err)?;
@@ -474,14 +586,27 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
         let r = &records[i];
         let title =
             format!("reminder threshold from step {}: {} tokens (the context-length reminder fires above it)", r.step, tokens_text(v));
-        marks.push(Mark { at: (r.step as f64 - 0.5, v), color: CONTEXT, filled: false, radius: 4, title });
+        marks.push(Mark {
+            at: (r.step as f64 - 0.5, v),
+            color: CONTEXT,
+            filled: false,
+            radius: 4,
+            title,
+        });
     }
     for (i, v) in trigger_changes {
         let r = &records[i];
         let title = format!("compression trigger from step {}: {v} tokens", r.step);
-        marks.push(Mark { at: (r.step as f64 - 0.5, v), color: TOOL_ERROR, filled: false, radius: 4, title });
+        marks.push(Mark {
+            at: (r.step as f64 - 0.5, v),
+            color: TOOL_ERROR,
+            filled: false,
+            radius: 4,
+            title,
+        });
     }
-    let points: Vec<(f64, f64)> = records.iter().map(|r| (r.step as f64, r.input_tokens as f64)).collect();
+    let points: Vec<(f64, f64)> =
+        records.iter().map(|r| (r.step as f64, r.input_tokens as f64)).collect();
     chart.draw_series(LineSeries::new(points.clone(), GREY.stroke_width(2))).map_err(err)?;
     for r in records {
         let title = format!(
@@ -491,14 +616,33 @@ fn draw_tokens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[Ste
             tokens_text(r.reminder_tokens),
             r.trigger_tokens
         );
-        marks.push(Mark { at: (r.step as f64, r.input_tokens as f64), color: GREY, filled: true, radius: 4, title });
+        marks.push(Mark {
+            at: (r.step as f64, r.input_tokens as f64),
+            color: GREY,
+            filled: true,
+            radius: 4,
+            title,
+        });
     }
     for r in records {
         let x = r.step as f64 - 0.5;
         for (k, what) in r.compressions.iter().enumerate() {
-            chart.draw_series(DashedLineSeries::new([(x, 0.0), (x, top)], 4, 4, COMPRESSION.stroke_width(1))).map_err(err)?;
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, 0.0), (x, top)],
+                    4,
+                    4,
+                    COMPRESSION.stroke_width(1),
+                ))
+                .map_err(err)?;
             let title = format!("compression before step {}: {what}", r.step);
-            marks.push(Mark { at: (x, top * (0.93 - 0.07 * k as f64)), color: COMPRESSION, filled: true, radius: 6, title });
+            marks.push(Mark {
+                at: (x, top * (0.93 - 0.07 * k as f64)),
+                color: COMPRESSION,
+                filled: true,
+                radius: 6,
+                title,
+            });
         }
     }
     draw_marks(&mut chart, marks, titles)
@@ -537,8 +681,16 @@ fn clock_events(p: &StepRecord, r: &StepRecord) -> Vec<(RGBColor, String)> {
         )),
         // A device re-sets its clock at every step: a forward set is a jump
         // only when it skips more than `time_interval`.
-        (Some(a), Some(b)) if r.clock_set && b.unix_micros() as f64 - a.unix_micros() as f64 > r.time_interval_hours * 3600e6 => {
-            Some(format!("set forward beyond time_interval: {} to {}", clock_text(p.clock), clock_text(r.clock)))
+        (Some(a), Some(b))
+            if r.clock_set
+                && b.unix_micros() as f64 - a.unix_micros() as f64
+                    > r.time_interval_hours * 3600e6 =>
+        {
+            Some(format!(
+                "set forward beyond time_interval: {} to {}",
+                clock_text(p.clock),
+                clock_text(r.clock)
+            ))
         }
         (None, Some(_)) => Some(format!("set: {}", clock_text(r.clock))),
         (Some(_), None) => Some("lost: the clock is unset".to_string()),
@@ -550,8 +702,13 @@ fn clock_events(p: &StepRecord, r: &StepRecord) -> Vec<(RGBColor, String)> {
     if let (Some(a), Some(b)) = (p.clock, r.clock) {
         let (before, after) = (utc_offset(&r.zone, a), utc_offset(&r.zone, b));
         if before != after {
-            let title =
-                format!("DST change before step {}: {} went from {} to {}", r.step, r.zone, offset_text(before), offset_text(after));
+            let title = format!(
+                "DST change before step {}: {} went from {} to {}",
+                r.step,
+                r.zone,
+                offset_text(before),
+                offset_text(after)
+            );
             events.push((DST, title));
         }
     }
@@ -569,7 +726,11 @@ fn interval_shown(r: &StepRecord) -> f64 {
     (r.time_interval_hours * 60.0).min(MINUTES_SHOWN)
 }
 
-fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[StepRecord], titles: &mut Vec<String>) -> Result<(), String> {
+fn draw_elapsed<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    records: &[StepRecord],
+    titles: &mut Vec<String>,
+) -> Result<(), String> {
     let since: Vec<Option<(f64, f64)>> = records.iter().map(since_told).collect();
     let values = since.iter().flatten().map(|s| s.0).chain(records.iter().map(interval_shown));
     let (low, high) = values.fold((0.0f64, 1.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -601,8 +762,17 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         let r = &records[i];
         let minutes = r.time_interval_hours * 60.0;
         let shown = if minutes > v { format!(", drawn at {v} minutes") } else { String::new() };
-        let title = format!("time_interval from step {}: {minutes} minutes ({} h){shown}", r.step, r.time_interval_hours);
-        marks.push(Mark { at: (r.step as f64 - 0.5, v), color: TIME, filled: false, radius: 4, title });
+        let title = format!(
+            "time_interval from step {}: {minutes} minutes ({} h){shown}",
+            r.step, r.time_interval_hours
+        );
+        marks.push(Mark {
+            at: (r.step as f64 - 0.5, v),
+            color: TIME,
+            filled: false,
+            radius: 4,
+            title,
+        });
     }
     // The line breaks where nothing told the time (before the first hint,
     // after a compression).
@@ -611,16 +781,30 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         match s {
             Some((real, wall)) => {
                 run.push((r.step as f64, *real));
-                let mut title =
-                    format!("{}: {real:.1} minutes, interval {} minutes", step_head("since told", r), r.time_interval_hours * 60.0);
+                let mut title = format!(
+                    "{}: {real:.1} minutes, interval {} minutes",
+                    step_head("since told", r),
+                    r.time_interval_hours * 60.0
+                );
                 if (wall - real).abs() > 1e-9 {
                     let _ = write!(title, "; by {}'s wall clocks {wall:.1} minutes (what Python subtracts in the same zone)", r.zone);
                 }
-                marks.push(Mark { at: (r.step as f64, *real), color: GREY, filled: true, radius: 4, title });
+                marks.push(Mark {
+                    at: (r.step as f64, *real),
+                    color: GREY,
+                    filled: true,
+                    radius: 4,
+                    title,
+                });
             }
             None => {
                 if run.len() > 1 {
-                    chart.draw_series(LineSeries::new(std::mem::take(&mut run), GREY.stroke_width(2))).map_err(err)?;
+                    chart
+                        .draw_series(LineSeries::new(
+                            std::mem::take(&mut run),
+                            GREY.stroke_width(2),
+                        ))
+                        .map_err(err)?;
                 }
                 run.clear();
             }
@@ -634,8 +818,21 @@ fn draw_elapsed<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, records: &[St
         let x = r.step as f64 - 0.5;
         let events = prev.map_or_else(Vec::new, |p| clock_events(p, r));
         for (k, (color, title)) in events.into_iter().enumerate() {
-            chart.draw_series(DashedLineSeries::new([(x, low), (x, top)], 4, 4, color.stroke_width(1))).map_err(err)?;
-            marks.push(Mark { at: (x, top - (top - low) * (0.07 + 0.08 * k as f64)), color, filled: true, radius: 6, title });
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, low), (x, top)],
+                    4,
+                    4,
+                    color.stroke_width(1),
+                ))
+                .map_err(err)?;
+            marks.push(Mark {
+                at: (x, top - (top - low) * (0.07 + 0.08 * k as f64)),
+                color,
+                filled: true,
+                radius: 6,
+                title,
+            });
         }
         prev = Some(r);
     }

@@ -83,7 +83,11 @@ pub fn approx(d: envaware::Decimal) -> f64 {
 /// reads back.
 pub fn tells_time<'b>(block: &'b OwnedBlock, source: &str) -> Option<&'b str> {
     match block {
-        OwnedBlock::Hint { source: Some(s), text } if s == source && text.contains("<current-time>") => Some(text.as_str()),
+        OwnedBlock::Hint { source: Some(s), text }
+            if s == source && text.contains("<current-time>") =>
+        {
+            Some(text.as_str())
+        }
         _ => None,
     }
 }
@@ -91,7 +95,9 @@ pub fn tells_time<'b>(block: &'b OwnedBlock, source: &str) -> Option<&'b str> {
 /// An instant as RFC 3339 in UTC, with microseconds only when there are some.
 pub fn format_instant(t: Timestamp) -> String {
     match chrono::DateTime::from_timestamp_micros(t.unix_micros()) {
-        Some(dt) if dt.timestamp_subsec_micros() == 0 => dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        Some(dt) if dt.timestamp_subsec_micros() == 0 => {
+            dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+        }
         Some(dt) => dt.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
         None => format!("@{}us", t.unix_micros()),
     }

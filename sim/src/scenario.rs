@@ -4,7 +4,9 @@
 use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
 use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
-use envaware::{Config, ConfigError, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE};
+use envaware::{
+    Config, ConfigError, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE,
+};
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
@@ -120,7 +122,9 @@ impl Readings {
     /// Reads an object of field name to text or `null`, order kept; `at`
     /// names it in errors.
     pub fn from_json(value: &Value, at: &str) -> Result<Readings, String> {
-        let Value::Object(map) = value else { return Err(format!("{at}: expected an object of field name to text or null")) };
+        let Value::Object(map) = value else {
+            return Err(format!("{at}: expected an object of field name to text or null"));
+        };
         let read = |(k, v): (&String, &Value)| match v {
             Value::String(text) => Ok((k.clone(), Some(text.clone()))),
             Value::Null => Ok((k.clone(), None)),
@@ -142,7 +146,11 @@ impl Readings {
 
     /// Field `key`'s reading, as rendered (`unavailable` when it has none).
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_deref().unwrap_or(UNAVAILABLE))
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_deref().unwrap_or(UNAVAILABLE))
     }
 }
 
@@ -205,9 +213,13 @@ impl Message for OwnedMessage {
     }
     fn block(&self, index: usize) -> Option<Block<'_>> {
         Some(match self.blocks.get(index)? {
-            OwnedBlock::Hint { source, text } => Block::Hint { source: source.as_deref(), text: HintText::Single(text) },
+            OwnedBlock::Hint { source, text } => {
+                Block::Hint { source: source.as_deref(), text: HintText::Single(text) }
+            }
             OwnedBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
-            OwnedBlock::ToolResult { id, name, state } => Block::ToolResult { id, name, state: *state },
+            OwnedBlock::ToolResult { id, name, state } => {
+                Block::ToolResult { id, name, state: *state }
+            }
             OwnedBlock::Other => Block::Other,
         })
     }
@@ -258,7 +270,10 @@ impl Evaluation {
                     obj.insert("watch".into(), fired.iter().cloned().map(Value::String).collect());
                 }
                 if !warnings.is_empty() {
-                    obj.insert("warnings".into(), warnings.iter().cloned().map(Value::String).collect());
+                    obj.insert(
+                        "warnings".into(),
+                        warnings.iter().cloned().map(Value::String).collect(),
+                    );
                 }
                 Value::Object(obj)
             }
@@ -304,12 +319,15 @@ fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
         "tool_result" => {
             let state = match block.get("state") {
                 None => ToolResultState::Running,
-                Some(s) => s
-                    .as_str()
-                    .and_then(ToolResultState::from_name)
-                    .ok_or_else(|| format!("{at}.state: expected success, error, interrupted, denied or running"))?,
+                Some(s) => s.as_str().and_then(ToolResultState::from_name).ok_or_else(|| {
+                    format!("{at}.state: expected success, error, interrupted, denied or running")
+                })?,
             };
-            OwnedBlock::ToolResult { id: str_field(block, "id", at)?.into(), name: str_field(block, "name", at)?.into(), state }
+            OwnedBlock::ToolResult {
+                id: str_field(block, "id", at)?.into(),
+                name: str_field(block, "name", at)?.into(),
+                state,
+            }
         }
         _ => OwnedBlock::Other,
     })
@@ -335,7 +353,10 @@ fn parse_raw_context(context: &[&RawValue], number: usize) -> Result<VecConversa
         let at = format!("context[{i}]");
         let json = |e: serde_json::Error| format!("{at}: {}", json_error(&e, number));
         let msg: SlimMessage = serde_json::from_str(raw.get()).map_err(json)?;
-        let blocks = msg.blocks.as_ref().map(|b| b.iter().map(|r| serde_json::from_str(r.get()).map(Cow::Owned).map_err(json)));
+        let blocks = msg
+            .blocks
+            .as_ref()
+            .map(|b| b.iter().map(|r| serde_json::from_str(r.get()).map(Cow::Owned).map_err(json)));
         messages.push(message_with_blocks(&msg.head, blocks, &at)?);
     }
     Ok(VecConversation(messages))
@@ -372,14 +393,20 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Content<'a>, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content<'a>, A::Error> {
                 let mut items = Vec::new();
                 while let Some(item) = seq.next_element::<&'de RawValue>()? {
                     items.push(item);
                 }
                 Ok(Content::List(items))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Content<'a>, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Content<'a>, A::Error> {
                 SlimVisitor { keep_state: false }.visit_map(map).map(Content::Other)
             }
             fn visit_bool<E>(self, v: bool) -> Result<Content<'a>, E> {
@@ -410,7 +437,10 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for SlimMessageVisitor<'a> {
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<SlimMessage<'a>, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<SlimMessage<'a>, A::Error> {
         let mut head = serde_json::Map::new();
         let mut blocks = None;
         while let Some(key) = map.next_key::<Cow<'de, str>>()? {
@@ -437,7 +467,9 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for SlimMessageVisitor<'a> {
         Ok(SlimMessage { head: Value::Object(head), blocks })
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<SlimMessage<'a>, A::Error> {
-        SlimVisitor { keep_state: false }.visit_seq(seq).map(|head| SlimMessage { head, blocks: None })
+        SlimVisitor { keep_state: false }
+            .visit_seq(seq)
+            .map(|head| SlimMessage { head, blocks: None })
     }
     fn visit_bool<E>(self, v: bool) -> Result<SlimMessage<'a>, E> {
         Ok(SlimMessage { head: Value::Bool(v), blocks: None })
@@ -477,7 +509,8 @@ fn message_with_blocks<'v>(
     at: &str,
 ) -> Result<OwnedMessage, String> {
     let role_name = str_field(msg, "role", at)?;
-    let role = Role::from_name(role_name).ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
+    let role = Role::from_name(role_name)
+        .ok_or_else(|| format!("{at}.role: expected user, assistant or system"))?;
     let name = str_field(msg, "name", at)?.to_string();
     let blocks = match (msg.get("content"), items) {
         (_, Some(items)) => {
@@ -492,7 +525,10 @@ fn message_with_blocks<'v>(
                     Role::Assistant => &[],
                 };
                 if !allowed.is_empty() && !allowed.contains(&kind) {
-                    return Err(format!("{at}: a {role_name} message may hold only {} blocks", allowed.join(" and ")));
+                    return Err(format!(
+                        "{at}: a {role_name} message may hold only {} blocks",
+                        allowed.join(" and ")
+                    ));
                 }
                 blocks.push(parse_block(&b, &at)?);
             }
@@ -508,18 +544,25 @@ fn message_with_blocks<'v>(
 /// must be an object (pydantic refuses anything else), and one without a
 /// state is pending. `eval`, `replay` and a dump's `tasks_context.tasks`
 /// all go through here.
-pub fn count_tasks<T: std::borrow::Borrow<Value>>(tasks: impl IntoIterator<Item = T>) -> Result<TaskCounts, String> {
+pub fn count_tasks<T: std::borrow::Borrow<Value>>(
+    tasks: impl IntoIterator<Item = T>,
+) -> Result<TaskCounts, String> {
     let mut counts = TaskCounts::default();
     for (i, t) in tasks.into_iter().enumerate() {
         let t = t.borrow();
         if !t.is_object() {
-            return Err(format!("tasks[{i}]: expected a task object (AgentScope's Task), got {}", short_json(t)));
+            return Err(format!(
+                "tasks[{i}]: expected a task object (AgentScope's Task), got {}",
+                short_json(t)
+            ));
         }
         match t.get("state").map(|s| s.as_str()) {
             None | Some(Some("pending")) => counts.pending += 1,
             Some(Some("in_progress")) => counts.in_progress += 1,
             Some(Some("completed")) => {}
-            _ => return Err(format!("tasks[{i}].state: expected pending, in_progress or completed")),
+            _ => {
+                return Err(format!("tasks[{i}].state: expected pending, in_progress or completed"))
+            }
         }
     }
     Ok(counts)
@@ -542,7 +585,11 @@ pub fn parse_now(now: &str) -> Result<Timestamp, String> {
 }
 
 /// Loads both configurations from their JSON texts.
-pub fn load_config(buf: &mut SimConfigBuf, injection: Option<&str>, context: Option<&str>) -> Result<(), String> {
+pub fn load_config(
+    buf: &mut SimConfigBuf,
+    injection: Option<&str>,
+    context: Option<&str>,
+) -> Result<(), String> {
     if let Some(text) = injection {
         buf.load_injection(text).map_err(|e| format!("injection_config: {e}"))?;
     }
@@ -576,7 +623,8 @@ pub fn evaluate_line(line: &str, number: usize) -> Evaluation {
 /// its own position always says line 1).
 pub fn json_error(e: &serde_json::Error, number: usize) -> String {
     let text = e.to_string();
-    let message = text.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&text);
+    let message =
+        text.strip_suffix(&format!(" at line {} column {}", e.line(), e.column())).unwrap_or(&text);
     match e.line() {
         0 => format!("{message} (line {number})"),
         _ => format!("{message} at line {number} column {}", e.column()),
@@ -584,9 +632,14 @@ pub fn json_error(e: &serde_json::Error, number: usize) -> String {
 }
 
 fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
-    let raw: RawScenario = serde_json::from_str(line).map_err(|e| format!("invalid scenario: {}", json_error(&e, number)))?;
+    let raw: RawScenario = serde_json::from_str(line)
+        .map_err(|e| format!("invalid scenario: {}", json_error(&e, number)))?;
     let mut buf = SimConfigBuf::with_capacity();
-    load_config(&mut buf, raw.injection_config.map(RawValue::get), raw.context_config.map(RawValue::get))?;
+    load_config(
+        &mut buf,
+        raw.injection_config.map(RawValue::get),
+        raw.context_config.map(RawValue::get),
+    )?;
     let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_raw_context(&raw.context, number)?;
     let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
@@ -594,7 +647,11 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
         agent_name,
         // Every task's text is valid JSON (the line parsed) and a
         // `SlimTask` reads any JSON, so the `null` is never taken.
-        tasks: count_tasks(raw.tasks.iter().map(|t| serde_json::from_str::<SlimTask>(t.get()).map_or(Value::Null, |t| t.0)))?,
+        tasks: count_tasks(
+            raw.tasks
+                .iter()
+                .map(|t| serde_json::from_str::<SlimTask>(t.get()).map_or(Value::Null, |t| t.0)),
+        )?,
         cur_iter: raw.cur_iter.unwrap_or(0),
         input_tokens: raw.input_tokens.unwrap_or(0),
         context_size: raw.context_size.unwrap_or(128_000),
@@ -608,7 +665,14 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
 /// when no watch is configured.
 pub fn fired_watches(engine: &Engine<'_>, decision: &envaware::Decision) -> Option<Vec<String>> {
     let watches = engine.config().config().injection.watch;
-    (!watches.is_empty()).then(|| decision.watch.iter().filter_map(|i| watches.get(i)).map(|(name, _)| name.to_string()).collect())
+    (!watches.is_empty()).then(|| {
+        decision
+            .watch
+            .iter()
+            .filter_map(|i| watches.get(i))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    })
 }
 
 /// Runs one step of the engine with a growing buffer (the host has room).
@@ -646,14 +710,28 @@ mod tests {
     fn tasks_are_read_as_agentscopes_task_model_reads_them() {
         let now = "\"now\": \"2026-07-22T02:00:00Z\"";
         for (tasks, error) in [
-            ("[\"completed\"]", "tasks[0]: expected a task object (AgentScope's Task), got \"completed\""),
+            (
+                "[\"completed\"]",
+                "tasks[0]: expected a task object (AgentScope's Task), got \"completed\"",
+            ),
             ("[{}, null]", "tasks[1]: expected a task object (AgentScope's Task), got null"),
-            ("[{\"state\": \"done\"}]", "tasks[0].state: expected pending, in_progress or completed"),
+            (
+                "[{\"state\": \"done\"}]",
+                "tasks[0].state: expected pending, in_progress or completed",
+            ),
         ] {
-            assert_eq!(evaluate(&format!("{{{now}, \"tasks\": {tasks}}}")), Evaluation::Error(error.into()), "{tasks}");
+            assert_eq!(
+                evaluate(&format!("{{{now}, \"tasks\": {tasks}}}")),
+                Evaluation::Error(error.into()),
+                "{tasks}"
+            );
         }
-        let counts =
-            count_tasks(serde_json::from_str::<Vec<Value>>("[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]").unwrap());
+        let counts = count_tasks(
+            serde_json::from_str::<Vec<Value>>(
+                "[{}, {\"state\": \"in_progress\"}, {\"state\": \"completed\"}]",
+            )
+            .unwrap(),
+        );
         assert_eq!(counts, Ok(TaskCounts { pending: 1, in_progress: 1 }));
         assert!(short_json(&Value::String("x".repeat(100))).ends_with("xxx..."));
     }

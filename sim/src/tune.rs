@@ -21,7 +21,13 @@ use crate::record::StepRecord;
 use crate::replay::{self, Options};
 
 /// Tool names of varied length: the tool-error hint names the tool.
-const TOOLS: &[&str] = &["Bash", "read_file", "OpenVent", "irrigation.set_valve", "greenhouse_climate_controller_set_vent_opening_percent"];
+const TOOLS: &[&str] = &[
+    "Bash",
+    "read_file",
+    "OpenVent",
+    "irrigation.set_valve",
+    "greenhouse_climate_controller_set_vent_opening_percent",
+];
 /// Tool arguments.
 const ARGS: &[&str] = &[r#"{"vent": 2, "percent": 40}"#, r#"{"row": 3, "litres": 20}"#, "{}"];
 /// Start instants: plain days, and just before DST changes in Europe and
@@ -124,10 +130,13 @@ fn event_strategy() -> impl Strategy<Value = Event> {
 /// fields).
 fn session_strategy(max_events: usize, watching: bool) -> BoxedStrategy<Session> {
     let event = match watching {
-        true => prop_oneof![10 => event_strategy(), 1 => (0..READINGS.len()).prop_map(Event::Read)].boxed(),
+        true => prop_oneof![10 => event_strategy(), 1 => (0..READINGS.len()).prop_map(Event::Read)]
+            .boxed(),
         false => event_strategy().boxed(),
     };
-    (0..STARTS.len(), prop::collection::vec(event, 1..=max_events.max(1))).prop_map(|(start, events)| Session { start, events }).boxed()
+    (0..STARTS.len(), prop::collection::vec(event, 1..=max_events.max(1)))
+        .prop_map(|(start, events)| Session { start, events })
+        .boxed()
 }
 
 /// The longest clock move a session makes (a year): longer intervals are
@@ -145,19 +154,27 @@ struct Aims {
 
 /// The watched fields of a configuration (a `config` event's value).
 fn watched(config: &Value) -> Vec<String> {
-    config["injection_config"]["watch"].as_object().map_or_else(Vec::new, |w| w.keys().cloned().collect())
+    config["injection_config"]["watch"]
+        .as_object()
+        .map_or_else(Vec::new, |w| w.keys().cloned().collect())
 }
 
 /// Writes a session as a replay trace of `config` (a `config` event's value).
 fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
-    let mut lines = vec![json!({"config": config}), json!({"set_clock": STARTS[session.start]}), json!({"user": "Start the round."})];
+    let mut lines = vec![
+        json!({"config": config}),
+        json!({"set_clock": STARTS[session.start]}),
+        json!({"user": "Start the round."}),
+    ];
     let mut calls = 0;
-    let mut clock = chrono::DateTime::parse_from_rfc3339(STARTS[session.start]).map_or(0, |t| t.timestamp_micros());
+    let mut clock = chrono::DateTime::parse_from_rfc3339(STARTS[session.start])
+        .map_or(0, |t| t.timestamp_micros());
     let fields = watched(config);
     for e in &session.events {
         match *e {
             Event::Read(i) => {
-                let readings: serde_json::Map<String, Value> = fields.iter().map(|f| (f.clone(), json!(READINGS[i]))).collect();
+                let readings: serde_json::Map<String, Value> =
+                    fields.iter().map(|f| (f.clone(), json!(READINGS[i]))).collect();
                 lines.push(json!({ "read": readings }));
             }
             Event::Step => lines.push(json!({"step": {}})),
@@ -166,14 +183,21 @@ fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
                 for _ in 0..repeat {
                     calls += 1;
                     let id = format!("c{calls}");
-                    lines.push(json!({"tool_call": {"id": id, "name": TOOLS[tool], "input": ARGS[args]}}));
-                    let (state, output) = if fails { ("error", "failed") } else { ("success", "done") };
-                    lines.push(json!({"tool_result": {"id": id, "state": state, "output": output}}));
+                    lines.push(
+                        json!({"tool_call": {"id": id, "name": TOOLS[tool], "input": ARGS[args]}}),
+                    );
+                    let (state, output) =
+                        if fails { ("error", "failed") } else { ("success", "done") };
+                    lines
+                        .push(json!({"tool_result": {"id": id, "state": state, "output": output}}));
                 }
             }
             Event::Tasks(p, i, c) => {
                 let states = [("pending", p), ("in_progress", i), ("completed", c)];
-                let list: Vec<&str> = states.iter().flat_map(|&(s, n)| std::iter::repeat_n(s, usize::from(n))).collect();
+                let list: Vec<&str> = states
+                    .iter()
+                    .flat_map(|&(s, n)| std::iter::repeat_n(s, usize::from(n)))
+                    .collect();
                 lines.push(json!({ "tasks": list }));
             }
             Event::Advance(a) => {
@@ -270,13 +294,17 @@ const DIMENSIONS: [&str; 5] = ["time", "tasks", "context-length", "tool-error", 
 
 fn run(trace: &str, capacity: Option<usize>) -> Result<Vec<StepRecord>, String> {
     let opts = Options { json: true, hint_capacity: capacity, ..Options::default() };
-    replay::replay_with_records(trace, &opts, &mut std::io::sink(), None).map(|(_, records)| records).map_err(|e| e.to_string())
+    replay::replay_with_records(trace, &opts, &mut std::io::sink(), None)
+        .map(|(_, records)| records)
+        .map_err(|e| e.to_string())
 }
 
 fn seed_rng(seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        chunk.copy_from_slice(&(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes());
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
+        );
     }
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
@@ -296,16 +324,23 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
     }
     let probe = format!("{}\n{{\"step\": {{}}}}\n", json!({"config": options.config}));
     let first = run(&probe, None).map_err(|e| e.replacen("line 1: ", "", 1))?;
-    let aims = first.first().map_or(Aims { interval_seconds: 1800.0, reminder_tokens: 0.0, trigger_tokens: 0 }, |r| Aims {
-        // An interval no clock move can reach (`inf`, `1e308`) is aimed
-        // at with the longest move instead.
-        interval_seconds: (r.time_interval_hours * 3600.0).min(MAX_MOVE_SECONDS),
-        reminder_tokens: r.reminder_tokens,
-        trigger_tokens: r.trigger_tokens,
-    });
-    let mut runner = TestRunner::new_with_rng(PtConfig { cases: options.cases, ..PtConfig::default() }, seed_rng(options.seed));
+    let aims = first.first().map_or(
+        Aims { interval_seconds: 1800.0, reminder_tokens: 0.0, trigger_tokens: 0 },
+        |r| Aims {
+            // An interval no clock move can reach (`inf`, `1e308`) is aimed
+            // at with the longest move instead.
+            interval_seconds: (r.time_interval_hours * 3600.0).min(MAX_MOVE_SECONDS),
+            reminder_tokens: r.reminder_tokens,
+            trigger_tokens: r.trigger_tokens,
+        },
+    );
+    let mut runner = TestRunner::new_with_rng(
+        PtConfig { cases: options.cases, ..PtConfig::default() },
+        seed_rng(options.seed),
+    );
     let strategy = session_strategy(options.steps, !watched(&options.config).is_empty());
-    let mut report = TuneReport { watching: !watched(&options.config).is_empty(), ..TuneReport::default() };
+    let mut report =
+        TuneReport { watching: !watched(&options.config).is_empty(), ..TuneReport::default() };
     let mut failing = None;
     for case in 1..=options.cases {
         let tree = strategy.new_tree(&mut runner).map_err(|e| e.to_string())?;
@@ -315,14 +350,21 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
         report.steps += records.len() as u64;
         let mut overflowed = false;
         for r in &records {
-            let fired = [r.time, r.tasks.is_some(), r.context_length, r.tool_error.is_some(), r.watches.iter().any(|w| w.fired)];
+            let fired = [
+                r.time,
+                r.tasks.is_some(),
+                r.context_length,
+                r.tool_error.is_some(),
+                r.watches.iter().any(|w| w.fired),
+            ];
             for (count, f) in report.fired.iter_mut().zip(fired) {
                 *count += u64::from(f);
             }
             if let Some(hint) = &r.hint {
                 report.hints += 1;
                 if hint.len() > report.longest.bytes {
-                    report.longest = Longest { bytes: hint.len(), at: (case, r.step), text: hint.clone() };
+                    report.longest =
+                        Longest { bytes: hint.len(), at: (case, r.step), text: hint.clone() };
                     report.longest_trace.clone_from(&text);
                 }
             }
@@ -341,7 +383,8 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
     if let Some(tree) = failing {
         let before = tree.current().events.len();
         let too_long = |s: &Session| {
-            run(&trace(&options.config, s, &aims), options.hint_capacity).is_ok_and(|rs| rs.iter().any(|r| r.too_long.is_some()))
+            run(&trace(&options.config, s, &aims), options.hint_capacity)
+                .is_ok_and(|rs| rs.iter().any(|r| r.too_long.is_some()))
         };
         let started = Instant::now();
         let (best, cut) = shrink(tree, too_long, started + options.shrink_time);
@@ -355,7 +398,11 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
 
 /// The smallest session `fails` still holds for, and whether `deadline`
 /// cut the search short (the smallest found by then is returned).
-fn shrink(mut tree: impl ValueTree<Value = Session>, fails: impl Fn(&Session) -> bool, deadline: Instant) -> (Session, bool) {
+fn shrink(
+    mut tree: impl ValueTree<Value = Session>,
+    fails: impl Fn(&Session) -> bool,
+    deadline: Instant,
+) -> (Session, bool) {
     // proptest's shrinking: simplify while the session still fails, step
     // back (complicate) when it does not.
     let mut best = tree.current();
@@ -391,13 +438,26 @@ fn shrink(mut tree: impl ValueTree<Value = Session>, fails: impl Fn(&Session) ->
 
 /// The summary printed at the end of a run.
 pub fn summary(report: &TuneReport, capacity: Option<usize>) -> String {
-    let mut s = format!("fuzz --config: {} sessions, {} steps, {} hints\n", report.sessions, report.steps, report.hints);
-    let per100 = |n: u64| if report.steps == 0 { 0.0 } else { n as f64 * 100.0 / report.steps as f64 };
+    let mut s = format!(
+        "fuzz --config: {} sessions, {} steps, {} hints\n",
+        report.sessions, report.steps, report.hints
+    );
+    let per100 =
+        |n: u64| if report.steps == 0 { 0.0 } else { n as f64 * 100.0 / report.steps as f64 };
     let shown = if report.watching { DIMENSIONS.len() } else { DIMENSIONS.len() - 1 };
-    let rates: Vec<String> = DIMENSIONS.iter().zip(report.fired).take(shown).map(|(d, n)| format!("{d} {:.1}", per100(n))).collect();
+    let rates: Vec<String> = DIMENSIONS
+        .iter()
+        .zip(report.fired)
+        .take(shown)
+        .map(|(d, n)| format!("{d} {:.1}", per100(n)))
+        .collect();
     let _ = writeln!(s, "fired per 100 steps: {}", rates.join(", "));
     let (session, step) = report.longest.at;
-    let _ = writeln!(s, "longest hint: {} bytes (session {session}, step {step})", report.longest.bytes);
+    let _ = writeln!(
+        s,
+        "longest hint: {} bytes (session {session}, step {step})",
+        report.longest.bytes
+    );
     for line in report.longest.text.lines() {
         let _ = writeln!(s, "  | {line}");
     }

@@ -16,7 +16,10 @@ use serde_json::{json, Value};
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim lives in the workspace")
+        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -26,8 +29,13 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn sim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    let out =
+        Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -39,7 +47,11 @@ fn every_fuzz_number_out_of_range_is_an_error_naming_the_option_and_its_range() 
         (&["fuzz", "--steps", "0"], "--steps", "1..=100000"),
         (&["fuzz", "--cases", "0"], "--cases", "1..=1000000"),
         (&["fuzz", "--shrink-time", "0"], "--shrink-time", "0.001..=86400"),
-        (&["fuzz", "--config", config, "--hint-capacity", "100000000000"], "--hint-capacity", "1..=1048576"),
+        (
+            &["fuzz", "--config", config, "--hint-capacity", "100000000000"],
+            "--hint-capacity",
+            "1..=1048576",
+        ),
         (&["fuzz", "--config", config, "--hint-capacity", "0"], "--hint-capacity", "1..=1048576"),
     ];
     for (args, option, range) in cases {
@@ -53,7 +65,10 @@ fn every_fuzz_number_out_of_range_is_an_error_naming_the_option_and_its_range() 
 #[test]
 fn the_library_refuses_what_the_command_line_refuses() {
     let too_many = FuzzOptions { steps: fuzz::MAX_STEPS + 1, ..FuzzOptions::default() };
-    assert_eq!(fuzz::fuzz(&too_many).unwrap_err().to_string(), "steps: 100001 is not in 1..=100000");
+    assert_eq!(
+        fuzz::fuzz(&too_many).unwrap_err().to_string(),
+        "steps: 100001 is not in 1..=100000"
+    );
     let never = FuzzOptions { shrink_time: Duration::ZERO, ..FuzzOptions::default() };
     assert!(fuzz::fuzz(&never).unwrap_err().to_string().starts_with("shrink time: 0 s is not in"));
 }
@@ -64,11 +79,16 @@ fn the_library_refuses_what_the_command_line_refuses() {
 fn fuzz_config_runs_every_interval_eval_accepts() {
     for interval in [json!("inf"), json!(1.7e308), json!(1e9)] {
         let config = json!({"injection_config": {"time_interval": interval}});
-        let scenario = json!({"now": "2026-07-22T02:30:00Z", "injection_config": config["injection_config"]});
-        assert!(matches!(scenario::evaluate(&scenario.to_string()), Evaluation::Hint { .. }), "eval refuses {interval}");
+        let scenario =
+            json!({"now": "2026-07-22T02:30:00Z", "injection_config": config["injection_config"]});
+        assert!(
+            matches!(scenario::evaluate(&scenario.to_string()), Evaluation::Hint { .. }),
+            "eval refuses {interval}"
+        );
         let path = tmp(&format!("interval-{}.json", interval.to_string().replace('"', "")));
         std::fs::write(&path, config.to_string()).unwrap();
-        let (code, out, err) = sim(&["fuzz", "--config", path.to_str().unwrap(), "--cases", "20", "--steps", "60"]);
+        let (code, out, err) =
+            sim(&["fuzz", "--config", path.to_str().unwrap(), "--cases", "20", "--steps", "60"]);
         assert_eq!(code, 0, "{interval}: {out}{err}");
         assert!(out.starts_with("fuzz --config: 20 sessions"), "{out}");
     }
@@ -76,7 +96,13 @@ fn fuzz_config_runs_every_interval_eval_accepts() {
 
 #[test]
 fn eval_into_a_closed_pipe_exits_zero() {
-    let mut child = Command::new(SIM).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(SIM)
+        .arg("eval")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     // More output than a pipe holds, so eval writes after the reader left.
     let feeder = std::thread::spawn(move || {
@@ -96,11 +122,16 @@ fn eval_into_a_closed_pipe_exits_zero() {
 
 #[test]
 fn a_json_error_names_its_input_line_and_column() {
-    let mut child = Command::new(SIM).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new(SIM).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let input = "{\"now\": \"2026-07-22T02:30:00Z\"}\n\n{\"now\": ,}\n{\"now\": \"2026-07-22T02:30:00Z\", \"context\": [5]}\n";
     child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    let lines: Vec<Value> = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(lines[1]["error"], "invalid scenario: expected value at line 3 column 9");
     assert_eq!(lines[2]["error"], "context[0].role: expected a string");
@@ -119,10 +150,15 @@ fn tasks_read_small_count_as_before() {
     };
     let plain = at(json!([{"state": "pending"}, {"state": "in_progress"}, {}]));
     assert!(plain.contains("<tasks>"), "{plain}");
-    let padded = at(json!([{"id": [1, {"a": [2]}], "state": "pending"}, {"state": "in_progress", "x": {"y": "z"}}, {"z": null}]));
+    let padded = at(
+        json!([{"id": [1, {"a": [2]}], "state": "pending"}, {"state": "in_progress", "x": {"y": "z"}}, {"z": null}]),
+    );
     assert_eq!(padded, plain);
     let dup = r#"{"now": "2026-07-22T02:30:00Z", "tasks": [{"state": "completed", "state": "pending"}, {"state": "in_progress"}, {}]}"#;
-    assert!(matches!(scenario::evaluate(dup), Evaluation::Hint { hint: Some(h), .. } if h == plain), "the last state wins");
+    assert!(
+        matches!(scenario::evaluate(dup), Evaluation::Hint { hint: Some(h), .. } if h == plain),
+        "the last state wins"
+    );
     assert!(at(json!([{"state": ["pending"]}])).starts_with("error: tasks[0].state"));
 }
 
@@ -177,9 +213,22 @@ fn a_context_read_small_reads_as_the_whole_value() {
         };
         let buf = scenario::SimConfigBuf::with_capacity();
         let engine = envaware::Engine::new(buf.config()).unwrap();
-        let step = envaware::Step { agent_name: "Friday", tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 128_000 };
-        let mut clock = envaware::FixedClock::at(scenario::parse_now("2026-07-22T02:30:00Z").unwrap());
-        scenario::run_step(&engine, &conversation, &step, &mut clock, &mut scenario::Readings::default())
+        let step = envaware::Step {
+            agent_name: "Friday",
+            tasks: Default::default(),
+            cur_iter: 0,
+            input_tokens: 0,
+            context_size: 128_000,
+        };
+        let mut clock =
+            envaware::FixedClock::at(scenario::parse_now("2026-07-22T02:30:00Z").unwrap());
+        scenario::run_step(
+            &engine,
+            &conversation,
+            &step,
+            &mut clock,
+            &mut scenario::Readings::default(),
+        )
     };
     let hint = r#"{"type": "hint", "source": "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}", "hint": "<current-time>2026-07-22T02:10:00</current-time>", "extra": [1, {"a": 2}]}"#;
     let failed = r#"{"type": "tool_call", "id": "c1", "name": "Bash", "input": "{}"}, {"type": "tool_result", "id": "c1", "name": "Bash", "state": "error", "output": [1, 2]}"#;
@@ -197,7 +246,9 @@ fn a_context_read_small_reads_as_the_whole_value() {
         r#"[{"name": "Friday", "role": "assistant", "content": [{"type": "tool_result", "id": 5}]}]"#.into(),
     ];
     for context in contexts {
-        let line = format!(r#"{{"now": "2026-07-22T02:30:00Z", "agent_name": "Friday", "context": {context}}}"#);
+        let line = format!(
+            r#"{{"now": "2026-07-22T02:30:00Z", "agent_name": "Friday", "context": {context}}}"#
+        );
         assert_eq!(scenario::evaluate(&line), whole(&line), "{context}");
     }
 }

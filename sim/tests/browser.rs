@@ -15,7 +15,10 @@ const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 const SIZE: (u32, u32) = (1200, 860);
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim lives in the workspace")
+        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -71,7 +74,8 @@ fn run_chromium(chromium: &Path, args: &[String], url: &str, profile: &Path) -> 
 
 /// Pixels of `rgb` (exactly) in an RGB or RGBA PNG.
 fn count_colour(png_path: &Path, rgb: [u8; 3]) -> (u32, u32, usize, usize) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).expect("the PNG")));
+    let decoder =
+        png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).expect("the PNG")));
     let mut reader = decoder.read_info().expect("a valid PNG");
     let mut buf = vec![0; reader.output_buffer_size().expect("size")];
     let info = reader.next_frame(&mut buf).expect("a frame");
@@ -105,34 +109,64 @@ fn chromium_renders_the_timeline_with_its_marks_and_titles() {
     let compression = [0x8c, 0x56, 0x4b];
     let jump = [0xe3, 0x77, 0xc2];
     let dst = [0x17, 0xbe, 0xcf];
-    let samples: [(&str, Vec<[u8; 3]>); 2] =
-        [("greenhouse", vec![time, tasks, context, tool_error, fields, compression]), ("clock", vec![time, tasks, jump, dst])];
+    let samples: [(&str, Vec<[u8; 3]>); 2] = [
+        ("greenhouse", vec![time, tasks, context, tool_error, fields, compression]),
+        ("clock", vec![time, tasks, jump, dst]),
+    ];
     for (name, colours) in samples {
         let svg = tmp(&format!("{name}.svg"));
         let trace = format!("examples/{name}.trace.jsonl");
-        let out = Command::new(SIM).args(["replay", &trace, "--plot"]).arg(&svg).current_dir(workspace()).output().unwrap();
+        let out = Command::new(SIM)
+            .args(["replay", &trace, "--plot"])
+            .arg(&svg)
+            .current_dir(workspace())
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&svg).unwrap();
         let url = format!("file://{}", svg.display());
 
         // The DOM the browser built: the document parsed, every title kept.
-        let dom = run_chromium(&chromium, &["--dump-dom".into()], &url, &tmp(&format!("profile-dom-{name}")));
-        assert!(dom.status.success(), "{name}: chromium --dump-dom failed: {}", String::from_utf8_lossy(&dom.stderr));
+        let dom = run_chromium(
+            &chromium,
+            &["--dump-dom".into()],
+            &url,
+            &tmp(&format!("profile-dom-{name}")),
+        );
+        assert!(
+            dom.status.success(),
+            "{name}: chromium --dump-dom failed: {}",
+            String::from_utf8_lossy(&dom.stderr)
+        );
         let dom = String::from_utf8_lossy(&dom.stdout);
-        assert!(!dom.contains("parsererror"), "{name}: the browser could not parse the SVG:\n{dom}");
+        assert!(
+            !dom.contains("parsererror"),
+            "{name}: the browser could not parse the SVG:\n{dom}"
+        );
         let circles = text.matches("<circle ").count();
         assert!(circles > 0);
-        assert_eq!(dom.matches("<title>").count(), circles, "{name}: a title per mark in the browser's DOM");
+        assert_eq!(
+            dom.matches("<title>").count(),
+            circles,
+            "{name}: a title per mark in the browser's DOM"
+        );
 
         // The picture: drawn, at its size, with each mark colour.
         let png_path = tmp(&format!("{name}.png"));
         let shot = run_chromium(
             &chromium,
-            &[format!("--screenshot={}", png_path.display()), format!("--window-size={},{}", SIZE.0, SIZE.1)],
+            &[
+                format!("--screenshot={}", png_path.display()),
+                format!("--window-size={},{}", SIZE.0, SIZE.1),
+            ],
             &url,
             &tmp(&format!("profile-shot-{name}")),
         );
-        assert!(shot.status.success(), "{name}: chromium --screenshot failed: {}", String::from_utf8_lossy(&shot.stderr));
+        assert!(
+            shot.status.success(),
+            "{name}: chromium --screenshot failed: {}",
+            String::from_utf8_lossy(&shot.stderr)
+        );
         for rgb in colours {
             let (width, height, matching, drawn) = count_colour(&png_path, rgb);
             assert_eq!((width, height), SIZE, "{name}: PNG size");

@@ -23,19 +23,35 @@ fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<Str
     let mut hints = Vec::new();
     for round in 0..12u32 {
         record(&mut context, &mut journal, &mut log, Event::User { name: "operator" });
-        for (i, state) in [ToolResultState::Error, ToolResultState::Error, ToolResultState::Error].into_iter().enumerate() {
+        for (i, state) in [ToolResultState::Error, ToolResultState::Error, ToolResultState::Error]
+            .into_iter()
+            .enumerate()
+        {
             let input = ["{\"vent\": 2}", "{\"vent\":2}", " {\"vent\": 2}"][i];
             let id = format!("c{round}.{i}");
-            record(&mut context, &mut journal, &mut log, Event::ToolCall { id: &id, name: "OpenVent", input });
-            record(&mut context, &mut journal, &mut log, Event::ToolResult { id: &id, name: "OpenVent", state });
+            record(
+                &mut context,
+                &mut journal,
+                &mut log,
+                Event::ToolCall { id: &id, name: "OpenVent", input },
+            );
+            record(
+                &mut context,
+                &mut journal,
+                &mut log,
+                Event::ToolResult { id: &id, name: "OpenVent", state },
+            );
             let step = StepInput {
                 tasks: TaskCounts { pending: u64::from(round % 3), in_progress: 0 },
                 cur_iter: i as u64,
                 input_tokens: [900, 7000, 120_000][i],
                 context_size: 128_000,
             };
-            let now = Some(Timestamp::from_unix_seconds(1_784_687_400 + 600 * i64::from(round) + 60 * i as i64));
-            let (outcome, items) = journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf).unwrap();
+            let now = Some(Timestamp::from_unix_seconds(
+                1_784_687_400 + 600 * i64::from(round) + 60 * i as i64,
+            ));
+            let (outcome, items) =
+                journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf).unwrap();
             hints.push(outcome.hint.map(str::to_string));
             log.extend(items.iter(&buf).map(<[u8]>::to_vec));
         }
@@ -55,7 +71,12 @@ fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<Str
     (log, hints)
 }
 
-fn record(context: &mut Context<'_>, journal: &mut Journal<6>, log: &mut Vec<Vec<u8>>, event: Event<'_>) {
+fn record(
+    context: &mut Context<'_>,
+    journal: &mut Journal<6>,
+    log: &mut Vec<Vec<u8>>,
+    event: Event<'_>,
+) {
     let mut buf = [0u8; 512];
     let items = journal.record(context, &event, &mut buf).unwrap();
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
@@ -69,13 +90,18 @@ fn write_log(name: &str, log: &[Vec<u8>]) -> PathBuf {
 }
 
 fn replay(path: &Path) -> std::process::Output {
-    Command::new(SIM).args(["replay", "--json", path.to_str().unwrap()]).output().expect("run envaware-sim")
+    Command::new(SIM)
+        .args(["replay", "--json", path.to_str().unwrap()])
+        .output()
+        .expect("run envaware-sim")
 }
 
 fn printed_hints(out: &std::process::Output) -> Vec<Option<String>> {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout.clone()).unwrap();
-    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].as_str().map(str::to_string)).collect()
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].as_str().map(str::to_string))
+        .collect()
 }
 
 #[test]
@@ -99,8 +125,15 @@ fn a_compacted_log_replays_and_its_steps_after_the_header_are_checked() {
 #[test]
 fn a_hint_the_replay_would_not_decide_is_an_error_naming_the_line() {
     let (mut log, _) = device_session(None);
-    let line = log.iter().position(|item| item.windows(15).any(|w| w == b"<current-time>2")).expect("a time hint");
-    let text = String::from_utf8(log[line].clone()).unwrap().replacen("<current-time>2", "<current-time>1", 1);
+    let line = log
+        .iter()
+        .position(|item| item.windows(15).any(|w| w == b"<current-time>2"))
+        .expect("a time hint");
+    let text = String::from_utf8(log[line].clone()).unwrap().replacen(
+        "<current-time>2",
+        "<current-time>1",
+        1,
+    );
     log[line] = text.into_bytes();
     let out = replay(&write_log("tampered.log.jsonl", &log));
     assert!(!out.status.success());
@@ -114,8 +147,11 @@ fn flash_image(log: &[Vec<u8>], pages: usize) -> Vec<u8> {
     use sequential_storage::cache::Cache;
     use sequential_storage::queue::{QueueConfig, QueueStorage};
     let end = (pages * 1024) as u32;
-    let mut queue =
-        QueueStorage::new(envaware_sim::flash::RamFlash(vec![0xFF; pages * 1024]), QueueConfig::new(0..end), Cache::new_uncached());
+    let mut queue = QueueStorage::new(
+        envaware_sim::flash::RamFlash(vec![0xFF; pages * 1024]),
+        QueueConfig::new(0..end),
+        Cache::new_uncached(),
+    );
     for item in log {
         embassy_futures::block_on(queue.push(item, false)).expect("the region holds the log");
     }
@@ -129,16 +165,21 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     let (log, hints) = device_session(None);
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-flash.bin");
     std::fs::write(&path, flash_image(&log, 32)).unwrap();
-    let out = Command::new(SIM).args(["replay", "--json", "--flash", path.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(SIM)
+        .args(["replay", "--json", "--flash", path.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(printed_hints(&out), hints);
     assert!(hints.iter().flatten().count() >= 10);
 
     // A region that is not whole pages, and one whose queue is damaged.
     std::fs::write(&path, vec![0xFF; 1000]).unwrap();
-    let out = Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
+    let out =
+        Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("a flash image of 1000 bytes: expected a whole number of 1024-byte pages"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("a flash image of 1000 bytes: expected a whole number of 1024-byte pages"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -148,10 +189,12 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     let at = damaged.windows(7).position(|w| w == b"{\"#\":5,").unwrap() + 8;
     damaged[at] ^= 0x01;
     std::fs::write(&path, &damaged).unwrap();
-    let out = Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
+    let out =
+        Command::new(SIM).args(["replay", "--flash", path.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("the flash image's item 5 is numbered 6, not 5: an item before it is lost"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the flash image's item 5 is numbered 6, not 5: an item before it is lost"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -11,7 +11,14 @@ use serde_json::Value;
 fn options(cases: u32, broken: Option<Breakage>) -> FuzzOptions {
     // Shrinking is not cut short here: what it finds must not depend on
     // how fast the machine is.
-    FuzzOptions { cases, seed: 0x5EED, steps: 40, model: Model { broken }, shrink_time: fuzz::MAX_SHRINK_TIME, ..FuzzOptions::default() }
+    FuzzOptions {
+        cases,
+        seed: 0x5EED,
+        steps: 40,
+        model: Model { broken },
+        shrink_time: fuzz::MAX_SHRINK_TIME,
+        ..FuzzOptions::default()
+    }
 }
 
 #[test]
@@ -25,14 +32,25 @@ fn core_and_tracker_agree_with_the_model_and_every_dimension_fires() {
     assert!(stats.steps > 2000, "{}", fuzz::summary(stats));
     assert!(stats.silent_dimensions().is_empty(), "{}", fuzz::summary(stats));
     // The situations the rules are subtle about were met too.
-    for situation in ["elapsed exactly the interval", "recorded time in the future", "recorded in another zone", "compressions"] {
-        assert!(stats.fired.get(situation).copied().unwrap_or(0) > 0, "{situation} never met:\n{}", fuzz::summary(stats));
+    for situation in [
+        "elapsed exactly the interval",
+        "recorded time in the future",
+        "recorded in another zone",
+        "compressions",
+    ] {
+        assert!(
+            stats.fired.get(situation).copied().unwrap_or(0) > 0,
+            "{situation} never met:\n{}",
+            fuzz::summary(stats)
+        );
     }
 }
 
 /// The hint and event a scenario line's `eval` gives, and the model's.
 fn eval_and_expected(line: &str) -> (Value, Value) {
-    let Evaluation::Hint { hint, event, .. } = scenario::evaluate(line) else { panic!("eval rejects the written scenario: {line}") };
+    let Evaluation::Hint { hint, event, .. } = scenario::evaluate(line) else {
+        panic!("eval rejects the written scenario: {line}")
+    };
     let written: Value = serde_json::from_str(line).unwrap();
     (serde_json::json!({"hint": hint, "event": event}), written["expected"].clone())
 }
@@ -72,7 +90,11 @@ fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("mismatch.jsonl");
 
-    let ok = Command::new(bin).args(["fuzz", "--cases", "60", "--seed", "3", "--out"]).arg(&out).output().unwrap();
+    let ok = Command::new(bin)
+        .args(["fuzz", "--cases", "60", "--seed", "3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&ok.stdout);
     assert!(ok.status.success(), "{stdout}{}", String::from_utf8_lossy(&ok.stderr));
     assert!(stdout.starts_with("fuzz: 60 cases, "), "{stdout}");
@@ -81,7 +103,11 @@ fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
     }
     assert!(!out.exists());
 
-    let failed = Command::new(bin).args(["fuzz", "--cases", "200", "--broken", "time-boundary", "--out"]).arg(&out).output().unwrap();
+    let failed = Command::new(bin)
+        .args(["fuzz", "--cases", "200", "--broken", "time-boundary", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&failed.stdout);
     assert_eq!(failed.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("minimal session"), "{stdout}");
@@ -104,12 +130,21 @@ fn the_model_agrees_with_agentscope() {
     let dir = std::env::temp_dir().join(format!("envaware-fuzz-ref-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let emitted = dir.join("steps.jsonl");
-    let report = fuzz::fuzz(&FuzzOptions { emit: Some(emitted.clone()), ..options(120, None) }).unwrap();
+    let report =
+        fuzz::fuzz(&FuzzOptions { emit: Some(emitted.clone()), ..options(120, None) }).unwrap();
     assert!(report.failure.is_none());
     let for_reference = dir.join("reference.jsonl");
-    let lines: String = std::fs::read_to_string(&emitted).unwrap().lines().map(|l| readings_as_extra_fields(l) + "\n").collect();
+    let lines: String = std::fs::read_to_string(&emitted)
+        .unwrap()
+        .lines()
+        .map(|l| readings_as_extra_fields(l) + "\n")
+        .collect();
     std::fs::write(&for_reference, lines).unwrap();
-    let out = Command::new(python).arg(root.join("tests/reference/reference.py")).arg(&for_reference).output().unwrap();
+    let out = Command::new(python)
+        .arg(root.join("tests/reference/reference.py"))
+        .arg(&for_reference)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let scenarios = std::fs::read_to_string(&emitted).unwrap();
     let results = String::from_utf8(out.stdout).unwrap();
@@ -152,7 +187,8 @@ fn readings_as_extra_fields(line: &str) -> String {
             injection["extra_fields"] = serde_json::json!({});
         }
         for (k, v) in readings {
-            injection["extra_fields"][k] = Value::String(v.as_str().unwrap_or("unavailable").to_string());
+            injection["extra_fields"][k] =
+                Value::String(v.as_str().unwrap_or("unavailable").to_string());
         }
     }
     s.to_string()

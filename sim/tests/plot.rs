@@ -23,8 +23,14 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn sim(args: &[&str]) -> String {
-    let out = Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
-    assert!(out.status.success(), "envaware-sim {args:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let out =
+        Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
+    assert!(
+        out.status.success(),
+        "envaware-sim {args:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
@@ -53,12 +59,18 @@ fn marks(svg: &str) -> Vec<Mark> {
         let (tag, rest) = chunk.split_once('>').expect("circle tag");
         let tag = &format!(" {tag}");
         assert!(!tag.ends_with('/'), "a circle without a title: <circle {tag}>");
-        let title = rest.strip_prefix("<title>").and_then(|r| r.split_once("</title></circle>")).expect("a <title> in each circle").0;
+        let title = rest
+            .strip_prefix("<title>")
+            .and_then(|r| r.split_once("</title></circle>"))
+            .expect("a <title> in each circle")
+            .0;
         out.push(Mark {
             cx: attr(tag, "cx").parse().unwrap(),
             cy: attr(tag, "cy").parse().unwrap(),
             // A hollow mark (the time skipped) has its colour on the stroke.
-            fill: Some(attr(tag, "fill")).filter(|f| f != "none").unwrap_or_else(|| attr(tag, "stroke")),
+            fill: Some(attr(tag, "fill"))
+                .filter(|f| f != "none")
+                .unwrap_or_else(|| attr(tag, "stroke")),
             title: unescape(title),
         });
     }
@@ -72,7 +84,9 @@ fn fired(report: &str) -> BTreeSet<(String, usize)> {
     for line in report.lines() {
         if let Some(rest) = line.strip_prefix("step ") {
             step = rest.split(' ').next().unwrap().parse().unwrap();
-        } else if let Some(list) = line.strip_prefix("  fires: ").or_else(|| line.strip_prefix("  no hint ")) {
+        } else if let Some(list) =
+            line.strip_prefix("  fires: ").or_else(|| line.strip_prefix("  no hint "))
+        {
             for dim in list.split(';').next().unwrap().split(", ") {
                 let dim = match dim.split(" x").next().unwrap() {
                     "context-length" => "context length",
@@ -89,7 +103,8 @@ fn fired(report: &str) -> BTreeSet<(String, usize)> {
     out
 }
 
-const LANES: &[&str] = &["time", "time skipped (clock unset)", "tasks", "context length", "tool error", "watch"];
+const LANES: &[&str] =
+    &["time", "time skipped (clock unset)", "tasks", "context length", "tool error", "watch"];
 
 /// The lane marks: (dimension, step) → mark.
 fn lane_marks(marks: &[Mark]) -> BTreeMap<(String, usize), Mark> {
@@ -100,7 +115,10 @@ fn lane_marks(marks: &[Mark]) -> BTreeMap<(String, usize), Mark> {
             continue;
         }
         let step: usize = rest.split(' ').next().unwrap().parse().unwrap();
-        assert!(out.insert((kind.to_string(), step), m.clone()).is_none(), "two {kind} marks at step {step}");
+        assert!(
+            out.insert((kind.to_string(), step), m.clone()).is_none(),
+            "two {kind} marks at step {step}"
+        );
     }
     out
 }
@@ -110,7 +128,8 @@ fn each_fired_dimension_is_one_mark_at_its_step_on_its_lane() {
     for (sample, extra) in samples() {
         let name = sample.file_name().unwrap().to_str().unwrap().to_string();
         let svg_path = tmp(&format!("{name}.svg"));
-        let mut args = vec!["replay", sample.to_str().unwrap(), "--plot", svg_path.to_str().unwrap()];
+        let mut args =
+            vec!["replay", sample.to_str().unwrap(), "--plot", svg_path.to_str().unwrap()];
         args.extend_from_slice(&extra);
         let report = sim(&args);
         let svg = std::fs::read_to_string(&svg_path).unwrap();
@@ -118,7 +137,11 @@ fn each_fired_dimension_is_one_mark_at_its_step_on_its_lane() {
         let lanes = lane_marks(&all);
         let expected = fired(&report);
         assert!(!expected.is_empty(), "{name}: nothing fired");
-        assert_eq!(lanes.keys().cloned().collect::<BTreeSet<_>>(), expected, "{name}: lane marks against the report");
+        assert_eq!(
+            lanes.keys().cloned().collect::<BTreeSet<_>>(),
+            expected,
+            "{name}: lane marks against the report"
+        );
 
         // x: one position per step, evenly spaced, for every kind of mark.
         let mut x_of: BTreeMap<usize, f64> = BTreeMap::new();
@@ -126,7 +149,12 @@ fn each_fired_dimension_is_one_mark_at_its_step_on_its_lane() {
             if let Some(rest) = m.title.split_once(" at step ").map(|p| p.1) {
                 let step: usize = rest.split(' ').next().unwrap().parse().unwrap();
                 let x = *x_of.entry(step).or_insert(m.cx);
-                assert!((x - m.cx).abs() <= 1.0, "{name}: marks of step {step} at x {x} and {}: {}", m.cx, m.title);
+                assert!(
+                    (x - m.cx).abs() <= 1.0,
+                    "{name}: marks of step {step} at x {x} and {}: {}",
+                    m.cx,
+                    m.title
+                );
             }
         }
         let xs: Vec<(usize, f64)> = x_of.into_iter().collect();
@@ -134,7 +162,11 @@ fn each_fired_dimension_is_one_mark_at_its_step_on_its_lane() {
             let dx = (x1 - x0) / (s1 - s0) as f64;
             assert!(dx > 0.0, "{name}: x grows with the step");
             for (s, x) in &xs {
-                assert!((x0 + dx * (s - s0) as f64 - x).abs() <= 1.5, "{name}: step {s} at x {x}, expected {}", x0 + dx * (s - s0) as f64);
+                assert!(
+                    (x0 + dx * (s - s0) as f64 - x).abs() <= 1.5,
+                    "{name}: step {s} at x {x}, expected {}",
+                    x0 + dx * (s - s0) as f64
+                );
             }
         }
         // y: one lane per dimension, each with its own colour.
@@ -142,7 +174,11 @@ fn each_fired_dimension_is_one_mark_at_its_step_on_its_lane() {
         for ((kind, step), m) in &lanes {
             let kind = if kind.starts_with("time") { "time" } else { kind.as_str() };
             let (y, fill) = *lane_y.entry(kind).or_insert((m.cy, m.fill.as_str()));
-            assert_eq!((y, fill), (m.cy, m.fill.as_str()), "{name}: {kind} at step {step} off its lane");
+            assert_eq!(
+                (y, fill),
+                (m.cy, m.fill.as_str()),
+                "{name}: {kind} at step {step} off its lane"
+            );
         }
         let ys: BTreeSet<i64> = lane_y.values().map(|(y, _)| *y as i64).collect();
         assert_eq!(ys.len(), lane_y.len(), "{name}: two dimensions share a lane");
@@ -161,11 +197,15 @@ fn token_scale(all: &[Mark]) -> impl Fn(f64) -> f64 {
         .iter()
         .filter(|m| m.title.starts_with("tokens at step "))
         .map(|m| {
-            let tokens: f64 = m.title.split("): ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+            let tokens: f64 =
+                m.title.split("): ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
             (tokens, m.cy)
         })
         .collect();
-    let (a, b) = (points.iter().min_by(|p, q| p.0.total_cmp(&q.0)).unwrap(), points.iter().max_by(|p, q| p.0.total_cmp(&q.0)).unwrap());
+    let (a, b) = (
+        points.iter().min_by(|p, q| p.0.total_cmp(&q.0)).unwrap(),
+        points.iter().max_by(|p, q| p.0.total_cmp(&q.0)).unwrap(),
+    );
     assert!(b.0 > a.0, "two different token counts to scale by");
     let (a, b) = (*a, *b);
     move |tokens| a.1 + (tokens - a.0) * (b.1 - a.1) / (b.0 - a.0)
@@ -183,24 +223,47 @@ fn the_threshold_and_trigger_lines_sit_at_the_configured_token_counts() {
         ("reminder threshold from step 1: 76800 tokens", 76_800.0, "#FF7F0E"),
         ("compression trigger from step 1: 102400 tokens", 102_400.0, "#D62728"),
     ] {
-        let mark = all.iter().find(|m| m.title.starts_with(title)).unwrap_or_else(|| panic!("no mark {title:?}"));
-        assert!((mark.cy - y(tokens)).abs() <= 1.5, "{title}: at y {}, {tokens} tokens is y {}", mark.cy, y(tokens));
+        let mark = all
+            .iter()
+            .find(|m| m.title.starts_with(title))
+            .unwrap_or_else(|| panic!("no mark {title:?}"));
+        assert!(
+            (mark.cy - y(tokens)).abs() <= 1.5,
+            "{title}: at y {}, {tokens} tokens is y {}",
+            mark.cy,
+            y(tokens)
+        );
         // The line itself: polylines of its colour at that height.
         let on_line = svg
             .split("<polyline ")
             .skip(1)
             .filter(|p| p.contains(&format!("stroke=\"{stroke}\"")))
             .flat_map(|p| {
-                attr(&format!(" {}", p.split('>').next().unwrap()), "points").split_whitespace().map(str::to_string).collect::<Vec<_>>()
+                attr(&format!(" {}", p.split('>').next().unwrap()), "points")
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
             })
-            .filter(|pt| pt.split(',').nth(1).is_some_and(|py| (py.parse::<f64>().unwrap() - mark.cy).abs() <= 1.0))
+            .filter(|pt| {
+                pt.split(',')
+                    .nth(1)
+                    .is_some_and(|py| (py.parse::<f64>().unwrap() - mark.cy).abs() <= 1.0)
+            })
             .count();
         assert!(on_line >= 10, "{title}: {on_line} line points at y {}", mark.cy);
     }
-    let compression = all.iter().find(|m| m.title.starts_with("compression before step 8: ")).expect("the compression before step 8");
-    let steps: Vec<f64> =
-        ["tokens at step 7 ", "tokens at step 8 "].iter().map(|p| all.iter().find(|m| m.title.starts_with(p)).unwrap().cx).collect();
-    assert!((compression.cx - (steps[0] + steps[1]) / 2.0).abs() <= 1.0, "the compression is drawn between steps 7 and 8");
+    let compression = all
+        .iter()
+        .find(|m| m.title.starts_with("compression before step 8: "))
+        .expect("the compression before step 8");
+    let steps: Vec<f64> = ["tokens at step 7 ", "tokens at step 8 "]
+        .iter()
+        .map(|p| all.iter().find(|m| m.title.starts_with(p)).unwrap().cx)
+        .collect();
+    assert!(
+        (compression.cx - (steps[0] + steps[1]) / 2.0).abs() <= 1.0,
+        "the compression is drawn between steps 7 and 8"
+    );
 }
 
 #[test]
@@ -209,21 +272,35 @@ fn clock_jumps_and_dst_changes_are_marked() {
     sim(&["replay", "examples/clock.trace.jsonl", "--plot", svg_path.to_str().unwrap()]);
     let all = marks(&std::fs::read_to_string(&svg_path).unwrap());
     let titles: Vec<&str> = all.iter().map(|m| m.title.as_str()).collect();
-    let dst: Vec<&&str> = titles.iter().filter(|t| t.starts_with("DST change before step ")).collect();
+    let dst: Vec<&&str> =
+        titles.iter().filter(|t| t.starts_with("DST change before step ")).collect();
     // Berlin springs forward between steps 3 and 4; the clock jumps back
     // across the change between steps 5 and 6.
     assert_eq!(dst.len(), 2, "{dst:?}");
-    assert!(dst[0].starts_with("DST change before step 4: Europe/Berlin went from UTC+01:00 to UTC+02:00"), "{}", dst[0]);
-    assert!(dst[1].starts_with("DST change before step 6: Europe/Berlin went from UTC+02:00 to UTC+01:00"), "{}", dst[1]);
-    let jumps: Vec<&&str> = titles.iter().filter(|t| t.starts_with("clock jump before step ")).collect();
+    assert!(
+        dst[0].starts_with(
+            "DST change before step 4: Europe/Berlin went from UTC+01:00 to UTC+02:00"
+        ),
+        "{}",
+        dst[0]
+    );
+    assert!(
+        dst[1].starts_with(
+            "DST change before step 6: Europe/Berlin went from UTC+02:00 to UTC+01:00"
+        ),
+        "{}",
+        dst[1]
+    );
+    let jumps: Vec<&&str> =
+        titles.iter().filter(|t| t.starts_with("clock jump before step ")).collect();
     assert!(jumps.iter().any(|t| t.contains("moved back 30.0 minutes")), "{jumps:?}");
     assert!(jumps.iter().any(|t| t.contains("set: 2026-03-29T00:50:00Z")), "{jumps:?}");
     assert!(jumps.iter().any(|t| t.contains("lost: the clock is unset")), "{jumps:?}");
     // Across the DST change Python subtracts Berlin's wall clocks: 70 minutes, not 10.
     assert!(
-        titles
-            .iter()
-            .any(|t| t.starts_with("since told at step 4 ") && t.contains(": 10.0 minutes") && t.contains("wall clocks 70.0 minutes")),
+        titles.iter().any(|t| t.starts_with("since told at step 4 ")
+            && t.contains(": 10.0 minutes")
+            && t.contains("wall clocks 70.0 minutes")),
         "{titles:#?}"
     );
 }
@@ -233,13 +310,19 @@ fn the_readme_picture_is_what_the_command_draws() {
     let committed = workspace().join("docs/greenhouse-timeline.svg");
     let fresh = tmp("greenhouse-timeline.svg");
     sim(&["replay", "examples/greenhouse.trace.jsonl", "--plot", fresh.to_str().unwrap()]);
-    let (committed_svg, fresh_svg) =
-        (std::fs::read_to_string(&committed).expect("docs/greenhouse-timeline.svg"), std::fs::read_to_string(&fresh).unwrap());
+    let (committed_svg, fresh_svg) = (
+        std::fs::read_to_string(&committed).expect("docs/greenhouse-timeline.svg"),
+        std::fs::read_to_string(&fresh).unwrap(),
+    );
     assert!(
         committed_svg == fresh_svg,
         "docs/greenhouse-timeline.svg is stale: run `cargo run -p envaware-sim -- replay examples/greenhouse.trace.jsonl --plot docs/greenhouse-timeline.svg`"
     );
-    assert!(committed_svg.len() < 100_000, "the docs/sim.md picture is {} bytes", committed_svg.len());
+    assert!(
+        committed_svg.len() < 100_000,
+        "the docs/sim.md picture is {} bytes",
+        committed_svg.len()
+    );
 }
 
 /// Replays `trace` (written to a file named `name`) with `--plot`; fails
@@ -277,9 +360,12 @@ fn the_plot_ends_for_any_interval_eval_accepts() {
              {{\"user\": \"hi\"}}\n{{\"step\": {{}}}}\n{{\"advance\": \"1h\"}}\n{{\"step\": {{}}}}"
         );
         let svg = plot_of("interval.trace.jsonl", &trace);
-        roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("time_interval {interval}: not XML: {e}"));
-        let interval_mark =
-            marks(&svg).into_iter().find(|m| m.title.starts_with("time_interval from step 1: ")).expect("the interval's mark");
+        roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("time_interval {interval}: not XML: {e}"));
+        let interval_mark = marks(&svg)
+            .into_iter()
+            .find(|m| m.title.starts_with("time_interval from step 1: "))
+            .expect("the interval's mark");
         assert!(interval_mark.cy.is_finite(), "{interval}: {interval_mark:?}");
     }
 }
@@ -296,9 +382,15 @@ fn characters_xml_forbids_are_replaced_and_the_picture_parses() {
     );
     let svg = plot_of("ctrl\u{7}name.trace.jsonl", &trace);
     let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("not XML: {e}"));
-    let titles: Vec<&str> = doc.descendants().filter(|n| n.has_tag_name("title")).filter_map(|n| n.text()).collect();
-    let fields = titles.iter().find(|t| t.starts_with("fields at step 1")).expect("the fields mark");
-    assert!(fields.contains("robot = a\u{2401}b\u{240b}c\u{241f}d\u{fffd}e\u{fffd}<&>\"'\t"), "{fields}");
-    let texts: String = doc.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
+    let titles: Vec<&str> =
+        doc.descendants().filter(|n| n.has_tag_name("title")).filter_map(|n| n.text()).collect();
+    let fields =
+        titles.iter().find(|t| t.starts_with("fields at step 1")).expect("the fields mark");
+    assert!(
+        fields.contains("robot = a\u{2401}b\u{240b}c\u{241f}d\u{fffd}e\u{fffd}<&>\"'\t"),
+        "{fields}"
+    );
+    let texts: String =
+        doc.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
     assert!(texts.contains("ctrl\u{2407}name.trace.jsonl"), "the picture's title");
 }

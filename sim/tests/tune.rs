@@ -11,7 +11,10 @@ use serde_json::Value;
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("sim lives in the workspace")
+        .to_path_buf()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -21,15 +24,24 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn sim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    let out =
+        Command::new(SIM).args(args).current_dir(workspace()).output().expect("run envaware-sim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }
 
 /// `HintTooLong { needed: N, capacity: C }` in a text.
 fn hint_too_long(text: &str) -> (u64, u64) {
-    let rest = text.split("HintTooLong { needed: ").nth(1).unwrap_or_else(|| panic!("no HintTooLong in:\n{text}"));
+    let rest = text
+        .split("HintTooLong { needed: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no HintTooLong in:\n{text}"));
     let needed = rest.split(',').next().unwrap().parse().unwrap();
-    let capacity = rest.split("capacity: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let capacity =
+        rest.split("capacity: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
     (needed, capacity)
 }
 
@@ -63,7 +75,8 @@ fn a_hint_that_does_not_fit_is_shrunk_to_a_trace_that_replays_to_the_same_hint_t
     // config, set_clock, the first user message, and what is needed.
     assert!(events <= 8, "not shrunk: {events} lines\n{written}");
 
-    let (code, out, err) = sim(&["replay", trace.to_str().unwrap(), "--hint-capacity", "256", "--json"]);
+    let (code, out, err) =
+        sim(&["replay", trace.to_str().unwrap(), "--hint-capacity", "256", "--json"]);
     assert_eq!(code, 1, "{out}\n{err}");
     let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let too_long: Vec<&Value> = lines.iter().filter_map(|l| l.get("hint_too_long")).collect();
@@ -73,23 +86,36 @@ fn a_hint_that_does_not_fit_is_shrunk_to_a_trace_that_replays_to_the_same_hint_t
     assert_eq!(hint_too_long(&text), (needed, 256), "{text}");
 
     // With room for the hint the same trace replays cleanly.
-    let (code, out, err) = sim(&["replay", trace.to_str().unwrap(), "--hint-capacity", &needed.to_string(), "--json"]);
+    let (code, out, err) =
+        sim(&["replay", trace.to_str().unwrap(), "--hint-capacity", &needed.to_string(), "--json"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(!out.contains("hint_too_long"), "{out}");
 }
 
 #[test]
 fn the_summary_gives_rates_per_100_steps_and_the_longest_hint() {
-    let (code, out, err) = sim(&["fuzz", "--config", "examples/sprout.config.json", "--hint-capacity", "4096", "--cases", "64"]);
+    let (code, out, err) = sim(&[
+        "fuzz",
+        "--config",
+        "examples/sprout.config.json",
+        "--hint-capacity",
+        "4096",
+        "--cases",
+        "64",
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("every hint fits"), "{out}");
-    let rates = out.lines().find_map(|l| l.strip_prefix("fired per 100 steps: ")).expect("a rates line");
+    let rates =
+        out.lines().find_map(|l| l.strip_prefix("fired per 100 steps: ")).expect("a rates line");
     for dim in ["time", "tasks", "context-length", "tool-error"] {
-        let rate: f64 = rates.split(", ").find_map(|r| r.strip_prefix(dim)).unwrap().trim().parse().unwrap();
+        let rate: f64 =
+            rates.split(", ").find_map(|r| r.strip_prefix(dim)).unwrap().trim().parse().unwrap();
         assert!(rate > 0.0 && rate <= 100.0, "{dim}: {rate} in {out}");
     }
-    let longest: usize = out.split("longest hint: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-    let shown: usize = out.lines().filter_map(|l| l.strip_prefix("  | ")).map(|l| l.len() + 1).sum::<usize>() - 1;
+    let longest: usize =
+        out.split("longest hint: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let shown: usize =
+        out.lines().filter_map(|l| l.strip_prefix("  | ")).map(|l| l.len() + 1).sum::<usize>() - 1;
     assert_eq!(shown, longest, "the longest hint is printed whole:\n{out}");
 }
 
@@ -98,18 +124,36 @@ fn the_summary_gives_rates_per_100_steps_and_the_longest_hint() {
 #[test]
 fn a_configuration_with_a_watch_is_fuzzed_with_readings() {
     let config = tmp("watch.config.json");
-    let watch =
-        r#"{"agent_name": "Sprout", "injection_config": {"watch": {"temperature": {"change": 2.0, "above": 28, "hysteresis": 0.5}}}}"#;
+    let watch = r#"{"agent_name": "Sprout", "injection_config": {"watch": {"temperature": {"change": 2.0, "above": 28, "hysteresis": 0.5}}}}"#;
     std::fs::write(&config, watch).unwrap();
-    let (code, out, err) = sim(&["fuzz", "--config", config.to_str().unwrap(), "--hint-capacity", "4096", "--cases", "32"]);
+    let (code, out, err) = sim(&[
+        "fuzz",
+        "--config",
+        config.to_str().unwrap(),
+        "--hint-capacity",
+        "4096",
+        "--cases",
+        "32",
+    ]);
     assert_eq!(code, 0, "{out}\n{err}");
-    let rates = out.lines().find_map(|l| l.strip_prefix("fired per 100 steps: ")).expect("a rates line");
-    let rate: f64 = rates.split(", ").find_map(|r| r.strip_prefix("watch")).expect("a watch rate").trim().parse().unwrap();
+    let rates =
+        out.lines().find_map(|l| l.strip_prefix("fired per 100 steps: ")).expect("a rates line");
+    let rate: f64 = rates
+        .split(", ")
+        .find_map(|r| r.strip_prefix("watch"))
+        .expect("a watch rate")
+        .trim()
+        .parse()
+        .unwrap();
     assert!(rate > 0.0 && rate <= 100.0, "watch: {rate} in {out}");
-    std::fs::write(&config, r#"{"injection_config": {"watch": {"temperature": {"change": 0}}}}"#).unwrap();
+    std::fs::write(&config, r#"{"injection_config": {"watch": {"temperature": {"change": 0}}}}"#)
+        .unwrap();
     let (code, _, err) = sim(&["fuzz", "--config", config.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("injection_config.watch.temperature.change: must be greater than 0, got 0"), "{err}");
+    assert!(
+        err.contains("injection_config.watch.temperature.change: must be greater than 0, got 0"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -124,7 +168,10 @@ fn an_invalid_configuration_is_named() {
 /// `envaware-sim fuzz ... | head` with the reader gone before the summary.
 #[test]
 fn both_fuzz_modes_survive_a_closed_pipe() {
-    for args in [&["fuzz", "--cases", "20"][..], &["fuzz", "--config", "examples/sprout.config.json", "--cases", "20"]] {
+    for args in [
+        &["fuzz", "--cases", "20"][..],
+        &["fuzz", "--config", "examples/sprout.config.json", "--cases", "20"],
+    ] {
         let mut child = Command::new(SIM)
             .args(args)
             .current_dir(workspace())

@@ -5,6 +5,11 @@
 //! A crate of its own, with no dependencies, so that the core's tests (a
 //! dev-dependency of `envaware`) need not build `xtask`.
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 pub mod needs;

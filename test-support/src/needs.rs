@@ -33,17 +33,24 @@ pub fn or_skip<T>(found: Result<T, String>) -> Option<T> {
     };
     let thread = std::thread::current();
     let test = thread.name().filter(|n| *n != "main").unwrap_or("a check");
-    assert!(!required(), "{missing}: under `cargo xtask test` and CI (`CI=true`) no check may skip");
+    assert!(
+        !required(),
+        "{missing}: under `cargo xtask test` and CI (`CI=true`) no check may skip"
+    );
     // Past the test harness's capture (which keeps a passing test's
     // `eprintln!`), so a plain `cargo test` shows what it did not check.
-    let line = format!("skipped {test}: {missing}; `cargo xtask test` provides it and runs the check\n");
+    let line =
+        format!("skipped {test}: {missing}; `cargo xtask test` provides it and runs the check\n");
     let _ = std::io::stderr().write_all(line.as_bytes());
     None
 }
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 /// The requirements of the reference venv.
@@ -55,7 +62,9 @@ pub fn requirements() -> PathBuf {
 /// stamp matches); a venv without it is not the reference.
 pub fn venv_ready(venv: &Path) -> bool {
     let wanted = std::fs::read_to_string(requirements()).ok();
-    venv.join("bin/python").exists() && wanted.is_some() && std::fs::read_to_string(venv.join(VENV_STAMP)).ok() == wanted
+    venv.join("bin/python").exists()
+        && wanted.is_some()
+        && std::fs::read_to_string(venv.join(VENV_STAMP)).ok() == wanted
 }
 
 /// Marks `venv` as holding `wanted` (the requirements text installed).
@@ -73,7 +82,11 @@ pub fn reference_python() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("ENVAWARE_REF_PYTHON") {
         let python = root.join(p);
         // Asked for by name: its absence is an error, never a skip.
-        assert!(python.exists(), "ENVAWARE_REF_PYTHON names {}, which does not exist", python.display());
+        assert!(
+            python.exists(),
+            "ENVAWARE_REF_PYTHON names {}, which does not exist",
+            python.display()
+        );
         return Ok(python);
     }
     let venv = root.join(".venv");
@@ -93,14 +106,21 @@ pub fn sim_binary() -> Result<PathBuf, String> {
         return Ok(workspace().join(p));
     }
     let exe = std::env::current_exe().map_err(|e| format!("the test's own path: {e}"))?;
-    let beside = exe.parent().and_then(Path::parent).map(|dir| dir.join("envaware-sim")).filter(|p| p.exists());
-    beside.ok_or_else(|| "no envaware-sim binary (`cargo build -p envaware-sim`, or ENVAWARE_SIM)".into())
+    let beside = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("envaware-sim"))
+        .filter(|p| p.exists());
+    beside.ok_or_else(|| {
+        "no envaware-sim binary (`cargo build -p envaware-sim`, or ENVAWARE_SIM)".into()
+    })
 }
 
 /// A program the tests run: the path in `var`, else `name` on the `PATH`
 /// or in `~/.cargo/bin`; it must answer `--version`.
 pub fn tool(var: &str, name: &str) -> Result<PathBuf, String> {
-    let in_cargo_home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin").join(name));
+    let in_cargo_home =
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin").join(name));
     let candidates = match std::env::var_os(var) {
         Some(p) => vec![PathBuf::from(p)],
         None => [Some(PathBuf::from(name)), in_cargo_home].into_iter().flatten().collect(),

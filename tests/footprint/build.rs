@@ -7,7 +7,11 @@ use std::path::PathBuf;
 fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
     if std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "riscv32") {
-        std::fs::write(out.join("memory-riscv.x"), include_bytes!("../bench-target/memory-riscv.x")).unwrap();
+        std::fs::write(
+            out.join("memory-riscv.x"),
+            include_bytes!("../bench-target/memory-riscv.x"),
+        )
+        .unwrap();
         println!("cargo:rustc-link-arg-bin=stack=-Tmemory-riscv.x");
         println!("cargo:rerun-if-changed=../bench-target/memory-riscv.x");
     } else {

@@ -2,7 +2,10 @@
 //! (`tests/agent_injection_test.py`), as Rust tests against the core.
 
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::{Config, ConfigError, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp, Warning};
+use envaware::{
+    Config, ConfigError, Engine, FixedClock, InjectionConfig, Role, Step, TaskCounts, Timestamp,
+    Warning,
+};
 use envaware::{ExtraFields, DEFAULT_INJECTION_SOURCE, DEFAULT_TEMPLATE};
 
 /// 2026-07-22T02:30:00Z.
@@ -22,11 +25,19 @@ fn assistant<'a>(blocks: &'a [Block<'a>]) -> SliceMessage<'a> {
 }
 
 /// One step; returns the hint and the outcome's warnings.
-fn inject(config: InjectionConfig<'_>, messages: &[SliceMessage<'_>], step: &Step<'_>, now: i64) -> (Option<String>, Vec<Warning>) {
-    let engine = Engine::new(Config { injection: config, ..Config::default() }).expect("valid config");
+fn inject(
+    config: InjectionConfig<'_>,
+    messages: &[SliceMessage<'_>],
+    step: &Step<'_>,
+    now: i64,
+) -> (Option<String>, Vec<Warning>) {
+    let engine =
+        Engine::new(Config { injection: config, ..Config::default() }).expect("valid config");
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(now));
     let mut buf = [0u8; 2048];
-    let outcome = engine.step(&SliceConversation(messages), step, &mut clock, &mut (), &mut buf).expect("fits");
+    let outcome = engine
+        .step(&SliceConversation(messages), step, &mut clock, &mut (), &mut buf)
+        .expect("fits");
     (outcome.hint.map(str::to_string), outcome.warnings.iter().collect())
 }
 
@@ -37,12 +48,16 @@ fn wrap(state: &str) -> String {
 #[test]
 fn first_reply_injects_the_time() {
     let (hint, _) = inject(InjectionConfig::default(), &[], &step(TaskCounts::default()), NOW);
-    assert_eq!(hint.unwrap(), wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>"));
+    assert_eq!(
+        hint.unwrap(),
+        wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>")
+    );
 }
 
 #[test]
 fn time_is_reinjected_after_six_hours_but_not_after_ten_minutes() {
-    let recorded = wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
+    let recorded =
+        wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
     let blocks = [hint_block(&recorded)];
     let context = [assistant(&blocks)];
     let s = step(TaskCounts::default());
@@ -56,7 +71,8 @@ fn time_is_reinjected_after_a_compression() {
     // A compression replaces the history with a summary: no recorded time remains.
     let summary = [Block::Other];
     let context = [SliceMessage { role: Role::User, name: "user", blocks: &summary }];
-    let (hint, _) = inject(InjectionConfig::default(), &context, &step(TaskCounts::default()), NOW + 60);
+    let (hint, _) =
+        inject(InjectionConfig::default(), &context, &step(TaskCounts::default()), NOW + 60);
     assert!(hint.unwrap().contains("<current-time>2026-07-22T02:31:00</current-time>"));
 }
 
@@ -82,7 +98,9 @@ fn a_pending_task_is_reminded_once() {
 #[test]
 fn the_recorded_timezone_is_honoured_and_a_future_time_reinjects() {
     // 10:00 in Shanghai is 02:00 UTC: ten minutes before 02:10 UTC.
-    let recorded = wrap("<current-time>2026-07-22T10:00:00</current-time>\n<timezone>Asia/Shanghai</timezone>");
+    let recorded = wrap(
+        "<current-time>2026-07-22T10:00:00</current-time>\n<timezone>Asia/Shanghai</timezone>",
+    );
     let blocks = [hint_block(&recorded)];
     let context = [assistant(&blocks)];
     let s = step(TaskCounts::default());
@@ -96,8 +114,10 @@ fn the_recorded_timezone_is_honoured_and_a_future_time_reinjects() {
 #[test]
 fn extra_fields_are_attached_but_never_trigger() {
     let fields = [("robot", "R2-D2"), ("site", "greenhouse 3")];
-    let config = InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
-    let recorded = wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
+    let config =
+        InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
+    let recorded =
+        wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
     let blocks = [hint_block(&recorded)];
     let context = [assistant(&blocks)];
     assert_eq!(inject(config, &context, &step(TaskCounts::default()), NOW + 60).0, None);
@@ -108,7 +128,8 @@ fn extra_fields_are_attached_but_never_trigger() {
 #[test]
 fn a_colliding_extra_key_replaces_the_value_in_place() {
     let fields = [("timezone", "ship time"), ("deck", "2")];
-    let config = InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
+    let config =
+        InjectionConfig { extra_fields: ExtraFields::Slice(&fields), ..InjectionConfig::default() };
     let (hint, _) = inject(config, &[], &step(TaskCounts::default()), NOW);
     assert_eq!(hint.unwrap(), wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>ship time</timezone>\n<deck>2</deck>"));
 }
@@ -122,7 +143,8 @@ fn injection_can_be_disabled() {
 
 #[test]
 fn context_length_is_injected_at_iteration_zero_and_quotes_the_threshold() {
-    let recorded = wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
+    let recorded =
+        wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
     let blocks = [hint_block(&recorded)];
     let context = [assistant(&blocks)];
     let mut s = Step { input_tokens: 90_000, ..step(TaskCounts::default()) };
@@ -156,12 +178,18 @@ fn a_template_without_the_placeholder_is_rejected() {
     let config = InjectionConfig { template: "<reminder/>", ..InjectionConfig::default() };
     let err = Engine::new(Config { injection: config, ..Config::default() }).unwrap_err();
     assert_eq!(err, ConfigError::TemplateWithoutPlaceholder);
-    assert_eq!(err.to_string(), "injection_config.template: must contain the '{runtime_state}' placeholder");
+    assert_eq!(
+        err.to_string(),
+        "injection_config.template: must contain the '{runtime_state}' placeholder"
+    );
 }
 
 #[test]
 fn other_braces_in_a_template_are_kept() {
-    let config = InjectionConfig { template: "{note} {{x}} {runtime_state} {} {runtime_state}", ..InjectionConfig::default() };
+    let config = InjectionConfig {
+        template: "{note} {{x}} {runtime_state} {} {runtime_state}",
+        ..InjectionConfig::default()
+    };
     let (hint, _) = inject(config, &[], &step(TaskCounts::default()), NOW);
     let state = "<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>";
     assert_eq!(hint.unwrap(), format!("{{note}} {{{{x}}}} {state} {{}} {state}"));
@@ -177,23 +205,32 @@ fn an_invalid_timezone_falls_back_to_utc() {
 
 #[test]
 fn the_same_failing_call_in_another_key_order_is_reported() {
-    let recorded = wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
+    let recorded =
+        wrap("<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>");
     let blocks = [
         hint_block(&recorded),
         Block::ToolCall { id: "a", name: "Bash", input: r#"{"cmd": "ls", "cwd": "/"}"# },
         Block::ToolResult { id: "a", name: "Bash", state: envaware::ToolResultState::Error },
         Block::ToolCall { id: "b", name: "Bash", input: r#"{"cwd":"/","cmd":"ls"}"# },
         Block::ToolResult { id: "b", name: "Bash", state: envaware::ToolResultState::Error },
-        Block::ToolCall { id: "c", name: "Bash", input: "  {\"cmd\" : \"ls\", \"cwd\": \"\\/\"}\n" },
+        Block::ToolCall {
+            id: "c",
+            name: "Bash",
+            input: "  {\"cmd\" : \"ls\", \"cwd\": \"\\/\"}\n",
+        },
         Block::ToolResult { id: "c", name: "Bash", state: envaware::ToolResultState::Error },
     ];
     let context = [assistant(&blocks)];
-    let (hint, _) = inject(InjectionConfig::default(), &context, &step(TaskCounts::default()), NOW + 60);
+    let (hint, _) =
+        inject(InjectionConfig::default(), &context, &step(TaskCounts::default()), NOW + 60);
     assert_eq!(
         hint.unwrap(),
         wrap("<tool-error>The last 3 calls to 'Bash' with the same arguments all failed. Stop retrying the same call as-is, check the error message and try a different approach.</tool-error>")
     );
     // Another agent's message is not this agent's streak.
     let other = [SliceMessage { role: Role::Assistant, name: "Saturday", blocks: &blocks }];
-    assert_eq!(inject(InjectionConfig::default(), &other, &step(TaskCounts::default()), NOW + 60).0, None);
+    assert_eq!(
+        inject(InjectionConfig::default(), &other, &step(TaskCounts::default()), NOW + 60).0,
+        None
+    );
 }

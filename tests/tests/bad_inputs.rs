@@ -21,7 +21,10 @@ fn load(injection: &str) -> Result<String, LoadError> {
 fn malformed_deep_unknown_and_oversized_configuration_json() {
     // Cut, not an object, wrong type: typed errors naming the place or field.
     let cut = load(r#"{"timezone": "UTC""#).unwrap_err();
-    assert_eq!(cut.to_string(), "invalid JSON at line 1 column 19 (byte 18): expecting ',' delimiter or closing bracket");
+    assert_eq!(
+        cut.to_string(),
+        "invalid JSON at line 1 column 19 (byte 18): expecting ',' delimiter or closing bracket"
+    );
     assert_eq!(load("[]"), Err(LoadError::NotAnObject));
     let wrong = load(r#"{"time_interval": "soon"}"#).unwrap_err();
     assert_eq!(wrong.to_string(), "injection_config.time_interval: expected a number");
@@ -44,20 +47,39 @@ fn malformed_deep_unknown_and_oversized_configuration_json() {
 fn a_clock_that_goes_back_or_jumps_tells_the_time_again() {
     let engine = Engine::new(envaware::Config::default()).unwrap();
     let told = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>\n</system-reminder>";
-    let blocks = [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(told) }];
+    let blocks =
+        [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(told) }];
     let context = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &blocks }];
-    let step = Step { agent_name: "rover", tasks: TaskCounts::default(), cur_iter: 1, input_tokens: 0, context_size: 8192 };
-    let at = |seconds: i64| engine.decide(&SliceConversation(&context), &step, Some(Timestamp::from_unix_seconds(seconds))).time;
+    let step = Step {
+        agent_name: "rover",
+        tasks: TaskCounts::default(),
+        cur_iter: 1,
+        input_tokens: 0,
+        context_size: 8192,
+    };
+    let at = |seconds: i64| {
+        engine
+            .decide(
+                &SliceConversation(&context),
+                &step,
+                Some(Timestamp::from_unix_seconds(seconds)),
+            )
+            .time
+    };
     const TOLD: i64 = 1_784_687_400;
     assert_eq!(at(TOLD + 60), TimeDecision::NotDue, "a minute later: not due");
     // Backwards by a second: the recorded time is in the future, told again.
     assert_eq!(at(TOLD - 1), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD - 1)));
     // A jump forward past the interval (0.5 h by default), and a wild one.
     assert_eq!(at(TOLD + 1801), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD + 1801)));
-    assert_eq!(at(TOLD + 100 * 365 * 86_400), TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD + 100 * 365 * 86_400)));
+    assert_eq!(
+        at(TOLD + 100 * 365 * 86_400),
+        TimeDecision::Inject(Timestamp::from_unix_seconds(TOLD + 100 * 365 * 86_400))
+    );
     // Unset: skipped, never 1970 (see engine.rs for the other dimensions).
     let mut unset = FixedClock::unset();
     let mut buf = [0u8; 512];
-    let outcome = engine.step(&SliceConversation(&context), &step, &mut unset, &mut (), &mut buf).unwrap();
+    let outcome =
+        engine.step(&SliceConversation(&context), &step, &mut unset, &mut (), &mut buf).unwrap();
     assert_eq!(outcome.hint, None);
 }

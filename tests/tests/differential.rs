@@ -40,13 +40,16 @@ struct KnownDifference {
     matches: fn(scenario: &Value, sim_error: &str) -> bool,
 }
 
-const KNOWN_DIFFERENCES: &[KnownDifference] =
-    &[KnownDifference { name: "time_format without a date part", matches: time_format_without_date }];
+const KNOWN_DIFFERENCES: &[KnownDifference] = &[KnownDifference {
+    name: "time_format without a date part",
+    matches: time_format_without_date,
+}];
 
 /// A `time_format` that carries no date: AgentScope re-injects the time at
 /// every step, since the parsed time falls back to 1900-01-01.
 fn time_format_without_date(scenario: &Value, sim_error: &str) -> bool {
-    let Some(format) = scenario.pointer("/injection_config/time_format").and_then(Value::as_str) else {
+    let Some(format) = scenario.pointer("/injection_config/time_format").and_then(Value::as_str)
+    else {
         return false;
     };
     // Directives that set the year (or the whole date) when parsed.
@@ -68,14 +71,18 @@ fn run(what: &str, cmd: &mut Command, any_status: bool) -> (String, bool) {
     if !any_status && !out.status.success() {
         panic!("{what} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     }
-    let stdout = String::from_utf8(out.stdout).unwrap_or_else(|e| panic!("{what}: output is not UTF-8: {e}"));
+    let stdout = String::from_utf8(out.stdout)
+        .unwrap_or_else(|e| panic!("{what}: output is not UTF-8: {e}"));
     (stdout, out.status.success())
 }
 
 fn parse_results(what: &str, text: &str) -> Vec<Value> {
     text.lines()
         .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: line {}: not JSON ({e}): {l}", i + 1)))
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{what}: line {}: not JSON ({e}): {l}", i + 1))
+        })
         .collect()
 }
 
@@ -98,19 +105,30 @@ fn outcome<'a>(what: &str, line: usize, v: &'a Value) -> Outcome<'a> {
         Some(Value::String(s)) => Some(s.as_str()),
         _ => panic!("{what}: line {line}: no hint/error/crash: {v}"),
     };
-    let event = v.get("event").and_then(Value::as_bool).unwrap_or_else(|| panic!("{what}: line {line}: no event flag: {v}"));
+    let event = v
+        .get("event")
+        .and_then(Value::as_bool)
+        .unwrap_or_else(|| panic!("{what}: line {line}: no event flag: {v}"));
     Outcome::Hint { hint, event }
 }
 
 /// Where two texts first differ, with some context around it.
 fn first_difference(a: &str, b: &str) -> String {
-    let at = a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len().min(b.len()), |((i, _), _)| i);
+    let at = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
     let from = a[..at].char_indices().rev().nth(40).map_or(0, |(i, _)| i);
     let show = |s: &str| {
         let tail: String = s[from.min(s.len())..].chars().take(100).collect();
         format!("{tail:?}")
     };
-    format!("first difference at byte {at}:\n      reference: …{}\n      envaware:  …{}", show(a), show(b))
+    format!(
+        "first difference at byte {at}:\n      reference: …{}\n      envaware:  …{}",
+        show(a),
+        show(b)
+    )
 }
 
 fn label(scenario: &Value) -> String {
@@ -142,17 +160,35 @@ fn envaware_matches_agentscope_2_0_11() {
             .arg(&scenarios_path),
         false,
     );
-    let (reference_out, _) = run("reference.py", Command::new(&python).arg(refdir.join("reference.py")).arg(&scenarios_path), false);
-    let (sim_out, sim_ok) = run("envaware-sim eval", Command::new(&sim).arg("eval").arg(&scenarios_path), true);
+    let (reference_out, _) = run(
+        "reference.py",
+        Command::new(&python).arg(refdir.join("reference.py")).arg(&scenarios_path),
+        false,
+    );
+    let (sim_out, sim_ok) =
+        run("envaware-sim eval", Command::new(&sim).arg("eval").arg(&scenarios_path), true);
 
     let text = std::fs::read_to_string(&scenarios_path).expect("read the scenarios");
     // Both tools skip blank lines.
     let lines: Vec<&str> = text.split('\n').filter(|l| !l.trim().is_empty()).collect();
-    let scenarios: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
+    let scenarios: Vec<Value> =
+        lines.iter().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
     let reference = parse_results("reference.py", &reference_out);
     let simulated = parse_results("envaware-sim", &sim_out);
-    assert_eq!(reference.len(), lines.len(), "reference.py wrote {} lines for {} scenarios", reference.len(), lines.len());
-    assert_eq!(simulated.len(), lines.len(), "envaware-sim wrote {} lines for {} scenarios", simulated.len(), lines.len());
+    assert_eq!(
+        reference.len(),
+        lines.len(),
+        "reference.py wrote {} lines for {} scenarios",
+        reference.len(),
+        lines.len()
+    );
+    assert_eq!(
+        simulated.len(),
+        lines.len(),
+        "envaware-sim wrote {} lines for {} scenarios",
+        simulated.len(),
+        lines.len()
+    );
 
     let mut compared = 0usize;
     let mut hints = 0usize;
@@ -184,10 +220,13 @@ fn envaware_matches_agentscope_2_0_11() {
             (Outcome::Crash(_), _) => crashes += 1,
             (Outcome::Error(_), Outcome::Error(_)) => both_rejected += 1,
             (Outcome::Error(_), Outcome::Hint { .. }) => only_reference_rejected += 1,
-            (Outcome::Hint { .. }, Outcome::Error(e)) => match KNOWN_DIFFERENCES.iter().find(|k| (k.matches)(scenario, e)) {
-                Some(k) => *known.entry(k.name).or_default() += 1,
-                None => failures.push((i, format!("the reference accepts it, envaware rejects it: {e}"))),
-            },
+            (Outcome::Hint { .. }, Outcome::Error(e)) => {
+                match KNOWN_DIFFERENCES.iter().find(|k| (k.matches)(scenario, e)) {
+                    Some(k) => *known.entry(k.name).or_default() += 1,
+                    None => failures
+                        .push((i, format!("the reference accepts it, envaware rejects it: {e}"))),
+                }
+            }
             (Outcome::Hint { hint: rh, event: re }, Outcome::Hint { hint: sh, event: se }) => {
                 compared += 1;
                 hints += usize::from(rh.is_some());
@@ -198,7 +237,8 @@ fn envaware_matches_agentscope_2_0_11() {
                     };
                     failures.push((i, format!("hints differ, {detail}")));
                 } else if re != se {
-                    failures.push((i, format!("event flags differ: reference {re}, envaware {se}")));
+                    failures
+                        .push((i, format!("event flags differ: reference {re}, envaware {se}")));
                 }
             }
             (_, Outcome::Crash(_)) => unreachable!("handled above"),
@@ -207,9 +247,13 @@ fn envaware_matches_agentscope_2_0_11() {
 
     let mut summary = String::new();
     let _ = writeln!(summary, "differential test, seed {seed}, {} scenarios:", lines.len());
-    let _ = writeln!(summary, "  compared (both accepted): {compared}, of which with a hint: {hints}");
+    let _ =
+        writeln!(summary, "  compared (both accepted): {compared}, of which with a hint: {hints}");
     let _ = writeln!(summary, "  rejected by both: {both_rejected}");
-    let _ = writeln!(summary, "  rejected by the reference only (envaware more lenient): {only_reference_rejected}");
+    let _ = writeln!(
+        summary,
+        "  rejected by the reference only (envaware more lenient): {only_reference_rejected}"
+    );
     for (name, count) in &known {
         let _ = writeln!(summary, "  known difference, rejected by envaware only: {name}: {count}");
     }
@@ -237,7 +281,8 @@ fn envaware_matches_agentscope_2_0_11() {
             let _ = writeln!(report, "  {c:5}  {l}");
         }
         for (i, why) in failures.iter().take(SHOWN) {
-            let _ = writeln!(report, "\nscenario line {} ({}): {why}", i + 1, label(&scenarios[*i]));
+            let _ =
+                writeln!(report, "\nscenario line {} ({}): {why}", i + 1, label(&scenarios[*i]));
             let shown: String = lines[*i].chars().take(600).collect();
             let _ = writeln!(report, "    {shown}");
         }
@@ -256,6 +301,13 @@ fn envaware_matches_agentscope_2_0_11() {
     }
 
     // The sim's exit status says whether any line was invalid.
-    assert_eq!(sim_ok, sim_errors == 0, "envaware-sim's exit status ({sim_ok}) disagrees with its {sim_errors} error lines");
-    assert!(compared >= min_compared, "only {compared} lines compared, expected at least {min_compared}\n{summary}");
+    assert_eq!(
+        sim_ok,
+        sim_errors == 0,
+        "envaware-sim's exit status ({sim_ok}) disagrees with its {sim_errors} error lines"
+    );
+    assert!(
+        compared >= min_compared,
+        "only {compared} lines compared, expected at least {min_compared}\n{summary}"
+    );
 }

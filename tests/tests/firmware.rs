@@ -35,7 +35,8 @@ const EPOCH: i64 = 1_767_225_600;
 const RAM_BUDGET: u64 = 48 * 1024;
 
 /// One temperature per step, in milli-°C: all exact in 1/16 °C.
-const TEMPERATURES: [i32; 10] = [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
+const TEMPERATURES: [i32; 10] =
+    [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
 
 /// The steps where, with [`TEMPERATURES`], the temperature watch alone
 /// makes a hint: each swings more than 2.0 °C from the last one told.
@@ -72,7 +73,10 @@ fn board() -> Option<Board> {
     Some(Board {
         qemu: needs::or_skip(needs::tool("ENVAWARE_QEMU", "qemu-system-arm"))?,
         defmt_print: needs::or_skip(needs::tool("ENVAWARE_DEFMT_PRINT", "defmt-print"))?,
-        elf: image("ENVAWARE_FIRMWARE_ELF", "firmware/target/thumbv7m-none-eabi/release/envaware-firmware")?,
+        elf: image(
+            "ENVAWARE_FIRMWARE_ELF",
+            "firmware/target/thumbv7m-none-eabi/release/envaware-firmware",
+        )?,
     })
 }
 
@@ -93,7 +97,13 @@ impl Board {
     }
 
     /// A run with `temperatures`, one per step (the last one holding).
-    fn run_with(&self, elf: &Path, sensor: bool, epoch: Option<i64>, temperatures: &[i32]) -> RunResult {
+    fn run_with(
+        &self,
+        elf: &Path,
+        sensor: bool,
+        epoch: Option<i64>,
+        temperatures: &[i32],
+    ) -> RunResult {
         self.run_resetting(elf, sensor, epoch, temperatures, None, &[])
     }
 
@@ -164,7 +174,11 @@ fn split_steps(log: &str) -> (Vec<StepLog>, Vec<(String, StepLog)>) {
             in_environment = true;
             continue;
         }
-        let step = if in_environment { environment.last_mut().map(|e| &mut e.1) } else { steps.last_mut() };
+        let step = if in_environment {
+            environment.last_mut().map(|e| &mut e.1)
+        } else {
+            steps.last_mut()
+        };
         let Some(step) = step else { continue };
         step.text.push_str(line);
         step.text.push('\n');
@@ -188,7 +202,11 @@ fn field<'a>(fields: &'a [(String, String)], key: &str) -> Option<&'a str> {
 /// Seconds since the epoch of a `%Y-%m-%dT%H:%M:%S` wall time (its zone
 /// does not matter for differences within a day).
 fn seconds(time: &str) -> i64 {
-    let n = |r: std::ops::Range<usize>| time.get(r).and_then(|s| s.parse::<i64>().ok()).unwrap_or_else(|| panic!("bad time {time:?}"));
+    let n = |r: std::ops::Range<usize>| {
+        time.get(r)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or_else(|| panic!("bad time {time:?}"))
+    };
     assert_eq!(time.len(), 19, "bad time {time:?}");
     let (y, m, d) = (n(0..4), n(5..7), n(8..10));
     // Days from civil (Howard Hinnant).
@@ -210,16 +228,28 @@ fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, wat
         let due = due.or(watch_only.contains(&i).then_some(&[]));
         match (due, &step.fields) {
             (None, None) => {
-                assert!(step.text.contains("(no injection; uptime read: false)"), "step {i}: the uptime must not be read:\n{}", step.text)
+                assert!(
+                    step.text.contains("(no injection; uptime read: false)"),
+                    "step {i}: the uptime must not be read:\n{}",
+                    step.text
+                )
             }
             (Some(due), Some(fields)) => {
                 let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
                 let mut expected = due.to_vec();
                 expected.extend(["temperature", "uptime"]);
                 assert_eq!(keys, expected, "step {i}:\n{}", step.text);
-                assert_eq!(field(fields, "temperature"), Some(temperature(i).as_str()), "step {i}:\n{}", step.text);
+                assert_eq!(
+                    field(fields, "temperature"),
+                    Some(temperature(i).as_str()),
+                    "step {i}:\n{}",
+                    step.text
+                );
                 let uptime = field(fields, "uptime").unwrap_or("");
-                assert!(uptime.ends_with(" s") && uptime.contains('.'), "step {i}: uptime {uptime:?}");
+                assert!(
+                    uptime.ends_with(" s") && uptime.contains('.'),
+                    "step {i}: uptime {uptime:?}"
+                );
             }
             (due, fields) => panic!("step {i}: expected {due:?}, got {fields:?}:\n{}", step.text),
         }
@@ -228,7 +258,10 @@ fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, wat
     assert_eq!(field(fields(0), "timezone"), Some("Europe/Berlin"));
     // The time is injected again once more than 36 s (0.01 h) have passed:
     // the script lets 40 s pass before step 6.
-    let (t0, t6) = (field(fields(0), "current-time").unwrap_or(""), field(fields(6), "current-time").unwrap_or(""));
+    let (t0, t6) = (
+        field(fields(0), "current-time").unwrap_or(""),
+        field(fields(6), "current-time").unwrap_or(""),
+    );
     let elapsed = seconds(t6) - seconds(t0);
     assert!((40..=60).contains(&elapsed), "{t0} -> {t6}: {elapsed} s");
     assert_eq!(
@@ -243,7 +276,11 @@ fn check_schedule(result: &RunResult, temperature: impl Fn(usize) -> String, wat
         field(fields(7), "context-length"),
         Some("Your current context contains 2600 tokens. When reaching 3276 tokens, your context will be compressed.")
     );
-    assert!(steps[8].text.contains("context compressed: 7 messages evicted, 1 kept"), "{}", steps[8].text);
+    assert!(
+        steps[8].text.contains("context compressed: 7 messages evicted, 1 kept"),
+        "{}",
+        steps[8].text
+    );
     assert_eq!(
         field(fields(8), "tasks"),
         Some("You have 1 in-progress tasks and 1 pending tasks. Use `TaskList` to view them if you don't know.")
@@ -264,10 +301,16 @@ fn end_to_end_each_hint_carries_the_temperature_set_over_qmp() {
     assert_eq!(qemu::expected_reading(-4_250), "-4.25 °C");
     assert_eq!(qemu::expected_reading(12_063), "12.0625 °C");
     assert_eq!(qemu::expected_reading(30_000), "30.0 °C");
-    assert!(result.log.contains("session done: 10 steps, 10 hints, 10 sensor reads, 0 failed"), "{}", result.log);
+    assert!(
+        result.log.contains("session done: 10 steps, 10 hints, 10 sensor reads, 0 failed"),
+        "{}",
+        result.log
+    );
     // The wall clock starts at EPOCH (01:00:00 in Berlin) and advances with SysTick.
     let steps = steps(&result.log);
-    let time = |i: usize| steps[i].fields.as_deref().and_then(|f| field(f, "current-time")).map(str::to_string);
+    let time = |i: usize| {
+        steps[i].fields.as_deref().and_then(|f| field(f, "current-time")).map(str::to_string)
+    };
     assert_eq!(time(0).as_deref(), Some("2026-01-01T01:00:00"));
     // 47.5 s of script plus 6 model replies of 0.8 s (embassy-time timers).
     assert_eq!(time(6).as_deref(), Some("2026-01-01T01:00:52"));
@@ -284,15 +327,25 @@ fn without_the_sensor_the_hint_says_unavailable_and_the_run_completes() {
     assert_eq!(result.status, Some(0), "{}\n{}", result.log, result.stderr);
     assert!(result.finished, "{result:?}");
     check_schedule(&result, |_| "unavailable".to_string(), &[]);
-    assert!(result.log.contains("TMP105 unavailable (configure): ArbitrationLoss"), "{}", result.log);
+    assert!(
+        result.log.contains("TMP105 unavailable (configure): ArbitrationLoss"),
+        "{}",
+        result.log
+    );
     // Read at every step (the temperature is watched); unavailable never fires.
     assert_eq!(watch_fired(&result.log), [0usize; 0]);
-    assert!(result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 10 failed"), "{}", result.log);
+    assert!(
+        result.log.contains("session done: 10 steps, 6 hints, 0 sensor reads, 10 failed"),
+        "{}",
+        result.log
+    );
 }
 
 /// The steps whose temperature watch fired, from the log's `watch` lines.
 fn watch_fired(log: &str) -> Vec<usize> {
-    let fired = |s: &StepLog| s.text.lines().any(|l| l.starts_with("watch temperature ") && l.ends_with(": fired"));
+    let fired = |s: &StepLog| {
+        s.text.lines().any(|l| l.starts_with("watch temperature ") && l.ends_with(": fired"))
+    };
     steps(log).iter().enumerate().filter(|(_, s)| fired(s)).map(|(i, _)| i).collect()
 }
 
@@ -309,15 +362,23 @@ fn the_demo_s_warming_greenhouse_fires_the_watch_where_the_rule_says() {
     assert_eq!(watch_fired(&result.log), [0, 2, 4, 5]);
     let reading = |i: usize| qemu::expected_reading(DEMO_WARMING[i.min(DEMO_WARMING.len() - 1)]);
     check_schedule(&result, reading, &[2, 4]);
-    assert!(result.log.contains("session done: 10 steps, 8 hints, 10 sensor reads, 0 failed"), "{}", result.log);
+    assert!(
+        result.log.contains("session done: 10 steps, 8 hints, 10 sensor reads, 0 failed"),
+        "{}",
+        result.log
+    );
 }
 
 /// The demo's temperatures (`cargo xtask demo`), in milli-°C.
-const DEMO: [i32; 10] = [21_500, 22_250, 23_000, 24_500, 26_000, 27_750, 29_500, 27_000, 25_250, 23_500];
+const DEMO: [i32; 10] =
+    [21_500, 22_250, 23_000, 24_500, 26_000, 27_750, 29_500, 27_000, 25_250, 23_500];
 
 /// `text` with the value of every `<uptime>` field emptied.
 fn without_uptime(text: &str) -> String {
-    text.lines().map(|l| if l.starts_with("<uptime>") { "<uptime></uptime>" } else { l }).flat_map(|l| [l, "\n"]).collect()
+    text.lines()
+        .map(|l| if l.starts_with("<uptime>") { "<uptime></uptime>" } else { l })
+        .flat_map(|l| [l, "\n"])
+        .collect()
 }
 
 /// issue 22: in the idle time before step 7 the greenhouse reaches 33.0 °C
@@ -335,23 +396,44 @@ fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
     let woke = board.run_resetting(&board.elf, true, Some(EPOCH), &DEMO, None, &[(7, 33_000)]);
     assert_eq!(woke.status, Some(0), "{}\n{}", woke.log, woke.stderr);
     assert_eq!(woke.environment_set, [(7, 33_000)]);
-    assert!(plain.environment_set.is_empty() && environment_steps(&plain.log).is_empty(), "{}", plain.log);
+    assert!(
+        plain.environment_set.is_empty() && environment_steps(&plain.log).is_empty(),
+        "{}",
+        plain.log
+    );
     let env = environment_steps(&woke.log);
     assert_eq!(env.len(), 1, "{}", woke.log);
     assert_eq!(env[0].0, "=== environment step before step 7: woken by temperature: 33.0 °C");
-    assert!(woke.log.contains("sensor task: 33.0 °C would fire the temperature watch: waking the agent"), "{}", woke.log);
+    assert!(
+        woke.log
+            .contains("sensor task: 33.0 °C would fire the temperature watch: waking the agent"),
+        "{}",
+        woke.log
+    );
     let fields = env[0].1.fields.as_deref().expect("the environment step's hint");
     let keys: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, ["temperature", "uptime"]);
     assert_eq!(field(fields, "temperature"), Some("33.0 °C"));
     assert!(env[0].1.text.contains("watch temperature 33.0 °C: fired"), "{}", env[0].1.text);
     // The scripted steps: the same hints, the same watches.
-    let masked = |log: &str| device_hints(log).iter().map(|h| h.as_deref().map(without_uptime)).collect::<Vec<_>>();
+    let masked = |log: &str| {
+        device_hints(log).iter().map(|h| h.as_deref().map(without_uptime)).collect::<Vec<_>>()
+    };
     assert_eq!(masked(&woke.log), masked(&plain.log));
     assert_eq!(watch_fired(&woke.log), watch_fired(&plain.log));
-    assert!(woke.log.contains("session done: 10 steps, 8 hints, 11 sensor reads, 0 failed, 8 messages evicted"), "{}", woke.log);
+    assert!(
+        woke.log.contains(
+            "session done: 10 steps, 8 hints, 11 sensor reads, 0 failed, 8 messages evicted"
+        ),
+        "{}",
+        woke.log
+    );
     // Sampling goes on while the agent awaits its model.
-    let sampled = woke.log.lines().filter(|l| l.ends_with("(sampled while the agent awaits its model)")).count();
+    let sampled = woke
+        .log
+        .lines()
+        .filter(|l| l.ends_with("(sampled while the agent awaits its model)"))
+        .count();
     assert!(sampled >= 10, "{sampled} readings during model waits:\n{}", woke.log);
     // The stream marks the step; the replay shows it and decides the same hint.
     let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
@@ -359,23 +441,49 @@ fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
     std::fs::create_dir_all(&out).expect("tests/out");
     let trace_file = out.join("firmware-woken.trace.jsonl");
     std::fs::write(&trace_file, qemu::session_trace(&woke.log)).expect("write the trace");
-    let replay = std::process::Command::new(&sim).arg("replay").arg(&trace_file).arg("--json").output().expect("run envaware-sim replay");
+    let replay = std::process::Command::new(&sim)
+        .arg("replay")
+        .arg(&trace_file)
+        .arg("--json")
+        .output()
+        .expect("run envaware-sim replay");
     assert!(replay.status.success(), "replay failed: {}", String::from_utf8_lossy(&replay.stderr));
     let replayed = json_lines(&replay.stdout);
     assert_eq!(replayed.len(), 11);
-    let woken: Vec<usize> = replayed.iter().enumerate().filter(|(_, r)| r.get("woken").is_some()).map(|(i, _)| i).collect();
+    let woken: Vec<usize> = replayed
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.get("woken").is_some())
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!(woken, [7]);
     assert_eq!(replayed[7]["woken"], serde_json::json!({"temperature": "33.0 °C"}));
-    let env_hint = env[0].1.text.lines().skip_while(|l| !l.starts_with("<system-reminder>")).take(4).collect::<Vec<_>>().join("\n");
+    let env_hint = env[0]
+        .1
+        .text
+        .lines()
+        .skip_while(|l| !l.starts_with("<system-reminder>"))
+        .take(4)
+        .collect::<Vec<_>>()
+        .join("\n");
     assert_eq!(replayed[7]["hint"].as_str(), Some(env_hint.as_str()));
-    let text = std::process::Command::new(sim).arg("replay").arg(&trace_file).output().expect("run envaware-sim replay");
-    assert!(String::from_utf8_lossy(&text.stdout).contains("woken by temperature: 33.0 °C (the environment started this step)"));
+    let text = std::process::Command::new(sim)
+        .arg("replay")
+        .arg(&trace_file)
+        .output()
+        .expect("run envaware-sim replay");
+    assert!(String::from_utf8_lossy(&text.stdout)
+        .contains("woken by temperature: 33.0 °C (the environment started this step)"));
 }
 
 #[test]
 fn a_panic_exits_qemu_with_a_non_zero_status() {
     let Some(board) = board() else { return };
-    let Some(elf) = image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf") else { return };
+    let Some(elf) =
+        image("ENVAWARE_FIRMWARE_PANIC_ELF", "firmware/target/envaware-firmware-force-panic.elf")
+    else {
+        return;
+    };
     let result = board.run(&elf, true);
     assert_eq!(result.status, Some(101), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
@@ -385,7 +493,12 @@ fn a_panic_exits_qemu_with_a_non_zero_status() {
 #[test]
 fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
     let Some(board) = board() else { return };
-    let Some(elf) = image("ENVAWARE_FIRMWARE_HARDFAULT_ELF", "firmware/target/envaware-firmware-force-hardfault.elf") else { return };
+    let Some(elf) = image(
+        "ENVAWARE_FIRMWARE_HARDFAULT_ELF",
+        "firmware/target/envaware-firmware-force-hardfault.elf",
+    ) else {
+        return;
+    };
     let result = board.run(&elf, true);
     assert_eq!(result.status, Some(2), "{}\n{}", result.log, result.stderr);
     assert!(!result.finished);
@@ -396,10 +509,13 @@ fn a_hard_fault_exits_qemu_with_a_non_zero_status() {
 fn the_release_image_fits_the_budget() {
     let Some(board) = board() else { return };
     let sections = qemu::elf_sections(&board.elf).unwrap_or_else(|e| panic!("{e}"));
-    let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
+    let size = |names: &[&str]| {
+        sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>()
+    };
     let flash = size(&[".vector_table", ".text", ".rodata", ".data"]);
     let result = board.sensor_run();
-    let stack = qemu::stack_high_water(&result.log).unwrap_or_else(|| panic!("no stack high-water mark in\n{}", result.log));
+    let stack = qemu::stack_high_water(&result.log)
+        .unwrap_or_else(|| panic!("no stack high-water mark in\n{}", result.log));
     let ram = size(&[".data", ".bss", ".uninit"]) + stack;
     eprintln!("flash {flash} B, RAM {ram} B (peak stack {stack} B)");
     assert!(stack > 1024, "the stack measurement is implausible: {stack} B");
@@ -414,7 +530,11 @@ fn runs_are_deterministic_under_icount() {
     // times included, to the millisecond: the handshake leaves no room for a
     // race, and under -icount the board's time is its instruction count.
     let uptimes = |r: &RunResult| -> Vec<String> {
-        steps(&r.log).into_iter().filter_map(|s| s.fields).filter_map(|f| field(&f, "uptime").map(str::to_string)).collect()
+        steps(&r.log)
+            .into_iter()
+            .filter_map(|s| s.fields)
+            .filter_map(|f| field(&f, "uptime").map(str::to_string))
+            .collect()
     };
     let (first, second) = (board.sensor_run(), board.run(&board.elf, true));
     assert_eq!(uptimes(first).len(), 10);
@@ -452,7 +572,11 @@ fn the_session_runs_on_the_tracked_context_reading_constant_messages_per_decisio
     let recorded: Vec<usize> = reads[1..8].iter().map(|r| r.0).collect();
     assert!(recorded.iter().all(|&r| r == recorded[0]), "steps 1..7 read {recorded:?}");
     let most = reads.iter().map(|r| r.0).max().unwrap_or(0);
-    assert!(result.log.contains(&format!("at most {most} messages read per decision")), "{}", result.log);
+    assert!(
+        result.log.contains(&format!("at most {most} messages read per decision")),
+        "{}",
+        result.log
+    );
 }
 
 /// The hint of each step as the device printed it (`None`: no injection).
@@ -461,16 +585,26 @@ fn device_hints(log: &str) -> Vec<Option<String>> {
         .iter()
         .map(|s| {
             // The streamed lines hold earlier hints, JSON-escaped: skip them.
-            let text: String = s.text.lines().filter(|l| !l.starts_with(qemu::STREAM_PREFIX)).flat_map(|l| [l, "\n"]).collect();
+            let text: String = s
+                .text
+                .lines()
+                .filter(|l| !l.starts_with(qemu::STREAM_PREFIX))
+                .flat_map(|l| [l, "\n"])
+                .collect();
             let start = text.find("<system-reminder>")?;
-            let end = text[start..].find("</system-reminder>")? + start + "</system-reminder>".len();
+            let end =
+                text[start..].find("</system-reminder>")? + start + "</system-reminder>".len();
             Some(text[start..end].to_string())
         })
         .collect()
 }
 
 fn json_lines(text: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(text).lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
 }
 
 /// The session the device streamed as AgentScope JSON, replayed by
@@ -483,15 +617,23 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
     let Some(python) = needs::or_skip(needs::reference_python()) else { return };
     let result = board.sensor_run();
-    assert!(!result.log.contains("stream: "), "the device could not stream a line:\n{}", result.log);
+    assert!(
+        !result.log.contains("stream: "),
+        "the device could not stream a line:\n{}",
+        result.log
+    );
     let trace = qemu::session_trace(&result.log);
     let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
-    let (trace_file, scenarios) = (out.join("firmware-session.trace.jsonl"), out.join("firmware-session.scenarios.jsonl"));
+    let (trace_file, scenarios) =
+        (out.join("firmware-session.trace.jsonl"), out.join("firmware-session.scenarios.jsonl"));
     std::fs::write(&trace_file, &trace).expect("write the trace");
     // Every message line is an AgentScope Msg (checked by AgentScope below,
     // through the scenarios' contexts).
-    assert!(trace.lines().filter(|l| l.starts_with(r#"{"message":{"name":"#)).count() >= DUE.len(), "{trace}");
+    assert!(
+        trace.lines().filter(|l| l.starts_with(r#"{"message":{"name":"#)).count() >= DUE.len(),
+        "{trace}"
+    );
 
     let replay = std::process::Command::new(sim)
         .arg("replay")
@@ -511,7 +653,11 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     }
     assert_eq!(device.iter().filter(|h| h.is_some()).count(), 10);
     for (i, ours) in replayed.iter().enumerate() {
-        assert_eq!(ours["watch"], serde_json::json!(["temperature"]), "step {i}: the replay's watch");
+        assert_eq!(
+            ours["watch"],
+            serde_json::json!(["temperature"]),
+            "step {i}: the replay's watch"
+        );
     }
 
     // AgentScope has no watches: its scenarios carry the readings as extra
@@ -520,14 +666,19 @@ fn the_streamed_session_replays_to_the_devices_hints_and_agentscope_agrees() {
     // watch fired alone.
     let reference_in = out.join("firmware-session.reference.jsonl");
     let emitted = std::fs::read_to_string(&scenarios).expect("read the emitted scenarios");
-    let for_reference: String = emitted.lines().map(|line| readings_as_extra_fields(line) + "\n").collect();
+    let for_reference: String =
+        emitted.lines().map(|line| readings_as_extra_fields(line) + "\n").collect();
     std::fs::write(&reference_in, for_reference).expect("write the reference's scenarios");
     let reference = std::process::Command::new(python)
         .arg(needs::workspace().join("tests/reference/reference.py"))
         .arg(&reference_in)
         .output()
         .expect("run reference.py");
-    assert!(reference.status.success(), "reference.py failed: {}", String::from_utf8_lossy(&reference.stderr));
+    assert!(
+        reference.status.success(),
+        "reference.py failed: {}",
+        String::from_utf8_lossy(&reference.stderr)
+    );
     let agentscope = json_lines(&reference.stdout);
     assert_eq!(agentscope.len(), device.len(), "AgentScope's results: {agentscope:?}");
     for (i, (theirs, device)) in agentscope.iter().zip(&device).enumerate() {
@@ -617,8 +768,13 @@ fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]
         .arg(&config)
         .output()
         .expect("run envaware-sim replay");
-    assert!(replay.status.success(), "replay --flash failed: {}", String::from_utf8_lossy(&replay.stderr));
-    let replayed: Vec<Option<String>> = json_lines(&replay.stdout).iter().map(|l| l["hint"].as_str().map(str::to_string)).collect();
+    assert!(
+        replay.status.success(),
+        "replay --flash failed: {}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let replayed: Vec<Option<String>> =
+        json_lines(&replay.stdout).iter().map(|l| l["hint"].as_str().map(str::to_string)).collect();
     // The region compacted during the session: its log holds the last
     // steps (from a header saying how many items before it are live).
     assert!(run.log.contains("the log is compacted"), "{}", run.log);

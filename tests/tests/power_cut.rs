@@ -22,7 +22,10 @@ use std::ops::Range;
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
 use envaware::journal::{Event, Journal, LogError};
-use envaware::{AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
+use envaware::{
+    AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts,
+    Timestamp, ToolResultState,
+};
 use envaware_flashlog::{AppendError, RestoreError, SessionLog, StorageError, MAX_ITEM, WORD};
 use sequential_storage::mock_flash::{MockFlashBase, MockFlashError, WriteCountCheck};
 
@@ -66,7 +69,10 @@ impl<const PAGES: usize> CutFlash<PAGES> {
     /// arms the mock's shutoff if this is the one to cut.
     fn operation(&mut self, units: usize) -> Result<(), MockFlashError> {
         if self.off {
-            return Err(MockFlashError::EarlyShutoff(0, sequential_storage::mock_flash::Operation::Write));
+            return Err(MockFlashError::EarlyShutoff(
+                0,
+                sequential_storage::mock_flash::Operation::Write,
+            ));
         }
         if let Some((at, half)) = self.cut.filter(|(at, _)| *at == self.operations) {
             self.off = true;
@@ -143,8 +149,12 @@ impl Rng {
 }
 
 const TOOLS: [&str; 3] = ["OpenVent", "Water", "TaskUpdate"];
-const ARGS: [&str; 4] =
-    ["{\"vent\": 2, \"angle\": 45}", "{\"angle\":45,\"vent\":2}", " {\"row\": \"3\\n\"} ", "{\"note\": \"é😀 \\\"x\\\"\"}"];
+const ARGS: [&str; 4] = [
+    "{\"vent\": 2, \"angle\": 45}",
+    "{\"angle\":45,\"vent\":2}",
+    " {\"row\": \"3\\n\"} ",
+    "{\"note\": \"é😀 \\\"x\\\"\"}",
+];
 
 /// A session of about `length` operations: user turns, tool calls that
 /// fail in a row, foreign hints, compressions, and steps minutes apart
@@ -164,12 +174,24 @@ fn session(seed: u64, length: usize, advances: &[i64]) -> Vec<Op> {
                 call += 1;
                 let (tool, args) = (rng.below(2) as usize, rng.below(ARGS.len() as u64) as usize);
                 let id = format!("c{call}");
-                ops.push(Op::Call { id: id.clone(), tool: TOOLS[tool], input: ARGS[args].to_string() });
-                let state = [ToolResultState::Error, ToolResultState::Error, ToolResultState::Success][rng.below(3) as usize];
+                ops.push(Op::Call {
+                    id: id.clone(),
+                    tool: TOOLS[tool],
+                    input: ARGS[args].to_string(),
+                });
+                let state =
+                    [ToolResultState::Error, ToolResultState::Error, ToolResultState::Success]
+                        [rng.below(3) as usize];
                 Op::Result { id, tool: TOOLS[tool], state }
             }
-            6 => Op::Observe { name: "Scout", hint: format!("<current-time>2026-07-22 0{}:00:00</current-time>", rng.below(9)) },
-            7 => Op::Agent(vec![format!("<tasks>{}</tasks>", rng.below(3)), "part \"two\"".to_string()]),
+            6 => Op::Observe {
+                name: "Scout",
+                hint: format!("<current-time>2026-07-22 0{}:00:00</current-time>", rng.below(9)),
+            },
+            7 => Op::Agent(vec![
+                format!("<tasks>{}</tasks>", rng.below(3)),
+                "part \"two\"".to_string(),
+            ]),
             8 => Op::Reply,
             9 => Op::Compress(rng.below(4) as usize),
             10 => {
@@ -236,12 +258,21 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     /// Boots on `flash`: restores the log if it holds one (else starts one).
     /// Returns the device, the events restored, and the error that made it
     /// start empty, if any.
-    fn boot(engine: &'e Engine<'e>, flash: CutFlash<PAGES>) -> Result<(Self, u32, Option<LogError>), DeviceError> {
+    fn boot(
+        engine: &'e Engine<'e>,
+        flash: CutFlash<PAGES>,
+    ) -> Result<(Self, u32, Option<LogError>), DeviceError> {
         let context = Context::new(engine, AGENT);
         let journal = Journal::new(&context);
         let mut device = Device { context, journal, log: SessionLog::new(flash) };
         let (mut buf, mut scratch) = ([0u8; MAX_ITEM], [0u8; MAX_ITEM]);
-        let restored = block_on(device.log.restore(&mut device.journal, &mut device.context, &mut buf, &mut scratch, |_, _| {}));
+        let restored = block_on(device.log.restore(
+            &mut device.journal,
+            &mut device.context,
+            &mut buf,
+            &mut scratch,
+            |_, _| {},
+        ));
         let error = match restored {
             Ok(_) => None,
             Err(RestoreError::Storage) => return Err(DeviceError::Flash),
@@ -268,7 +299,11 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     /// (the torn check compares it with the item the log holds).
     fn make_room(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
         let mut header = [0u8; MAX_ITEM];
-        let n = self.journal.clone().compaction_header(&self.context, &mut header).expect("a header fits");
+        let n = self
+            .journal
+            .clone()
+            .compaction_header(&self.context, &mut header)
+            .expect("a header fits");
         let mut buf = [0u8; MAX_ITEM];
         match block_on(self.log.make_room(&mut self.journal, &self.context, &mut buf)) {
             Ok(0) => {}
@@ -287,7 +322,14 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
             let mut hint = [0u8; 1024];
             let step = step(*cur_iter, *tasks, *tokens);
             let before = self.context.clone();
-            let (outcome, items) = match self.journal.step(&mut self.context, &step, now(*seconds), &mut (), &mut hint, &mut buf) {
+            let (outcome, items) = match self.journal.step(
+                &mut self.context,
+                &step,
+                now(*seconds),
+                &mut (),
+                &mut hint,
+                &mut buf,
+            ) {
                 Ok(done) => done,
                 Err(e) => return Ok(Some(Err(e.to_string()))),
             };
@@ -298,11 +340,16 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
             for item in items.iter(&buf) {
                 block_on(self.log.append(item))?;
                 stepped |= item.windows(7).any(|w| w == b"\"step\":");
-                written.items.push((item.to_vec(), if stepped { self.context.clone() } else { before.clone() }));
+                written.items.push((
+                    item.to_vec(),
+                    if stepped { self.context.clone() } else { before.clone() },
+                ));
             }
             return Ok(Some(Ok(result)));
         }
-        if let Ok(items) = with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf)) {
+        if let Ok(items) =
+            with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf))
+        {
             for item in items.iter(&buf) {
                 block_on(self.log.append(item))?;
                 written.items.push((item.to_vec(), self.context.clone()));
@@ -320,12 +367,16 @@ fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
     match op {
         Op::User => f(&Event::User { name: "operator" }),
         Op::Observe { name, hint } => {
-            let blocks = [Block::Hint { source: Some("runtime"), text: HintText::Single(hint) }, Block::Other];
+            let blocks = [
+                Block::Hint { source: Some("runtime"), text: HintText::Single(hint) },
+                Block::Other,
+            ];
             f(&Event::Message { role: Role::Assistant, name, blocks: &blocks })
         }
         Op::Agent(parts) => {
             let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let blocks = [Block::Hint { source: None, text: HintText::Parts(&parts) }, Block::Other];
+            let blocks =
+                [Block::Hint { source: None, text: HintText::Parts(&parts) }, Block::Other];
             f(&Event::Assistant(&blocks))
         }
         Op::Call { id, tool, input } => f(&Event::ToolCall { id, name: tool, input }),
@@ -344,12 +395,18 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
             let _ = context.user("operator");
         }
         Op::Observe { name, hint } => {
-            let blocks = [Block::Hint { source: Some("runtime"), text: HintText::Single(hint) }, Block::Other];
+            let blocks = [
+                Block::Hint { source: Some("runtime"), text: HintText::Single(hint) },
+                Block::Other,
+            ];
             let _ = context.observe(Role::Assistant, name, &blocks);
         }
         Op::Agent(parts) => {
             let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let _ = context.agent(&[Block::Hint { source: None, text: HintText::Parts(&parts) }, Block::Other]);
+            let _ = context.agent(&[
+                Block::Hint { source: None, text: HintText::Parts(&parts) },
+                Block::Other,
+            ]);
         }
         Op::Call { id, tool, input } => {
             let _ = context.tool_call(id, tool, input);
@@ -364,8 +421,13 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         Op::Step { seconds, cur_iter, tasks, tokens } => {
             let mut hint = [0u8; 1024];
             let mut clock = envaware::FixedClock(now(*seconds));
-            let outcome = context.step(&step(*cur_iter, *tasks, *tokens), &mut clock, &mut (), &mut hint);
-            return Some(outcome.map(|o| (o.decision, o.hint.map(str::to_string))).map_err(|e| e.to_string()));
+            let outcome =
+                context.step(&step(*cur_iter, *tasks, *tokens), &mut clock, &mut (), &mut hint);
+            return Some(
+                outcome
+                    .map(|o| (o.decision, o.hint.map(str::to_string)))
+                    .map_err(|e| e.to_string()),
+            );
         }
     }
     None
@@ -398,7 +460,12 @@ struct Snapshot<'e, const PAGES: usize> {
 impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn snapshot(&mut self) -> Snapshot<'e, PAGES> {
         let flash = self.log.flash();
-        Snapshot { mock: flash.mock.clone(), operations: flash.operations, context: self.context.clone(), journal: self.journal.clone() }
+        Snapshot {
+            mock: flash.mock.clone(),
+            operations: flash.operations,
+            context: self.context.clone(),
+            journal: self.journal.clone(),
+        }
     }
 
     /// The device of `snapshot`, its power to fail at `cut` (the log
@@ -406,7 +473,11 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn resume(snapshot: &Snapshot<'e, PAGES>, cut: (u64, bool)) -> Self {
         let mut flash = CutFlash::new(snapshot.mock.clone(), Some(cut));
         flash.operations = snapshot.operations;
-        Device { context: snapshot.context.clone(), journal: snapshot.journal.clone(), log: SessionLog::new(flash) }
+        Device {
+            context: snapshot.context.clone(),
+            journal: snapshot.journal.clone(),
+            log: SessionLog::new(flash),
+        }
     }
 }
 
@@ -420,7 +491,8 @@ struct Reference<'e, const PAGES: usize> {
 }
 
 fn reference<'e, const PAGES: usize>(engine: &'e Engine<'e>, ops: &[Op]) -> Reference<'e, PAGES> {
-    let (mut device, _, _) = Device::<PAGES>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
+    let (mut device, _, _) =
+        Device::<PAGES>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
     let mut written = Written::default();
     let header = read_back_items(&mut device).remove(0).1;
     written.items.push((header, device.context.clone()));
@@ -435,7 +507,9 @@ fn reference<'e, const PAGES: usize>(engine: &'e Engine<'e>, ops: &[Op]) -> Refe
         // changes nothing more. An operation the context refused wrote none.
         let effect = (first..written.items.len()).find(|&i| {
             let text = std::str::from_utf8(&written.items[i].0).expect("UTF-8");
-            !["\"log\"", "\"config\"", "\"tasks\"", "\"set_clock\"", "\"advance\""].iter().any(|key| text.contains(&format!("{key}:")))
+            !["\"log\"", "\"config\"", "\"tasks\"", "\"set_clock\"", "\"advance\""]
+                .iter()
+                .any(|key| text.contains(&format!("{key}:")))
         });
         effects.push(effect.unwrap_or(first.saturating_sub(1)) as u32);
     }
@@ -470,7 +544,8 @@ fn cut_and_check<'e, const PAGES: usize>(
     }
     figures.cuts += 1;
     let flash = std::mem::replace(&mut device.log.flash().mock, fresh());
-    let (mut restored, events, error) = Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots after the cut");
+    let (mut restored, events, error) =
+        Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots after the cut");
     assert_eq!(error, None, "cut {cut:?}: the log restores");
     figures.restored += 1;
     figures.events_restored += u64::from(events);
@@ -478,12 +553,16 @@ fn cut_and_check<'e, const PAGES: usize>(
     // one the live session had just after writing it.
     let last = last_item_number(&mut restored);
     let expected = &written_before.items[last.unwrap_or(0) as usize].1;
-    let torn = last.is_some() && !read_back_items(&mut restored).iter().all(|(m, bytes)| &written_before.items[*m as usize].0 == bytes)
+    let torn = last.is_some()
+        && !read_back_items(&mut restored)
+            .iter()
+            .all(|(m, bytes)| &written_before.items[*m as usize].0 == bytes)
         || messages(&restored.context) != messages(expected);
     figures.torn += usize::from(torn);
     // Go on from the operation that item belongs to (its remaining items
     // were lost with the cut, or it was the last of its operation).
-    let next = last.map_or(0, |n| effects.iter().position(|&effect| effect > n).unwrap_or(ops.len()));
+    let next =
+        last.map_or(0, |n| effects.iter().position(|&effect| effect > n).unwrap_or(ops.len()));
     let mut uninterrupted = expected.clone();
     let mut written = Written::default();
     for op in &ops[next.min(ops.len())..] {
@@ -493,7 +572,8 @@ fn cut_and_check<'e, const PAGES: usize>(
     }
     // One more reset: the log still holds the context.
     let flash = std::mem::replace(&mut restored.log.flash().mock, fresh());
-    let (again, _, error) = Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots again");
+    let (again, _, error) =
+        Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots again");
     assert_eq!(error, None);
     figures.torn += usize::from(messages(&again.context) != messages(&uninterrupted));
 }
@@ -504,7 +584,8 @@ fn read_back_items<const PAGES: usize>(device: &mut Device<'_, PAGES>) -> Vec<(u
     let mut items = Vec::new();
     let read = device.log.read_items(&mut buf, |item| {
         let text = std::str::from_utf8(item).expect("UTF-8");
-        let n: u32 = text["{\"#\":".len()..text.find(',').expect("a number")].parse().expect("a number");
+        let n: u32 =
+            text["{\"#\":".len()..text.find(',').expect("a number")].parse().expect("a number");
         items.push((n, item.to_vec()));
         Ok::<(), ()>(())
     });
@@ -525,7 +606,10 @@ fn run_sessions<const PAGES: usize>(seeds: Range<u64>, length: usize, stride: u6
         let reference = reference::<PAGES>(engine, &ops);
         figures.sessions += 1;
         // Headers after the first are compactions.
-        figures.compactions += reference.written.items[1..].iter().filter(|(bytes, _)| bytes.windows(6).any(|w| w == b"\"log\":")).count();
+        figures.compactions += reference.written.items[1..]
+            .iter()
+            .filter(|(bytes, _)| bytes.windows(6).any(|w| w == b"\"log\":"))
+            .count();
         let mut cut = seed % stride;
         let operations = reference.snapshots.last().map_or(0, |s| s.operations);
         while cut < operations {
@@ -561,7 +645,8 @@ fn a_power_cut_at_any_write_or_erase_loses_at_most_the_event_in_flight() {
 /// page wears alike). Returns (steps, bytes written, pages erased).
 fn wear(name: &str, engine: &Engine<'_>, ops: &[Op]) -> (u64, u64, u64) {
     let steps = ops.iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
-    let (mut device, _, _) = Device::<64>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
+    let (mut device, _, _) =
+        Device::<64>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
     let mut written = Written::default();
     for op in ops {
         device.run(op, &mut written).expect("runs");
@@ -571,7 +656,11 @@ fn wear(name: &str, engine: &Engine<'_>, ops: &[Op]) -> (u64, u64, u64) {
     for (item, _) in &written.items {
         let text = std::str::from_utf8(item).expect("UTF-8");
         let key = text.split('"').nth(3).unwrap_or("?");
-        let key = if key == "step" && !text.ends_with("\"hint\":null}}") { "step with a hint" } else { key };
+        let key = if key == "step" && !text.ends_with("\"hint\":null}}") {
+            "step with a hint"
+        } else {
+            key
+        };
         let entry = by_event.entry(key.to_string()).or_default();
         *entry = (entry.0 + 1, entry.1 + item.len());
     }
@@ -605,18 +694,31 @@ fn wear_per_step_of_a_long_session() {
 #[test]
 fn wear_per_step_of_the_demo_session() {
     let config = Config {
-        injection: envaware::InjectionConfig { timezone: "Europe/Berlin", time_interval: 0.01, ..Default::default() },
+        injection: envaware::InjectionConfig {
+            timezone: "Europe/Berlin",
+            time_interval: 0.01,
+            ..Default::default()
+        },
         context: envaware::ContextConfig { compression_tool_enabled: true, ..Default::default() },
     };
     let engine = Engine::new(config).unwrap();
-    let call = |id: &str, tool: &'static str, input: &str| Op::Call { id: id.into(), tool, input: input.into() };
+    let call = |id: &str, tool: &'static str, input: &str| Op::Call {
+        id: id.into(),
+        tool,
+        input: input.into(),
+    };
     let done = |id: &str, tool: &'static str, state| Op::Result { id: id.into(), tool, state };
     let (ok, failed) = (ToolResultState::Success, ToolResultState::Error);
     let tasks = |pending, in_progress| TaskCounts { pending, in_progress };
     let mut ops = Vec::new();
     for round in 0..200i64 {
         let t = 60 * round;
-        let step = |seconds: i64, cur_iter, tasks, tokens| Op::Step { seconds: t + seconds, cur_iter, tasks, tokens };
+        let step = |seconds: i64, cur_iter, tasks, tokens| Op::Step {
+            seconds: t + seconds,
+            cur_iter,
+            tasks,
+            tokens,
+        };
         ops.extend([
             Op::User,
             step(0, 0, tasks(0, 0), 900),

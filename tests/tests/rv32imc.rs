@@ -22,19 +22,29 @@ const BOARD: Board = Board::Rv32imc;
 fn board_and(var: &str, default: PathBuf) -> Option<(PathBuf, PathBuf)> {
     let (program, qemu_var) = BOARD.qemu();
     let qemu = needs::or_skip(needs::tool(qemu_var, program))?;
-    let relative = default.strip_prefix(needs::workspace()).expect("built under the workspace").display().to_string();
+    let relative = default
+        .strip_prefix(needs::workspace())
+        .expect("built under the workspace")
+        .display()
+        .to_string();
     Some((qemu, needs::or_skip(needs::built_file(var, &relative))?))
 }
 
 #[test]
 fn the_decision_stack_on_rv32imc_is_measured_and_within_its_budget() {
     let Some((qemu, elf)) = board_and("ENVAWARE_RV32_STACK_ELF", BOARD.stack_elf()) else { return };
-    let (report, worst) = boards::stack_report(BOARD, &qemu, &elf).unwrap_or_else(|e| panic!("{e}"));
+    let (report, worst) =
+        boards::stack_report(BOARD, &qemu, &elf).unwrap_or_else(|e| panic!("{e}"));
     eprint!("{report}");
     let cases: Vec<u64> = report
         .lines()
         .filter(|l| l.starts_with("stack "))
-        .map(|l| l.split(": ").nth(1).and_then(|r| r.split(' ').next()?.parse().ok()).unwrap_or_else(|| panic!("{l:?}")))
+        .map(|l| {
+            l.split(": ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{l:?}"))
+        })
         .collect();
     // Every case ran and made its hint (the program marks a case that did
     // not, and exits non-zero): a dozen and more adversarial decisions.
@@ -43,7 +53,10 @@ fn the_decision_stack_on_rv32imc_is_measured_and_within_its_budget() {
     assert_eq!(cases.iter().max(), Some(&worst), "the worst case is the deepest case\n{report}");
     // Painted and read back: a decision takes more than its own frame.
     assert!(cases.iter().all(|&b| b >= 256), "an implausible measurement\n{report}");
-    assert!(worst <= STACK_BUDGET, "the decision stack on rv32imc is {worst} B, over its budget of {STACK_BUDGET} B");
+    assert!(
+        worst <= STACK_BUDGET,
+        "the decision stack on rv32imc is {worst} B, over its budget of {STACK_BUDGET} B"
+    );
 }
 
 #[test]
@@ -54,10 +67,19 @@ fn the_instruction_counts_on_rv32imc_are_exact_and_repeatable() {
     for (name, count) in &cases {
         eprintln!("{count:>10}  {name}");
     }
-    let count = |name: &str| cases.iter().find(|(n, _)| n == name).map(|(_, c)| *c).unwrap_or_else(|| panic!("no case {name:?}"));
+    let count = |name: &str| {
+        cases
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| *c)
+            .unwrap_or_else(|| panic!("no case {name:?}"))
+    };
     // minstret counts single instructions: the loop reads to within the
     // call around it, closer than the Cortex-M3's 80-instruction ticks.
-    assert!(count("calibration, asm::delay instructions=100002").abs_diff(100_002) <= 8, "{cases:?}");
+    assert!(
+        count("calibration, asm::delay instructions=100002").abs_diff(100_002) <= 8,
+        "{cases:?}"
+    );
     for messages in ["8", "128"] {
         let tracked = count(&format!("tracked, nothing to inject, messages={messages}"));
         let scan = count(&format!("full scan, nothing to inject, messages={messages}"));
@@ -65,6 +87,10 @@ fn the_instruction_counts_on_rv32imc_are_exact_and_repeatable() {
         assert!(tracked > 0 && tracked < scan && tracked < step, "{messages} messages: {cases:?}");
     }
     // The full scan reads every message; the tracked decision reads two.
-    assert!(count("full scan, nothing to inject, messages=128") > count("full scan, nothing to inject, messages=8"), "{cases:?}");
+    assert!(
+        count("full scan, nothing to inject, messages=128")
+            > count("full scan, nothing to inject, messages=8"),
+        "{cases:?}"
+    );
     assert!(count("argument_key, bytes=118") > 0, "{cases:?}");
 }

@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 
 /// The repository root: this crate lives in `tests/`.
 fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ lives in the repository").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository")
+        .to_path_buf()
 }
 
 #[test]
@@ -37,7 +40,11 @@ fn the_scenario_format_doc_is_the_shared_contract() {
         Err(e) => panic!("{}: {e}", shared.display()),
     };
     if doc != contract {
-        let first = doc.iter().zip(&contract).position(|(a, b)| a != b).unwrap_or(doc.len().min(contract.len()));
+        let first = doc
+            .iter()
+            .zip(&contract)
+            .position(|(a, b)| a != b)
+            .unwrap_or(doc.len().min(contract.len()));
         let line = 1 + doc[..first].iter().filter(|&&b| b == b'\n').count();
         panic!(
             "docs/scenario-format.md ({} bytes) differs from {} ({} bytes) from byte {first} (line {line}): \

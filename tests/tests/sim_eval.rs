@@ -17,10 +17,15 @@ fn eval(sim: &Path, input: &str) -> (Vec<serde_json::Value>, i32) {
 }
 
 fn eval_bytes(sim: &Path, input: &[u8]) -> (Vec<serde_json::Value>, i32) {
-    let mut child = Command::new(sim).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        Command::new(sim).arg("eval").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
-    let lines = String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     (lines, out.status.code().unwrap())
 }
 
@@ -39,7 +44,10 @@ fn a_malformed_line_gives_an_error_line_and_the_run_goes_on() {
     let (lines, code) = eval(&sim, &input);
     assert_eq!(lines.len(), 5);
     assert_eq!(code, 1);
-    assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
+    assert!(lines[0]["hint"]
+        .as_str()
+        .unwrap()
+        .contains("<current-time>2026-07-22T02:30:00</current-time>"));
     assert_eq!(lines[0]["event"], true);
     assert_eq!(lines[1]["error"], "injection_config.tool_retries_limit: must be at least 3, got 2");
     assert!(lines[2]["error"].as_str().unwrap().starts_with("invalid scenario"));
@@ -78,11 +86,17 @@ fn every_line_is_answered_in_order_even_when_not_utf8() {
     let (lines, code) = eval_bytes(&sim, &input);
     assert_eq!(code, 1);
     assert_eq!(lines.len(), 7, "{lines:?}");
-    assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:30:00</current-time>"));
+    assert!(lines[0]["hint"]
+        .as_str()
+        .unwrap()
+        .contains("<current-time>2026-07-22T02:30:00</current-time>"));
     assert_eq!(lines[1]["error"], "line 2: not valid UTF-8");
     assert!(lines[2]["error"].as_str().unwrap().starts_with("invalid scenario"), "{}", lines[2]);
     assert_eq!(lines[3]["error"], "injection_config.time_interval: must be >= 0 hours, got -1");
     assert_eq!(lines[4]["error"], "line 5: not valid UTF-8");
-    assert_eq!(lines[5]["error"], "injection_config.extra_fields: in strict mode it may not contain '<' or '>'");
+    assert_eq!(
+        lines[5]["error"],
+        "injection_config.extra_fields: in strict mode it may not contain '<' or '>'"
+    );
     assert_eq!(lines[6], lines[0]);
 }

@@ -37,7 +37,10 @@ const HEADER: &str = "\
 ";
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives in the workspace")
+        .to_path_buf()
 }
 
 /// chrono-tz's `tz/` directory, from the package Cargo resolved.
@@ -48,7 +51,8 @@ fn chrono_tz_source() -> PathBuf {
         .output()
         .expect("cargo metadata runs");
     assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
     let manifest = meta["packages"]
         .as_array()
         .expect("packages")
@@ -62,11 +66,14 @@ fn chrono_tz_source() -> PathBuf {
 fn read_table(dir: &Path) -> Table {
     let mut builder = TableBuilder::new();
     for file in parse_zoneinfo::FILES {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()));
+        let text = std::fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.join(file).display()));
         for line in text.lines() {
             // As chrono-tz-build reads it: no `#` occurs inside a field.
             let line = line.split('#').next().unwrap_or("");
-            builder.add_line(Line::new(line).unwrap_or_else(|e| panic!("{line:?}: {e:?}"))).expect("a consistent table");
+            builder
+                .add_line(Line::new(line).unwrap_or_else(|e| panic!("{line:?}: {e:?}")))
+                .expect("a consistent table");
         }
     }
     builder.build()
@@ -144,7 +151,9 @@ fn posix_rule(rule: &RuleInfo, dst_save: i64, stdoff: i64) -> String {
                 (i64::from(day) / 7, weekday(w) - shift)
             }
         }
-        DaySpec::Ordinal(_) => panic!("a day-of-month rule running to max: not in tzdata 2025b, not supported"),
+        DaySpec::Ordinal(_) => {
+            panic!("a day-of-month rule running to max: not in tzdata 2025b, not supported")
+        }
     };
     if wday < 0 {
         wday += 7;
@@ -168,7 +177,8 @@ fn posix_rule(rule: &RuleInfo, dst_save: i64, stdoff: i64) -> String {
 fn final_rule(table: &Table, zone: &str) -> Option<String> {
     let info = table.zonesets[zone].last().expect("a zone has lines");
     let Saving::Multiple(rules) = &info.saving else { return None };
-    let max: Vec<&RuleInfo> = table.rulesets[rules].iter().filter(|r| r.to_year == Some(Year::Maximum)).collect();
+    let max: Vec<&RuleInfo> =
+        table.rulesets[rules].iter().filter(|r| r.to_year == Some(Year::Maximum)).collect();
     let dst = max.iter().find(|r| r.time_to_add != 0)?;
     let std = max.iter().find(|r| r.time_to_add == 0)?;
     assert_eq!(max.len(), 2, "{zone}: two rules running to max");
@@ -180,7 +190,13 @@ fn final_rule(table: &Table, zone: &str) -> Option<String> {
     if dst.time_to_add != 3600 {
         out += &posix_offset(-dstoff);
     }
-    write!(out, ",{},{}", posix_rule(dst, dst.time_to_add, stdoff), posix_rule(std, dst.time_to_add, stdoff)).unwrap();
+    write!(
+        out,
+        ",{},{}",
+        posix_rule(dst, dst.time_to_add, stdoff),
+        posix_rule(std, dst.time_to_add, stdoff)
+    )
+    .unwrap();
     Some(out)
 }
 
@@ -211,7 +227,10 @@ fn the_committed_final_rules_are_derived_from_chrono_tzs_source() {
         std::fs::write(&path, &derived).expect("write core/tz-final-rules.txt");
     }
     let committed = std::fs::read_to_string(&path).expect("core/tz-final-rules.txt");
-    assert!(derived == committed, "core/tz-final-rules.txt is stale: rerun with ENVAWARE_BLESS=1 and review the diff");
+    assert!(
+        derived == committed,
+        "core/tz-final-rules.txt is stale: rerun with ENVAWARE_BLESS=1 and review the diff"
+    );
     // The rules the differential cases lean on, as their TZif footers read.
     for line in [
         "America/New_York EST5EDT,M3.2.0,M11.1.0",
@@ -265,8 +284,10 @@ fn the_build_keeps_the_names_chrono_tzs_filter_keeps() {
     ] {
         let regex = regex::Regex::new(filter).unwrap();
         let ours: Vec<&str> = zone_filter::kept_names(&names, &regex).into_iter().collect();
-        let mut theirs: Vec<String> =
-            chrono_tz_kept(filter, &tz_crate, &out).into_iter().filter(|n| names.iter().any(|(m, _)| m == n)).collect();
+        let mut theirs: Vec<String> = chrono_tz_kept(filter, &tz_crate, &out)
+            .into_iter()
+            .filter(|n| names.iter().any(|(m, _)| m == n))
+            .collect();
         theirs.sort();
         assert_eq!(ours, theirs, "names with daylight saving kept for {filter:?}");
     }

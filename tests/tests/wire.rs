@@ -33,7 +33,11 @@ fn agentscope_reads_back_what_the_core_writes() {
     let parts = ["<current-time>2026-01-01T01:00:00", "</current-time>"];
     let assistant = [
         Block::Other,
-        Block::ToolCall { id: "c1", name: "OpenVent", input: "{\"vent\": 2, \"note\": \"é\\n\\u2028\"}" },
+        Block::ToolCall {
+            id: "c1",
+            name: "OpenVent",
+            input: "{\"vent\": 2, \"note\": \"é\\n\\u2028\"}",
+        },
         Block::ToolResult { id: "c1", name: "OpenVent", state: ToolResultState::Error },
         Block::Hint {
             source: Some("{\"label\": \"System\", \"sublabel\": \"Runtime State\"}"),
@@ -42,8 +46,14 @@ fn agentscope_reads_back_what_the_core_writes() {
         Block::Hint { source: None, text: HintText::Parts(&parts) },
     ];
     let messages = [
-        (SliceMessage { role: Role::User, name: "operator", blocks: &[Block::Other] }, at(1_767_225_600_000_000, Zone::Utc)),
-        (SliceMessage { role: Role::Assistant, name: "Sprout \"β\"", blocks: &assistant }, at(1_767_225_600_123_000, berlin)),
+        (
+            SliceMessage { role: Role::User, name: "operator", blocks: &[Block::Other] },
+            at(1_767_225_600_000_000, Zone::Utc),
+        ),
+        (
+            SliceMessage { role: Role::Assistant, name: "Sprout \"β\"", blocks: &assistant },
+            at(1_767_225_600_123_000, berlin),
+        ),
         (SliceMessage { role: Role::System, name: "system", blocks: &[] }, at(0, Zone::Utc)),
     ];
     let mut input = String::new();
@@ -51,13 +61,20 @@ fn agentscope_reads_back_what_the_core_writes() {
     let mut buf = [0u8; 4096];
     for (i, (msg, created_at)) in messages.iter().enumerate() {
         let id = format!("m{i}");
-        let n = write_message(msg, &MessageMeta { id: &id, created_at: *created_at }, &mut buf).expect("fits");
+        let n = write_message(msg, &MessageMeta { id: &id, created_at: *created_at }, &mut buf)
+            .expect("fits");
         let json = std::str::from_utf8(&buf[..n]).expect("UTF-8").to_string();
         input.push_str(&format!("msg\t{json}\n"));
         written.push(json);
     }
-    let n = write_hint_block("h1", "src", "<system-reminder>\n\"x\"\n</system-reminder>", at(1_767_225_600_000_001, berlin), &mut buf)
-        .expect("fits");
+    let n = write_hint_block(
+        "h1",
+        "src",
+        "<system-reminder>\n\"x\"\n</system-reminder>",
+        at(1_767_225_600_000_001, berlin),
+        &mut buf,
+    )
+    .expect("fits");
     let hint = std::str::from_utf8(&buf[..n]).expect("UTF-8").to_string();
     input.push_str(&format!("hint\t{hint}\n"));
     written.push(hint);
@@ -74,14 +91,18 @@ fn agentscope_reads_back_what_the_core_writes() {
     child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("write");
     let out = child.wait_with_output().expect("wait");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let results: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    let results: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
     assert_eq!(results.len(), written.len());
     for (ours, theirs) in written.iter().zip(&results) {
         assert!(theirs.get("error").is_none(), "AgentScope rejects {ours}: {theirs}");
         let ours: serde_json::Value = serde_json::from_str(ours).expect("our JSON");
-        let our_keys: Vec<&str> = ours.as_object().expect("an object").keys().map(String::as_str).collect();
-        let their_keys: Vec<&str> = theirs["keys"].as_array().expect("keys").iter().filter_map(|k| k.as_str()).collect();
+        let our_keys: Vec<&str> =
+            ours.as_object().expect("an object").keys().map(String::as_str).collect();
+        let their_keys: Vec<&str> =
+            theirs["keys"].as_array().expect("keys").iter().filter_map(|k| k.as_str()).collect();
         assert_eq!(our_keys, their_keys, "{ours}");
         // Every value we wrote is the one AgentScope keeps (blocks gain
         // defaults such as their created_at).
@@ -95,8 +116,12 @@ fn agentscope_reads_back_what_the_core_writes() {
 fn kept(theirs: &serde_json::Value, ours: &serde_json::Value) -> bool {
     use serde_json::Value;
     match (theirs, ours) {
-        (Value::Object(t), Value::Object(o)) => o.iter().all(|(k, v)| t.get(k).is_some_and(|tv| kept(tv, v))),
-        (Value::Array(t), Value::Array(o)) => t.len() == o.len() && t.iter().zip(o).all(|(t, o)| kept(t, o)),
+        (Value::Object(t), Value::Object(o)) => {
+            o.iter().all(|(k, v)| t.get(k).is_some_and(|tv| kept(tv, v)))
+        }
+        (Value::Array(t), Value::Array(o)) => {
+            t.len() == o.len() && t.iter().zip(o).all(|(t, o)| kept(t, o))
+        }
         _ => theirs == ours,
     }
 }

@@ -51,14 +51,16 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let python = ensure_reference_venv()?;
     let contexts = root().join("target/bench-contexts");
     let mut cmd = cargo();
-    cmd.args(["bench", "--locked", "-p", "envaware", "--bench", "decide", "--"]).env("ENVAWARE_BENCH_CONTEXTS", &contexts);
+    cmd.args(["bench", "--locked", "-p", "envaware", "--bench", "decide", "--"])
+        .env("ENVAWARE_BENCH_CONTEXTS", &contexts);
     if !args.iter().any(|a| a == "--long") {
         cmd.args(["--warm-up-time", "1", "--measurement-time", "3"]);
     }
     run("cargo bench (core)", &mut cmd)?;
 
     // AgentScope on the contexts the benchmark wrote, right after it.
-    let files: Vec<_> = LENGTHS.iter().map(|len| contexts.join(format!("context-{len}.json"))).collect();
+    let files: Vec<_> =
+        LENGTHS.iter().map(|len| contexts.join(format!("context-{len}.json"))).collect();
     eprintln!("==> AgentScope 2.0.11 `_inject_runtime_state` on the same contexts");
     let out = Command::new(&python)
         .arg(root().join("tests/reference/bench_reference.py"))
@@ -67,21 +69,35 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         .output()
         .map_err(|e| format!("bench_reference.py: cannot start: {e}"))?;
     if !out.status.success() {
-        return Err(format!("bench_reference.py failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "bench_reference.py failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    let reference: Vec<(f64, f64)> =
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| Some((json_number(l, "messages")?, json_number(l, "ns")?))).collect();
+    let reference: Vec<(f64, f64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| Some((json_number(l, "messages")?, json_number(l, "ns")?)))
+        .collect();
 
     println!("\nOne decision (nothing to inject), by context length; medians of this run:");
     println!(
         "{:>8}  {:>12}  {:>12}  {:>12}  {:>14}  {:>14}  {:>12}",
-        "messages", "AgentScope", "full scan", "tracked", "AS/full scan", "AS/tracked", "tracked/@10"
+        "messages",
+        "AgentScope",
+        "full scan",
+        "tracked",
+        "AS/full scan",
+        "AS/tracked",
+        "tracked/@10"
     );
     let mut at_1000 = None;
     let mut tracked_10 = None;
     for len in LENGTHS {
-        let full = median_ns(&format!("decide/full_scan/{len}")).ok_or("missing full_scan estimates")?;
-        let tracked = median_ns(&format!("decide/tracker/{len}")).ok_or("missing tracker estimates")?;
+        let full =
+            median_ns(&format!("decide/full_scan/{len}")).ok_or("missing full_scan estimates")?;
+        let tracked =
+            median_ns(&format!("decide/tracker/{len}")).ok_or("missing tracker estimates")?;
         let agentscope = reference
             .iter()
             .find(|(m, _)| *m == f64::from(*len))
@@ -102,7 +118,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         }
     }
     // Criterion names a plain benchmark's folder with `/` replaced by `_`.
-    if let Some(key) = median_ns("argument_key/100_bytes").or_else(|| median_ns("argument_key_100_bytes")) {
+    if let Some(key) =
+        median_ns("argument_key/100_bytes").or_else(|| median_ns("argument_key_100_bytes"))
+    {
         println!("argument_key, one 118-byte argument: {}", us(key));
     }
     let ratio = at_1000.ok_or("no measurement at 1,000 messages")?;
@@ -148,7 +166,11 @@ pub(crate) mod target {
         let board = Board::Rv32imc;
         let qemu = ensure_board_qemu(board)?;
         build(board)?;
-        Ok(vec![(board.qemu().1, qemu), ("ENVAWARE_RV32_STACK_ELF", board.stack_elf()), ("ENVAWARE_RV32_BENCH_ELF", board.bench_elf())])
+        Ok(vec![
+            (board.qemu().1, qemu),
+            ("ENVAWARE_RV32_STACK_ELF", board.stack_elf()),
+            ("ENVAWARE_RV32_BENCH_ELF", board.bench_elf()),
+        ])
     }
 
     pub fn bench() -> Result<(), String> {
@@ -161,7 +183,11 @@ pub(crate) mod target {
         }
         for (board, cases) in runs {
             let counter = if board == Board::CortexM3 { "" } else { ", minstret" };
-            println!("\nInstructions on {} (QEMU {}, -icount shift=0{counter}; two runs, identical):", board.on(), board.machine());
+            println!(
+                "\nInstructions on {} (QEMU {}, -icount shift=0{counter}; two runs, identical):",
+                board.on(),
+                board.machine()
+            );
             for (name, count) in &cases {
                 println!("{count:>10}  {name}");
             }

@@ -46,14 +46,20 @@ pub fn bench_args(args: &[String]) -> Result<(), String> {
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
         println!("load average: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
     }
-    println!("{:<20} {:>9} {:>12} {:>10} {:>12} {:>10} {:>8}", "input", "bytes", "envaware", "MB/s", "Python", "MB/s", "ratio");
+    println!(
+        "{:<20} {:>9} {:>12} {:>10} {:>12} {:>10} {:>8}",
+        "input", "bytes", "envaware", "MB/s", "Python", "MB/s", "ratio"
+    );
     for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let (Some(name), Some(bytes), Some(py_ns)) = (field(line, "name"), field(line, "bytes"), field(line, "ns")) else {
+        let (Some(name), Some(bytes), Some(py_ns)) =
+            (field(line, "name"), field(line, "bytes"), field(line, "ns"))
+        else {
             return Err(format!("bench_args.py: unexpected line {line:?}"));
         };
         let bytes: f64 = bytes.parse().map_err(|_| format!("bench_args.py: bytes in {line:?}"))?;
         let py_ns: f64 = py_ns.parse().map_err(|_| format!("bench_args.py: ns in {line:?}"))?;
-        let ns = criterion_median_ns(name).ok_or(format!("no criterion estimate for args/{name}"))?;
+        let ns =
+            criterion_median_ns(name).ok_or(format!("no criterion estimate for args/{name}"))?;
         println!(
             "{name:<20} {bytes:>9} {:>9.3} µs {:>10.1} {:>9.3} µs {:>10.1} {:>7.1}x",
             ns / 1e3,

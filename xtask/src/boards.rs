@@ -99,7 +99,16 @@ impl Board {
     /// `icount`, one instruction per virtual nanosecond.
     pub fn command(self, qemu: &Path, elf: &Path, icount: bool) -> Command {
         let mut cmd = Command::new(qemu);
-        cmd.args(["-machine", self.machine(), "-display", "none", "-monitor", "none", "-nodefaults"]).args(self.machine_args());
+        cmd.args([
+            "-machine",
+            self.machine(),
+            "-display",
+            "none",
+            "-monitor",
+            "none",
+            "-nodefaults",
+        ])
+        .args(self.machine_args());
         if icount {
             cmd.args(["-icount", "shift=0"]);
         }
@@ -114,15 +123,22 @@ impl Board {
 
     /// The bench program `cargo xtask bench --target` and `test` build.
     pub fn bench_elf(self) -> PathBuf {
-        crate::needs::workspace().join("target/bench-target").join(self.target()).join("release/envaware-bench-target")
+        crate::needs::workspace()
+            .join("target/bench-target")
+            .join(self.target())
+            .join("release/envaware-bench-target")
     }
 }
 
 /// Runs `cmd` to completion, its standard output captured, killing it
 /// after `timeout`: a hung board must not hang the task.
 pub fn run_bounded(mut cmd: Command, timeout: Duration) -> Result<Output, String> {
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("QEMU: cannot start: {e}"))?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("QEMU: cannot start: {e}"))?;
     let started = Instant::now();
     while child.try_wait().map_err(|e| e.to_string())?.is_none() {
         if started.elapsed() > timeout {
@@ -163,7 +179,10 @@ pub fn bench_cases(board: Board, qemu: &Path, elf: &Path) -> Result<Vec<(String,
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() || !stdout.lines().any(|l| l == "done") {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(format!("the target benchmark on {on} failed ({}): {stdout}{stderr}", out.status));
+            return Err(format!(
+                "the target benchmark on {on} failed ({}): {stdout}{stderr}",
+                out.status
+            ));
         }
         Ok(stdout)
     };
@@ -176,12 +195,15 @@ pub fn bench_cases(board: Board, qemu: &Path, elf: &Path) -> Result<Vec<(String,
     for line in first.lines().filter(|l| *l != "done") {
         let bad = || format!("unexpected line {line:?}");
         let (case, count) = line.rsplit_once(": ").ok_or_else(bad)?;
-        let count: u64 = count.strip_suffix(" instructions").and_then(|n| n.parse().ok()).ok_or_else(bad)?;
+        let count: u64 =
+            count.strip_suffix(" instructions").and_then(|n| n.parse().ok()).ok_or_else(bad)?;
         cases.push((case.to_string(), count));
     }
     let (calibration, known) = cases
         .iter()
-        .find_map(|(case, n)| Some((*n, case.strip_prefix(CALIBRATION_PREFIX)?.parse::<u64>().ok()?)))
+        .find_map(|(case, n)| {
+            Some((*n, case.strip_prefix(CALIBRATION_PREFIX)?.parse::<u64>().ok()?))
+        })
         .ok_or_else(|| format!("no calibration case on {on}"))?;
     if calibration.abs_diff(known) * 100 > known {
         return Err(format!("calibration on {on}: measured {calibration} instructions for a loop of {known}: the scale is off"));

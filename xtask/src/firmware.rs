@@ -55,7 +55,10 @@ fn works(program: &Path, arg: &str) -> bool {
 }
 
 fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// `qemu-system-arm`, installed from the distribution's packages when
@@ -82,9 +85,14 @@ pub fn ensure_apt_tool(program: PathBuf, package: &str, flags: &[&str]) -> Resul
     if works(&program, "--version") {
         return Ok(program);
     }
-    let fix = format!("apt-get update && apt-get install -y {}{package}", flags.iter().map(|f| format!("{f} ")).collect::<String>());
+    let fix = format!(
+        "apt-get update && apt-get install -y {}{package}",
+        flags.iter().map(|f| format!("{f} ")).collect::<String>()
+    );
     if !is_root() || !works(Path::new("apt-get"), "--version") {
-        return Err(format!("{package} is missing: run `sudo {fix}` (or your distribution's equivalent)"));
+        return Err(format!(
+            "{package} is missing: run `sudo {fix}` (or your distribution's equivalent)"
+        ));
     }
     crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
     crate::run(
@@ -120,20 +128,21 @@ pub fn ensure_defmt_print() -> Result<PathBuf, String> {
         "cargo install --locked defmt-print (once; a few minutes)",
         crate::cargo().args(["install", "--locked", "defmt-print"]).env("CARGO_BUILD_JOBS", "1"),
     )?;
-    candidates
-        .iter()
-        .flatten()
-        .find(|p| works(p, "--version"))
-        .cloned()
-        .ok_or_else(|| "defmt-print is missing: run `cargo install --locked defmt-print`".to_string())
+    candidates.iter().flatten().find(|p| works(p, "--version")).cloned().ok_or_else(|| {
+        "defmt-print is missing: run `cargo install --locked defmt-print`".to_string()
+    })
 }
 
 fn ensure_target() -> Result<(), String> {
-    let installed = crate::output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    let installed = crate::output(Command::new("rustup").args(["target", "list", "--installed"]))
+        .unwrap_or_default();
     if installed.lines().any(|l| l.trim() == TARGET) {
         return Ok(());
     }
-    crate::run(&format!("rustup target add {TARGET}"), Command::new("rustup").args(["target", "add", TARGET]))
+    crate::run(
+        &format!("rustup target add {TARGET}"),
+        Command::new("rustup").args(["target", "add", TARGET]),
+    )
 }
 
 fn cargo_in_firmware(what: &str, args: &[&str]) -> Result<(), String> {
@@ -142,7 +151,10 @@ fn cargo_in_firmware(what: &str, args: &[&str]) -> Result<(), String> {
     // `args` starts with the cargo command (build, test, clippy).
     let (command, rest) = args.split_first().ok_or("no cargo command")?;
     let mut cmd = crate::cargo();
-    cmd.args([command, "--locked"]).args(rest).current_dir(firmware_dir()).env("CARGO_TARGET_DIR", firmware_dir().join("target"));
+    cmd.args([command, "--locked"])
+        .args(rest)
+        .current_dir(firmware_dir())
+        .env("CARGO_TARGET_DIR", firmware_dir().join("target"));
     eprintln!("==> {what}");
     let status = cmd.status().map_err(|e| format!("{what}: cannot start: {e}"))?;
     if status.success() {
@@ -158,8 +170,12 @@ pub fn build(variants: bool) -> Result<(), String> {
     ensure_target()?;
     if variants {
         for feature in FAILING_VARIANTS {
-            cargo_in_firmware(&format!("build the firmware ({feature})"), &["build", "--release", "--features", feature])?;
-            std::fs::copy(elf(), variant_elf(feature)).map_err(|e| format!("{}: {e}", variant_elf(feature).display()))?;
+            cargo_in_firmware(
+                &format!("build the firmware ({feature})"),
+                &["build", "--release", "--features", feature],
+            )?;
+            std::fs::copy(elf(), variant_elf(feature))
+                .map_err(|e| format!("{}: {e}", variant_elf(feature).display()))?;
         }
     }
     cargo_in_firmware("build the firmware", &["build", "--release"])
@@ -169,8 +185,13 @@ pub fn build(variants: bool) -> Result<(), String> {
 /// overriding the thumb target `firmware/.cargo/config.toml` sets.
 fn host_target() -> Result<String, String> {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let version = crate::output(Command::new(&rustc).arg("-vV")).ok_or_else(|| format!("`{rustc} -vV` failed"))?;
-    version.lines().find_map(|l| l.strip_prefix("host: ")).map(str::to_string).ok_or_else(|| format!("`{rustc} -vV` names no host"))
+    let version = crate::output(Command::new(&rustc).arg("-vV"))
+        .ok_or_else(|| format!("`{rustc} -vV` failed"))?;
+    version
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_string)
+        .ok_or_else(|| format!("`{rustc} -vV` names no host"))
 }
 
 /// The firmware library's host tests (`firmware/tests/`): the TMP105 driver
@@ -182,7 +203,10 @@ pub fn host_tests() -> Result<(), String> {
     let host_args = ["--target", host.as_str(), "--no-default-features"];
     let clippy = [&["clippy", "--all-targets"][..], &host_args, &["--", "-D", "warnings"]].concat();
     cargo_in_firmware("clippy (firmware library and its host tests)", &clippy)?;
-    cargo_in_firmware("firmware host tests (TMP105 driver, agent script, on embedded-hal-mock)", &[&["test"][..], &host_args].concat())
+    cargo_in_firmware(
+        "firmware host tests (TMP105 driver, agent script, on embedded-hal-mock)",
+        &[&["test"][..], &host_args].concat(),
+    )
 }
 
 /// Installs the tools and builds both firmware images; returns the
@@ -248,21 +272,27 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         }
     }
     let temperatures = qemu::parse_temperatures(&temperatures)?;
-    let opts = run_options(temperatures, true, reset_after, qemu::parse_environment(&environment)?)?;
+    let opts =
+        run_options(temperatures, true, reset_after, qemu::parse_environment(&environment)?)?;
     build(false)?;
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
     let result = qemu::run(&opts)?;
-    let shown: Vec<String> = result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
+    let shown: Vec<String> =
+        result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
     eprintln!("==> {} steps; temperature per step: {}", result.steps, shown.join(", "));
     let trace = crate::root().join("target/firmware-session.trace.jsonl");
     std::fs::create_dir_all(crate::root().join("target")).map_err(|e| format!("target/: {e}"))?;
-    std::fs::write(&trace, qemu::session_trace(&result.log)).map_err(|e| format!("{}: {e}", trace.display()))?;
+    std::fs::write(&trace, qemu::session_trace(&result.log))
+        .map_err(|e| format!("{}: {e}", trace.display()))?;
     eprintln!(
         "==> the session as AgentScope JSON: {} (replay it: cargo run -p envaware-sim -- replay {})",
         trace.display(),
         trace.display()
     );
-    crate::run("build envaware-sim", crate::cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]))?;
+    crate::run(
+        "build envaware-sim",
+        crate::cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]),
+    )?;
     save_flash_log(&result)?;
     crate::timeline(&trace, &crate::root().join("target/demo/firmware-timeline.svg"))?;
     match result.status {
@@ -278,9 +308,14 @@ fn save_flash_log(result: &qemu::RunResult) -> Result<(), String> {
         return Err("the board did not dump its log's region (no envaware-flash-log.bin)".into());
     };
     let path = crate::root().join("target/demo/flash-log.bin");
-    std::fs::create_dir_all(crate::root().join("target/demo")).map_err(|e| format!("target/demo: {e}"))?;
+    std::fs::create_dir_all(crate::root().join("target/demo"))
+        .map_err(|e| format!("target/demo: {e}"))?;
     std::fs::write(&path, image).map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("==> the session log from the board's flash ({} bytes): {}", image.len(), path.display());
+    eprintln!(
+        "==> the session log from the board's flash ({} bytes): {}",
+        image.len(),
+        path.display()
+    );
     // Decided again on the desktop: the replay stops on any step whose
     // hint is not the one the device appended.
     let config = firmware_dir().join("session-config.json");
@@ -329,15 +364,26 @@ impl Sizes {
 
 /// Measures the release image: sections from the ELF, stack from a run.
 pub fn measure() -> Result<Sizes, String> {
-    let opts = run_options(qemu::parse_temperatures(DEMO_TEMPERATURES)?, false, None, qemu::parse_environment(DEMO_ENVIRONMENT)?)?;
+    let opts = run_options(
+        qemu::parse_temperatures(DEMO_TEMPERATURES)?,
+        false,
+        None,
+        qemu::parse_environment(DEMO_ENVIRONMENT)?,
+    )?;
     build(false)?;
     let sections = qemu::elf_sections(&elf())?;
-    let size = |names: &[&str]| sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>();
+    let size = |names: &[&str]| {
+        sections.iter().filter(|(n, _)| names.contains(&n.as_str())).map(|(_, s)| *s).sum::<u64>()
+    };
     let result = qemu::run(&opts)?;
     if result.status != Some(0) {
-        return Err(format!("the measuring run failed (exit status {:?})\n{}", result.status, result.log));
+        return Err(format!(
+            "the measuring run failed (exit status {:?})\n{}",
+            result.status, result.log
+        ));
     }
-    let stack = qemu::stack_high_water(&result.log).ok_or("the run printed no stack high-water mark")?;
+    let stack =
+        qemu::stack_high_water(&result.log).ok_or("the run printed no stack high-water mark")?;
     Ok(Sizes {
         text: size(&[".vector_table", ".text"]),
         rodata: size(&[".rodata"]),

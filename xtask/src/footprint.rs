@@ -11,7 +11,8 @@ use xtask::boards::{self, Board, STACK_BUDGET};
 use xtask::qemu;
 
 /// Targets whose flash `cargo xtask size` reports.
-pub const SIZE_TARGETS: &[&str] = &["thumbv7em-none-eabihf", "thumbv6m-none-eabi", "riscv32imc-unknown-none-elf"];
+pub const SIZE_TARGETS: &[&str] =
+    &["thumbv7em-none-eabihf", "thumbv6m-none-eabi", "riscv32imc-unknown-none-elf"];
 /// The one zone with daylight saving the programs keep.
 const DST_FILTER: &str = "^Europe/Berlin$";
 /// Keeps no zone beyond UTC and `Etc/*`, which chrono-tz always keeps.
@@ -42,7 +43,13 @@ fn build(target: &str, filter: &str, features: &[&str], bins: &[&str]) -> Result
     for bin in bins {
         cmd.args(["--bin", bin]);
     }
-    crate::run(&format!("build {} for {target} (zones {filter:?}, features {features:?})", bins.join(", ")), &mut cmd)
+    crate::run(
+        &format!(
+            "build {} for {target} (zones {filter:?}, features {features:?})",
+            bins.join(", ")
+        ),
+        &mut cmd,
+    )
 }
 
 /// Flash: code, read-only data and the initial values of `.data` (riscv
@@ -58,9 +65,19 @@ const ROWS: &[(&str, &str, &[&str], &str)] = &[
     ("UTC only", UTC_FILTER, &[], "utc"),
     ("one DST zone (Europe/Berlin)", DST_FILTER, &[], "dst"),
     ("one DST zone + JSON configuration", DST_FILTER, &[], "dst-json"),
-    ("one DST zone + JSON configuration + `python-floats`", DST_FILTER, &["python-floats"], "dst-json"),
+    (
+        "one DST zone + JSON configuration + `python-floats`",
+        DST_FILTER,
+        &["python-floats"],
+        "dst-json",
+    ),
     ("UTC only + `custom-time-format`", UTC_FILTER, &["custom-time-format"], "utc"),
-    ("one DST zone + JSON configuration + `custom-time-format`", DST_FILTER, &["custom-time-format"], "dst-json"),
+    (
+        "one DST zone + JSON configuration + `custom-time-format`",
+        DST_FILTER,
+        &["custom-time-format"],
+        "dst-json",
+    ),
 ];
 
 /// Builds the programs (grouped so that each zone filter builds chrono-tz
@@ -82,7 +99,8 @@ fn measure_flash() -> Result<(Vec<Vec<u64>>, RowFunctions), String> {
             (UTC_FILTER, &[][..]),
         ];
         for (filter, features) in feature_sets {
-            let rows: Vec<usize> = (0..ROWS.len()).filter(|&r| ROWS[r].1 == filter && ROWS[r].2 == features).collect();
+            let rows: Vec<usize> =
+                (0..ROWS.len()).filter(|&r| ROWS[r].1 == filter && ROWS[r].2 == features).collect();
             let bins: Vec<&str> = rows.iter().map(|&r| ROWS[r].3).collect();
             build(target, filter, features, &bins)?;
             for r in rows {
@@ -131,7 +149,10 @@ fn stacks(echo: bool) -> Result<Vec<(Board, u64)>, String> {
 /// Fails when a board's worst case is over [`STACK_BUDGET`].
 fn within_budget(worst: &[(Board, u64)]) -> Result<(), String> {
     match worst.iter().find(|(_, w)| *w > STACK_BUDGET) {
-        Some((board, w)) => Err(format!("the decision stack on {} is {w} B, over its budget of {STACK_BUDGET} B", board.on())),
+        Some((board, w)) => Err(format!(
+            "the decision stack on {} is {w} B, over its budget of {STACK_BUDGET} B",
+            board.on()
+        )),
         None => Ok(()),
     }
 }
@@ -161,11 +182,20 @@ const BY_FUNCTION_ROWS: &[usize] = &[0, 2];
 /// An `nm` that reads ARM ELF files: LLVM's (on the path, or rustup's
 /// `llvm-tools` component), else binutils' for ARM.
 fn nm() -> Option<PathBuf> {
-    let works = |p: &std::path::Path| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success());
-    let sysroot = crate::output(Command::new("rustc").args(["--print", "sysroot"])).unwrap_or_default();
-    let host = crate::output(Command::new("rustc").args(["--print", "host-tuple"])).unwrap_or_default();
-    let rustup = std::path::Path::new(sysroot.trim()).join("lib/rustlib").join(host.trim()).join("bin/llvm-nm");
-    [PathBuf::from("llvm-nm"), rustup, PathBuf::from("arm-none-eabi-nm")].into_iter().find(|p| works(p))
+    let works = |p: &std::path::Path| {
+        Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success())
+    };
+    let sysroot =
+        crate::output(Command::new("rustc").args(["--print", "sysroot"])).unwrap_or_default();
+    let host =
+        crate::output(Command::new("rustc").args(["--print", "host-tuple"])).unwrap_or_default();
+    let rustup = std::path::Path::new(sysroot.trim())
+        .join("lib/rustlib")
+        .join(host.trim())
+        .join("bin/llvm-nm");
+    [PathBuf::from("llvm-nm"), rustup, PathBuf::from("arm-none-eabi-nm")]
+        .into_iter()
+        .find(|p| works(p))
 }
 
 /// The named code and data of `elf` by size, largest first, as `cargo
@@ -178,7 +208,12 @@ pub fn by_function(nm: &std::path::Path, elf: &std::path::Path) -> Result<Functi
         .output()
         .map_err(|e| format!("{}: cannot start: {e}", nm.display()))?;
     if !out.status.success() {
-        return Err(format!("{} {} failed: {}", nm.display(), elf.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "{} {} failed: {}",
+            nm.display(),
+            elf.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     Ok(sizes_by_name(&String::from_utf8_lossy(&out.stdout)))
 }
@@ -189,14 +224,22 @@ fn sizes_by_name(listing: &str) -> Functions {
     let mut sizes: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for line in listing.lines() {
         let mut fields = line.splitn(4, ' ');
-        let (Some(_), Some(size), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next(), fields.next()) else { continue };
+        let (Some(_), Some(size), Some(kind), Some(name)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
         let Ok(size) = size.parse::<u64>() else { continue };
         if !matches!(kind, "t" | "T" | "r" | "R" | "d" | "D") {
             continue;
         }
         // `path::name::h0123456789abcdef`: one entry per path.
         let name = match name.rsplit_once("::h") {
-            Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path,
+            Some((path, hash))
+                if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                path
+            }
             _ => name,
         };
         *sizes.entry(name.to_string()).or_default() += size;
@@ -221,12 +264,18 @@ fn print_by_function(table: &[Vec<u64>], functions: &[(usize, Functions)]) {
         println!("| bytes | share | function |");
         println!("|---:|---:|---|");
         for (bytes, name) in list.iter().take(TOP_FUNCTIONS) {
-            println!("| {} | {:.1}% | `{}` |", thousands(*bytes), 100.0 * *bytes as f64 / flash as f64, name.replace('|', "\\|"));
+            println!(
+                "| {} | {:.1}% | `{}` |",
+                thousands(*bytes),
+                100.0 * *bytes as f64 / flash as f64,
+                name.replace('|', "\\|")
+            );
         }
         println!(
             "| {} | {:.1}% | the other {} named ones; {} B unnamed (constants, vectors, padding) |",
             thousands(named - list.iter().take(TOP_FUNCTIONS).map(|(b, _)| b).sum::<u64>()),
-            100.0 * (named - list.iter().take(TOP_FUNCTIONS).map(|(b, _)| b).sum::<u64>()) as f64 / flash as f64,
+            100.0 * (named - list.iter().take(TOP_FUNCTIONS).map(|(b, _)| b).sum::<u64>()) as f64
+                / flash as f64,
             list.len().saturating_sub(TOP_FUNCTIONS),
             thousands(flash.saturating_sub(named)),
         );
@@ -245,7 +294,11 @@ pub fn size() -> Result<(), String> {
     println!("| build | {} |", SIZE_TARGETS.join(" | "));
     println!("|---|{}", "---:|".repeat(SIZE_TARGETS.len()));
     for (row, sizes) in ROWS.iter().zip(&table) {
-        println!("| {} | {} |", row.0, sizes.iter().map(|&b| cell(b)).collect::<Vec<_>>().join(" | "));
+        println!(
+            "| {} | {} |",
+            row.0,
+            sizes.iter().map(|&b| cell(b)).collect::<Vec<_>>().join(" | ")
+        );
     }
     println!();
     for &(board, w) in &worst {

@@ -151,7 +151,8 @@ fn tokenize(src: &str) -> Vec<Token> {
             }
         } else if is_ident_start(c) {
             // A raw identifier `r#name` is the name.
-            let begin = if c == 'r' && at(i + 1) == '#' && is_ident_start(at(i + 2)) { i + 2 } else { i };
+            let begin =
+                if c == 'r' && at(i + 1) == '#' && is_ident_start(at(i + 2)) { i + 2 } else { i };
             let mut j = begin;
             while j < chars.len() && is_ident_char(chars[j]) {
                 j += 1;
@@ -160,7 +161,9 @@ fn tokenize(src: &str) -> Vec<Token> {
             i = j;
         } else if c.is_ascii_digit() {
             let mut j = i;
-            while j < chars.len() && (is_ident_char(chars[j]) || (chars[j] == '.' && at(j + 1).is_ascii_digit())) {
+            while j < chars.len()
+                && (is_ident_char(chars[j]) || (chars[j] == '.' && at(j + 1).is_ascii_digit()))
+            {
                 j += 1;
             }
             out.push(Token { tok: Tok::Literal, line });
@@ -347,7 +350,12 @@ fn skip_item(toks: &[Token], i: usize) -> usize {
 }
 
 /// One `use` tree from `j` with `prefix` before it, as leaves.
-fn use_tree(toks: &[Token], mut j: usize, prefix: &[String], leaves: &mut Vec<(Vec<String>, Option<String>, usize)>) -> usize {
+fn use_tree(
+    toks: &[Token],
+    mut j: usize,
+    prefix: &[String],
+    leaves: &mut Vec<(Vec<String>, Option<String>, usize)>,
+) -> usize {
     let mut path = prefix.to_vec();
     if is(toks, j, &Tok::PathSep) {
         // `use ::name`: another crate.
@@ -413,7 +421,8 @@ impl Tree {
         tree.modules.insert(Vec::new(), lib.clone());
         tree.queue.push_back(Scope { path: Vec::new(), file: lib, child_dir: dir.to_path_buf() });
         while let Some(scope) = tree.queue.pop_front() {
-            let src = std::fs::read_to_string(&scope.file).map_err(|e| format!("{}: {e}", scope.file.display()))?;
+            let src = std::fs::read_to_string(&scope.file)
+                .map_err(|e| format!("{}: {e}", scope.file.display()))?;
             tree.read.insert(scope.file.clone());
             let toks = tokenize(&src);
             if !tree.scan(&toks, &scope) {
@@ -460,8 +469,10 @@ impl Tree {
                         }
                         attrs.test_only = true;
                     }
-                    if let ([Token { tok: Tok::Ident(p), .. }, Token { tok: Tok::Punct('='), .. }, Token { tok: Tok::Str(s), .. }], false) =
-                        (attr, inner)
+                    if let (
+                        [Token { tok: Tok::Ident(p), .. }, Token { tok: Tok::Punct('='), .. }, Token { tok: Tok::Str(s), .. }],
+                        false,
+                    ) = (attr, inner)
                     {
                         if p == "path" {
                             attrs.path = Some(s.clone());
@@ -471,7 +482,9 @@ impl Tree {
                     continue;
                 }
                 _ if attrs.test_only => {
-                    if ident(toks, i) == Some("mod") || (ident(toks, i) == Some("pub") && mod_after_vis(toks, i)) {
+                    if ident(toks, i) == Some("mod")
+                        || (ident(toks, i) == Some("pub") && mod_after_vis(toks, i))
+                    {
                         self.note_test_module(toks, i, scope, attrs.path.as_deref());
                     }
                     i = skip_item(toks, i);
@@ -490,11 +503,19 @@ impl Tree {
                 }
                 Tok::Ident(w) if w == "mod" => {
                     if let Some(child) = ident(toks, i + 1) {
-                        let path: ModPath = scope.path.iter().cloned().chain([child.to_string()]).collect();
+                        let path: ModPath =
+                            scope.path.iter().cloned().chain([child.to_string()]).collect();
                         if is(toks, i + 2, &Tok::Punct('{')) {
                             let close = matching(toks, i + 2);
-                            let inline = Scope { path: path.clone(), file: scope.file.clone(), child_dir: scope.child_dir.join(child) };
-                            self.children.entry(scope.path.clone()).or_default().insert(child.to_string());
+                            let inline = Scope {
+                                path: path.clone(),
+                                file: scope.file.clone(),
+                                child_dir: scope.child_dir.join(child),
+                            };
+                            self.children
+                                .entry(scope.path.clone())
+                                .or_default()
+                                .insert(child.to_string());
                             self.modules.insert(path.clone(), scope.file.clone());
                             if !self.scan(&toks[i + 3..close.min(toks.len())], &inline) {
                                 self.forget(&path);
@@ -556,12 +577,20 @@ impl Tree {
     }
 
     /// The file of `mod name;` declared in `scope`.
-    fn child_file(scope: &Scope, name: &str, path_attr: Option<&str>) -> Result<(PathBuf, PathBuf), String> {
+    fn child_file(
+        scope: &Scope,
+        name: &str,
+        path_attr: Option<&str>,
+    ) -> Result<(PathBuf, PathBuf), String> {
         if let Some(p) = path_attr {
             let base = scope.file.parent().unwrap_or(Path::new("."));
             let file = base.join(p);
             let dir = file.with_extension("");
-            let dir = if file.file_name().is_some_and(|f| f == "mod.rs") { file.parent().unwrap_or(base).to_path_buf() } else { dir };
+            let dir = if file.file_name().is_some_and(|f| f == "mod.rs") {
+                file.parent().unwrap_or(base).to_path_buf()
+            } else {
+                dir
+            };
             return Ok((file, dir));
         }
         let flat = scope.child_dir.join(format!("{name}.rs"));
@@ -582,13 +611,21 @@ impl Tree {
                 self.modules.insert(path.clone(), file.clone());
                 self.queue.push_back(Scope { path, file, child_dir });
             }
-            Err(e) => self.errors.push(format!("{}:{line}: `mod {name};`: {e}", scope.file.display())),
+            Err(e) => {
+                self.errors.push(format!("{}:{line}: `mod {name};`: {e}", scope.file.display()))
+            }
         }
     }
 
     /// Remembers where a test-only `mod name;` is, so its files are not
     /// reported as outside the tree.
-    fn note_test_module(&mut self, toks: &[Token], mut i: usize, scope: &Scope, path_attr: Option<&str>) {
+    fn note_test_module(
+        &mut self,
+        toks: &[Token],
+        mut i: usize,
+        scope: &Scope,
+        path_attr: Option<&str>,
+    ) {
         if ident(toks, i) == Some("pub") {
             i += 1;
             if is(toks, i, &Tok::Punct('(')) {
@@ -662,7 +699,12 @@ fn between_siblings(from: &ModPath, to: &ModPath) -> Option<(ModPath, ModPath)> 
 /// Reads the crate whose sources are in `dir` and checks its layers.
 pub(crate) fn check(dir: &Path) -> Result<Report, String> {
     let tree = Tree::read(dir)?;
-    let mut graph = Graph { tree: &tree, aliases: BTreeMap::new(), reexports: BTreeMap::new(), bindings: BTreeMap::new() };
+    let mut graph = Graph {
+        tree: &tree,
+        aliases: BTreeMap::new(),
+        reexports: BTreeMap::new(),
+        bindings: BTreeMap::new(),
+    };
     graph.bind_aliases();
     graph.bind_reexports();
     let mut edges: BTreeMap<(ModPath, ModPath), Site> = BTreeMap::new();
@@ -674,13 +716,21 @@ pub(crate) fn check(dir: &Path) -> Result<Report, String> {
         let Some(abs) = graph.absolute(&r.from, &r.segments) else { continue };
         let site = Site { file: r.file.clone(), line: r.line, written: r.segments.join("::") };
         let target = match abs.first() {
-            Some(first) if !r.from.is_empty() && !tree.modules.contains_key(&vec![first.clone()]) => match graph.reexports.get(first) {
-                Some(defined_in) => {
-                    root_imports.push(RootImport { site: site.clone(), name: first.clone(), defined_in: defined_in.clone() });
-                    defined_in.clone()
+            Some(first)
+                if !r.from.is_empty() && !tree.modules.contains_key(&vec![first.clone()]) =>
+            {
+                match graph.reexports.get(first) {
+                    Some(defined_in) => {
+                        root_imports.push(RootImport {
+                            site: site.clone(),
+                            name: first.clone(),
+                            defined_in: defined_in.clone(),
+                        });
+                        defined_in.clone()
+                    }
+                    None => Vec::new(),
                 }
-                None => Vec::new(),
-            },
+            }
             _ => graph.resolve(&r.from, abs),
         };
         // A module's submodules are its parts: an edge between a module and
@@ -692,7 +742,14 @@ pub(crate) fn check(dir: &Path) -> Result<Report, String> {
     }
     let components = components(&tree.modules.keys().cloned().collect::<Vec<_>>(), &edges);
     let outside = outside_files(dir, &tree);
-    Ok(Report { modules: tree.modules.len(), edges, components, root_imports, outside, errors: tree.errors.clone() })
+    Ok(Report {
+        modules: tree.modules.len(),
+        edges,
+        components,
+        root_imports,
+        outside,
+        errors: tree.errors.clone(),
+    })
 }
 
 struct Graph<'t> {
@@ -742,7 +799,9 @@ impl Graph<'_> {
             let module = self.deepest(&abs);
             let ancestor = module.len() < from.len() && from.starts_with(&module);
             let Some(name) = abs.get(module.len()).filter(|_| ancestor) else { return module };
-            let Some(segments) = self.bindings.get(&(module.clone(), name.clone())) else { return module };
+            let Some(segments) = self.bindings.get(&(module.clone(), name.clone())) else {
+                return module;
+            };
             let Some(mut through) = self.absolute(&module, segments) else { return module };
             through.extend(abs[module.len() + 1..].iter().cloned());
             abs = through;
@@ -752,7 +811,11 @@ impl Graph<'_> {
 
     /// The deepest module a path from the root names.
     fn deepest(&self, abs: &[String]) -> ModPath {
-        (0..=abs.len()).rev().map(|n| abs[..n].to_vec()).find(|p| self.tree.modules.contains_key(p)).unwrap_or_default()
+        (0..=abs.len())
+            .rev()
+            .map(|n| abs[..n].to_vec())
+            .find(|p| self.tree.modules.contains_key(p))
+            .unwrap_or_default()
     }
 
     /// The names `use`s bind to whole modules (`use crate::json;`,
@@ -774,7 +837,9 @@ impl Graph<'_> {
     fn bind_reexports(&mut self) {
         for r in &self.tree.references {
             if let RefKind::Use { binding: Some(b), .. } = &r.kind {
-                self.bindings.entry((r.from.clone(), b.clone())).or_insert_with(|| r.segments.clone());
+                self.bindings
+                    .entry((r.from.clone(), b.clone()))
+                    .or_insert_with(|| r.segments.clone());
             }
         }
         for r in &self.tree.references {
@@ -791,8 +856,12 @@ impl Graph<'_> {
 
 /// Tarjan's strongly connected components of more than one module, each
 /// with cycles through it that together take all its edges.
-fn components(nodes: &[ModPath], edges: &BTreeMap<(ModPath, ModPath), Site>) -> Vec<(Vec<ModPath>, Vec<Vec<ModPath>>)> {
-    let index_of: BTreeMap<&ModPath, usize> = nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
+fn components(
+    nodes: &[ModPath],
+    edges: &BTreeMap<(ModPath, ModPath), Site>,
+) -> Vec<(Vec<ModPath>, Vec<Vec<ModPath>>)> {
+    let index_of: BTreeMap<&ModPath, usize> =
+        nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
     let mut adjacent = vec![Vec::new(); nodes.len()];
     for (from, to) in edges.keys() {
         if let (Some(&f), Some(&t)) = (index_of.get(from), index_of.get(to)) {
@@ -817,8 +886,10 @@ fn components(nodes: &[ModPath], edges: &BTreeMap<(ModPath, ModPath), Site>) -> 
     for mut members in tarjan.found.into_iter().filter(|c| c.len() > 1) {
         members.sort_unstable();
         let inside: BTreeSet<usize> = members.iter().copied().collect();
-        let mut uncovered: BTreeSet<(usize, usize)> =
-            members.iter().flat_map(|&u| adjacent[u].iter().filter(|v| inside.contains(v)).map(move |&v| (u, v))).collect();
+        let mut uncovered: BTreeSet<(usize, usize)> = members
+            .iter()
+            .flat_map(|&u| adjacent[u].iter().filter(|v| inside.contains(v)).map(move |&v| (u, v)))
+            .collect();
         let mut cycles = Vec::new();
         while let Some(&(u, v)) = uncovered.iter().next() {
             // The shortest way back from v to u inside the component.
@@ -946,7 +1017,11 @@ impl Report {
             let _ = writeln!(s, "error: {e}");
         }
         for f in &self.outside {
-            let _ = writeln!(s, "note: {} is in no module (no `mod` declares it): not checked", shown(f));
+            let _ = writeln!(
+                s,
+                "note: {} is in no module (no `mod` declares it): not checked",
+                shown(f)
+            );
         }
         for (members, cycles) in &self.components {
             let names: Vec<String> = members.iter().map(|m| name(m)).collect();
@@ -957,7 +1032,13 @@ impl Report {
                 for w in cycle.windows(2) {
                     if let Some(site) = self.site(&w[0], &w[1]) {
                         let edge = format!("{} -> {}", name(&w[0]), name(&w[1]));
-                        let _ = writeln!(s, "      {edge:<40} {}:{}  `{}`", shown(&site.file), site.line, site.written);
+                        let _ = writeln!(
+                            s,
+                            "      {edge:<40} {}:{}  `{}`",
+                            shown(&site.file),
+                            site.line,
+                            site.written
+                        );
                     }
                 }
             }
@@ -974,7 +1055,8 @@ impl Report {
             );
         }
         if self.components.is_empty() {
-            let _ = writeln!(s, "no cycle among {} modules ({} edges)", self.modules, self.edges.len());
+            let _ =
+                writeln!(s, "no cycle among {} modules ({} edges)", self.modules, self.edges.len());
         } else {
             let _ = writeln!(s, "{} modules, {} edges", self.modules, self.edges.len());
         }
@@ -1010,7 +1092,8 @@ mod tests {
 
     /// A crate in a fresh temporary directory: (file, text) pairs.
     fn crate_dir(tag: &str, files: &[(&str, &str)]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("envaware-layers-{tag}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("envaware-layers-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for (file, text) in files {
             let path = dir.join(file);
@@ -1136,7 +1219,11 @@ mod tests {
         let report = check(&dir).unwrap();
         // The edge goes to the module that defines the name.
         assert_eq!(edges(&report), ["engine -> clock"]);
-        let lines: Vec<String> = report.root_imports.iter().map(|r| format!("{}:{}", r.site.written, r.site.line)).collect();
+        let lines: Vec<String> = report
+            .root_imports
+            .iter()
+            .map(|r| format!("{}:{}", r.site.written, r.site.line))
+            .collect();
         assert_eq!(lines, ["crate::Timestamp:1", "crate::Timestamp:2"]);
         assert!(report.verdict().unwrap_err().contains("2 import(s) from the crate root"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -5,7 +5,12 @@
 //! they need beyond Rust, skipping without them except under `cargo xtask
 //! test` and CI ([`needs`], from `envaware-test-support`).
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 pub mod boards;
 pub use envaware_test_support::needs;

@@ -23,7 +23,12 @@
 //! - `cargo xtask layers [--edges] [DIR]`: the core's modules form no cycle and
 //!   import no name from the crate root (see `layers.rs`); part of `test`.
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, unused_qualifications, rustdoc::broken_intra_doc_links)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unused_qualifications,
+    rustdoc::broken_intra_doc_links
+)]
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -39,11 +44,19 @@ mod mutants;
 mod nopanic;
 
 /// Targets the core must build for with no allocator.
-const THUMB_TARGETS: &[&str] =
-    &["thumbv7m-none-eabi", "thumbv7em-none-eabihf", "thumbv6m-none-eabi", "thumbv8m.main-none-eabihf", "riscv32imc-unknown-none-elf"];
+const THUMB_TARGETS: &[&str] = &[
+    "thumbv7m-none-eabi",
+    "thumbv7em-none-eabihf",
+    "thumbv6m-none-eabi",
+    "thumbv8m.main-none-eabihf",
+    "riscv32imc-unknown-none-elf",
+];
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
 }
 
 fn cargo() -> Command {
@@ -54,7 +67,8 @@ fn cargo() -> Command {
 fn run(what: &str, cmd: &mut Command) -> Result<(), String> {
     eprintln!("==> {what}");
     let started = Instant::now();
-    let status = cmd.current_dir(root()).status().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    let status =
+        cmd.current_dir(root()).status().map_err(|e| format!("{what}: cannot start: {e}"))?;
     eprintln!("    ({what}: {:.1}s)", started.elapsed().as_secs_f64());
     if status.success() {
         Ok(())
@@ -69,8 +83,13 @@ fn output(cmd: &mut Command) -> Option<String> {
 }
 
 fn ensure_targets() -> Result<(), String> {
-    let installed = output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
-    let missing: Vec<&str> = THUMB_TARGETS.iter().copied().filter(|t| !installed.lines().any(|l| l.trim() == *t)).collect();
+    let installed =
+        output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    let missing: Vec<&str> = THUMB_TARGETS
+        .iter()
+        .copied()
+        .filter(|t| !installed.lines().any(|l| l.trim() == *t))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -86,15 +105,20 @@ fn ensure_reference_venv() -> Result<PathBuf, String> {
         return Ok(python);
     }
     let requirements = xtask::needs::requirements();
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| format!("{}: {e}", requirements.display()))?;
+    let wanted = std::fs::read_to_string(&requirements)
+        .map_err(|e| format!("{}: {e}", requirements.display()))?;
     let system_python = ["python3", "python"]
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
-        .ok_or("no python3 found: install Python 3.11 or newer (apt-get install python3 python3-venv)")?;
+        .ok_or(
+            "no python3 found: install Python 3.11 or newer (apt-get install python3 python3-venv)",
+        )?;
     run("create the reference venv", Command::new(system_python).args(["-m", "venv"]).arg(&venv))?;
     run(
         "install AgentScope 2.0.11 into .venv",
-        Command::new(&python).args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"]).arg(&requirements),
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
     )?;
     xtask::needs::stamp_venv(&venv, &wanted)?;
     Ok(python)
@@ -113,26 +137,69 @@ fn test() -> Result<(), String> {
     run("cargo fmt --check", cargo().args(["fmt", "--all", "--check"]))?;
     eprintln!("==> the core's module layers (cargo xtask layers)");
     layers::layers(&[])?;
-    run("cargo clippy", cargo().args(["clippy", "--locked", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(
+        "cargo clippy",
+        cargo().args([
+            "clippy",
+            "--locked",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     run(
         "cargo clippy (core, defmt)",
-        cargo().args(["clippy", "--locked", "-p", "envaware", "--features", "defmt", "--", "-D", "warnings"]),
+        cargo().args([
+            "clippy",
+            "--locked",
+            "-p",
+            "envaware",
+            "--features",
+            "defmt",
+            "--",
+            "-D",
+            "warnings",
+        ]),
     )?;
     for target in THUMB_TARGETS {
-        run(&format!("build the core for {target}"), cargo().args(["build", "--locked", "-p", "envaware", "--target", target]))?;
+        run(
+            &format!("build the core for {target}"),
+            cargo().args(["build", "--locked", "-p", "envaware", "--target", target]),
+        )?;
     }
     run(
         "build the core with defmt for thumbv7m-none-eabi",
-        cargo().args(["build", "--locked", "-p", "envaware", "--features", "defmt", "--target", THUMB_TARGETS[0]]),
+        cargo().args([
+            "build",
+            "--locked",
+            "-p",
+            "envaware",
+            "--features",
+            "defmt",
+            "--target",
+            THUMB_TARGETS[0],
+        ]),
     )?;
     run(
         "cargo doc (core, warnings denied)",
-        cargo().args(["doc", "--locked", "-p", "envaware", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+        cargo()
+            .args(["doc", "--locked", "-p", "envaware", "--no-deps"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run(
         "cargo doc (core with defmt, wire and journal, warnings denied)",
         cargo()
-            .args(["doc", "--locked", "-p", "envaware", "--no-deps", "--features", "defmt,wire,journal"])
+            .args([
+                "doc",
+                "--locked",
+                "-p",
+                "envaware",
+                "--no-deps",
+                "--features",
+                "defmt,wire,journal",
+            ])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run(
@@ -143,11 +210,21 @@ fn test() -> Result<(), String> {
         "the agent loop example: JSON configuration, a live sensor, AgentScope JSON out (checks its own outcomes)",
         cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
     )?;
-    run("cargo publish --dry-run -p envaware", cargo().args(["publish", "--locked", "--dry-run", "--allow-dirty", "-p", "envaware"]))?;
+    run(
+        "cargo publish --dry-run -p envaware",
+        cargo().args(["publish", "--locked", "--dry-run", "--allow-dirty", "-p", "envaware"]),
+    )?;
     run(
         "link the core into a thumbv7m binary with no allocator",
         cargo()
-            .args(["build", "--locked", "--release", "--target", "thumbv7m-none-eabi", "--manifest-path"])
+            .args([
+                "build",
+                "--locked",
+                "--release",
+                "--target",
+                "thumbv7m-none-eabi",
+                "--manifest-path",
+            ])
             .arg(root().join("tests/nostd-check/Cargo.toml"))
             .env("CARGO_TARGET_DIR", root().join("target/nostd-check")),
     )?;
@@ -179,7 +256,14 @@ fn test() -> Result<(), String> {
     // also runs as the firmware builds it: floats by the exact-decimal path.
     run(
         "core unit tests with the firmware's features (no python-floats, no custom-time-format)",
-        &mut cargo_test(&["-p", "envaware", "--lib", "--no-default-features", "--features", "wire,journal,zone-filter"]),
+        &mut cargo_test(&[
+            "-p",
+            "envaware",
+            "--lib",
+            "--no-default-features",
+            "--features",
+            "wire,journal,zone-filter",
+        ]),
     )?;
     run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))?;
     // The timeline test opens the SVG in a real browser.
@@ -204,7 +288,8 @@ fn test() -> Result<(), String> {
 /// The workspace's `rust-version`: the oldest Rust the whole dependency
 /// graph builds with.
 fn msrv() -> Result<String, String> {
-    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).map_err(|e| format!("Cargo.toml: {e}"))?;
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml"))
+        .map_err(|e| format!("Cargo.toml: {e}"))?;
     manifest
         .lines()
         .find_map(|l| l.strip_prefix("rust-version = \"")?.strip_suffix('"'))
@@ -225,7 +310,14 @@ fn check_msrv() -> Result<(), String> {
         )?;
     }
     let device = THUMB_TARGETS[1];
-    let installed = output(Command::new("rustup").args(["target", "list", "--installed", "--toolchain", &msrv])).unwrap_or_default();
+    let installed = output(Command::new("rustup").args([
+        "target",
+        "list",
+        "--installed",
+        "--toolchain",
+        &msrv,
+    ]))
+    .unwrap_or_default();
     if !installed.lines().any(|l| l.trim() == device) {
         run(
             &format!("rustup target add {device} (Rust {msrv})"),
@@ -235,11 +327,19 @@ fn check_msrv() -> Result<(), String> {
     for target in [None, Some(device)] {
         // `cargo +VERSION` through rustup's proxy, with its own target dir.
         let mut cmd = Command::new("cargo");
-        cmd.arg(format!("+{msrv}")).args(["check", "--locked", "-p", "envaware"]).env("CARGO_TARGET_DIR", root().join("target/msrv"));
+        cmd.arg(format!("+{msrv}"))
+            .args(["check", "--locked", "-p", "envaware"])
+            .env("CARGO_TARGET_DIR", root().join("target/msrv"));
         if let Some(t) = target {
             cmd.args(["--target", t]);
         }
-        run(&format!("check the core with Rust {msrv} (rust-version) for {}", target.unwrap_or("the host")), &mut cmd)?;
+        run(
+            &format!(
+                "check the core with Rust {msrv} (rust-version) for {}",
+                target.unwrap_or("the host")
+            ),
+            &mut cmd,
+        )?;
     }
     Ok(())
 }
@@ -250,8 +350,11 @@ fn check_msrv() -> Result<(), String> {
 fn run_tests(cmd: &mut Command) -> Result<(), String> {
     use std::io::{BufRead, BufReader};
     eprintln!("==> cargo test");
-    let mut child =
-        cmd.current_dir(root()).stdout(std::process::Stdio::piped()).spawn().map_err(|e| format!("cargo test: cannot start: {e}"))?;
+    let mut child = cmd
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cargo test: cannot start: {e}"))?;
     let (mut passed, mut failed) = (0u64, 0u64);
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -273,14 +376,26 @@ fn run_tests(cmd: &mut Command) -> Result<(), String> {
 
 /// The number just before `label` in a `test result:` line.
 fn count_before(line: &str, label: &str) -> u64 {
-    line.find(label).and_then(|end| line[..end].rsplit([' ', ';']).next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+    line.find(label)
+        .and_then(|end| line[..end].rsplit([' ', ';']).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn host_demo() -> Result<(), String> {
-    run("build envaware-sim", cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]))?;
+    run(
+        "build envaware-sim",
+        cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]),
+    )?;
     let scenarios = root().join("examples/demo.jsonl");
-    run("envaware-sim eval examples/demo.jsonl", Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios))?;
-    timeline(&root().join("examples/greenhouse.trace.jsonl"), &root().join("target/demo/greenhouse-timeline.svg"))
+    run(
+        "envaware-sim eval examples/demo.jsonl",
+        Command::new(root().join("target/debug/envaware-sim")).arg("eval").arg(scenarios),
+    )?;
+    timeline(
+        &root().join("examples/greenhouse.trace.jsonl"),
+        &root().join("target/demo/greenhouse-timeline.svg"),
+    )
 }
 
 /// Draws the timeline of a replay trace (or an AgentScope dump) with the
@@ -297,9 +412,16 @@ pub(crate) fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| format!("envaware-sim replay --plot: cannot start: {e}"))?;
     if !out.status.success() {
-        return Err(format!("envaware-sim replay {} --plot failed: {}", trace.display(), String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "envaware-sim replay {} --plot failed: {}",
+            trace.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
-    println!("the session's timeline: {} (open it in a browser; hover a mark for its hint)", svg.display());
+    println!(
+        "the session's timeline: {} (open it in a browser; hover a mark for its hint)",
+        svg.display()
+    );
     Ok(())
 }
 
@@ -308,7 +430,10 @@ const FUZZ_TARGETS: &[&str] = &["args", "config", "engine"];
 
 /// Whether a command runs and exits 0 (its output is discarded).
 fn succeeds(cmd: &mut Command) -> bool {
-    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success())
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// `cargo +nightly ...` through rustup's proxy (not `$CARGO`, which is
@@ -323,10 +448,22 @@ fn nightly_cargo() -> Command {
 fn ensure_cargo_fuzz() -> Result<(), String> {
     let toolchains = output(Command::new("rustup").args(["toolchain", "list"])).unwrap_or_default();
     if !toolchains.lines().any(|l| l.starts_with("nightly")) {
-        run("rustup toolchain install nightly", Command::new("rustup").args(["toolchain", "install", "nightly", "--profile", "minimal"]))?;
+        run(
+            "rustup toolchain install nightly",
+            Command::new("rustup").args([
+                "toolchain",
+                "install",
+                "nightly",
+                "--profile",
+                "minimal",
+            ]),
+        )?;
     }
     if !succeeds(nightly_cargo().args(["fuzz", "--version"])) {
-        run("cargo install --locked cargo-fuzz", Command::new("cargo").args(["install", "--locked", "cargo-fuzz"]))?;
+        run(
+            "cargo install --locked cargo-fuzz",
+            Command::new("cargo").args(["install", "--locked", "cargo-fuzz"]),
+        )?;
     }
     Ok(())
 }
@@ -341,13 +478,20 @@ fn fuzz(args: &[String]) -> Result<(), String> {
     let (mut seconds, mut cases, mut targets) = (60u64, 20_000u64, Vec::new());
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let mut number = |what: &str| it.next().and_then(|v| v.parse().ok()).ok_or(format!("{what} needs a number"));
+        let mut number = |what: &str| {
+            it.next().and_then(|v| v.parse().ok()).ok_or(format!("{what} needs a number"))
+        };
         match arg.as_str() {
             "--time" => seconds = number("--time")?,
             "--minutes" => seconds = number("--minutes")? * 60,
             "--cases" => cases = number("--cases")?,
             t if FUZZ_TARGETS.contains(&t) => targets.push(t),
-            other => return Err(format!("unknown fuzz argument {other:?} (targets: {})", FUZZ_TARGETS.join(", "))),
+            other => {
+                return Err(format!(
+                    "unknown fuzz argument {other:?} (targets: {})",
+                    FUZZ_TARGETS.join(", ")
+                ))
+            }
         }
     }
     if targets.is_empty() {
@@ -365,8 +509,9 @@ fn fuzz(args: &[String]) -> Result<(), String> {
     )?;
     let artifacts = |target: &str| -> Vec<PathBuf> {
         let dir = root().join("fuzz/artifacts").join(target);
-        let mut found: Vec<PathBuf> =
-            std::fs::read_dir(dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
         found.sort();
         found
     };
@@ -377,27 +522,51 @@ fn fuzz(args: &[String]) -> Result<(), String> {
         let corpus_before = std::fs::read_dir(&corpus).map(Iterator::count).unwrap_or(0);
         // Fork mode with crashes ignored: a crash is saved and the run goes on.
         let status = nightly_cargo()
-            .args(["fuzz", "run", target, "--", &format!("-max_total_time={seconds}"), "-timeout=10", "-rss_limit_mb=2048"])
-            .args(["-fork=1", "-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1", "-print_final_stats=1"])
+            .args([
+                "fuzz",
+                "run",
+                target,
+                "--",
+                &format!("-max_total_time={seconds}"),
+                "-timeout=10",
+                "-rss_limit_mb=2048",
+            ])
+            .args([
+                "-fork=1",
+                "-ignore_crashes=1",
+                "-ignore_timeouts=1",
+                "-ignore_ooms=1",
+                "-print_final_stats=1",
+            ])
             .current_dir(root())
             .status()
             .map_err(|e| format!("cargo fuzz run {target}: {e}"))?;
         let corpus_after = std::fs::read_dir(&corpus).map(Iterator::count).unwrap_or(0);
         eprintln!("==> {target}: {seconds} s, corpus {corpus_before} -> {corpus_after} files (kept in {})", corpus.display());
-        let new: Vec<PathBuf> = artifacts(target).into_iter().filter(|a| !before.contains(a)).collect();
+        let new: Vec<PathBuf> =
+            artifacts(target).into_iter().filter(|a| !before.contains(a)).collect();
         if !status.success() && new.is_empty() {
             return Err(format!("cargo fuzz run {target} failed ({status})"));
         }
         crashes.extend(new);
     }
-    run("build envaware-sim", cargo().args(["build", "--locked", "--release", "-p", "envaware-sim"]))?;
+    run(
+        "build envaware-sim",
+        cargo().args(["build", "--locked", "--release", "-p", "envaware-sim"]),
+    )?;
     let sim = root().join("target/release/envaware-sim");
-    run(&format!("envaware-sim fuzz --cases {cases}"), Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]))?;
+    run(
+        &format!("envaware-sim fuzz --cases {cases}"),
+        Command::new(&sim).args(["fuzz", "--cases", &cases.to_string()]),
+    )?;
     if crashes.is_empty() {
         Ok(())
     } else {
         let list: Vec<String> = crashes.iter().map(|c| c.display().to_string()).collect();
-        Err(format!("new crashes (replay with `cargo +nightly fuzz run <target> <file>`):\n  {}", list.join("\n  ")))
+        Err(format!(
+            "new crashes (replay with `cargo +nightly fuzz run <target> <file>`):\n  {}",
+            list.join("\n  ")
+        ))
     }
 }
 

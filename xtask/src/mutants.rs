@@ -26,20 +26,36 @@ struct Score {
 impl Score {
     /// Reads the summary counts cargo-mutants writes at the end of a run.
     fn read(outcomes: &Path) -> Result<Score, String> {
-        let text = std::fs::read_to_string(outcomes).map_err(|e| format!("{}: {e}", outcomes.display()))?;
+        let text = std::fs::read_to_string(outcomes)
+            .map_err(|e| format!("{}: {e}", outcomes.display()))?;
         let count = |key: &str| -> Result<u64, String> {
-            let at = text.find(&format!("\"{key}\":")).ok_or_else(|| format!("{}: no {key:?} count", outcomes.display()))?;
-            let digits: String = text[at + key.len() + 3..].trim_start().chars().take_while(char::is_ascii_digit).collect();
+            let at = text
+                .find(&format!("\"{key}\":"))
+                .ok_or_else(|| format!("{}: no {key:?} count", outcomes.display()))?;
+            let digits: String = text[at + key.len() + 3..]
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
             digits.parse().map_err(|_| format!("{}: {key:?} is not a count", outcomes.display()))
         };
-        Ok(Score { caught: count("caught")?, timeout: count("timeout")?, missed: count("missed")?, unviable: count("unviable")? })
+        Ok(Score {
+            caught: count("caught")?,
+            timeout: count("timeout")?,
+            missed: count("missed")?,
+            unviable: count("unviable")?,
+        })
     }
 
     /// The share of viable mutants the tests caught; a mutant that makes
     /// the tests hang (a timeout) is caught too, as cargo-mutants counts it.
     fn line(&self) -> String {
         let viable = self.caught + self.timeout + self.missed;
-        let percent = if viable == 0 { 100.0 } else { 100.0 * (self.caught + self.timeout) as f64 / viable as f64 };
+        let percent = if viable == 0 {
+            100.0
+        } else {
+            100.0 * (self.caught + self.timeout) as f64 / viable as f64
+        };
         format!(
             "mutation score: {percent:.1}% ({} caught + {} timeouts of {viable} viable; {} missed, {} unviable)",
             self.caught, self.timeout, self.missed, self.unviable
@@ -54,7 +70,10 @@ pub fn mutants(args: &[String]) -> Result<(), String> {
     for tool in ["cargo-mutants", "cargo-nextest"] {
         let sub = tool.trim_start_matches("cargo-");
         if !succeeds(Command::new("cargo").args([sub, "--version"])) {
-            run(&format!("cargo install --locked {tool}"), Command::new("cargo").args(["install", "--locked", tool]))?;
+            run(
+                &format!("cargo install --locked {tool}"),
+                Command::new("cargo").args(["install", "--locked", tool]),
+            )?;
         }
     }
     // The zone-rule tests compare with Python's zoneinfo; the copy of the
@@ -98,7 +117,10 @@ mod tests {
         .unwrap();
         let score = Score::read(&file).unwrap();
         assert_eq!(score, Score { caught: 15, timeout: 1, missed: 2, unviable: 2 });
-        assert_eq!(score.line(), "mutation score: 88.9% (15 caught + 1 timeouts of 18 viable; 2 missed, 2 unviable)");
+        assert_eq!(
+            score.line(),
+            "mutation score: 88.9% (15 caught + 1 timeouts of 18 viable; 2 missed, 2 unviable)"
+        );
         std::fs::write(&file, r#"{"caught": 1}"#).unwrap();
         assert!(Score::read(&file).unwrap_err().contains("no \"timeout\" count"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -31,16 +31,33 @@ pub fn nopanic(args: &[String]) -> Result<(), String> {
         match arg.as_str() {
             "--link" => link = true,
             "--demo-panic" => demo = true,
-            other => return Err(format!("unknown nopanic argument {other:?} (known: --link, --demo-panic)")),
+            other => {
+                return Err(format!(
+                    "unknown nopanic argument {other:?} (known: --link, --demo-panic)"
+                ))
+            }
         }
     }
     let dir = root().join("tests/nopanic-check");
-    let features: Vec<&str> = [link.then_some("link"), demo.then_some("demo-panic")].into_iter().flatten().collect();
+    let features: Vec<&str> =
+        [link.then_some("link"), demo.then_some("demo-panic")].into_iter().flatten().collect();
     let target_dir = root().join("target/nopanic-check");
     run(
-        &format!("build the no-panic program for {TARGET}{}", if link { " (panic handler: an undefined symbol)" } else { "" }),
+        &format!(
+            "build the no-panic program for {TARGET}{}",
+            if link { " (panic handler: an undefined symbol)" } else { "" }
+        ),
         cargo()
-            .args(["build", "--locked", "--release", "--target", TARGET, "--features", &features.join(","), "--manifest-path"])
+            .args([
+                "build",
+                "--locked",
+                "--release",
+                "--target",
+                TARGET,
+                "--features",
+                &features.join(","),
+                "--manifest-path",
+            ])
             .arg(dir.join("Cargo.toml"))
             .env("CARGO_TARGET_DIR", &target_dir),
     )?;
@@ -50,7 +67,8 @@ pub fn nopanic(args: &[String]) -> Result<(), String> {
     }
     let image = target_dir.join(TARGET).join("release/nopanic-check");
     let bytes = std::fs::read(&image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let sites = panic_sites(&bytes).ok_or_else(|| format!("{}: not a 32-bit little-endian ELF", image.display()))?;
+    let sites = panic_sites(&bytes)
+        .ok_or_else(|| format!("{}: not a 32-bit little-endian ELF", image.display()))?;
     let allowed = read_allow_list(&dir.join("allowed-panics.txt"))?;
     check(&sites, &allowed, &root())
 }
@@ -64,7 +82,11 @@ fn read_allow_list(path: &Path) -> Result<BTreeMap<String, String>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (file, reason) = line.split_once('#').ok_or(format!("{}:{}: `file  # reason` expected", path.display(), n + 1))?;
+        let (file, reason) = line.split_once('#').ok_or(format!(
+            "{}:{}: `file  # reason` expected",
+            path.display(),
+            n + 1
+        ))?;
         allowed.insert(file.trim().to_string(), reason.trim().to_string());
     }
     Ok(allowed)
@@ -83,7 +105,8 @@ fn classify(file: &str, root: &Path) -> Result<String, String> {
     if let Some((_, rest)) = file.split_once("/registry/src/") {
         // index.crates.io-HASH/NAME-VERSION/path
         let mut parts = rest.splitn(3, '/');
-        let (_, krate, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (_, krate, path) =
+            (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let name = krate.rsplit_once('-').map_or(krate, |(name, _version)| name);
         return Ok(format!("{name}/{path}"));
     }
@@ -100,9 +123,10 @@ fn check(sites: &[Site], allowed: &BTreeMap<String, String>, root: &Path) -> Res
     for site in sites {
         match classify(&site.file, root) {
             Ok(dep) if allowed.contains_key(&dep) => by_file.entry(dep).or_default().push(site),
-            Ok(dep) => {
-                failures.push(format!("reachable panic in a dependency, not in allowed-panics.txt: {dep}:{}:{}", site.line, site.column))
-            }
+            Ok(dep) => failures.push(format!(
+                "reachable panic in a dependency, not in allowed-panics.txt: {dep}:{}:{}",
+                site.line, site.column
+            )),
             Err(own) => {
                 let own_path = Path::new(&own);
                 let shown = match own_path.strip_prefix(root) {
@@ -120,7 +144,10 @@ fn check(sites: &[Site], allowed: &BTreeMap<String, String>, root: &Path) -> Res
     }
     let unused: Vec<&String> = allowed.keys().filter(|f| !by_file.contains_key(*f)).collect();
     if !unused.is_empty() {
-        println!("  (allowed but not found: {})", unused.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "));
+        println!(
+            "  (allowed but not found: {})",
+            unused.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
     }
     if failures.is_empty() {
         println!("no-panic: all in allowed dependency files; none in envaware's code");
@@ -129,7 +156,10 @@ fn check(sites: &[Site], allowed: &BTreeMap<String, String>, root: &Path) -> Res
         for f in &failures {
             println!("{f}");
         }
-        Err(format!("{} reachable panic site(s) outside the allowed dependency files", failures.len()))
+        Err(format!(
+            "{} reachable panic site(s) outside the allowed dependency files",
+            failures.len()
+        ))
     }
 }
 
@@ -156,8 +186,13 @@ fn panic_sites(elf: &[u8]) -> Option<Vec<Site>> {
     let mut sections = Vec::new();
     for i in 0..shnum {
         let h = shoff + i * shentsize;
-        let (kind, flags, addr, offset, size) =
-            (u32_at(elf, h + 4)?, u32_at(elf, h + 8)?, u32_at(elf, h + 12)?, u32_at(elf, h + 16)?, u32_at(elf, h + 20)?);
+        let (kind, flags, addr, offset, size) = (
+            u32_at(elf, h + 4)?,
+            u32_at(elf, h + 8)?,
+            u32_at(elf, h + 12)?,
+            u32_at(elf, h + 16)?,
+            u32_at(elf, h + 20)?,
+        );
         const PROGBITS: u32 = 1;
         const ALLOC: u32 = 2;
         if kind == PROGBITS && flags & ALLOC != 0 {
@@ -165,7 +200,9 @@ fn panic_sites(elf: &[u8]) -> Option<Vec<Site>> {
         }
     }
     let read = |addr: usize, len: usize| -> Option<&[u8]> {
-        let &(start, offset, size) = sections.iter().find(|&&(start, _, size)| addr >= start && addr + len <= start + size)?;
+        let &(start, offset, size) = sections
+            .iter()
+            .find(|&&(start, _, size)| addr >= start && addr + len <= start + size)?;
         let _ = size;
         elf.get(offset + (addr - start)..offset + (addr - start) + len)
     };
@@ -173,9 +210,19 @@ fn panic_sites(elf: &[u8]) -> Option<Vec<Site>> {
     for &(_, offset, size) in &sections {
         let mut at = offset;
         while at + 16 <= offset + size {
-            let (ptr, len, line, column) = (u32_at(elf, at)?, u32_at(elf, at + 4)?, u32_at(elf, at + 8)?, u32_at(elf, at + 12)?);
-            let plausible = (4..512).contains(&len) && (1..1_000_000).contains(&line) && (1..10_000).contains(&column);
-            let file = plausible.then(|| read(ptr as usize, len as usize)).flatten().and_then(|b| std::str::from_utf8(b).ok());
+            let (ptr, len, line, column) = (
+                u32_at(elf, at)?,
+                u32_at(elf, at + 4)?,
+                u32_at(elf, at + 8)?,
+                u32_at(elf, at + 12)?,
+            );
+            let plausible = (4..512).contains(&len)
+                && (1..1_000_000).contains(&line)
+                && (1..10_000).contains(&column);
+            let file = plausible
+                .then(|| read(ptr as usize, len as usize))
+                .flatten()
+                .and_then(|b| std::str::from_utf8(b).ok());
             match file {
                 Some(file) if file.ends_with(".rs") && !file.contains('\0') => {
                     sites.push(Site { file: file.to_string(), line, column });

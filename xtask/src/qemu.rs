@@ -128,7 +128,8 @@ pub fn parse_environment(text: &str) -> Result<Vec<(usize, i32)>, String> {
     }
     text.split(',')
         .map(|item| {
-            let (step, t) = item.split_once(':').ok_or_else(|| format!("not STEP:TEMPERATURE: {item:?}"))?;
+            let (step, t) =
+                item.split_once(':').ok_or_else(|| format!("not STEP:TEMPERATURE: {item:?}"))?;
             let step = step.trim().parse().map_err(|_| format!("not a step number: {step:?}"))?;
             Ok((step, parse_temperatures(t)?.first().copied().ok_or("no temperature")?))
         })
@@ -170,12 +171,20 @@ impl Drop for Cleanup {
 }
 
 fn remaining(deadline: Instant) -> Result<Duration, String> {
-    deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or_else(|| "timed out".to_string())
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| "timed out".to_string())
 }
 
 /// Accepts QEMU's connection on `listener`, failing if QEMU exits first or
 /// the deadline passes.
-fn accept(listener: &UnixListener, child: &mut Child, deadline: Instant, what: &str) -> Result<UnixStream, String> {
+fn accept(
+    listener: &UnixListener,
+    child: &mut Child,
+    deadline: Instant,
+    what: &str,
+) -> Result<UnixStream, String> {
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     loop {
         match listener.accept() {
@@ -187,7 +196,8 @@ fn accept(listener: &UnixListener, child: &mut Child, deadline: Instant, what: &
                 if let Ok(Some(status)) = child.try_wait() {
                     return Err(format!("QEMU exited ({status}) before connecting to {what}"));
                 }
-                remaining(deadline).map_err(|_| format!("QEMU did not connect to {what} in time"))?;
+                remaining(deadline)
+                    .map_err(|_| format!("QEMU did not connect to {what} in time"))?;
                 // Waiting for QEMU to connect, not for anything to happen in the guest.
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -226,7 +236,10 @@ impl Qmp {
 
     /// Sends a command and waits for its answer (events in between are skipped).
     fn execute(&mut self, command: &str) -> Result<(), String> {
-        self.writer.write_all(command.as_bytes()).and_then(|()| self.writer.write_all(b"\n")).map_err(|e| format!("QMP: {e}"))?;
+        self.writer
+            .write_all(command.as_bytes())
+            .and_then(|()| self.writer.write_all(b"\n"))
+            .map_err(|e| format!("QMP: {e}"))?;
         loop {
             let line = self.line()?;
             if line.contains("\"return\"") {
@@ -248,18 +261,36 @@ static RUNS: AtomicU32 = AtomicU32::new(0);
 /// The QEMU command line (without the sockets' paths filled in by [`run`]).
 pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
     let (elf, sensor, epoch) = (&opts.elf, opts.sensor, opts.epoch);
-    let mut args: Vec<String> =
-        ["-machine", MACHINE, "-display", "none", "-monitor", "none", "-nodefaults", "-icount", "shift=7,sleep=off", "-S"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let mut args: Vec<String> = [
+        "-machine",
+        MACHINE,
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-nodefaults",
+        "-icount",
+        "shift=7,sleep=off",
+        "-S",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     // The program's name, so that QEMU does not fall back to the kernel's
     // path as the semihosting command line; then the optional start time.
     let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
     let reset = opts.reset_after.map(|n| format!(",arg=reset-after={n}")).unwrap_or_default();
     // The board dumps its log's region at the end (read back by `run`).
-    args.extend(["-semihosting-config".into(), format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset},arg=dump-log=1")]);
-    args.extend(["-chardev".into(), format!("socket,id=uart0,path={}", uart.display()), "-serial".into(), "chardev:uart0".into()]);
+    args.extend([
+        "-semihosting-config".into(),
+        format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset},arg=dump-log=1"),
+    ]);
+    args.extend([
+        "-chardev".into(),
+        format!("socket,id=uart0,path={}", uart.display()),
+        "-serial".into(),
+        "chardev:uart0".into(),
+    ]);
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
     if sensor {
         args.extend(["-device".into(), SENSOR_DEVICE.into()]);
@@ -271,13 +302,19 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
 /// Runs the firmware once, to its end or to the deadline.
 pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let deadline = Instant::now() + opts.timeout;
-    let dir = std::env::temp_dir().join(format!("envaware-qemu-{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
+    let dir = std::env::temp_dir().join(format!(
+        "envaware-qemu-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut cleanup = Cleanup { dir: dir.clone(), child: None };
     let (qmp_path, uart_path) = (dir.join("qmp.sock"), dir.join("uart0.sock"));
-    let qmp_listener = UnixListener::bind(&qmp_path).map_err(|e| format!("{}: {e}", qmp_path.display()))?;
-    let uart_listener = UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
+    let qmp_listener =
+        UnixListener::bind(&qmp_path).map_err(|e| format!("{}: {e}", qmp_path.display()))?;
+    let uart_listener =
+        UnixListener::bind(&uart_path).map_err(|e| format!("{}: {e}", uart_path.display()))?;
 
     // QEMU runs in the run's directory, where the board's log dump lands.
     let elf = std::path::absolute(&opts.elf).map_err(|e| format!("{}: {e}", opts.elf.display()))?;
@@ -348,7 +385,12 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
                 }
                 // The idle time before step `steps` begins: the environment.
                 Ok(_) if byte[0] == b'~' => {
-                    if let Some(&(_, milli)) = opts.environment_milli.iter().find(|(before, _)| *before == steps).filter(|_| opts.sensor) {
+                    if let Some(&(_, milli)) = opts
+                        .environment_milli
+                        .iter()
+                        .find(|(before, _)| *before == steps)
+                        .filter(|_| opts.sensor)
+                    {
                         qmp.set_temperature(milli)?;
                         environment_set.push((steps, milli));
                     }
@@ -380,11 +422,26 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
     let stderr = stderr_thread.join().unwrap_or_default();
     let finished = match driven {
         Ok(finished) => finished,
-        Err(e) => return Err(format!("{e}\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}")),
+        Err(e) => {
+            return Err(format!("{e}\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"))
+        }
     };
-    let status = status.ok_or_else(|| format!("QEMU did not exit in time\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"))?;
+    let status = status.ok_or_else(|| {
+        format!(
+            "QEMU did not exit in time\n--- decoded log ---\n{log}--- QEMU stderr ---\n{stderr}"
+        )
+    })?;
     let flash_log = std::fs::read(dir.join(LOG_DUMP)).ok();
-    Ok(RunResult { status: status.code(), log, stderr, set_per_step, environment_set, steps, finished, flash_log })
+    Ok(RunResult {
+        status: status.code(),
+        log,
+        stderr,
+        set_per_step,
+        environment_set,
+        steps,
+        finished,
+        flash_log,
+    })
 }
 
 /// The allocated sections of a 32-bit little-endian ELF, as `(name, size)`.
@@ -394,8 +451,11 @@ pub fn elf_sections(path: &Path) -> Result<Vec<(String, u64)>, String> {
     if bytes.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 1, 1][..]) {
         return Err(bad());
     }
-    let u16_at = |at: usize| bytes.get(at..at + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
-    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    let u16_at =
+        |at: usize| bytes.get(at..at + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
+    let u32_at = |at: usize| {
+        bytes.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    };
     let shoff = u32_at(0x20).ok_or_else(bad)? as usize;
     let shentsize = u16_at(0x2E).ok_or_else(bad)? as usize;
     let shnum = u16_at(0x30).ok_or_else(bad)? as usize;
@@ -411,7 +471,8 @@ pub fn elf_sections(path: &Path) -> Result<Vec<(String, u64)>, String> {
             continue;
         }
         let name_start = names_at + u32_at(h).ok_or_else(bad)? as usize;
-        let name_len = bytes.get(name_start..).and_then(|b| b.iter().position(|&c| c == 0)).ok_or_else(bad)?;
+        let name_len =
+            bytes.get(name_start..).and_then(|b| b.iter().position(|&c| c == 0)).ok_or_else(bad)?;
         let name = String::from_utf8_lossy(&bytes[name_start..name_start + name_len]).into_owned();
         sections.push((name, u32_at(h + 0x14).ok_or_else(bad)?));
     }
@@ -420,5 +481,7 @@ pub fn elf_sections(path: &Path) -> Result<Vec<(String, u64)>, String> {
 
 /// The stack high-water mark the firmware prints at the end of a run.
 pub fn stack_high_water(log: &str) -> Option<u64> {
-    log.lines().find_map(|l| l.split("stack high-water mark: ").nth(1)?.strip_suffix(" bytes")?.trim().parse().ok())
+    log.lines().find_map(|l| {
+        l.split("stack high-water mark: ").nth(1)?.strip_suffix(" bytes")?.trim().parse().ok()
+    })
 }

@@ -10,7 +10,16 @@ use super::{at, offset, Bound, Offset, Sink};
 use crate::json::{self, JsonStr, Kind};
 
 /// Dumps a value known to fit the bounds.
-pub(super) fn dump_whole<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(text: &str, sink: &mut S) {
+pub(super) fn dump_whole<
+    S: Sink,
+    O: Offset,
+    const DEPTH: usize,
+    const MEMBERS: usize,
+    const ENDS: usize,
+>(
+    text: &str,
+    sink: &mut S,
+) {
     let mut out = Buffered::<S, BLOCK>::new(Some(sink));
     // Cannot fail: the caller checked the bounds.
     let _ = dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut out);
@@ -194,7 +203,13 @@ pub(super) enum FrameKind {
 
 /// Writes the (validated) value `text` as Python's `json.dumps(...,
 /// sort_keys=True)`, iteratively: nesting costs a frame, not a call.
-pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+pub(super) fn dump<
+    S: Sink,
+    O: Offset,
+    const DEPTH: usize,
+    const MEMBERS: usize,
+    const ENDS: usize,
+>(
     text: &str,
     out: &mut S,
 ) -> Result<(), Bound> {
@@ -207,22 +222,24 @@ pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
             return Ok(());
         };
         let value_start = match top.kind {
-            FrameKind::ArrayFirst | FrameKind::ArrayRest => match json::next_element(text, at(top.a)) {
-                Some(item) => {
-                    if top.kind == FrameKind::ArrayRest {
-                        out.write(b", ");
+            FrameKind::ArrayFirst | FrameKind::ArrayRest => {
+                match json::next_element(text, at(top.a)) {
+                    Some(item) => {
+                        if top.kind == FrameKind::ArrayRest {
+                            out.write(b", ");
+                        }
+                        top.kind = FrameKind::ArrayRest;
+                        item
                     }
-                    top.kind = FrameKind::ArrayRest;
-                    item
+                    None => {
+                        out.write(b"]");
+                        let end = json::skip_ws(text.as_bytes(), at(top.a)).saturating_add(1);
+                        frames.pop();
+                        closed(&mut frames, end)?;
+                        continue;
+                    }
                 }
-                None => {
-                    out.write(b"]");
-                    let end = json::skip_ws(text.as_bytes(), at(top.a)).saturating_add(1);
-                    frames.pop();
-                    closed(&mut frames, end)?;
-                    continue;
-                }
-            },
+            }
             FrameKind::Object => {
                 let next = at(top.b);
                 match scratch.get(next) {
@@ -257,7 +274,10 @@ pub(super) fn dump<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
 
 /// A container ending at `end` was closed: an array around it reads on from
 /// there (an object around it reads its members from the scratch).
-pub(super) fn closed<O: Offset, const DEPTH: usize>(frames: &mut heapless::Vec<Frame<O>, DEPTH>, end: usize) -> Result<(), Bound> {
+pub(super) fn closed<O: Offset, const DEPTH: usize>(
+    frames: &mut heapless::Vec<Frame<O>, DEPTH>,
+    end: usize,
+) -> Result<(), Bound> {
     if let Some(parent) = frames.last_mut() {
         if parent.kind != FrameKind::Object {
             parent.a = offset(end)?;
@@ -269,7 +289,13 @@ pub(super) fn closed<O: Offset, const DEPTH: usize>(frames: &mut heapless::Vec<F
 /// Writes the scalar at `start`, or writes the container's opening bracket
 /// there and pushes its frame (collecting, sorting and deduplicating an
 /// object's members).
-pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize>(
+pub(super) fn open<
+    S: Sink,
+    O: Offset,
+    const DEPTH: usize,
+    const MEMBERS: usize,
+    const ENDS: usize,
+>(
     text: &str,
     start: usize,
     frames: &mut heapless::Vec<Frame<O>, DEPTH>,
@@ -284,7 +310,8 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
             let mut pos = start.saturating_add(1);
             while let Some(key) = json::next_element(text, pos) {
                 scratch.push(offset(key)?).map_err(|_| Bound::Members)?;
-                let value = json::key_at(text, key).and_then(|name| json::member_value(text, key, name));
+                let value =
+                    json::key_at(text, key).and_then(|name| json::member_value(text, key, name));
                 pos = match value.and_then(|v| ends.skip(text, v)) {
                     Some(end) => end,
                     None => break,
@@ -301,7 +328,11 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
             if !sorted {
                 let span = |x: O| {
                     let start = at(x).saturating_add(1);
-                    (start, json::key_at(text, at(x)).map_or(start, |key| start.saturating_add(key.raw().len())))
+                    (
+                        start,
+                        json::key_at(text, at(x))
+                            .map_or(start, |key| start.saturating_add(key.raw().len())),
+                    )
                 };
                 let kept = O::sort(b, &span, run, &|x, y| json::cmp_keys_at(text, at(x), at(y)));
                 scratch.truncate(first.saturating_add(kept));
@@ -312,7 +343,12 @@ pub(super) fn open<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize,
         }
         Some(b'[') => {
             out.write(b"[");
-            Frame { kind: FrameKind::ArrayFirst, a: offset(start.saturating_add(1))?, b: O::default(), c: O::default() }
+            Frame {
+                kind: FrameKind::ArrayFirst,
+                a: offset(start.saturating_add(1))?,
+                b: O::default(),
+                c: O::default(),
+            }
         }
         _ => {
             let Some((value, end)) = json::value_at(text, start) else {
@@ -360,7 +396,12 @@ pub(super) fn write_u16_escape<S: Sink>(unit: u32, out: &mut S) {
 /// Writes the (validated) string token at `start..end` of `text`, quotes
 /// included, as [`write_string`] does.
 pub(super) fn write_quoted<S: Sink>(text: &str, start: usize, end: usize, out: &mut S) {
-    write_string(JsonStr::from_validated(text.get(start.saturating_add(1)..end.saturating_sub(1)).unwrap_or("")), out);
+    write_string(
+        JsonStr::from_validated(
+            text.get(start.saturating_add(1)..end.saturating_sub(1)).unwrap_or(""),
+        ),
+        out,
+    );
 }
 
 /// Writes a string as Python's `json.dumps` with `ensure_ascii=True`.

@@ -38,7 +38,8 @@ pub(super) fn is_own_repr(text: &[u8]) -> bool {
     let Some(point) = body.iter().position(|&c| c == b'.') else {
         return false;
     };
-    let (int, frac) = (body.get(..point).unwrap_or(&[]), body.get(point.saturating_add(1)..).unwrap_or(&[]));
+    let (int, frac) =
+        (body.get(..point).unwrap_or(&[]), body.get(point.saturating_add(1)..).unwrap_or(&[]));
     if frac == b"0" {
         return int.len() <= 15;
     }
@@ -73,21 +74,33 @@ fn write_decimal<S: Sink>(text: &[u8], out: &mut S) {
         _ => (false, text),
     };
     let e_at = body.iter().position(|&c| matches!(c, b'e' | b'E')).unwrap_or(body.len());
-    let (mantissa, exponent) = (body.get(..e_at).unwrap_or(&[]), body.get(e_at.saturating_add(1)..).unwrap_or(&[]));
+    let (mantissa, exponent) =
+        (body.get(..e_at).unwrap_or(&[]), body.get(e_at.saturating_add(1)..).unwrap_or(&[]));
     let exp = exponent_of(exponent);
     // The mantissa's digits are `int` then `frac`, without the point: a
     // run of them is at most two slices of the text, written as they are.
     let point = mantissa.iter().position(|&c| c == b'.').unwrap_or(mantissa.len());
-    let (int, frac) = (mantissa.get(..point).unwrap_or(&[]), mantissa.get(point.saturating_add(1)..).unwrap_or(&[]));
+    let (int, frac) = (
+        mantissa.get(..point).unwrap_or(&[]),
+        mantissa.get(point.saturating_add(1)..).unwrap_or(&[]),
+    );
     let nonzero = |c: &u8| *c != b'0';
-    let first = int.iter().position(nonzero).or_else(|| frac.iter().position(nonzero).map(|i| i + int.len()));
+    let first = int
+        .iter()
+        .position(nonzero)
+        .or_else(|| frac.iter().position(nonzero).map(|i| i + int.len()));
     if negative {
         out.write(b"-");
     }
     let Some(first) = first else {
         return out.write(b"0.0");
     };
-    let last = frac.iter().rposition(nonzero).map(|i| i + int.len()).or_else(|| int.iter().rposition(nonzero)).unwrap_or(first);
+    let last = frac
+        .iter()
+        .rposition(nonzero)
+        .map(|i| i + int.len())
+        .or_else(|| int.iter().rposition(nonzero))
+        .unwrap_or(first);
     let count = last - first + 1;
     // Exponent of the first significant digit, as in scientific notation.
     let exp10 = exp + int.len() as i64 - 1 - first as i64;
@@ -104,7 +117,10 @@ fn write_decimal<S: Sink>(text: &[u8], out: &mut S) {
         if let Some(run) = int.get(from.min(split)..to.min(split)).filter(|run| !run.is_empty()) {
             out.write(run);
         }
-        if let Some(run) = frac.get(from.saturating_sub(split)..to.saturating_sub(split)).filter(|run| !run.is_empty()) {
+        if let Some(run) = frac
+            .get(from.saturating_sub(split)..to.saturating_sub(split))
+            .filter(|run| !run.is_empty())
+        {
             out.write(run);
         }
     };
@@ -307,7 +323,8 @@ pub(super) fn exactly(x: f64, m: u64, e: i32) -> bool {
     let biased = ((bits >> 52) & 0x7ff) as i32;
     let fraction = bits & ((1u64 << 52) - 1);
     // x = f × 2^k
-    let (f, k) = if biased == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), biased - 1075) };
+    let (f, k) =
+        if biased == 0 { (fraction, -1074) } else { (fraction | (1u64 << 52), biased - 1075) };
     if f == 0 || m == 0 {
         return f == m;
     }
@@ -336,7 +353,11 @@ fn round_trips(x: f64, digits: u64, exp: i32) -> bool {
     if write!(text, "{digits}e{exp}").is_err() {
         return false;
     }
-    let parsed = text.buf.get(..text.len).and_then(|t| core::str::from_utf8(t).ok()).and_then(|t| t.parse::<f64>().ok());
+    let parsed = text
+        .buf
+        .get(..text.len)
+        .and_then(|t| core::str::from_utf8(t).ok())
+        .and_then(|t| t.parse::<f64>().ok());
     parsed == Some(x)
 }
 

@@ -218,10 +218,20 @@ trait Offset: Copy + Ord + Default {
     /// `cmp`, their keys' order, keeping the last of equal keys (moved to
     /// the front); returns how many are kept. `span` gives each key's
     /// content in `text`.
-    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
+    fn sort(
+        text: &[u8],
+        span: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize;
     /// The tape's order of one object's keys (`run`, in document order):
     /// sorted by `cmp`, the last of equal keys kept; returns how many are.
-    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize;
+    fn order(
+        text: &[u8],
+        span: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize;
 }
 
 impl Offset for u16 {
@@ -235,13 +245,23 @@ impl Offset for u16 {
     /// A device sorts with a heapsort (key, then position: the last of
     /// equal keys is the last of their run): no recursion, a few words of
     /// stack.
-    fn sort(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+    fn sort(
+        _: &[u8],
+        _: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize {
         sort::heapsort(run, |x, y| cmp(x, y).then(x.cmp(&y)) == Ordering::Less);
         sort::dedup_last(run, &|x, y| cmp(x, y) == Ordering::Equal)
     }
     /// A device's tape holds at most 32 keys: ordered by insertion, keys
     /// in order at one comparison each.
-    fn order(_: &[u8], _: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+    fn order(
+        _: &[u8],
+        _: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize {
         sort::insert_last(run, cmp)
     }
 }
@@ -257,7 +277,12 @@ impl Offset for u32 {
     /// The host sorts by windows of the keys' bytes (integers compared),
     /// else with `core`'s pattern-defeating quicksort (key, then position),
     /// which compares about half as often as a heapsort.
-    fn sort(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+    fn sort(
+        text: &[u8],
+        span: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize {
         if let Some(kept) = sort::by_window(text, span, run, cmp) {
             return kept;
         }
@@ -266,7 +291,12 @@ impl Offset for u32 {
     }
     /// The host's tape may hold thousands of keys: unless already in
     /// order, sorted.
-    fn order(text: &[u8], span: &dyn Fn(Self) -> (usize, usize), run: &mut [Self], cmp: &dyn Fn(Self, Self) -> Ordering) -> usize {
+    fn order(
+        text: &[u8],
+        span: &dyn Fn(Self) -> (usize, usize),
+        run: &mut [Self],
+        cmp: &dyn Fn(Self, Self) -> Ordering,
+    ) -> usize {
         // Strictly increasing keys need neither sorting nor deduplication.
         if run.windows(2).all(|w| matches!(w, [x, y] if cmp(*x, *y) == Ordering::Less)) {
             return run.len();
@@ -391,7 +421,10 @@ pub fn write_canonical<S: Sink>(raw: &str, sink: &mut S) -> Canonical {
 /// Stack: `MEMBERS` offsets of scratch and `DEPTH` frames of three offsets
 /// (2 bytes each), plus about 250 bytes; an argument within 32 levels and
 /// 128 members uses only that much of it.
-pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(raw: &str, sink: &mut S) -> Canonical {
+pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(
+    raw: &str,
+    sink: &mut S,
+) -> Canonical {
     write_canonical_in::<S, u16, DEPTH, MEMBERS, 0, false>(raw, sink)
 }
 
@@ -399,7 +432,14 @@ pub fn write_canonical_with<S: Sink, const DEPTH: usize, const MEMBERS: usize>(r
 /// from the parse's tape when the value's tokens fit it (a large tape when
 /// `LARGE`), else by the walk over the text, with a cache of `ENDS`
 /// container ends for arguments past the small capacity.
-fn write_canonical_in<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const ENDS: usize, const LARGE: bool>(
+fn write_canonical_in<
+    S: Sink,
+    O: Offset,
+    const DEPTH: usize,
+    const MEMBERS: usize,
+    const ENDS: usize,
+    const LARGE: bool,
+>(
     raw: &str,
     sink: &mut S,
 ) -> Canonical {
@@ -439,7 +479,8 @@ fn via_walk<S: Sink, O: Offset, const DEPTH: usize, const MEMBERS: usize, const 
             } else {
                 // A dry run first: the sink must not see a partial dump
                 // before the member bound turns out to be exceeded.
-                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S, BLOCK>::new(None)) {
+                match dump::<_, O, DEPTH, MEMBERS, ENDS>(text, &mut Buffered::<S, BLOCK>::new(None))
+                {
                     Ok(()) => {
                         dump_whole::<S, O, DEPTH, MEMBERS, ENDS>(text, sink);
                         return Canonical::Json;
@@ -481,7 +522,15 @@ type Parsed<'t> = Result<(json::Value<'t>, json::Counts), json::JsonError>;
 /// the walk over the text. Not inlined: the walk's frame and the tape's
 /// are never on the stack together.
 #[inline(never)]
-fn via_tape<'t, S: Sink, O: Offset, const DEPTH: usize, const N: usize, const M: usize, const B: usize>(
+fn via_tape<
+    't,
+    S: Sink,
+    O: Offset,
+    const DEPTH: usize,
+    const N: usize,
+    const M: usize,
+    const B: usize,
+>(
     raw: &'t str,
     members: usize,
     sink: &mut S,

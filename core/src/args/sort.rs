@@ -129,7 +129,9 @@ pub(super) fn by_window<O: Offset>(
             let k = text.get(start..end).unwrap_or(&[]);
             common = k.iter().zip(first_key).take(common).take_while(|(a, b)| a == b).count();
         }
-        sorted.push(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?)).ok()?;
+        sorted
+            .push(u64::from(u32::try_from(start).ok()?) << 32 | u64::from(u32::try_from(end).ok()?))
+            .ok()?;
     }
     // Each key's sort key: its window (where the keys differ past it, a
     // coarser order: the keys decide among equal sort keys, below) over
@@ -138,7 +140,8 @@ pub(super) fn by_window<O: Offset>(
     let first_window = window_at(text, first_start.saturating_add(common), first_end)?;
     let mut varying = 0;
     for (i, slot) in sorted.iter_mut().enumerate() {
-        let (start, end) = (usize::try_from(*slot >> 32).ok()?, usize::try_from(*slot & 0xffff_ffff).ok()?);
+        let (start, end) =
+            (usize::try_from(*slot >> 32).ok()?, usize::try_from(*slot & 0xffff_ffff).ok()?);
         let window = window_at(text, start.saturating_add(common), end)?;
         varying |= window ^ first_window;
         *slot = window | u64::try_from(i).ok()?;
@@ -159,7 +162,11 @@ pub(super) fn by_window<O: Offset>(
     for &x in run.iter() {
         spare.push(u64::try_from(x.index()).ok()?).ok()?;
     }
-    let key_at = |v: u64| spare.get(usize::try_from(v & POSITION).ok()?).and_then(|&x| O::of(usize::try_from(x).ok()?));
+    let key_at = |v: u64| {
+        spare
+            .get(usize::try_from(v & POSITION).ok()?)
+            .and_then(|&x| O::of(usize::try_from(x).ok()?))
+    };
     let mut kept = 0;
     let mut i = 0;
     while let Some(&v) = sorted.get(i) {
@@ -173,7 +180,9 @@ pub(super) fn by_window<O: Offset>(
                 *slot = x;
             }
             kept += 1;
-        } else if let (Some(tie), Some(from)) = (run.get_mut(kept..kept.saturating_add(ties)), sorted.get(i..end)) {
+        } else if let (Some(tie), Some(from)) =
+            (run.get_mut(kept..kept.saturating_add(ties)), sorted.get(i..end))
+        {
             // The keys are read from the copy in the spare, so writing
             // over `run` loses none.
             for (slot, &u) in tie.iter_mut().zip(from) {
@@ -204,7 +213,10 @@ fn window_at(text: &[u8], start: usize, end: usize) -> Option<u64> {
         Some(word) => word & !(u64::MAX >> (len * 8)),
         None => {
             let mut bytes = [0u8; 8];
-            crate::text::copy_bytes(&mut bytes, text.get(start..start.saturating_add(len)).unwrap_or(&[]));
+            crate::text::copy_bytes(
+                &mut bytes,
+                text.get(start..start.saturating_add(len)).unwrap_or(&[]),
+            );
             u64::from_be_bytes(bytes)
         }
     };
@@ -228,7 +240,9 @@ fn word_at(text: &[u8], at: usize) -> Option<u64> {
 fn same_bytes(text: &[u8], a: usize, b: usize, len: usize) -> bool {
     let mut i = 0;
     while i < len {
-        let (Some(x), Some(y)) = (word_at(text, a.saturating_add(i)), word_at(text, b.saturating_add(i))) else {
+        let (Some(x), Some(y)) =
+            (word_at(text, a.saturating_add(i)), word_at(text, b.saturating_add(i)))
+        else {
             return matches!((text.get(a..a.saturating_add(len)), text.get(b..b.saturating_add(len))), (Some(x), Some(y)) if x == y);
         };
         let rest = len - i;

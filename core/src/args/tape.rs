@@ -58,7 +58,9 @@ impl<O: Offset, const N: usize> Visit for Tape<'_, O, N> {
 
     fn close(&mut self) {
         let past = O::of(self.tokens.len());
-        if let (Some(token), Some(past)) = (self.innermost.checked_sub(1).and_then(|i| self.tokens.get_mut(i)), past) {
+        if let (Some(token), Some(past)) =
+            (self.innermost.checked_sub(1).and_then(|i| self.tokens.get_mut(i)), past)
+        {
             self.innermost = at(token.1);
             token.1 = past;
         }
@@ -133,7 +135,11 @@ fn write_key<S: Sink>(b: &[u8], start: usize, end: usize, out: &mut S) {
 /// keys), through a buffer of `B` bytes. Not inlined: its frame and the
 /// parse's are never on the stack together.
 #[inline(never)]
-pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize>(text: &str, tape: &[(O, O)], sink: &mut S) {
+pub(super) fn emit<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize>(
+    text: &str,
+    tape: &[(O, O)],
+    sink: &mut S,
+) {
     let mut out = Buffered::<S, B>::new(Some(sink));
     write_tape::<_, O, D, M, B>(text, tape, &mut out);
     out.flush();
@@ -160,7 +166,11 @@ fn write_tape<S: Sink, O: Offset, const D: usize, const M: usize, const B: usize
                 return;
             };
             let next = at(top.next);
-            let item = if top.object { scratch.get(next).map(|&key| at(key)) } else { (next < at(top.end)).then_some(next) };
+            let item = if top.object {
+                scratch.get(next).map(|&key| at(key))
+            } else {
+                (next < at(top.end)).then_some(next)
+            };
             let Some(item) = item else {
                 if top.object {
                     out.put(b"}");
@@ -230,7 +240,12 @@ fn write_value<S: Sink, O: Offset, const M: usize, const B: usize>(
         }
         Some(b'[') => {
             out.put(b"[");
-            Some(Frame { object: false, comma: false, next: O::of(i.saturating_add(1))?, end: O::of(end)? })
+            Some(Frame {
+                object: false,
+                comma: false,
+                next: O::of(i.saturating_add(1))?,
+                end: O::of(end)?,
+            })
         }
         // A string recorded backwards: escapes or non-ASCII to write.
         _ if start > end => {
@@ -263,7 +278,12 @@ mod tests {
         for text in [&b"{\"ab\":1}"[..], b"{\"ab\" : 1}", b"{\"ab\""] {
             let mut two = Writes(Vec::new());
             write_key(text, 1, 5, &mut two);
-            assert_eq!(two.0, [b"\"ab\"".to_vec(), b": ".to_vec()], "{:?}", std::str::from_utf8(text));
+            assert_eq!(
+                two.0,
+                [b"\"ab\"".to_vec(), b": ".to_vec()],
+                "{:?}",
+                std::str::from_utf8(text)
+            );
         }
     }
 }

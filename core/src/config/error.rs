@@ -180,7 +180,9 @@ impl ConfigError {
             ConfigError::RatioOutOfRange { field, .. } => *field,
             ConfigError::ReserveNotBelowTrigger { .. } => ConfigField::ReserveRatio,
             ConfigError::BufferNotBelowTrigger { field, .. } => *field,
-            ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => ConfigField::TimeFormat,
+            ConfigError::TimeFormat(_) | ConfigError::TimeFormatRepeatsDirective => {
+                ConfigField::TimeFormat
+            }
             ConfigError::AngleBracketInStrictMode(field) => *field,
             ConfigError::BuiltinKeyInStrictMode => ConfigField::ExtraFields,
             ConfigError::ZoneNotCompiledIn(_) => ConfigField::Timezone,

@@ -68,9 +68,13 @@ impl fmt::Display for LoadError {
             }
             LoadError::NotAnObject => f.write_str("the configuration must be a JSON object"),
             LoadError::WrongType { field, expected } => write!(f, "{field}: expected {expected}"),
-            LoadError::TooLong { field } => write!(f, "{field}: too long for the configuration buffer"),
+            LoadError::TooLong { field } => {
+                write!(f, "{field}: too long for the configuration buffer")
+            }
             LoadError::WatchValue { path, expected } => write!(f, "{path}: expected {expected}"),
-            LoadError::TooManyWatches => write!(f, "{}: at most {MAX_WATCHES} fields can be watched", ConfigField::Watch),
+            LoadError::TooManyWatches => {
+                write!(f, "{}: at most {MAX_WATCHES} fields can be watched", ConfigField::Watch)
+            }
         }
     }
 }
@@ -103,7 +107,9 @@ impl Fault {
             Fault::NotAnObject => LoadError::NotAnObject,
             Fault::WrongType { field, expected } => LoadError::WrongType { field, expected },
             Fault::TooLong { field } => LoadError::TooLong { field },
-            Fault::WatchValue { name, param, expected } => LoadError::WatchValue { path: WatchPath::new(name.of(arena), param), expected },
+            Fault::WatchValue { name, param, expected } => {
+                LoadError::WatchValue { path: WatchPath::new(name.of(arena), param), expected }
+            }
             Fault::TooManyWatches => LoadError::TooManyWatches,
         }
     }
@@ -172,7 +178,9 @@ struct Values<const NAMES: usize, const FIELDS: usize> {
     context: ContextConfig,
 }
 
-impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> Default for ConfigBuf<TEXT, NAMES, FIELDS> {
+impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> Default
+    for ConfigBuf<TEXT, NAMES, FIELDS>
+{
     fn default() -> Self {
         Self::with_capacity()
     }
@@ -269,9 +277,11 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
         let arena_len = self.text.len();
         let mut next = self.values.clone();
         let mut arena = Arena(&mut self.text);
-        let read = members.into_iter().try_for_each(|(key, value)| match ConfigField::find(section, |k| key.eq_str(k)) {
-            Some(field) => next.member(&mut arena, field, value),
-            None => Ok(()), // unknown keys are ignored, as pydantic ignores them
+        let read = members.into_iter().try_for_each(|(key, value)| {
+            match ConfigField::find(section, |k| key.eq_str(k)) {
+                Some(field) => next.member(&mut arena, field, value),
+                None => Ok(()), // unknown keys are ignored, as pydantic ignores them
+            }
         });
         // The error names a watch by its span in the arena: read before
         // the arena is cut back.
@@ -290,7 +300,12 @@ impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
     // Out of line: inlined, the copy `load` reads into was split into
     // scalars and put back together field by field.
     #[inline(never)]
-    fn member<const TEXT: usize>(&mut self, arena: &mut Arena<'_, TEXT>, field: ConfigField, value: Value<'_>) -> Result<(), Fault> {
+    fn member<const TEXT: usize>(
+        &mut self,
+        arena: &mut Arena<'_, TEXT>,
+        field: ConfigField,
+        value: Value<'_>,
+    ) -> Result<(), Fault> {
         let string = |arena: &mut Arena<'_, TEXT>| arena.push_str(value, field).map(Some);
         match field {
             ConfigField::InjectRuntimeState => self.inject_runtime_state = lax_bool(value, field)?,
@@ -311,12 +326,18 @@ impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
             ConfigField::ExtraFields => self.extra_fields = extra_fields(arena, value)?,
             ConfigField::EmitHintEvent => self.emit_hint_event = lax_bool(value, field)?,
             ConfigField::Strict => self.strict = lax_bool(value, field)?,
-            ConfigField::FilteredZoneFallsBackToUtc => self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?,
+            ConfigField::FilteredZoneFallsBackToUtc => {
+                self.filtered_zone_falls_back_to_utc = lax_bool(value, field)?
+            }
             ConfigField::Watch => self.watch = watches(arena, value)?,
             ConfigField::TriggerRatio => self.context.trigger_ratio = lax_float(value, field)?,
             ConfigField::ReserveRatio => self.context.reserve_ratio = lax_float(value, field)?,
-            ConfigField::ContextBufferRatio => self.context.context_buffer_ratio = lax_float(value, field)?,
-            ConfigField::CompressionToolEnabled => self.context.compression_tool_enabled = lax_bool(value, field)?,
+            ConfigField::ContextBufferRatio => {
+                self.context.context_buffer_ratio = lax_float(value, field)?
+            }
+            ConfigField::CompressionToolEnabled => {
+                self.context.compression_tool_enabled = lax_bool(value, field)?
+            }
         }
         Ok(())
     }
@@ -364,10 +385,16 @@ fn extra_fields<const TEXT: usize, const FIELDS: usize>(
 /// `injection_config.watch`: an object of watches by live field name, each
 /// an object of decimals. A field named twice keeps its first place and
 /// takes the last watch, as a Python dict does.
-fn watches<const TEXT: usize>(arena: &mut Arena<'_, TEXT>, value: Value<'_>) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, Fault> {
+fn watches<const TEXT: usize>(
+    arena: &mut Arena<'_, TEXT>,
+    value: Value<'_>,
+) -> Result<heapless::Vec<(Span, Watch), MAX_WATCHES>, Fault> {
     const FIELD: ConfigField = ConfigField::Watch;
     if value.kind() != Kind::Object {
-        return Err(Fault::WrongType { field: FIELD, expected: "an object of watches by live field name" });
+        return Err(Fault::WrongType {
+            field: FIELD,
+            expected: "an object of watches by live field name",
+        });
     }
     let mut watches: heapless::Vec<(Span, Watch), MAX_WATCHES> = heapless::Vec::new();
     for (key, item) in value.members() {
@@ -386,11 +413,17 @@ fn watches<const TEXT: usize>(arena: &mut Arena<'_, TEXT>, value: Value<'_>) -> 
 /// or a decimal string (`null`: not set). Unknown keys are ignored.
 fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
     if value.kind() != Kind::Object {
-        return Err(Fault::WatchValue { name, param: None, expected: "an object with change, above, below or hysteresis" });
+        return Err(Fault::WatchValue {
+            name,
+            param: None,
+            expected: "an object with change, above, below or hysteresis",
+        });
     }
     let mut watch = Watch::default();
     for (key, item) in value.members() {
-        let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else { continue };
+        let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else {
+            continue;
+        };
         let number = match item.kind() {
             Kind::Null => None,
             _ => Some(decimal(item).ok_or(Fault::WatchValue {
@@ -506,7 +539,9 @@ fn lax_uint(value: Value<'_>, field: ConfigField) -> Result<u64, Fault> {
             // A JSON float is accepted when it has no fraction (3.0, 3e0).
             parse_f64(text).and_then(whole_u64).ok_or(err)
         }
-        Kind::String => short_str(value, &mut buf).and_then(|s| integer_string(py_strip(s))).ok_or(err),
+        Kind::String => {
+            short_str(value, &mut buf).and_then(|s| integer_string(py_strip(s))).ok_or(err)
+        }
         _ => Err(err),
     }
 }
@@ -533,7 +568,8 @@ fn whole_u64(f: f64) -> Option<u64> {
 fn integer_string(text: &str) -> Option<u64> {
     let text = text.strip_prefix('+').unwrap_or(text);
     let (digits, fraction) = crate::text::split_point(text);
-    let whole_fraction = text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
+    let whole_fraction =
+        text.len() == digits.len() || (!fraction.is_empty() && fraction.bytes().all(|b| b == b'0'));
     if !digits.bytes().all(|b| b.is_ascii_digit()) || !whole_fraction {
         return None;
     }
@@ -584,7 +620,9 @@ fn exact_decimal(text: &str) -> Option<f64> {
     const EXACT: u64 = 1 << 53;
     let (mantissa, exponent) = crate::text::split_exponent(text)?;
     let (int, frac) = crate::text::split_point(mantissa);
-    if (int.is_empty() && frac.is_empty()) || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     // The digits as an integer, trailing zeros counted apart so that
@@ -664,7 +702,8 @@ mod tests {
     use std::string::ToString;
 
     fn load(json_text: &str) -> Result<Config<'static>, LoadError> {
-        let buf: &'static mut ConfigBuf = std::boxed::Box::leak(std::boxed::Box::new(ConfigBuf::new()));
+        let buf: &'static mut ConfigBuf =
+            std::boxed::Box::leak(std::boxed::Box::new(ConfigBuf::new()));
         buf.load_injection(json_text)?;
         Ok(buf.config())
     }
@@ -674,7 +713,10 @@ mod tests {
         let json = std::format!(r#"{{"extra_fields": {{"robot": "R2"}}, "watch": {watch}}}"#);
         match load(&json) {
             Err(e) => e.to_string(),
-            Ok(config) => config.validate().map(|_| std::string::String::new()).unwrap_or_else(|e| e.to_string()),
+            Ok(config) => config
+                .validate()
+                .map(|_| std::string::String::new())
+                .unwrap_or_else(|e| e.to_string()),
         }
     }
 
@@ -689,7 +731,8 @@ mod tests {
         let d = |t: &str| Decimal::parse(t).unwrap();
         let w = c.injection.watch;
         assert_eq!(w.len(), 2);
-        let t = Watch { change: Some(d("2")), above: Some(d("28")), below: None, hysteresis: d("0.5") };
+        let t =
+            Watch { change: Some(d("2")), above: Some(d("28")), below: None, hysteresis: d("0.5") };
         assert_eq!(w.get(0), Some(("temperature", t)));
         assert_eq!(w.get(1), Some(("door", Watch { below: Some(d("-10")), ..Watch::default() })));
         assert!(crate::engine::Engine::new(c).is_ok());
@@ -719,19 +762,29 @@ mod tests {
         ] {
             assert_eq!(watch_error(watch), message, "{watch}");
         }
-        let err = load(r#"{"watch": {"temperature": {"change": -1}}}"#).unwrap().validate().unwrap_err();
+        let err =
+            load(r#"{"watch": {"temperature": {"change": -1}}}"#).unwrap().validate().unwrap_err();
         let ConfigError::Watch(e) = err else { panic!("{err:?}") };
         assert_eq!(
             (e.path.name(), e.path.param(), e.problem),
-            ("temperature", Some(WatchParam::Change), crate::config::watch::WatchProblem::NotPositive(Decimal::parse("-1").unwrap()))
+            (
+                "temperature",
+                Some(WatchParam::Change),
+                crate::config::watch::WatchProblem::NotPositive(Decimal::parse("-1").unwrap())
+            )
         );
         assert_eq!(err.field(), ConfigField::Watch);
         // A failed load leaves the buffer as it was.
         let mut buf: ConfigBuf = ConfigBuf::new();
         buf.load_injection(r#"{"watch": {"t": {"change": 1}}}"#).unwrap();
         // The error names the watch of this load, after the last one's text.
-        let err = buf.load_injection(r#"{"template": "{runtime_state}", "watch": {"uv": {"change": "x"}}}"#).unwrap_err();
-        assert!(err.to_string().starts_with("injection_config.watch.uv.change: expected a decimal"), "{err}");
+        let err = buf
+            .load_injection(r#"{"template": "{runtime_state}", "watch": {"uv": {"change": "x"}}}"#)
+            .unwrap_err();
+        assert!(
+            err.to_string().starts_with("injection_config.watch.uv.change: expected a decimal"),
+            "{err}"
+        );
         assert_eq!(buf.config().injection.watch.get(0).map(|(n, _)| n), Some("t"));
     }
 
@@ -740,28 +793,53 @@ mod tests {
     fn watches_set_in_code_are_validated_too() {
         let w = Watch { change: Decimal::new(1, 0), ..Watch::default() };
         let five = [("a", w), ("b", w), ("c", w), ("d", w), ("e", w)];
-        let config =
-            |list| Config { injection: InjectionConfig { watch: WatchList::Slice(list), ..Default::default() }, ..Default::default() };
+        let config = |list| Config {
+            injection: InjectionConfig { watch: WatchList::Slice(list), ..Default::default() },
+            ..Default::default()
+        };
         let err = config(&five).validate().unwrap_err();
         assert_eq!(
             (err, err.to_string().as_str()),
-            (ConfigError::TooManyWatches(5), "injection_config.watch: at most 4 fields can be watched, got 5")
+            (
+                ConfigError::TooManyWatches(5),
+                "injection_config.watch: at most 4 fields can be watched, got 5"
+            )
         );
         assert!(config(&five[..4]).validate().is_ok());
     }
 
     #[test]
     fn whole_floats_convert_as_the_float_casts_do() {
-        let cast = |f: f64| ((0.0..1.8e19).contains(&f) && (f as u64) as f64 == f).then_some(f as u64);
-        let edges = [0.0, -0.0, 0.5, 1.0, 3.0, 3.5, 1e-320, 4503599627370495.5, 9007199254740993.0, 1.8e19, 1.7999999999999998e19];
+        let cast =
+            |f: f64| ((0.0..1.8e19).contains(&f) && (f as u64) as f64 == f).then_some(f as u64);
+        let edges = [
+            0.0,
+            -0.0,
+            0.5,
+            1.0,
+            3.0,
+            3.5,
+            1e-320,
+            4503599627370495.5,
+            9007199254740993.0,
+            1.8e19,
+            1.7999999999999998e19,
+        ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let random = (0..20_000).map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             f64::from_bits(state)
         });
         let below = (0..2000).map(|i| f64::from(i) / 8.0).chain((0..64).map(|k| 2f64.powi(k)));
-        let wide = (0..64u32).flat_map(|k| [(u64::MAX >> k) as f64, (0x1234_5678_9abc_def1u64 >> k) as f64 + 0.5]);
-        for f in edges.into_iter().chain(random).chain(below).chain(wide).chain([f64::NAN, f64::INFINITY, -1.0]) {
+        let wide = (0..64u32)
+            .flat_map(|k| [(u64::MAX >> k) as f64, (0x1234_5678_9abc_def1u64 >> k) as f64 + 0.5]);
+        for f in edges.into_iter().chain(random).chain(below).chain(wide).chain([
+            f64::NAN,
+            f64::INFINITY,
+            -1.0,
+        ]) {
             assert_eq!(whole_u64(f), cast(f), "{f:e}");
         }
     }
@@ -777,38 +855,66 @@ mod tests {
         assert_eq!(c.injection.tool_retries_limit, 4);
         assert!(!c.injection.emit_hint_event);
         assert!(c.injection.inject_runtime_state);
-        for (text, limit) in [("\"04\"", Some(4)), ("\" +3.0 \"", Some(3)), ("\"3.00\"", Some(3)), ("3e0", Some(3))].into_iter().chain([
-            ("\"3.\"", None),
-            ("\"1e1\"", None),
-            ("\"0x3\"", None),
-            ("\"-3\"", None),
-            ("\"+\"", None),
-            ("\".0\"", None),
-            ("\"\"", None),
-            ("3.5", None),
-        ]) {
-            let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}")).ok().map(|c| c.injection.tool_retries_limit);
+        for (text, limit) in
+            [("\"04\"", Some(4)), ("\" +3.0 \"", Some(3)), ("\"3.00\"", Some(3)), ("3e0", Some(3))]
+                .into_iter()
+                .chain([
+                    ("\"3.\"", None),
+                    ("\"1e1\"", None),
+                    ("\"0x3\"", None),
+                    ("\"-3\"", None),
+                    ("\"+\"", None),
+                    ("\".0\"", None),
+                    ("\"\"", None),
+                    ("3.5", None),
+                ])
+        {
+            let got = load(&std::format!("{{\"tool_retries_limit\": {text}}}"))
+                .ok()
+                .map(|c| c.injection.tool_retries_limit);
             assert_eq!(got, limit, "{text}");
         }
-        for (text, value) in [("1", Some(true)), ("1.0", Some(true)), ("0", Some(false)), ("-0.0", Some(false)), ("2", None), ("0.5", None)]
-        {
-            let got = load(&std::format!("{{\"strict\": {text}}}")).ok().map(|c| c.injection.strict);
+        for (text, value) in [
+            ("1", Some(true)),
+            ("1.0", Some(true)),
+            ("0", Some(false)),
+            ("-0.0", Some(false)),
+            ("2", None),
+            ("0.5", None),
+        ] {
+            let got =
+                load(&std::format!("{{\"strict\": {text}}}")).ok().map(|c| c.injection.strict);
             assert_eq!(got, value, "{text}");
         }
-        let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#).unwrap();
+        let c = load(r#"{"tool_retries_limit": 3.0, "time_interval": true, "emit_hint_event": 0}"#)
+            .unwrap();
         assert_eq!(c.injection.tool_retries_limit, 3);
         assert_eq!(c.injection.time_interval, 1.0);
         assert!(!c.injection.emit_hint_event);
         assert!(!c.injection.filtered_zone_falls_back_to_utc);
-        assert!(load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#).unwrap().injection.filtered_zone_falls_back_to_utc);
+        assert!(
+            load(r#"{"filtered_zone_falls_back_to_utc": "on"}"#)
+                .unwrap()
+                .injection
+                .filtered_zone_falls_back_to_utc
+        );
         // pydantic reads a boolean as 0 or 1 (which then fails `>= 3`).
-        assert_eq!(load(r#"{"tool_retries_limit": true}"#).unwrap().injection.tool_retries_limit, 1);
-        assert_eq!(load(r#"{"tool_retries_limit": false}"#).unwrap().injection.tool_retries_limit, 0);
+        assert_eq!(
+            load(r#"{"tool_retries_limit": true}"#).unwrap().injection.tool_retries_limit,
+            1
+        );
+        assert_eq!(
+            load(r#"{"tool_retries_limit": false}"#).unwrap().injection.tool_retries_limit,
+            0
+        );
         // Python's json reads NaN and the infinities; pydantic takes them as floats.
         let c = load(r#"{"time_interval": NaN, "context_buffer_ratio": -Infinity}"#).unwrap();
         assert!(c.injection.time_interval.is_nan());
         assert_eq!(c.injection.context_buffer_ratio, Some(f64::NEG_INFINITY));
-        assert_eq!(load(r#"{"time_interval": Infinity}"#).unwrap().injection.time_interval, f64::INFINITY);
+        assert_eq!(
+            load(r#"{"time_interval": Infinity}"#).unwrap().injection.time_interval,
+            f64::INFINITY
+        );
     }
 
     #[test]
@@ -834,7 +940,9 @@ mod tests {
             let got = exact_f64(text).unwrap_or_else(|| panic!("{text}: off the fast path"));
             assert!(got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()), "{text}");
         }
-        for text in ["", ".", "e5", "1e", "1e+", "0e", "0e-", "0.0E+", "1.5.2", "0x10", "1_0", " 1", "--1"] {
+        for text in
+            ["", ".", "e5", "1e", "1e+", "0e", "0e-", "0.0E+", "1.5.2", "0x10", "1_0", " 1", "--1"]
+        {
             assert_eq!(exact_f64(text), None, "{text:?}");
             assert!(text.parse::<f64>().is_err(), "{text:?}");
         }
@@ -870,19 +978,35 @@ mod tests {
                 other => panic!("{doc}: {other:?}"),
             }
         }
-        assert_eq!(load("{").unwrap_err(), LoadError::Syntax { kind: JsonErrorKind::ExpectedKey, offset: 1, line: 1, column: 2 });
+        assert_eq!(
+            load("{").unwrap_err(),
+            LoadError::Syntax { kind: JsonErrorKind::ExpectedKey, offset: 1, line: 1, column: 2 }
+        );
         assert_eq!(load("[]").unwrap_err(), LoadError::NotAnObject);
         for (err, text) in [
             (
-                LoadError::Syntax { kind: JsonErrorKind::ExpectedValue, offset: 7, line: 2, column: 3 },
+                LoadError::Syntax {
+                    kind: JsonErrorKind::ExpectedValue,
+                    offset: 7,
+                    line: 2,
+                    column: 3,
+                },
                 "invalid JSON at line 2 column 3 (byte 7): expecting value",
             ),
             (
-                LoadError::Syntax { kind: JsonErrorKind::TooDeep, offset: 1030, line: 1, column: 1031 },
+                LoadError::Syntax {
+                    kind: JsonErrorKind::TooDeep,
+                    offset: 1030,
+                    line: 1,
+                    column: 1031,
+                },
                 "invalid JSON at line 1 column 1031 (byte 1030): nested deeper than 1024 levels",
             ),
             (LoadError::NotAnObject, "the configuration must be a JSON object"),
-            (LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" }, "injection_config.strict: expected a boolean"),
+            (
+                LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" },
+                "injection_config.strict: expected a boolean",
+            ),
             (
                 LoadError::TooLong { field: ConfigField::TriggerRatio },
                 "context_config.trigger_ratio: too long for the configuration buffer",
@@ -896,17 +1020,37 @@ mod tests {
     fn unknown_values_of_any_depth_python_reads_are_ignored_and_deeper_is_named() {
         // The configuration object is level 1: an unknown key holding 1,023
         // levels is the deepest the reader checks (Python stops near 990).
-        let nested =
-            |levels: usize| std::format!(r#"{{"timezone": "UTC", "x": {{"y": {}{}}}}}"#, "[".repeat(levels - 2), "]".repeat(levels - 2));
+        let nested = |levels: usize| {
+            std::format!(
+                r#"{{"timezone": "UTC", "x": {{"y": {}{}}}}}"#,
+                "[".repeat(levels - 2),
+                "]".repeat(levels - 2)
+            )
+        };
         for levels in [9, 100, 1024] {
-            assert_eq!(load(&nested(levels)).map(|c| c.injection.timezone), Ok("UTC"), "{levels} levels");
+            assert_eq!(
+                load(&nested(levels)).map(|c| c.injection.timezone),
+                Ok("UTC"),
+                "{levels} levels"
+            );
         }
         let err = load(&nested(1025)).unwrap_err();
-        assert_eq!(err, LoadError::Syntax { kind: JsonErrorKind::TooDeep, offset: 1053, line: 1, column: 1054 });
+        assert_eq!(
+            err,
+            LoadError::Syntax { kind: JsonErrorKind::TooDeep, offset: 1053, line: 1, column: 1054 }
+        );
         assert!(std::format!("{err}").ends_with("nested deeper than 1024 levels"), "{err}");
         // A document over several lines: the line, and the column in characters.
         let err = load("{\n  \"timezone\": \"é\",\n  \"x\": \"é\" ]\n}").unwrap_err();
-        assert_eq!(err, LoadError::Syntax { kind: JsonErrorKind::ExpectedCommaOrEnd, offset: 34, line: 3, column: 12 });
+        assert_eq!(
+            err,
+            LoadError::Syntax {
+                kind: JsonErrorKind::ExpectedCommaOrEnd,
+                offset: 34,
+                line: 3,
+                column: 12
+            }
+        );
     }
 
     #[test]
@@ -932,14 +1076,32 @@ mod tests {
             "extra_fields": {"k": "v"}"#;
         let long = "x".repeat(80);
         for (tail, err) in [
-            (std::format!(r#""template": "{long}{{runtime_state}}""#), LoadError::TooLong { field: ConfigField::Template }),
-            (std::format!(r#""extra_fields": {{"a": "{long}"}}"#), LoadError::TooLong { field: ConfigField::ExtraFields }),
-            (r#""task_tool_names": ["A", "B", "C"]"#.into(), LoadError::TooLong { field: ConfigField::TaskToolNames }),
-            (r#""extra_fields": {"a": "1", "b": "2", "c": "3"}"#.into(), LoadError::TooLong { field: ConfigField::ExtraFields }),
-            (r#""strict": "maybe""#.into(), LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" }),
+            (
+                std::format!(r#""template": "{long}{{runtime_state}}""#),
+                LoadError::TooLong { field: ConfigField::Template },
+            ),
+            (
+                std::format!(r#""extra_fields": {{"a": "{long}"}}"#),
+                LoadError::TooLong { field: ConfigField::ExtraFields },
+            ),
+            (
+                r#""task_tool_names": ["A", "B", "C"]"#.into(),
+                LoadError::TooLong { field: ConfigField::TaskToolNames },
+            ),
+            (
+                r#""extra_fields": {"a": "1", "b": "2", "c": "3"}"#.into(),
+                LoadError::TooLong { field: ConfigField::ExtraFields },
+            ),
+            (
+                r#""strict": "maybe""#.into(),
+                LoadError::WrongType { field: ConfigField::Strict, expected: "a boolean" },
+            ),
             (
                 r#""template": "\ud800""#.into(),
-                LoadError::WrongType { field: ConfigField::Template, expected: "a string without lone surrogates" },
+                LoadError::WrongType {
+                    field: ConfigField::Template,
+                    expected: "a string without lone surrogates",
+                },
             ),
         ] {
             let doc = std::format!("{{{everything}, {tail}}}");
@@ -947,15 +1109,27 @@ mod tests {
             assert_eq!(std::format!("{buf:?}"), before, "{tail}");
         }
         let doc = r#"{"trigger_ratio": 0.5, "reserve_ratio": 0.2, "compression_tool_enabled": true, "context_buffer_ratio": "x"}"#;
-        assert_eq!(buf.load_context(doc), Err(LoadError::WrongType { field: ConfigField::ContextBufferRatio, expected: "a number" }));
+        assert_eq!(
+            buf.load_context(doc),
+            Err(LoadError::WrongType {
+                field: ConfigField::ContextBufferRatio,
+                expected: "a number"
+            })
+        );
         assert_eq!(std::format!("{buf:?}"), before);
         let c = buf.config();
-        assert_eq!((c.injection.timezone, c.injection.task_tool_names.get(0), c.context.trigger_ratio), ("Asia/Tokyo", Some("Plan"), 0.7));
+        assert_eq!(
+            (c.injection.timezone, c.injection.task_tool_names.get(0), c.context.trigger_ratio),
+            ("Asia/Tokyo", Some("Plan"), 0.7)
+        );
         assert_eq!(c.injection.extra_fields.get(0), Some(("robot", "R2")));
         // The same members without the failing one load, and the arena
         // goes on from where the first load left it.
         buf.load_injection(r#"{"timezone": "Europe/Paris", "strict": true}"#).unwrap();
-        assert_eq!((buf.config().injection.timezone, buf.config().injection.strict), ("Europe/Paris", true));
+        assert_eq!(
+            (buf.config().injection.timezone, buf.config().injection.strict),
+            ("Europe/Paris", true)
+        );
         assert_eq!(buf.text.as_str(), "Asia/TokyoPlanrobotR2Europe/Paris");
     }
 
@@ -972,8 +1146,14 @@ mod tests {
         buf.load_context(r#"{"trigger_ratio": 0.7, "reserve_ratio": 0.3, "context_buffer_ratio": 0.4, "compression_tool_enabled": true, "strict": false}"#)
             .unwrap();
         let Config { injection: i, context: c } = buf.config();
-        assert_eq!((i.inject_runtime_state, i.timezone, i.time_format, i.time_interval), (false, "Asia/Tokyo", "%Y-%m-%d %H", 2.0));
-        assert_eq!((i.context_buffer_ratio, i.tool_retries_limit, i.tool_retries_hint), (Some(0.1), 5, "h {count}"));
+        assert_eq!(
+            (i.inject_runtime_state, i.timezone, i.time_format, i.time_interval),
+            (false, "Asia/Tokyo", "%Y-%m-%d %H", 2.0)
+        );
+        assert_eq!(
+            (i.context_buffer_ratio, i.tool_retries_limit, i.tool_retries_hint),
+            (Some(0.1), 5, "h {count}")
+        );
         assert_eq!(
             (i.template, i.injection_source, i.task_tool_names.get(0), i.task_tool_names.len()),
             ("t {runtime_state}", "src", Some("Plan"), 1)
@@ -983,7 +1163,15 @@ mod tests {
             (Some(("k", "v")), false, true, true)
         );
         // Each section reads only its own keys.
-        assert_eq!(c, ContextConfig { trigger_ratio: 0.7, reserve_ratio: 0.3, context_buffer_ratio: 0.4, compression_tool_enabled: true });
+        assert_eq!(
+            c,
+            ContextConfig {
+                trigger_ratio: 0.7,
+                reserve_ratio: 0.3,
+                context_buffer_ratio: 0.4,
+                compression_tool_enabled: true
+            }
+        );
         buf.load_injection(r#"{"context_buffer_ratio": null}"#).unwrap();
         assert_eq!(buf.config().injection.context_buffer_ratio, None);
     }
@@ -1046,9 +1234,11 @@ mod tests {
             ];
             leaf.prop_recursive(3, 24, 4, |inner| {
                 prop_oneof![
-                    proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| std::format!("[{}]", v.join(","))),
+                    proptest::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|v| std::format!("[{}]", v.join(","))),
                     proptest::collection::vec(("[a-z]{1,3}", inner), 0..4).prop_map(|v| {
-                        let members: std::vec::Vec<_> = v.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
+                        let members: std::vec::Vec<_> =
+                            v.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
                         std::format!("{{{}}}", members.join(", "))
                     }),
                 ]
@@ -1056,10 +1246,12 @@ mod tests {
         }
 
         fn config_doc() -> impl Strategy<Value = std::string::String> {
-            proptest::collection::vec((proptest::sample::select(KEYS), json_value()), 0..6).prop_map(|members| {
-                let members: std::vec::Vec<_> = members.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
-                std::format!("{{{}}}", members.join(", "))
-            })
+            proptest::collection::vec((proptest::sample::select(KEYS), json_value()), 0..6)
+                .prop_map(|members| {
+                    let members: std::vec::Vec<_> =
+                        members.iter().map(|(k, v)| std::format!("{k:?}: {v}")).collect();
+                    std::format!("{{{}}}", members.join(", "))
+                })
         }
 
         fn exercise(doc: &str) {
@@ -1067,10 +1259,28 @@ mod tests {
             let _ = buf.load_injection(doc);
             let _ = buf.load_context(doc);
             if let Ok(engine) = Engine::new(buf.config()) {
-                let step = Step { agent_name: "a", tasks: Default::default(), cur_iter: 0, input_tokens: i64::MAX, context_size: i64::MIN };
+                let step = Step {
+                    agent_name: "a",
+                    tasks: Default::default(),
+                    cur_iter: 0,
+                    input_tokens: i64::MAX,
+                    context_size: i64::MIN,
+                };
                 let mut out = [0u8; 256];
-                let _ = engine.step(&SliceConversation(&[]), &step, &mut FixedClock::at(Timestamp(i64::MAX)), &mut (), &mut out);
-                let _ = engine.step(&SliceConversation(&[]), &step, &mut FixedClock::at(Timestamp(i64::MIN)), &mut (), &mut out);
+                let _ = engine.step(
+                    &SliceConversation(&[]),
+                    &step,
+                    &mut FixedClock::at(Timestamp(i64::MAX)),
+                    &mut (),
+                    &mut out,
+                );
+                let _ = engine.step(
+                    &SliceConversation(&[]),
+                    &step,
+                    &mut FixedClock::at(Timestamp(i64::MIN)),
+                    &mut (),
+                    &mut out,
+                );
             }
         }
 

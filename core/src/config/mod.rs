@@ -20,7 +20,8 @@ pub const DEFAULT_TEMPLATE: &str = "<system-reminder>Treat the following as the 
 /// The reference's default hint for repeated tool failures.
 pub const DEFAULT_TOOL_RETRIES_HINT: &str = "The last {count} calls to '{tool_name}' with the same arguments all failed. Stop retrying the same call as-is, check the error message and try a different approach.";
 /// The reference's default source of injected hints.
-pub const DEFAULT_INJECTION_SOURCE: &str = "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}";
+pub const DEFAULT_INJECTION_SOURCE: &str =
+    "{\"label\": \"System\", \"sublabel\": \"Runtime State\"}";
 /// The reference's default task tool names.
 pub const DEFAULT_TASK_TOOL_NAMES: &[&str] = &["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"];
 /// The placeholder the template must contain.
@@ -50,7 +51,10 @@ impl ZoneName {
 
     /// The name.
     pub fn as_str(&self) -> &str {
-        self.bytes.get(..usize::from(self.len)).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("")
+        self.bytes
+            .get(..usize::from(self.len))
+            .and_then(|b| core::str::from_utf8(b).ok())
+            .unwrap_or("")
     }
 }
 
@@ -137,7 +141,9 @@ impl<'a> StrList<'a> {
     pub fn contains(&self, name: &str) -> bool {
         // Length and first byte reject most names without a compare call;
         // the scan asks this for every tool call.
-        let hit = |n: &str| n.len() == name.len() && n.as_bytes().first() == name.as_bytes().first() && n == name;
+        let hit = |n: &str| {
+            n.len() == name.len() && n.as_bytes().first() == name.as_bytes().first() && n == name
+        };
         match *self {
             StrList::Slice(names) => names.iter().any(|n| hit(n)),
             StrList::Spans { text, spans } => spans.iter().any(|s| hit(s.of(text))),
@@ -181,7 +187,9 @@ impl<'a> ExtraFields<'a> {
     pub fn get(&self, i: usize) -> Option<(&'a str, &'a str)> {
         match *self {
             ExtraFields::Slice(s) => s.get(i).copied(),
-            ExtraFields::Spans { text, spans } => spans.get(i).map(|(k, v)| (k.of(text), v.of(text))),
+            ExtraFields::Spans { text, spans } => {
+                spans.get(i).map(|(k, v)| (k.of(text), v.of(text)))
+            }
         }
     }
 
@@ -272,7 +280,12 @@ pub struct ContextConfig {
 
 impl Default for ContextConfig {
     fn default() -> Self {
-        ContextConfig { trigger_ratio: 0.8, reserve_ratio: 0.1, context_buffer_ratio: 0.2, compression_tool_enabled: false }
+        ContextConfig {
+            trigger_ratio: 0.8,
+            reserve_ratio: 0.1,
+            context_buffer_ratio: 0.2,
+            compression_tool_enabled: false,
+        }
     }
 }
 
@@ -299,7 +312,8 @@ pub struct Config<'a> {
 }
 
 /// The built-in keys, in the reference's dict order.
-pub(crate) const BUILTIN_KEYS: [&str; 5] = ["current-time", "timezone", "tasks", "context-length", "tool-error"];
+pub(crate) const BUILTIN_KEYS: [&str; 5] =
+    ["current-time", "timezone", "tasks", "context-length", "tool-error"];
 
 /// Whether `key` names a built-in field.
 pub(crate) fn is_builtin_key(key: &str) -> bool {

@@ -192,13 +192,17 @@ impl Parts {
     fn times_ten(self) -> Option<Parts> {
         // The carried digit is at most 9: below 10^19 exactly when the
         // whole part was below 10^18.
-        let whole = (self.whole < WHOLE_LIMIT / 10).then(|| self.whole * 10 + self.fraction / TENTH)?;
+        let whole =
+            (self.whole < WHOLE_LIMIT / 10).then(|| self.whole * 10 + self.fraction / TENTH)?;
         Some(Parts { whole, fraction: self.fraction % TENTH * 10, ..self })
     }
 
     /// A tenth of the number, if that is exact in 18 fractional digits.
     fn tenth(self) -> Option<Parts> {
-        let fraction = self.fraction.is_multiple_of(10).then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
+        let fraction = self
+            .fraction
+            .is_multiple_of(10)
+            .then_some(self.fraction / 10 + self.whole % 10 * TENTH)?;
         Some(Parts { whole: self.whole / 10, fraction, ..self })
     }
 }
@@ -333,7 +337,8 @@ pub enum WatchParam {
 
 impl WatchParam {
     /// Every value, in the order the JSON loader reads keys.
-    pub(crate) const ALL: [WatchParam; 4] = [WatchParam::Change, WatchParam::Above, WatchParam::Below, WatchParam::Hysteresis];
+    pub(crate) const ALL: [WatchParam; 4] =
+        [WatchParam::Change, WatchParam::Above, WatchParam::Below, WatchParam::Hysteresis];
 
     /// The value's JSON key.
     pub fn key(self) -> &'static str {
@@ -448,7 +453,10 @@ impl fmt::Display for WatchError {
 impl core::error::Error for WatchError {}
 
 /// Checks each watch of `watches` against the configuration's extra fields.
-pub(crate) fn validate(watches: &WatchList<'_>, extra: &crate::config::ExtraFields<'_>) -> Result<(), WatchError> {
+pub(crate) fn validate(
+    watches: &WatchList<'_>,
+    extra: &crate::config::ExtraFields<'_>,
+) -> Result<(), WatchError> {
     for (name, w) in watches.iter() {
         let err = |param, problem| Err(WatchError { path: WatchPath::new(name, param), problem });
         if name.len() > MAX_WATCH_NAME {
@@ -525,7 +533,9 @@ mod tests {
         assert_eq!(d("0.1000000000000000000000").to_string(), "0.1");
         assert_eq!(Decimal::parse("0.0000000000000000001"), None);
         assert_eq!(
-            Decimal::parse(&std::format!("{nineteen}.999999999999999999")).map(|d| d.to_string()).as_deref(),
+            Decimal::parse(&std::format!("{nineteen}.999999999999999999"))
+                .map(|d| d.to_string())
+                .as_deref(),
             Some("9999999999999999999.999999999999999999")
         );
         assert_eq!(Decimal::leading("123456789012345678901234567890123456789012".bytes()), None);
@@ -558,7 +568,12 @@ mod tests {
         ] {
             assert_eq!(Decimal::parse(text).map(|d| d.to_string()).as_deref(), value, "{text:?}");
         }
-        assert!(d("0.1").is_positive() && !d("0").is_positive() && d("-0.1").is_negative() && !d("0").is_negative());
+        assert!(
+            d("0.1").is_positive()
+                && !d("0").is_positive()
+                && d("-0.1").is_negative()
+                && !d("0").is_negative()
+        );
     }
 
     /// The exponent as the value times or over ten, step by step in `i128`

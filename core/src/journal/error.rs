@@ -59,11 +59,17 @@ impl fmt::Display for ItemError {
         match self {
             ItemError::NotUtf8 => f.write_str("not UTF-8"),
             ItemError::Json(e) => write!(f, "not JSON: {e}"),
-            ItemError::NotAnItem => f.write_str("not an object of an item number \"#\" and one event"),
+            ItemError::NotAnItem => {
+                f.write_str("not an object of an item number \"#\" and one event")
+            }
             ItemError::UnknownEvent => f.write_str("unknown event"),
             ItemError::Field(name) => write!(f, "field {name:?} missing or of the wrong type"),
-            ItemError::Gap { expected, found } => write!(f, "item number {found}, expected {expected}: an item was lost"),
-            ItemError::Version { found } => write!(f, "log format version {found}, this build reads {VERSION}"),
+            ItemError::Gap { expected, found } => {
+                write!(f, "item number {found}, expected {expected}: an item was lost")
+            }
+            ItemError::Version { found } => {
+                write!(f, "log format version {found}, this build reads {VERSION}")
+            }
             ItemError::Config { found, expected } => {
                 write!(f, "written for configuration {found:016x}, this context is {expected:016x}")
             }
@@ -116,7 +122,9 @@ impl fmt::Display for RecordError {
         match self {
             RecordError::BufferFull(e) => write!(f, "the log item: {e}"),
             RecordError::Step(e) => e.fmt(f),
-            RecordError::NotRecordable => f.write_str("a header is written by start or compaction_header"),
+            RecordError::NotRecordable => {
+                f.write_str("a header is written by start or compaction_header")
+            }
         }
     }
 }

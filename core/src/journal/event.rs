@@ -155,7 +155,9 @@ impl<'a> Readings<'a> {
             hash_code_points(&mut hasher, name.code_points());
             match (reading.kind(), reading.as_str()) {
                 (_, Some(text)) => hash_code_points(&mut hasher, text.code_points()),
-                (Kind::Null, _) => hash_code_points(&mut hasher, crate::live::UNAVAILABLE.chars().map(u32::from)),
+                (Kind::Null, _) => {
+                    hash_code_points(&mut hasher, crate::live::UNAVAILABLE.chars().map(u32::from))
+                }
                 _ => return Err(ItemError::Field("read")),
             }
         }

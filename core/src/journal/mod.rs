@@ -119,7 +119,9 @@ pub struct Header {
 
 impl Header {
     /// The header of `context`'s log.
-    pub fn of<const M: usize, const B: usize, const T: usize>(context: &AgentContext<'_, M, B, T>) -> Header {
+    pub fn of<const M: usize, const B: usize, const T: usize>(
+        context: &AgentContext<'_, M, B, T>,
+    ) -> Header {
         let mut hasher = SipHasher13::new_with_keys(0x656e_7661_7761_7265, 0x6a6f_7572_6e61_6c31);
         hash_config(&mut hasher, context.engine().config().config());
         write_str(&mut hasher, context.agent_name());
@@ -151,14 +153,31 @@ fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
         filtered_zone_falls_back_to_utc,
         watch,
     } = injection;
-    let ContextConfig { trigger_ratio, reserve_ratio, context_buffer_ratio: buffer, compression_tool_enabled } = context;
-    for flag in [inject_runtime_state, emit_hint_event, strict, filtered_zone_falls_back_to_utc, compression_tool_enabled] {
+    let ContextConfig {
+        trigger_ratio,
+        reserve_ratio,
+        context_buffer_ratio: buffer,
+        compression_tool_enabled,
+    } = context;
+    for flag in [
+        inject_runtime_state,
+        emit_hint_event,
+        strict,
+        filtered_zone_falls_back_to_utc,
+        compression_tool_enabled,
+    ] {
         h.write_u8(u8::from(*flag));
     }
     for text in [timezone, time_format, tool_retries_hint, template, injection_source] {
         write_str(h, text);
     }
-    for number in [Some(*time_interval), *context_buffer_ratio, Some(*trigger_ratio), Some(*reserve_ratio), Some(*buffer)] {
+    for number in [
+        Some(*time_interval),
+        *context_buffer_ratio,
+        Some(*trigger_ratio),
+        Some(*reserve_ratio),
+        Some(*buffer),
+    ] {
         h.write_u64(number.map_or(u64::MAX, f64::to_bits));
     }
     h.write_u64(*tool_retries_limit);
@@ -205,7 +224,11 @@ impl Items {
     /// written to.
     pub fn iter<'b>(&self, buf: &'b [u8]) -> impl Iterator<Item = &'b [u8]> {
         let Items { ends, count } = *self;
-        core::iter::once(0).chain(ends).zip(ends).take(count).filter_map(move |(start, end)| buf.get(start..end))
+        core::iter::once(0)
+            .chain(ends)
+            .zip(ends)
+            .take(count)
+            .filter_map(move |(start, end)| buf.get(start..end))
     }
 }
 
@@ -332,7 +355,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        self.write(&Event::Log { header: self.header, live: 0, agent: context.agent_name(), steps: self.steps }, out)
+        self.write(
+            &Event::Log {
+                header: self.header,
+                live: 0,
+                agent: context.agent_name(),
+                steps: self.steps,
+            },
+            out,
+        )
     }
 
     /// Writes `event` as the next item. The log says again, after a header,
@@ -340,7 +371,8 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// that starts at a compaction reads it there.
     fn write(&mut self, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
         let capacity = out.len();
-        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event, said: &self.said }, out).map_err(|_| BufferFull { capacity })?;
+        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event, said: &self.said }, out)
+            .map_err(|_| BufferFull { capacity })?;
         self.next = self.next.wrapping_add(1);
         self.items = self.items.saturating_add(1);
         self.said.note(event);
@@ -374,7 +406,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
 
     /// Runs `write`; when it fails, the journal is as it was before it
     /// (nothing counted, nothing said), as the caller appends nothing.
-    fn all_or_nothing<R>(&mut self, write: impl FnOnce(&mut Self) -> Result<R, RecordError>) -> Result<R, RecordError> {
+    fn all_or_nothing<R>(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> Result<R, RecordError>,
+    ) -> Result<R, RecordError> {
         let saved = (self.next, self.items, self.said, self.created.clone());
         let result = write(self);
         if result.is_err() {
@@ -467,8 +502,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<(Outcome<'h>, Items), RecordError> {
         self.all_or_nothing(|journal| {
             // As `AgentContext::step`: the watched fields are read before deciding.
-            let (decision, mut items) = journal.decide_items(context, step, now, |engine| engine.read_watched(live), items_out)?;
-            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            let (decision, mut items) = journal.decide_items(
+                context,
+                step,
+                now,
+                |engine| engine.read_watched(live),
+                items_out,
+            )?;
+            let outcome = journal
+                .render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
             Ok((outcome, items))
         })
     }
@@ -492,7 +534,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         readings: &L,
         items_out: &mut [u8],
     ) -> Result<(Decision, Items), RecordError> {
-        self.all_or_nothing(|journal| journal.decide_items(context, step, now, |_| readings, items_out))
+        self.all_or_nothing(|journal| {
+            journal.decide_items(context, step, now, |_| readings, items_out)
+        })
     }
 
     /// The second half of a split step, logged: refreshes `live` when the
@@ -515,7 +559,8 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<(Outcome<'h>, Items), RecordError> {
         self.all_or_nothing(|journal| {
             let mut items = Items::default();
-            let outcome = journal.render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            let outcome = journal
+                .render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
             Ok((outcome, items))
         })
     }
@@ -533,7 +578,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let mut items = Items::default();
         let mut before = [None, None, None];
         if self.said.config != Some(step.context_size) {
-            before[0] = Some(Event::Config { agent_name: context.agent_name(), context_size: step.context_size });
+            before[0] = Some(Event::Config {
+                agent_name: context.agent_name(),
+                context_size: step.context_size,
+            });
         }
         if self.said.tasks != Some(step.tasks) {
             before[1] = Some(Event::Tasks(step.tasks));
@@ -562,19 +610,28 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         items: &mut Items,
     ) -> Result<Outcome<'h>, RecordError> {
         let engine = *context.engine();
-        let outcome = engine.render_step(decision, context.store(), live, hint_out).map_err(StepError::from)?;
+        let outcome = engine
+            .render_step(decision, context.store(), live, hint_out)
+            .map_err(StepError::from)?;
         let fields = Live(&*live);
         let readings = Readings::of(&fields);
         if live.len() > 0 && self.said.readings != Some(readings.hash) {
             self.logged(context, &Event::Read(readings), items_out, items)?;
         }
-        let event = Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
+        let event =
+            Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
         self.logged(context, &event, items_out, items)?;
         Ok(outcome)
     }
 
-    fn push_item(&mut self, event: &Event<'_>, out: &mut [u8], items: &mut Items) -> Result<(), BufferFull> {
-        let start = items.count.checked_sub(1).and_then(|i| items.ends.get(i)).copied().unwrap_or(0);
+    fn push_item(
+        &mut self,
+        event: &Event<'_>,
+        out: &mut [u8],
+        items: &mut Items,
+    ) -> Result<(), BufferFull> {
+        let start =
+            items.count.checked_sub(1).and_then(|i| items.ends.get(i)).copied().unwrap_or(0);
         let rest = out.get_mut(start..).unwrap_or_default();
         let n = self.write(event, rest)?;
         if let Some(end) = items.ends.get_mut(items.count) {
@@ -605,7 +662,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
         let live = self.items - self.dead_items();
-        self.write(&Event::Log { header: self.header, live, agent: context.agent_name(), steps: self.steps }, out)
+        self.write(
+            &Event::Log {
+                header: self.header,
+                live,
+                agent: context.agent_name(),
+                steps: self.steps,
+            },
+            out,
+        )
     }
 
     /// `count` items were popped from the front of the log.
@@ -637,7 +702,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 return Err(error(ItemError::Version { found: header.version }));
             }
             if header.config != self.header.config {
-                return Err(error(ItemError::Config { found: header.config, expected: self.header.config }));
+                return Err(error(ItemError::Config {
+                    found: header.config,
+                    expected: self.header.config,
+                }));
             }
             // Only the last header counts: an earlier one may name items a
             // later compaction popped.
@@ -668,7 +736,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let Some((header, live)) = self.last_header else {
             return Err(LogError { index: self.checked, kind: ItemError::MissingHeader });
         };
-        let needed_from = header.checked_sub(live).ok_or(LogError { index: header, kind: ItemError::Field("live") })?;
+        let needed_from = header
+            .checked_sub(live)
+            .ok_or(LogError { index: header, kind: ItemError::Field("live") })?;
         if index >= self.checked {
             return Err(error(ItemError::Unchecked));
         }

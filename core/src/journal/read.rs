@@ -13,24 +13,41 @@ pub(crate) fn read_item(item: &[u8]) -> Result<(u32, JsonStr<'_>, Value<'_>), It
     let text = core::str::from_utf8(item).map_err(|_| ItemError::NotUtf8)?;
     let value = json::parse(text, MAX_DEPTH).map_err(ItemError::Json)?;
     let mut members = value.members();
-    let (Some((hash, n)), Some((key, event)), None) = (members.next(), members.next(), members.next()) else {
+    let (Some((hash, n)), Some((key, event)), None) =
+        (members.next(), members.next(), members.next())
+    else {
         return Err(ItemError::NotAnItem);
     };
-    let n = n.number_text().and_then(|t| t.parse().ok()).filter(|_| hash.eq_str("#")).ok_or(ItemError::NotAnItem)?;
+    let n = n
+        .number_text()
+        .and_then(|t| t.parse().ok())
+        .filter(|_| hash.eq_str("#"))
+        .ok_or(ItemError::NotAnItem)?;
     Ok((n, key, event))
 }
 
 /// The member `name` of an object.
 pub(crate) fn field<'a>(object: Value<'a>, name: &'static str) -> Result<Value<'a>, ItemError> {
-    object.members().find(|(key, _)| key.eq_str(name)).map(|(_, value)| value).ok_or(ItemError::Field(name))
+    object
+        .members()
+        .find(|(key, _)| key.eq_str(name))
+        .map(|(_, value)| value)
+        .ok_or(ItemError::Field(name))
 }
 
-pub(crate) fn number<N: core::str::FromStr>(object: Value<'_>, name: &'static str) -> Result<N, ItemError> {
+pub(crate) fn number<N: core::str::FromStr>(
+    object: Value<'_>,
+    name: &'static str,
+) -> Result<N, ItemError> {
     field(object, name)?.number_text().and_then(|t| t.parse().ok()).ok_or(ItemError::Field(name))
 }
 
 /// The number `name`, or what the log last said when it is left out.
-pub(crate) fn number_or<N: core::str::FromStr + Default>(object: Value<'_>, name: &'static str, said: Option<N>) -> Result<N, ItemError> {
+pub(crate) fn number_or<N: core::str::FromStr + Default>(
+    object: Value<'_>,
+    name: &'static str,
+    said: Option<N>,
+) -> Result<N, ItemError> {
     match field(object, name) {
         Ok(_) => number(object, name),
         Err(_) => Ok(said.unwrap_or_default()),
@@ -67,13 +84,23 @@ pub(crate) fn read_rfc3339(text: &str) -> Option<Timestamp> {
 
 /// A run of ASCII digits (no sign, unlike `str::parse`).
 pub(crate) fn digits(text: &str) -> Option<i64> {
-    text.bytes().try_fold(0i64, |n, b| if b.is_ascii_digit() { n.checked_mul(10)?.checked_add(i64::from(b - b'0')) } else { None })
+    text.bytes().try_fold(0i64, |n, b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(i64::from(b - b'0'))
+        } else {
+            None
+        }
+    })
 }
 
 /// A header's version and configuration, its `live` items and `steps`.
 pub(crate) fn read_header(value: Value<'_>) -> Result<(Header, u32, u64), ItemError> {
-    let config = field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
-    let header = Header { version: number(value, "version")?, config: config.ok_or(ItemError::Field("config"))? };
+    let config =
+        field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
+    let header = Header {
+        version: number(value, "version")?,
+        config: config.ok_or(ItemError::Field("config"))?,
+    };
     Ok((header, number(value, "live")?, number_or(value, "steps", None)?))
 }
 
@@ -93,7 +120,10 @@ impl<'a> Scratch<'a> {
     }
 
     /// `parts` decoded one after the other (`None` if there is none).
-    fn decode(&mut self, mut parts: impl Iterator<Item = JsonStr<'a>>) -> Result<Option<&'a str>, ItemError> {
+    fn decode(
+        &mut self,
+        mut parts: impl Iterator<Item = JsonStr<'a>>,
+    ) -> Result<Option<&'a str>, ItemError> {
         let Some(first) = parts.next() else { return Ok(None) };
         let rest = core::mem::take(&mut self.rest);
         let mut cursor = Cursor { buf: rest, len: 0 };
@@ -134,36 +164,72 @@ pub(crate) fn read_event<'a: 'b, 'b>(
 ) -> Result<Event<'b>, ItemError> {
     let name = |scratch: &mut Scratch<'a>| scratch.text(value, "name");
     Ok(match key.raw() {
-        "config" => Event::Config { agent_name: scratch.text(value, "agent_name")?, context_size: number(value, "context_size")? },
+        "config" => Event::Config {
+            agent_name: scratch.text(value, "agent_name")?,
+            context_size: number(value, "context_size")?,
+        },
         "set_clock" => match value.kind() {
             Kind::Null => Event::SetClock(None),
-            _ => Event::SetClock(Some(value.as_str().and_then(|t| read_rfc3339(t.raw())).ok_or(ItemError::Field("set_clock"))?)),
+            _ => Event::SetClock(Some(
+                value
+                    .as_str()
+                    .and_then(|t| read_rfc3339(t.raw()))
+                    .ok_or(ItemError::Field("set_clock"))?,
+            )),
         },
         "advance" => {
             let micros = match value.kind() {
-                Kind::Number => value.number_text().and_then(|t| t.parse::<i64>().ok()).and_then(|s| s.checked_mul(1_000_000)),
+                Kind::Number => value
+                    .number_text()
+                    .and_then(|t| t.parse::<i64>().ok())
+                    .and_then(|s| s.checked_mul(1_000_000)),
                 _ => value.as_str().and_then(|t| t.raw().strip_suffix("us")?.parse().ok()),
             };
             let micros = micros.ok_or(ItemError::Field("advance"))?;
             // A compacted log's first live items may advance from a clock
             // set in an item popped since: the time is unknown there.
-            Event::SetClock(said.clock.flatten().and_then(|then| Some(Timestamp(then.unix_micros().checked_add(micros)?))))
+            Event::SetClock(
+                said.clock
+                    .flatten()
+                    .and_then(|then| Some(Timestamp(then.unix_micros().checked_add(micros)?))),
+            )
         }
         "tasks" => Event::Tasks(read_tasks(value)?),
         "user" => Event::User { name: name(scratch)? },
         "message" => {
-            let role = field(value, "role")?.as_str().and_then(|r| Role::from_name(r.raw())).ok_or(ItemError::Field("role"))?;
+            let role = field(value, "role")?
+                .as_str()
+                .and_then(|r| Role::from_name(r.raw()))
+                .ok_or(ItemError::Field("role"))?;
             let name = name(scratch)?;
-            Event::Message { role, name, blocks: read_blocks(field(value, "content")?, scratch, blocks)? }
+            Event::Message {
+                role,
+                name,
+                blocks: read_blocks(field(value, "content")?, scratch, blocks)?,
+            }
         }
         "assistant" => Event::Assistant(read_blocks(value, scratch, blocks)?),
-        "tool_call" => Event::ToolCall { id: scratch.text(value, "id")?, name: name(scratch)?, input: scratch.text(value, "input")? },
+        "tool_call" => Event::ToolCall {
+            id: scratch.text(value, "id")?,
+            name: name(scratch)?,
+            input: scratch.text(value, "input")?,
+        },
         "tool_result" => {
-            let state = field(value, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
-            Event::ToolResult { id: scratch.text(value, "id")?, name: name(scratch)?, state: state.ok_or(ItemError::Field("state"))? }
+            let state =
+                field(value, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
+            Event::ToolResult {
+                id: scratch.text(value, "id")?,
+                name: name(scratch)?,
+                state: state.ok_or(ItemError::Field("state"))?,
+            }
         }
         "reply" => Event::Reply,
-        "compress" => Event::Compress { keep: value.number_text().and_then(|t| t.parse().ok()).ok_or(ItemError::Field("compress"))? },
+        "compress" => Event::Compress {
+            keep: value
+                .number_text()
+                .and_then(|t| t.parse().ok())
+                .ok_or(ItemError::Field("compress"))?,
+        },
         "read" => Event::Read(Readings::read(value)?),
         "step" => {
             let hint = match field(value, "hint")?.kind() {
@@ -208,15 +274,21 @@ pub(crate) fn read_blocks<'a: 'b, 'b>(
     Ok(blocks.get(..count).unwrap_or_default())
 }
 
-pub(crate) fn read_block<'a>(block: Value<'a>, scratch: &mut Scratch<'a>) -> Result<Block<'a>, ItemError> {
+pub(crate) fn read_block<'a>(
+    block: Value<'a>,
+    scratch: &mut Scratch<'a>,
+) -> Result<Block<'a>, ItemError> {
     let kind = field(block, "type")?.as_str().ok_or(ItemError::Field("type"))?;
     Ok(match kind.raw() {
         "text" => Block::Other,
-        "tool_call" => {
-            Block::ToolCall { id: scratch.text(block, "id")?, name: scratch.text(block, "name")?, input: scratch.text(block, "input")? }
-        }
+        "tool_call" => Block::ToolCall {
+            id: scratch.text(block, "id")?,
+            name: scratch.text(block, "name")?,
+            input: scratch.text(block, "input")?,
+        },
         "tool_result" => {
-            let state = field(block, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
+            let state =
+                field(block, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
             Block::ToolResult {
                 id: scratch.text(block, "id")?,
                 name: scratch.text(block, "name")?,
@@ -232,7 +304,8 @@ pub(crate) fn read_block<'a>(block: Value<'a>, scratch: &mut Scratch<'a>) -> Res
             let text = match hint.kind() {
                 Kind::String => scratch.text(block, "hint")?,
                 Kind::Array => {
-                    let parts = hint.items().map(|part| field(part, "text").ok().and_then(|t| t.as_str()));
+                    let parts =
+                        hint.items().map(|part| field(part, "text").ok().and_then(|t| t.as_str()));
                     if parts.clone().any(|p| p.is_none()) {
                         return Err(ItemError::Field("hint"));
                     }

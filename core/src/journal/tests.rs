@@ -21,7 +21,12 @@ fn engine() -> Engine<'static> {
 }
 
 fn step(cur_iter: u64, pending: u64, tokens: i64) -> StepInput {
-    StepInput { tasks: TaskCounts { pending, in_progress: 0 }, cur_iter, input_tokens: tokens, context_size: 8192 }
+    StepInput {
+        tasks: TaskCounts { pending, in_progress: 0 },
+        cur_iter,
+        input_tokens: tokens,
+        context_size: 8192,
+    }
 }
 
 /// What a session does: an event, or a step `minutes` after the start.
@@ -41,7 +46,10 @@ fn session() -> Vec<Op> {
         Block::Other,
         Block::ToolCall { id: "s1", name: "TaskList", input: "{}" },
     ];
-    static OWN: [Block<'static>; 2] = [Block::Other, Block::ToolResult { id: "x", name: "Drive", state: ToolResultState::Denied }];
+    static OWN: [Block<'static>; 2] = [
+        Block::Other,
+        Block::ToolResult { id: "x", name: "Drive", state: ToolResultState::Denied },
+    ];
     let call = |id, input| Op::Ev(Event::ToolCall { id, name: "Drive", input });
     let result = |id, state| Op::Ev(Event::ToolResult { id, name: "Drive", state });
     let mut ops = Vec::from([
@@ -76,7 +84,12 @@ fn now(minutes: i64) -> Option<Timestamp> {
 
 /// Runs `ops` live through a journal, returning the items written and
 /// each step's hint.
-fn run_live(context: &mut Context<'_>, journal: &mut Journal<6>, ops: &[Op], log: &mut Vec<Vec<u8>>) -> Vec<Option<String>> {
+fn run_live(
+    context: &mut Context<'_>,
+    journal: &mut Journal<6>,
+    ops: &[Op],
+    log: &mut Vec<Vec<u8>>,
+) -> Vec<Option<String>> {
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
     let mut hints = Vec::new();
     for op in ops {
@@ -87,7 +100,9 @@ fn run_live(context: &mut Context<'_>, journal: &mut Journal<6>, ops: &[Op], log
             }
             Op::Step { minutes, cur_iter, pending, tokens } => {
                 let step = step(*cur_iter, *pending, *tokens);
-                let (outcome, items) = journal.step(context, &step, now(*minutes), &mut (), &mut hint, &mut buf).unwrap();
+                let (outcome, items) = journal
+                    .step(context, &step, now(*minutes), &mut (), &mut hint, &mut buf)
+                    .unwrap();
                 hints.push(outcome.hint.map(str::to_string));
                 log.extend(items.iter(&buf).map(<[u8]>::to_vec));
             }
@@ -96,7 +111,10 @@ fn run_live(context: &mut Context<'_>, journal: &mut Journal<6>, ops: &[Op], log
     hints
 }
 
-fn restore<'e>(engine: &Engine<'e>, log: &[Vec<u8>]) -> Result<(Context<'e>, Journal<6>), LogError> {
+fn restore<'e>(
+    engine: &Engine<'e>,
+    log: &[Vec<u8>],
+) -> Result<(Context<'e>, Journal<6>), LogError> {
     let mut context = Context::new(engine, AGENT);
     let mut journal = Journal::new(&context);
     let mut scratch = [0u8; 2048];
@@ -142,7 +160,9 @@ fn a_restored_context_is_the_context_before_the_reset_at_every_item() {
             let (_, key, value) = read_item(item).unwrap();
             let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
             let said = j.said;
-            let event = read_event(key, value, &said, &mut Scratch { rest: &mut scratch }, &mut blocks).unwrap();
+            let event =
+                read_event(key, value, &said, &mut Scratch { rest: &mut scratch }, &mut blocks)
+                    .unwrap();
             let mut buf = [0u8; 2048];
             j.record(&mut again, &event, &mut buf).unwrap();
         }
@@ -167,7 +187,11 @@ fn decisions_after_a_restore_are_those_of_the_uninterrupted_session() {
         let (mut j, mut l) = started(&uninterrupted);
         let before = run_live(&mut uninterrupted, &mut j, &ops[..split], &mut l);
         let after = run_live(&mut uninterrupted, &mut j, &ops[split..], &mut l);
-        assert_eq!(run_live(&mut restored, &mut journal, &ops[split..], &mut log), after, "split at {split}");
+        assert_eq!(
+            run_live(&mut restored, &mut journal, &ops[split..], &mut log),
+            after,
+            "split at {split}"
+        );
         assert!(before.iter().chain(&after).filter(|h| h.is_some()).count() >= 4);
         assert_eq!(state(&mut restored), state(&mut uninterrupted));
         // The restore read the clock back, so the log goes on with the
@@ -198,9 +222,12 @@ fn the_split_step_logs_what_the_whole_step_logs() {
             }
             Op::Step { minutes, cur_iter, pending, tokens } => {
                 let step = step(*cur_iter, *pending, *tokens);
-                let (decision, items) = journal.decide(&mut split, &step, now(*minutes), &(), &mut buf).unwrap();
+                let (decision, items) =
+                    journal.decide(&mut split, &step, now(*minutes), &(), &mut buf).unwrap();
                 log.extend(items.iter(&buf).map(<[u8]>::to_vec));
-                let (outcome, items) = journal.render_step(&mut split, decision, &step, &mut (), &mut hint, &mut buf).unwrap();
+                let (outcome, items) = journal
+                    .render_step(&mut split, decision, &step, &mut (), &mut hint, &mut buf)
+                    .unwrap();
                 hints.push(outcome.hint.map(str::to_string));
                 log.extend(items.iter(&buf).map(<[u8]>::to_vec));
             }
@@ -215,7 +242,9 @@ fn the_split_step_logs_what_the_whole_step_logs() {
     let (decision, items) = journal.decide(&mut split, &step, now(90), &(), &mut buf).unwrap();
     let first = core::str::from_utf8(items.iter(&buf).next().unwrap()).unwrap().to_string();
     assert!(first.starts_with(&format!("{{\"#\":{},", log.len())), "{first}");
-    assert!(journal.render_step(&mut split, decision, &step, &mut (), &mut hint, &mut [0u8; 4]).is_err());
+    assert!(journal
+        .render_step(&mut split, decision, &step, &mut (), &mut hint, &mut [0u8; 4])
+        .is_err());
     assert_eq!(journal.items() as usize, log.len() + items.len());
 }
 
@@ -235,8 +264,15 @@ fn items_are_the_replay_trace_format() {
     assert_eq!(text[4], r##"{"#":4,"set_clock":"2026-07-22T02:30:00Z"}"##);
     // `cur_iter` is left out where the replay's default (0 after a user
     // message, the last step's plus one) is right.
-    assert!(text[5].starts_with(r##"{"#":5,"step":{"tokens":900,"hint":"<system-reminder>"##), "{}", text[5]);
-    assert_eq!(text[6], r##"{"#":6,"tool_call":{"id":"c1","name":"Drive","input":"{\"metres\": 2,\n \"note\": \"é😀\\\\\"}"}}"##);
+    assert!(
+        text[5].starts_with(r##"{"#":5,"step":{"tokens":900,"hint":"<system-reminder>"##),
+        "{}",
+        text[5]
+    );
+    assert_eq!(
+        text[6],
+        r##"{"#":6,"tool_call":{"id":"c1","name":"Drive","input":"{\"metres\": 2,\n \"note\": \"é😀\\\\\"}"}}"##
+    );
     assert_eq!(text[7], r##"{"#":7,"tool_result":{"id":"c1","name":"Drive","state":"error"}}"##);
     // A minute later: the clock advances, configuration and tasks are
     // as they were.
@@ -247,7 +283,15 @@ fn items_are_the_replay_trace_format() {
 
 #[test]
 fn the_clock_is_read_back_as_the_wire_writes_it() {
-    for micros in [0, 1, 250_000, 1_784_687_400_000_000, 1_784_687_400_123_456, -62_135_596_800_000_000, 253_402_300_799_999_999] {
+    for micros in [
+        0,
+        1,
+        250_000,
+        1_784_687_400_000_000,
+        1_784_687_400_123_456,
+        -62_135_596_800_000_000,
+        253_402_300_799_999_999,
+    ] {
         let text = Rfc3339(Timestamp(micros)).to_string();
         assert_eq!(read_rfc3339(&text), Some(Timestamp(micros)), "{text}");
     }
@@ -277,7 +321,8 @@ fn the_clock_is_read_back_as_the_wire_writes_it() {
     // A step whose clock is unknown writes `set_clock: null`, which a
     // restore reads back as unknown.
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
-    let (_, items) = journal.step(&mut live, &step(0, 1, 100), None, &mut (), &mut hint, &mut buf).unwrap();
+    let (_, items) =
+        journal.step(&mut live, &step(0, 1, 100), None, &mut (), &mut hint, &mut buf).unwrap();
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
     assert!(log.iter().any(|i| i.ends_with(b"\"set_clock\":null}")));
     let (_, restored) = restore(&engine, &log).unwrap();
@@ -286,11 +331,25 @@ fn the_clock_is_read_back_as_the_wire_writes_it() {
     let mut said = Said::default();
     let value = json::parse("60", 4).unwrap();
     let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
-    let event = read_event(JsonStr::from_validated("advance"), value, &said, &mut Scratch { rest: &mut [] }, &mut blocks).unwrap();
+    let event = read_event(
+        JsonStr::from_validated("advance"),
+        value,
+        &said,
+        &mut Scratch { rest: &mut [] },
+        &mut blocks,
+    )
+    .unwrap();
     assert!(matches!(event, Event::SetClock(None)));
     said.clock = Some(Some(Timestamp(5)));
     let value = json::parse("\"7us\"", 4).unwrap();
-    let event = read_event(JsonStr::from_validated("advance"), value, &said, &mut Scratch { rest: &mut [] }, &mut blocks).unwrap();
+    let event = read_event(
+        JsonStr::from_validated("advance"),
+        value,
+        &said,
+        &mut Scratch { rest: &mut [] },
+        &mut blocks,
+    )
+    .unwrap();
     assert!(matches!(event, Event::SetClock(Some(Timestamp(12)))));
 }
 
@@ -307,12 +366,27 @@ impl LiveFields for Thermometer {
 }
 
 /// Steps a minute apart at these temperatures, through `journal`.
-fn steps_at(context: &mut Context<'_>, journal: &mut Journal<6>, from: i64, temperatures: &[&str], log: &mut Vec<Vec<u8>>) {
+fn steps_at(
+    context: &mut Context<'_>,
+    journal: &mut Journal<6>,
+    from: i64,
+    temperatures: &[&str],
+    log: &mut Vec<Vec<u8>>,
+) {
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
     for (i, t) in temperatures.iter().enumerate() {
         let minutes = from + i as i64;
         let mut live = Thermometer(t.to_string());
-        let (_, items) = journal.step(context, &step(minutes as u64, 1, 100), now(minutes), &mut live, &mut hint, &mut buf).unwrap();
+        let (_, items) = journal
+            .step(
+                context,
+                &step(minutes as u64, 1, 100),
+                now(minutes),
+                &mut live,
+                &mut hint,
+                &mut buf,
+            )
+            .unwrap();
         log.extend(items.iter(&buf).map(<[u8]>::to_vec));
     }
 }
@@ -371,9 +445,15 @@ fn a_read_item_holds_every_field_and_null_reads_back_as_unavailable() {
     live.user("operator").unwrap();
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
     let mut fields = TwoFields("21.5 °C", "7.818 s");
-    let (_, items) = journal.step(&mut live, &step(0, 1, 100), now(0), &mut fields, &mut hint, &mut buf).unwrap();
+    let (_, items) = journal
+        .step(&mut live, &step(0, 1, 100), now(0), &mut fields, &mut hint, &mut buf)
+        .unwrap();
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
-    let read = log.iter().map(|i| String::from_utf8(i.clone()).unwrap()).find(|t| t.contains("\"read\":")).unwrap();
+    let read = log
+        .iter()
+        .map(|i| String::from_utf8(i.clone()).unwrap())
+        .find(|t| t.contains("\"read\":"))
+        .unwrap();
     assert!(read.ends_with(r#""read":{"temperature":"21.5 °C","uptime":"7.818 s"}}"#), "{read}");
     let readings = Readings::of(&fields);
     assert_eq!(format!("{readings:?}"), format!("Readings {{ hash: {}, .. }}", readings.hash));
@@ -381,7 +461,10 @@ fn a_read_item_holds_every_field_and_null_reads_back_as_unavailable() {
     let null = json::parse(r#"{"temperature":null}"#, 4).unwrap();
     let text = json::parse(r#"{"temperature":"unavailable"}"#, 4).unwrap();
     assert_eq!(Readings::read(null).unwrap().hash, Readings::read(text).unwrap().hash);
-    assert_ne!(Readings::read(null).unwrap().hash, Readings::read(json::parse(r#"{"temperature":"21.5 °C"}"#, 4).unwrap()).unwrap().hash);
+    assert_ne!(
+        Readings::read(null).unwrap().hash,
+        Readings::read(json::parse(r#"{"temperature":"21.5 °C"}"#, 4).unwrap()).unwrap().hash
+    );
 }
 
 fn error_of(log: &[Vec<u8>]) -> LogError {
@@ -398,7 +481,10 @@ fn a_damaged_log_is_a_typed_error_naming_the_item() {
     let mut flipped = log.clone();
     flipped[6][0] ^= 0x01;
     let e = error_of(&flipped);
-    assert_eq!((e.index, e.kind), (6, ItemError::Json(JsonError { kind: json::JsonErrorKind::ExpectedValue, offset: 0 })));
+    assert_eq!(
+        (e.index, e.kind),
+        (6, ItemError::Json(JsonError { kind: json::JsonErrorKind::ExpectedValue, offset: 0 }))
+    );
     assert_eq!(e.to_string(), "log item 6: not JSON: expecting value at byte 0");
     let mut flipped = log.clone();
     let at = flipped[7].windows(5).position(|w| w == b"error").unwrap();
@@ -417,18 +503,30 @@ fn a_damaged_log_is_a_typed_error_naming_the_item() {
     // A lost item: the numbers have a gap.
     let mut lost = log.clone();
     lost.remove(5);
-    assert_eq!(error_of(&lost), LogError { index: 5, kind: ItemError::Gap { expected: 5, found: 6 } });
-    assert_eq!(error_of(&lost).to_string(), "log item 5: item number 6, expected 5: an item was lost");
+    assert_eq!(
+        error_of(&lost),
+        LogError { index: 5, kind: ItemError::Gap { expected: 5, found: 6 } }
+    );
+    assert_eq!(
+        error_of(&lost).to_string(),
+        "log item 5: item number 6, expected 5: an item was lost"
+    );
     // No header.
     let headless = &log[1..];
-    assert_eq!(error_of(headless), LogError { index: headless.len() as u32, kind: ItemError::MissingHeader });
+    assert_eq!(
+        error_of(headless),
+        LogError { index: headless.len() as u32, kind: ItemError::MissingHeader }
+    );
     // Another event, another shape.
     let mut odd = log.clone();
     odd[3] = br##"{"#":3,"shout":1}"##.to_vec();
     assert_eq!(error_of(&odd), LogError { index: 3, kind: ItemError::UnknownEvent });
     odd[3] = br##"{"#":3,"tasks":[],"step":{}}"##.to_vec();
     assert_eq!(error_of(&odd), LogError { index: 3, kind: ItemError::NotAnItem });
-    assert_eq!(error_of(&odd).to_string(), "log item 3: not an object of an item number \"#\" and one event");
+    assert_eq!(
+        error_of(&odd).to_string(),
+        "log item 3: not an object of an item number \"#\" and one event"
+    );
 }
 
 #[test]
@@ -459,7 +557,10 @@ fn a_log_of_another_configuration_or_version_is_refused_before_anything_is_appli
     let mut newer = log.clone();
     newer[0] = format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
     assert_eq!(error_of(&newer), LogError { index: 0, kind: ItemError::Version { found: 2 } });
-    assert_eq!(error_of(&newer).to_string(), "log item 0: log format version 2, this build reads 1");
+    assert_eq!(
+        error_of(&newer).to_string(),
+        "log item 0: log format version 2, this build reads 1"
+    );
     // Restoring without the check pass is refused too.
     let mut context = Context::new(&engine, AGENT);
     let mut fresh = Journal::new(&context);
@@ -474,15 +575,27 @@ fn recording_errors_leave_the_context_and_the_log_unchanged() {
     let mut live = Context::new(&engine, AGENT);
     let (mut journal, _) = started(&live);
     let before = (state(&mut live), journal.items());
-    let e = journal.record(&mut live, &Event::User { name: "operator" }, &mut [0u8; 8]).unwrap_err();
+    let e =
+        journal.record(&mut live, &Event::User { name: "operator" }, &mut [0u8; 8]).unwrap_err();
     assert_eq!(e, RecordError::BufferFull(BufferFull { capacity: 8 }));
     let long = "x".repeat(2000);
     let e = journal.record(&mut live, &Event::User { name: &long }, &mut [0u8; 4096]).unwrap_err();
-    assert_eq!(e, RecordError::Step(StepError::Store(StoreError::TooMuchText { needed: 2000, capacity: 1024 })));
-    let e = journal.step(&mut live, &step(0, 1, 0), now(0), &mut (), &mut [0u8; 8], &mut [0u8; 1024]).unwrap_err();
+    assert_eq!(
+        e,
+        RecordError::Step(StepError::Store(StoreError::TooMuchText {
+            needed: 2000,
+            capacity: 1024
+        }))
+    );
+    let e = journal
+        .step(&mut live, &step(0, 1, 0), now(0), &mut (), &mut [0u8; 8], &mut [0u8; 1024])
+        .unwrap_err();
     assert!(matches!(e, RecordError::Step(StepError::HintTooLong(_))), "{e}");
     let header = Event::Log { header: journal.header(), live: 0, agent: AGENT, steps: 0 };
-    assert_eq!(journal.record(&mut live, &header, &mut [0u8; 128]).unwrap_err(), RecordError::NotRecordable);
+    assert_eq!(
+        journal.record(&mut live, &header, &mut [0u8; 128]).unwrap_err(),
+        RecordError::NotRecordable
+    );
     assert_eq!((state(&mut live), journal.items()), before);
     // The next item follows the last one written.
     let mut buf = [0u8; 128];
@@ -509,19 +622,33 @@ fn compaction_keeps_what_the_context_holds_at_every_cut() {
         let mut uninterrupted = Context::new(&engine, AGENT);
         let (mut j, mut l) = started(&uninterrupted);
         run_live(&mut uninterrupted, &mut j, &ops[..split], &mut l);
-        let after = run_live(&mut uninterrupted.clone(), &mut j.clone(), &ops[split..], &mut l.clone());
+        let after =
+            run_live(&mut uninterrupted.clone(), &mut j.clone(), &ops[split..], &mut l.clone());
         for popped in 0..=dead {
             let (mut restored, mut rj) = restore(&engine, &log[popped..]).unwrap();
-            assert_eq!(restored.store().len(), live.store().len(), "split {split}, popped {popped}");
+            assert_eq!(
+                restored.store().len(),
+                live.store().len(),
+                "split {split}, popped {popped}"
+            );
             // However many items were popped, the session's steps are known.
-            let steps = ops[..split].iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
-            assert_eq!((rj.steps(), journal.steps()), (steps, steps), "split {split}, popped {popped}");
+            let steps =
+                ops[..split].iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
+            assert_eq!(
+                (rj.steps(), journal.steps()),
+                (steps, steps),
+                "split {split}, popped {popped}"
+            );
             assert!(rj.steps() >= 1);
             for i in 0..live.len() {
                 assert_eq!(format!("{:?}", restored.newest(i)), format!("{:?}", live.newest(i)));
             }
             let mut rest = log[popped..].to_vec();
-            assert_eq!(run_live(&mut restored, &mut rj, &ops[split..], &mut rest), after, "split {split}, popped {popped}");
+            assert_eq!(
+                run_live(&mut restored, &mut rj, &ops[split..], &mut rest),
+                after,
+                "split {split}, popped {popped}"
+            );
         }
         journal.popped(dead as u32);
         assert_eq!(journal.dead_items(), 0);

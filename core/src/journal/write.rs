@@ -62,10 +62,16 @@ impl Serialize for EventOut<'_> {
                 let mut m = s.serialize_struct("Msg", 3)?;
                 m.serialize_field("name", name)?;
                 m.serialize_field("role", role.name())?;
-                m.serialize_field("content", &Content { msg: &SliceMessage { role, name, blocks }, id: "m" })?;
+                m.serialize_field(
+                    "content",
+                    &Content { msg: &SliceMessage { role, name, blocks }, id: "m" },
+                )?;
                 m.end()
             }
-            Event::Assistant(blocks) => Content { msg: &SliceMessage { role: Role::Assistant, name: "", blocks }, id: "m" }.serialize(s),
+            Event::Assistant(blocks) => {
+                Content { msg: &SliceMessage { role: Role::Assistant, name: "", blocks }, id: "m" }
+                    .serialize(s)
+            }
             Event::ToolCall { id, name, input } => {
                 let mut m = s.serialize_struct("ToolCall", 3)?;
                 m.serialize_field("id", id)?;

@@ -76,7 +76,12 @@ impl<'a> ValidConfig<'a> {
     }
 }
 
-fn check_ratio(field: ConfigField, value: f64, ok: bool, range: &'static str) -> Result<(), ConfigError> {
+fn check_ratio(
+    field: ConfigField,
+    value: f64,
+    ok: bool,
+    range: &'static str,
+) -> Result<(), ConfigError> {
     // NaN fails every comparison, as in pydantic.
     if ok {
         Ok(())
@@ -93,7 +98,9 @@ impl<'a> Config<'a> {
         let ctx = &self.context;
         let zone = match time::resolve_zone(inj.timezone) {
             Some(zone) => zone,
-            None if !inj.filtered_zone_falls_back_to_utc && time::zone_not_compiled_in(inj.timezone) => {
+            None if !inj.filtered_zone_falls_back_to_utc
+                && time::zone_not_compiled_in(inj.timezone) =>
+            {
                 return Err(ConfigError::ZoneNotCompiledIn(ZoneName::new(inj.timezone)));
             }
             None => Zone::Utc,
@@ -106,12 +113,19 @@ impl<'a> Config<'a> {
             return Err(ConfigError::NegativeTimeInterval(inj.time_interval));
         }
         if let Some(b) = inj.context_buffer_ratio {
-            check_ratio(ConfigField::InjectionContextBufferRatio, b, (0.0..=1.0).contains(&b), "[0, 1]")?;
+            check_ratio(
+                ConfigField::InjectionContextBufferRatio,
+                b,
+                (0.0..=1.0).contains(&b),
+                "[0, 1]",
+            )?;
         }
         if inj.tool_retries_limit < 3 {
             return Err(ConfigError::ToolRetriesLimitBelow3(inj.tool_retries_limit));
         }
-        let Some(state_start) = crate::text::find_bytes(inj.template.as_bytes(), RUNTIME_STATE_PLACEHOLDER.as_bytes()) else {
+        let Some(state_start) =
+            crate::text::find_bytes(inj.template.as_bytes(), RUNTIME_STATE_PLACEHOLDER.as_bytes())
+        else {
             return Err(ConfigError::TemplateWithoutPlaceholder);
         };
         if inj.strict {
@@ -145,7 +159,11 @@ impl<'a> Config<'a> {
             None => (c, ConfigField::ContextBufferRatio),
         };
         if (inj.inject_runtime_state || ctx.compression_tool_enabled) && buffer >= t {
-            return Err(ConfigError::BufferNotBelowTrigger { buffer, trigger: t, field: buffer_field });
+            return Err(ConfigError::BufferNotBelowTrigger {
+                buffer,
+                trigger: t,
+                field: buffer_field,
+            });
         }
         // The tag regex cannot cross a newline: such a format never reads back.
         let format_parseable = info.parseable() && !inj.time_format.bytes().any(|b| b == b'\n');
@@ -159,7 +177,11 @@ impl<'a> Config<'a> {
             arguments: Default::default(),
             time_rule,
             decision_warnings: Default::default(),
-            task_tool_bits: self.injection.task_tool_names.iter().fold(0, |bits, name| bits | name_bit(name)),
+            task_tool_bits: self
+                .injection
+                .task_tool_names
+                .iter()
+                .fold(0, |bits, name| bits | name_bit(name)),
         };
         valid.decision_warnings = Warnings::of(valid.warnings());
         Ok(valid)
@@ -234,17 +256,25 @@ mod tests {
     use crate::time::TimeFormatError;
     use std::string::ToString;
 
-    fn with(injection: InjectionConfig<'static>, context: ContextConfig) -> Result<ValidConfig<'static>, ConfigError> {
+    fn with(
+        injection: InjectionConfig<'static>,
+        context: ContextConfig,
+    ) -> Result<ValidConfig<'static>, ConfigError> {
         Config { injection, context }.validate()
     }
 
-    fn inj(f: impl FnOnce(&mut InjectionConfig<'static>)) -> Result<ValidConfig<'static>, ConfigError> {
+    fn inj(
+        f: impl FnOnce(&mut InjectionConfig<'static>),
+    ) -> Result<ValidConfig<'static>, ConfigError> {
         let mut i = InjectionConfig::default();
         f(&mut i);
         with(i, ContextConfig::default())
     }
 
-    fn ctx(f: impl FnOnce(&mut ContextConfig), inject: bool) -> Result<ValidConfig<'static>, ConfigError> {
+    fn ctx(
+        f: impl FnOnce(&mut ContextConfig),
+        inject: bool,
+    ) -> Result<ValidConfig<'static>, ConfigError> {
         let mut c = ContextConfig::default();
         f(&mut c);
         with(InjectionConfig { inject_runtime_state: inject, ..Default::default() }, c)
@@ -257,7 +287,10 @@ mod tests {
         let names = [StrList::Slice(&["TaskGet", "plan"]), StrList::Spans { text, spans: &spans }];
         for list in names {
             assert_eq!((list.len(), list.is_empty()), (2, false));
-            assert_eq!((list.get(0), list.get(1), list.get(2)), (Some("TaskGet"), Some("plan"), None));
+            assert_eq!(
+                (list.get(0), list.get(1), list.get(2)),
+                (Some("TaskGet"), Some("plan"), None)
+            );
             assert_eq!(list.iter().collect::<std::vec::Vec<_>>(), ["TaskGet", "plan"]);
             assert!(list.contains("TaskGet") && list.contains("plan"));
             // Same length and first byte, another first byte, a prefix, a longer name.
@@ -270,12 +303,16 @@ mod tests {
             assert!(!empty.contains(""));
         }
         let pairs = [(Span { start: 11, end: 12 }, Span { start: 12, end: 13 })];
-        for fields in [ExtraFields::Slice(&[("k", "v")]), ExtraFields::Spans { text, spans: &pairs }] {
+        for fields in
+            [ExtraFields::Slice(&[("k", "v")]), ExtraFields::Spans { text, spans: &pairs }]
+        {
             assert_eq!((fields.len(), fields.is_empty()), (1, false));
             assert_eq!((fields.get(0), fields.get(1)), (Some(("k", "v")), None));
             assert_eq!(fields.iter().collect::<std::vec::Vec<_>>(), [("k", "v")]);
         }
-        assert!(ExtraFields::EMPTY.is_empty() && ExtraFields::Spans { text, spans: &[] }.is_empty());
+        assert!(
+            ExtraFields::EMPTY.is_empty() && ExtraFields::Spans { text, spans: &[] }.is_empty()
+        );
         // A span past the text, or off a char boundary, reads as "".
         assert_eq!(Span { start: 12, end: 14 }.of(text), "");
         assert_eq!(Span { start: 0, end: 1 }.of("é"), "");
@@ -285,7 +322,10 @@ mod tests {
     #[test]
     fn each_warning_says_what_it_is_about() {
         let cases = [
-            (Warning::DeprecatedContextBufferRatio, "injection_config.context_buffer_ratio is deprecated"),
+            (
+                Warning::DeprecatedContextBufferRatio,
+                "injection_config.context_buffer_ratio is deprecated",
+            ),
             (Warning::TimezoneFellBackToUtc, "injection_config.timezone is not a known IANA zone"),
             (Warning::RecordedTimezoneFellBackToUtc, "the <timezone> recorded in the context"),
             (Warning::TimeFormatNotParseable, "injection_config.time_format cannot be parsed back"),
@@ -304,12 +344,20 @@ mod tests {
         assert!(inj(|i| i.tool_retries_limit = 3).is_ok());
         assert!(inj(|i| i.time_interval = 0.0).is_ok());
         assert_eq!(inj(|i| i.time_interval = -0.5).unwrap_err(), E::NegativeTimeInterval(-0.5));
-        assert!(matches!(inj(|i| i.time_interval = f64::NAN), Err(E::NegativeTimeInterval(v)) if v.is_nan()));
+        assert!(
+            matches!(inj(|i| i.time_interval = f64::NAN), Err(E::NegativeTimeInterval(v)) if v.is_nan())
+        );
         assert_eq!(inj(|i| i.template = "no state").unwrap_err(), E::TemplateWithoutPlaceholder);
-        assert_eq!(inj(|i| i.template = "ab{runtime_state}{runtime_state}").unwrap().state_start, 2);
+        assert_eq!(
+            inj(|i| i.template = "ab{runtime_state}{runtime_state}").unwrap().state_start,
+            2
+        );
         #[cfg(feature = "custom-time-format")]
         {
-            assert_eq!(inj(|i| i.time_format = "%Y %Y-%m-%d").unwrap_err(), E::TimeFormatRepeatsDirective);
+            assert_eq!(
+                inj(|i| i.time_format = "%Y %Y-%m-%d").unwrap_err(),
+                E::TimeFormatRepeatsDirective
+            );
             assert!(matches!(inj(|i| i.time_format = "%H:%M").unwrap_err(), E::TimeFormat(_)));
         }
         // Without it, any format but the default is refused, naming the fix.
@@ -331,25 +379,58 @@ mod tests {
         );
         assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.0)).unwrap().buffer_ratio(), 0.0);
         let buffer = |buffer, field| E::BufferNotBelowTrigger { buffer, trigger: 0.8, field };
-        assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.8)).unwrap_err(), buffer(0.8, ConfigField::InjectionContextBufferRatio));
+        assert_eq!(
+            inj(|i| i.context_buffer_ratio = Some(0.8)).unwrap_err(),
+            buffer(0.8, ConfigField::InjectionContextBufferRatio)
+        );
         assert_eq!(inj(|i| i.context_buffer_ratio = Some(0.3)).unwrap().buffer_ratio(), 0.3);
         // The context configuration's ratios.
         assert!(ctx(|c| c.trigger_ratio = 0.9, true).is_ok());
-        assert_eq!(ctx(|c| c.trigger_ratio = 0.91, true).unwrap_err(), range(ConfigField::TriggerRatio, 0.91, "(0, 0.9]"));
-        assert_eq!(ctx(|c| c.trigger_ratio = 0.0, true).unwrap_err(), range(ConfigField::TriggerRatio, 0.0, "(0, 0.9]"));
-        assert_eq!(ctx(|c| c.reserve_ratio = 0.0, true).unwrap_err(), range(ConfigField::ReserveRatio, 0.0, "(0, 0.9)"));
-        assert_eq!(ctx(|c| c.reserve_ratio = 0.9, true).unwrap_err(), range(ConfigField::ReserveRatio, 0.9, "(0, 0.9)"));
-        assert!(ctx(|c| (c.trigger_ratio, c.reserve_ratio, c.context_buffer_ratio) = (0.9, 0.89, 0.0), true).is_ok());
-        assert_eq!(ctx(|c| c.context_buffer_ratio = -0.1, true).unwrap_err(), range(ConfigField::ContextBufferRatio, -0.1, "[0, 1]"));
-        assert_eq!(ctx(|c| c.context_buffer_ratio = 1.1, false).unwrap_err(), range(ConfigField::ContextBufferRatio, 1.1, "[0, 1]"));
-        assert_eq!(ctx(|c| c.reserve_ratio = 0.8, true).unwrap_err(), E::ReserveNotBelowTrigger { reserve: 0.8, trigger: 0.8 });
+        assert_eq!(
+            ctx(|c| c.trigger_ratio = 0.91, true).unwrap_err(),
+            range(ConfigField::TriggerRatio, 0.91, "(0, 0.9]")
+        );
+        assert_eq!(
+            ctx(|c| c.trigger_ratio = 0.0, true).unwrap_err(),
+            range(ConfigField::TriggerRatio, 0.0, "(0, 0.9]")
+        );
+        assert_eq!(
+            ctx(|c| c.reserve_ratio = 0.0, true).unwrap_err(),
+            range(ConfigField::ReserveRatio, 0.0, "(0, 0.9)")
+        );
+        assert_eq!(
+            ctx(|c| c.reserve_ratio = 0.9, true).unwrap_err(),
+            range(ConfigField::ReserveRatio, 0.9, "(0, 0.9)")
+        );
+        assert!(ctx(
+            |c| (c.trigger_ratio, c.reserve_ratio, c.context_buffer_ratio) = (0.9, 0.89, 0.0),
+            true
+        )
+        .is_ok());
+        assert_eq!(
+            ctx(|c| c.context_buffer_ratio = -0.1, true).unwrap_err(),
+            range(ConfigField::ContextBufferRatio, -0.1, "[0, 1]")
+        );
+        assert_eq!(
+            ctx(|c| c.context_buffer_ratio = 1.1, false).unwrap_err(),
+            range(ConfigField::ContextBufferRatio, 1.1, "[0, 1]")
+        );
+        assert_eq!(
+            ctx(|c| c.reserve_ratio = 0.8, true).unwrap_err(),
+            E::ReserveNotBelowTrigger { reserve: 0.8, trigger: 0.8 }
+        );
         assert!(ctx(|c| c.reserve_ratio = 0.79, true).is_ok());
         // The buffer must be below the trigger only while injection or the
         // compression tool is on.
-        assert_eq!(ctx(|c| c.context_buffer_ratio = 0.8, true).unwrap_err(), buffer(0.8, ConfigField::ContextBufferRatio));
+        assert_eq!(
+            ctx(|c| c.context_buffer_ratio = 0.8, true).unwrap_err(),
+            buffer(0.8, ConfigField::ContextBufferRatio)
+        );
         assert!(ctx(|c| c.context_buffer_ratio = 0.79, true).is_ok());
         assert_eq!(ctx(|c| c.context_buffer_ratio = 1.0, false).unwrap().buffer_ratio(), 1.0);
-        let tool_on = |c: &mut ContextConfig| (c.context_buffer_ratio, c.compression_tool_enabled) = (0.8, true);
+        let tool_on = |c: &mut ContextConfig| {
+            (c.context_buffer_ratio, c.compression_tool_enabled) = (0.8, true)
+        };
         assert_eq!(ctx(tool_on, false).unwrap_err(), buffer(0.8, ConfigField::ContextBufferRatio));
     }
 
@@ -362,8 +443,14 @@ mod tests {
                 f(i)
             })
         };
-        assert_eq!(strict(|i| i.timezone = "<UTC").unwrap_err(), E::AngleBracketInStrictMode(ConfigField::Timezone));
-        assert_eq!(strict(|i| i.timezone = "UTC>").unwrap_err(), E::AngleBracketInStrictMode(ConfigField::Timezone));
+        assert_eq!(
+            strict(|i| i.timezone = "<UTC").unwrap_err(),
+            E::AngleBracketInStrictMode(ConfigField::Timezone)
+        );
+        assert_eq!(
+            strict(|i| i.timezone = "UTC>").unwrap_err(),
+            E::AngleBracketInStrictMode(ConfigField::Timezone)
+        );
         assert_eq!(
             strict(|i| i.extra_fields = ExtraFields::Slice(&[("k", "a>b")])).unwrap_err(),
             E::AngleBracketInStrictMode(ConfigField::ExtraFields)
@@ -373,11 +460,19 @@ mod tests {
             E::AngleBracketInStrictMode(ConfigField::ExtraFields)
         );
         for key in BUILTIN_KEYS {
-            let fields: &'static [(&str, &str)] = std::boxed::Box::leak(std::vec![(key, "v")].into_boxed_slice());
-            assert_eq!(inj(|i| (i.strict, i.extra_fields) = (true, ExtraFields::Slice(fields))).unwrap_err(), E::BuiltinKeyInStrictMode);
+            let fields: &'static [(&str, &str)] =
+                std::boxed::Box::leak(std::vec![(key, "v")].into_boxed_slice());
+            assert_eq!(
+                inj(|i| (i.strict, i.extra_fields) = (true, ExtraFields::Slice(fields)))
+                    .unwrap_err(),
+                E::BuiltinKeyInStrictMode
+            );
             assert!(inj(|i| i.extra_fields = ExtraFields::Slice(fields)).is_ok());
         }
-        assert!(strict(|i| i.extra_fields = ExtraFields::Slice(&[("robot", "R2"), ("tasks-x", "v")])).is_ok());
+        assert!(strict(
+            |i| i.extra_fields = ExtraFields::Slice(&[("robot", "R2"), ("tasks-x", "v")])
+        )
+        .is_ok());
         // The operator's own text may hold tags.
         assert!(strict(|i| i.template = "<r>{runtime_state}</r>").is_ok());
         assert!(inj(|i| i.timezone = "<UTC>").is_ok());
@@ -395,11 +490,23 @@ mod tests {
         assert_eq!(inj(|i| i.timezone = "UTC").unwrap().warnings().count(), 0);
         #[cfg(feature = "custom-time-format")]
         {
-            let all = inj(|i| (i.timezone, i.time_format, i.context_buffer_ratio) = ("Nowhere", "%e %Y-%m", Some(0.1))).unwrap();
+            let all = inj(|i| {
+                (i.timezone, i.time_format, i.context_buffer_ratio) =
+                    ("Nowhere", "%e %Y-%m", Some(0.1))
+            })
+            .unwrap();
             let w: std::vec::Vec<_> = all.warnings().collect();
-            assert_eq!(w, [Warning::DeprecatedContextBufferRatio, Warning::TimezoneFellBackToUtc, Warning::TimeFormatNotParseable]);
+            assert_eq!(
+                w,
+                [
+                    Warning::DeprecatedContextBufferRatio,
+                    Warning::TimezoneFellBackToUtc,
+                    Warning::TimeFormatNotParseable
+                ]
+            );
             // A newline: the tag regex cannot read the time back.
-            let w: std::vec::Vec<_> = inj(|i| i.time_format = "%Y-%m-%d\n%H").unwrap().warnings().collect();
+            let w: std::vec::Vec<_> =
+                inj(|i| i.time_format = "%Y-%m-%d\n%H").unwrap().warnings().collect();
             assert_eq!(w, [Warning::TimeFormatNotParseable]);
         }
     }
@@ -408,11 +515,27 @@ mod tests {
     fn each_error_names_its_field_first() {
         use ConfigError as E;
         let cases = [
-            (E::TemplateWithoutPlaceholder, ConfigField::Template, "must contain the '{runtime_state}' placeholder"),
-            (E::ToolRetriesLimitBelow3(2), ConfigField::ToolRetriesLimit, "must be at least 3, got 2"),
-            (E::NegativeTimeInterval(-1.5), ConfigField::TimeInterval, "must be >= 0 hours, got -1.5"),
             (
-                E::RatioOutOfRange { field: ConfigField::ReserveRatio, value: 0.95, range: "(0, 0.9)" },
+                E::TemplateWithoutPlaceholder,
+                ConfigField::Template,
+                "must contain the '{runtime_state}' placeholder",
+            ),
+            (
+                E::ToolRetriesLimitBelow3(2),
+                ConfigField::ToolRetriesLimit,
+                "must be at least 3, got 2",
+            ),
+            (
+                E::NegativeTimeInterval(-1.5),
+                ConfigField::TimeInterval,
+                "must be >= 0 hours, got -1.5",
+            ),
+            (
+                E::RatioOutOfRange {
+                    field: ConfigField::ReserveRatio,
+                    value: 0.95,
+                    range: "(0, 0.9)",
+                },
                 ConfigField::ReserveRatio,
                 "must be in (0, 0.9), got 0.95",
             ),
@@ -422,7 +545,11 @@ mod tests {
                 "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
             ),
             (
-                E::BufferNotBelowTrigger { buffer: 0.5, trigger: 0.4, field: ConfigField::InjectionContextBufferRatio },
+                E::BufferNotBelowTrigger {
+                    buffer: 0.5,
+                    trigger: 0.4,
+                    field: ConfigField::InjectionContextBufferRatio,
+                },
                 ConfigField::InjectionContextBufferRatio,
                 "must be smaller than context_config.trigger_ratio, got 0.5 and 0.4",
             ),
@@ -433,8 +560,16 @@ mod tests {
                 ConfigField::ExtraFields,
                 "in strict mode it may not contain '<' or '>'",
             ),
-            (E::BuiltinKeyInStrictMode, ConfigField::ExtraFields, "in strict mode no key may be a built-in one"),
-            (E::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo")), ConfigField::Timezone, "\"Asia/Tokyo\" is an IANA zone"),
+            (
+                E::BuiltinKeyInStrictMode,
+                ConfigField::ExtraFields,
+                "in strict mode no key may be a built-in one",
+            ),
+            (
+                E::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo")),
+                ConfigField::Timezone,
+                "\"Asia/Tokyo\" is an IANA zone",
+            ),
         ];
         for (e, field, text) in cases {
             assert_eq!(e.field(), field, "{e:?}");
@@ -449,8 +584,12 @@ mod tests {
     fn each_field_is_found_by_its_own_key_in_its_own_section() {
         for field in ConfigField::ALL {
             let (section, other, name) = match field.path().split_once('.') {
-                Some(("injection_config", _)) => (Section::Injection, Section::Context, "injection_config"),
-                Some(("context_config", _)) => (Section::Context, Section::Injection, "context_config"),
+                Some(("injection_config", _)) => {
+                    (Section::Injection, Section::Context, "injection_config")
+                }
+                Some(("context_config", _)) => {
+                    (Section::Context, Section::Injection, "context_config")
+                }
                 _ => panic!("{field:?}: {}", field.path()),
             };
             let key = field.key_in(section).unwrap();
@@ -459,8 +598,14 @@ mod tests {
             assert_eq!(ConfigField::find(section, |k| k == key), Some(field));
             assert_eq!(field.to_string(), field.path());
         }
-        assert_eq!(ConfigField::find(Section::Context, |k| k == "context_buffer_ratio"), Some(ConfigField::ContextBufferRatio));
-        assert_eq!(ConfigField::find(Section::Injection, |k| k == "context_buffer_ratio"), Some(ConfigField::InjectionContextBufferRatio));
+        assert_eq!(
+            ConfigField::find(Section::Context, |k| k == "context_buffer_ratio"),
+            Some(ConfigField::ContextBufferRatio)
+        );
+        assert_eq!(
+            ConfigField::find(Section::Injection, |k| k == "context_buffer_ratio"),
+            Some(ConfigField::InjectionContextBufferRatio)
+        );
         assert_eq!(ConfigField::find(Section::Injection, |k| k == "trigger_ratio"), None);
     }
 
@@ -468,14 +613,25 @@ mod tests {
     fn zone_not_compiled_in_names_the_zone_and_the_fix() {
         let e = ConfigError::ZoneNotCompiledIn(ZoneName::new("Asia/Tokyo"));
         let text = e.to_string();
-        assert!(text.starts_with("injection_config.timezone: \"Asia/Tokyo\" is an IANA zone this build left out"), "{text}");
-        assert!(text.contains("CHRONO_TZ_TIMEZONE_FILTER") && text.contains("^(Asia/Tokyo)$"), "{text}");
+        assert!(
+            text.starts_with(
+                "injection_config.timezone: \"Asia/Tokyo\" is an IANA zone this build left out"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("CHRONO_TZ_TIMEZONE_FILTER") && text.contains("^(Asia/Tokyo)$"),
+            "{text}"
+        );
         assert!(text.contains("filtered_zone_falls_back_to_utc"), "{text}");
     }
 
     #[test]
     fn zone_name_keeps_32_bytes_at_a_char_boundary() {
-        assert_eq!(ZoneName::new("America/Argentina/ComodRivadavia").as_str(), "America/Argentina/ComodRivadavia");
+        assert_eq!(
+            ZoneName::new("America/Argentina/ComodRivadavia").as_str(),
+            "America/Argentina/ComodRivadavia"
+        );
         assert_eq!(ZoneName::new("ééééééééééééééééé").as_str(), "éééééééééééééééé");
         assert_eq!(ZoneName::new("").as_str(), "");
     }
@@ -485,7 +641,10 @@ mod tests {
         // Host builds keep every zone: the error can only come from a
         // filtered device build (tests/footprint checks it on one).
         for tz in chrono_tz::TZ_VARIANTS {
-            let config = Config { injection: InjectionConfig { timezone: tz.name(), ..Default::default() }, ..Default::default() };
+            let config = Config {
+                injection: InjectionConfig { timezone: tz.name(), ..Default::default() },
+                ..Default::default()
+            };
             assert!(config.validate().is_ok(), "{}", tz.name());
         }
     }

@@ -293,9 +293,12 @@ pub(crate) fn decide<C: Conversation, L: LiveFields + ?Sized>(
     now: Option<Timestamp>,
     readings: &L,
 ) -> Decision {
-    let awareness = |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| scan(cfg, conv, step, on_time_hint);
+    let awareness =
+        |on_time_hint: &mut dyn FnMut(TimeHint<'_>)| scan(cfg, conv, step, on_time_hint);
     let tool_error = || newest_tool_error(cfg, conv, step.agent_name);
-    decide_with(cfg, step, now, readings, awareness, tool_error, || scan_told(cfg, conv, step.agent_name))
+    decide_with(cfg, step, now, readings, awareness, tool_error, || {
+        scan_told(cfg, conv, step.agent_name)
+    })
 }
 
 /// Decides every dimension for one step, with the context's awareness read
@@ -334,7 +337,11 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     // `watch::reading` counts the fields.
     #[allow(clippy::len_zero)]
     let no_fields = readings.len() == 0;
-    let watch = if no_fields || cfg.config.injection.watch.is_empty() { WatchSet::EMPTY } else { watched(cfg, readings, told) };
+    let watch = if no_fields || cfg.config.injection.watch.is_empty() {
+        WatchSet::EMPTY
+    } else {
+        watched(cfg, readings, told)
+    };
     Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
 }
 

@@ -41,7 +41,9 @@ pub(crate) fn marks(cfg: &ValidConfig<'_>, block: Block<'_>) -> Marks {
 #[inline(always)]
 fn marks_in<'c>(cfg: &ValidConfig<'c>, block: Block<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
     match block {
-        Block::Hint { .. } => our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text, span)),
+        Block::Hint { .. } => {
+            our_hint(cfg, block).map_or(Marks::default(), |text| hint_marks(cfg, text, span))
+        }
         Block::ToolCall { name, .. } => Marks { time: false, tasks: is_task_tool(cfg, name) },
         _ => Marks::default(),
     }
@@ -50,7 +52,11 @@ fn marks_in<'c>(cfg: &ValidConfig<'c>, block: Block<'_>, span: &mut Option<TagSp
 /// What a hint of ours tells the scan: whether it records a time, and
 /// whether it reminded of the tasks.
 #[inline(never)]
-pub(crate) fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &mut Option<TagSpan<'c>>) -> Marks {
+pub(crate) fn hint_marks<'c>(
+    cfg: &ValidConfig<'c>,
+    text: HintText<'_>,
+    span: &mut Option<TagSpan<'c>>,
+) -> Marks {
     let parts = Joined::new(text.parts());
     if cfg.config.injection.strict {
         // Only where envaware writes a field: the time first, right
@@ -63,7 +69,11 @@ pub(crate) fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &m
     }
     // On a 64-bit host, where the full scan is measured against the
     // reference; a device, where flash counts more, searches the whole text.
-    let span = if cfg!(target_pointer_width = "64") { span.get_or_insert_with(|| tag_span(cfg)) } else { &TagSpan::WHOLE };
+    let span = if cfg!(target_pointer_width = "64") {
+        span.get_or_insert_with(|| tag_span(cfg))
+    } else {
+        &TagSpan::WHOLE
+    };
     let (time, tasks) = parts.contains_tags_in(TIME_TAG, TASKS_TAG, span);
     Marks { time, tasks }
 }
@@ -77,7 +87,12 @@ pub(crate) fn hint_marks<'c>(cfg: &ValidConfig<'c>, text: HintText<'_>, span: &m
 fn tag_span<'c>(cfg: &ValidConfig<'c>) -> TagSpan<'c> {
     let template = cfg.config.injection.template;
     let end = cfg.state_start.saturating_add(RUNTIME_STATE_PLACEHOLDER.len());
-    TagSpan::new(template.get(..cfg.state_start).unwrap_or(""), template.get(end..).unwrap_or(""), TIME_TAG, TASKS_TAG)
+    TagSpan::new(
+        template.get(..cfg.state_start).unwrap_or(""),
+        template.get(end..).unwrap_or(""),
+        TIME_TAG,
+        TASKS_TAG,
+    )
 }
 
 /// The tags whose presence in a hint of ours tells the scan that it
@@ -90,7 +105,11 @@ pub(crate) const TASKS_TAG: &str = "<tasks>";
 #[inline(always)]
 pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<HintText<'t>> {
     match block {
-        Block::Hint { source: Some(source), text } if source == cfg.config.injection.injection_source => Some(text),
+        Block::Hint { source: Some(source), text }
+            if source == cfg.config.injection.injection_source =>
+        {
+            Some(text)
+        }
         _ => None,
     }
 }
@@ -102,10 +121,19 @@ pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
 /// returns whether the agent is aware of its tasks.
-pub(crate) fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>, on_time_hint: &mut dyn FnMut(TimeHint<'_>)) -> bool {
+pub(crate) fn scan<C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    step: &Step<'_>,
+    on_time_hint: &mut dyn FnMut(TimeHint<'_>),
+) -> bool {
     let (time, aware) = scan_marks(cfg, conv, step);
     let newest_time = time.and_then(|(m, b)| Some((conv.newest(m)?, b)));
-    if let Some(text) = newest_time.as_ref().and_then(|(msg, b)| msg.block(*b)).and_then(|block| our_hint(cfg, block)) {
+    if let Some(text) = newest_time
+        .as_ref()
+        .and_then(|(msg, b)| msg.block(*b))
+        .and_then(|block| our_hint(cfg, block))
+    {
         on_time_hint(TimeHint::Text(text));
     }
     aware
@@ -118,14 +146,22 @@ pub(crate) fn scan<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step
 /// message is read once, as the reference reads it: until the newest time
 /// hint's message is read with the tasks known, or to the oldest.
 #[inline(never)]
-pub(crate) fn scan_marks<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, step: &Step<'_>) -> (Option<(usize, usize)>, bool) {
+pub(crate) fn scan_marks<C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    step: &Step<'_>,
+) -> (Option<(usize, usize)>, bool) {
     let mut aware = !step.tasks.has_uncompleted();
     let mut time: Option<(usize, usize)> = None;
     let mut at = Cursor { next: 0, msg: None, block: 0, last: false };
     let mut span = None;
     while let Some(b) = next_candidate(cfg, conv, step.agent_name, &mut at) {
         let index = at.next - 1;
-        let m = at.msg.as_ref().and_then(|msg| msg.block(b)).map_or(Marks::default(), |block| marks_in(cfg, block, &mut span));
+        let m = at
+            .msg
+            .as_ref()
+            .and_then(|msg| msg.block(b))
+            .map_or(Marks::default(), |block| marks_in(cfg, block, &mut span));
         aware |= m.tasks;
         // The newest message with a time hint settles the time: its last
         // such block (blocks are read oldest first); older ones only tell
@@ -202,7 +238,9 @@ fn candidate_in<M: Message>(cfg: &ValidConfig<'_>, msg: &M, from: usize) -> Opti
 #[inline(always)]
 pub(crate) fn may_mark(cfg: &ValidConfig<'_>, block: Block<'_>) -> bool {
     match block {
-        Block::Hint { source: Some(source), .. } => source.len() == cfg.config.injection.injection_source.len(),
+        Block::Hint { source: Some(source), .. } => {
+            source.len() == cfg.config.injection.injection_source.len()
+        }
         Block::ToolCall { name, .. } => may_be_task_tool(cfg, name),
         _ => false,
     }
@@ -213,7 +251,11 @@ pub(crate) fn may_mark(cfg: &ValidConfig<'_>, block: Block<'_>) -> bool {
 /// A pass of its own, made after the time rule (and only with a watch
 /// configured), so that its values are not on the stack while a recorded
 /// time is read.
-pub(crate) fn scan_told<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Told {
+pub(crate) fn scan_told<C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    agent_name: &str,
+) -> Told {
     let watches = &cfg.config.injection.watch;
     let mut told: Told = [None; MAX_WATCHES];
     // One bit per watch whose told value is not found yet.
@@ -298,7 +340,9 @@ struct Tags {
 impl Tags {
     fn new(name: &str) -> Option<Tags> {
         let mut tags = Tags { open: heapless::String::new(), close: heapless::String::new() };
-        for (s, parts) in [(&mut tags.open, ["\n<", name, ">"]), (&mut tags.close, ["</", name, ">"])] {
+        for (s, parts) in
+            [(&mut tags.open, ["\n<", name, ">"]), (&mut tags.close, ["</", name, ">"])]
+        {
             for p in parts {
                 s.push_str(p).ok()?;
             }
@@ -319,7 +363,11 @@ impl Tags {
 /// recorded time: the tag anywhere, read as `re.search("<name>(.*?)</name>")`;
 /// in strict mode only where envaware writes a field (first in the state,
 /// or on a line of its own).
-pub(crate) fn told_in(cfg: &ValidConfig<'_>, text: HintText<'_>, name: &str) -> Option<Option<Decimal>> {
+pub(crate) fn told_in(
+    cfg: &ValidConfig<'_>,
+    text: HintText<'_>,
+    name: &str,
+) -> Option<Option<Decimal>> {
     let tags = Tags::new(name)?;
     let parts = Joined::new(text.parts());
     let (open, close) = (tags.open(), tags.close.as_str());

@@ -26,7 +26,8 @@ pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeR
         Some(_) => (Zone::Utc, false),
         None => recorded_zone(cfg, &joined, end),
     };
-    let zone_fell_back = parsed.utc_offset_micros.is_none() && !names_configured && zone == Zone::Utc;
+    let zone_fell_back =
+        parsed.utc_offset_micros.is_none() && !names_configured && zone == Zone::Utc;
     // Python subtracts two datetimes sharing one tzinfo object as wall-clock
     // times: ZoneInfo objects are cached per key, and every unknown name maps
     // to the one `timezone.utc`. Otherwise it subtracts UTC instants.
@@ -38,7 +39,11 @@ pub(crate) fn read_time_hint(cfg: &ValidConfig<'_>, text: HintText<'_>) -> TimeR
             (Zone::Utc, _) | (_, Zone::Utc) => false,
             _ => names_configured,
         };
-    TimeReading::Recorded { micros: recorded_micros(parsed, zone, wall_clock), wall_clock, zone_fell_back }
+    TimeReading::Recorded {
+        micros: recorded_micros(parsed, zone, wall_clock),
+        wall_clock,
+        zone_fell_back,
+    }
 }
 
 /// The recorded time as microseconds on the scale `now` is compared on.
@@ -59,7 +64,8 @@ fn recorded_micros(parsed: time::Recorded, zone: Zone, wall_clock: bool) -> i64 
 #[inline(never)]
 fn recorded_time(cfg: &ValidConfig<'_>, joined: &Joined<'_>) -> Option<(time::Recorded, usize)> {
     let (start, end) = match cfg.config.injection.strict {
-        true => state_start(cfg, joined).and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
+        true => state_start(cfg, joined)
+            .and_then(|at| joined.capture_at(at, "<current-time>", "</current-time>")),
         false => joined.capture("<current-time>", "</current-time>"),
     }?;
     let parsed = match joined.slice(start, end, &mut []) {
@@ -74,7 +80,12 @@ fn recorded_time(cfg: &ValidConfig<'_>, joined: &Joined<'_>) -> Option<(time::Re
 /// parsed. Out of line, so that a capture within one part (the usual case)
 /// takes no scratch.
 #[inline(never)]
-fn parse_copied(cfg: &ValidConfig<'_>, joined: &Joined<'_>, start: usize, end: usize) -> Option<time::Recorded> {
+fn parse_copied(
+    cfg: &ValidConfig<'_>,
+    joined: &Joined<'_>,
+    start: usize,
+    end: usize,
+) -> Option<time::Recorded> {
     let mut scratch = [0u8; CAPTURE_SCRATCH];
     parse_recorded(cfg, joined.slice(start, end, &mut scratch)?)
 }
@@ -106,7 +117,11 @@ fn recorded_zone(cfg: &ValidConfig<'_>, joined: &Joined<'_>, time_end: usize) ->
 /// its `</current-time>` starts), where envaware writes it.
 fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize, usize)> {
     match strict {
-        true => joined.capture_at(time_end.saturating_add("</current-time>\n".len()), "<timezone>", "</timezone>"),
+        true => joined.capture_at(
+            time_end.saturating_add("</current-time>\n".len()),
+            "<timezone>",
+            "</timezone>",
+        ),
         false => joined.capture("<timezone>", "</timezone>"),
     }
 }
@@ -114,7 +129,8 @@ fn zone_tag(joined: &Joined<'_>, strict: bool, time_end: usize) -> Option<(usize
 /// `now` values (Unix microseconds) whose year is within Python's 1..=9999
 /// both in UTC and on any zone's wall clock (offsets are under a day):
 /// 0001-01-02T00:00Z up to, not including, 9999-12-31T00:00Z.
-const SAFE_NOW: core::ops::Range<i64> = (-62_135_596_800 + 86_400) * 1_000_000..(253_402_300_800 - 86_400) * 1_000_000;
+const SAFE_NOW: core::ops::Range<i64> =
+    (-62_135_596_800 + 86_400) * 1_000_000..(253_402_300_800 - 86_400) * 1_000_000;
 
 /// The clock's reading as the time rule compares it: the instant, and its
 /// wall clock on the configured zone (microseconds of the wall time read as
@@ -129,7 +145,12 @@ pub(crate) struct Now {
 /// due at `now`. Out of line: its 128-bit arithmetic would otherwise widen
 /// the frame that stays under the recorded time's reading.
 #[inline(never)]
-fn time_due(cfg: &ValidConfig<'_>, now: Now, reading: TimeReading, warnings: &mut Warnings) -> bool {
+fn time_due(
+    cfg: &ValidConfig<'_>,
+    now: Now,
+    reading: TimeReading,
+    warnings: &mut Warnings,
+) -> bool {
     let TimeReading::Recorded { micros, wall_clock, zone_fell_back } = reading else { return true };
     if zone_fell_back {
         warnings.insert(Warning::RecordedTimezoneFellBackToUtc);
@@ -150,7 +171,8 @@ fn python_local(now: Timestamp, zone: Zone) -> Option<chrono::NaiveDateTime> {
     use chrono::Datelike;
     let in_range = |naive: &chrono::NaiveDateTime| (1..=9999).contains(&naive.year());
     let local = time::local_naive(now, zone);
-    (in_range(&local) && (zone == Zone::Utc || in_range(&time::local_naive(now, Zone::Utc)))).then_some(local)
+    (in_range(&local) && (zone == Zone::Utc || in_range(&time::local_naive(now, Zone::Utc))))
+        .then_some(local)
 }
 
 /// `now` as the time rule compares it, `None` where Python cannot hold it:
@@ -176,7 +198,10 @@ fn resolve(name: &str) -> Zone {
 /// The clock's reading, as the time rule starts from it: the decision when
 /// no recorded time says otherwise (no recorded time, first reply or after
 /// a compression: inject), and `now` as the rule compares it when it can.
-pub(crate) fn clock_reading(cfg: &ValidConfig<'_>, now: Option<Timestamp>) -> (TimeDecision, Option<Now>) {
+pub(crate) fn clock_reading(
+    cfg: &ValidConfig<'_>,
+    now: Option<Timestamp>,
+) -> (TimeDecision, Option<Now>) {
     match now {
         None => (TimeDecision::Skipped(TimeSkipped::ClockUnset), None),
         Some(now) => match python_now(&cfg.time_rule, now, cfg.zone) {
@@ -188,7 +213,12 @@ pub(crate) fn clock_reading(cfg: &ValidConfig<'_>, now: Option<Timestamp>) -> (T
 
 /// Whether the time is due at `now` against the newest recorded time
 /// `hint`, read now if it was not read before.
-pub(crate) fn time_hint_due(cfg: &ValidConfig<'_>, now: Now, hint: TimeHint<'_>, warnings: &mut Warnings) -> bool {
+pub(crate) fn time_hint_due(
+    cfg: &ValidConfig<'_>,
+    now: Now,
+    hint: TimeHint<'_>,
+    warnings: &mut Warnings,
+) -> bool {
     let reading = match hint {
         TimeHint::Text(text) => read_time_hint(cfg, text),
         TimeHint::Read(reading) => reading,

@@ -59,7 +59,13 @@ struct CallLookup<'m, M: Message> {
 
 impl<'m, M: Message> CallLookup<'m, M> {
     fn new(msg: &'m M, arguments: Comparison) -> Self {
-        CallLookup { msg, next: msg.block_count(), passed: heapless::Vec::new(), exhausted: false, arguments }
+        CallLookup {
+            msg,
+            next: msg.block_count(),
+            passed: heapless::Vec::new(),
+            exhausted: false,
+            arguments,
+        }
     }
 
     fn call_at(&self, index: usize) -> Option<(&'m str, &'m str)> {
@@ -77,7 +83,8 @@ impl<'m, M: Message> CallLookup<'m, M> {
             return None;
         }
         // Passed calls are later than any call below `next`, newest first.
-        let newest_passed = self.passed.iter().find_map(|&p| self.call_at(p).filter(|&(call, _)| call == id));
+        let newest_passed =
+            self.passed.iter().find_map(|&p| self.call_at(p).filter(|&(call, _)| call == id));
         if let Some((_, input)) = newest_passed {
             return Some(input);
         }
@@ -109,7 +116,11 @@ impl<'m, M: Message> CallLookup<'m, M> {
 }
 
 /// `_get_repeated_tool_error` on the newest message.
-pub(crate) fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name: &str) -> Option<ToolError> {
+pub(crate) fn tool_error<M: Message>(
+    cfg: &ValidConfig<'_>,
+    last: &M,
+    agent_name: &str,
+) -> Option<ToolError> {
     if last.role() != Role::Assistant || last.name() != agent_name {
         return None;
     }
@@ -119,7 +130,9 @@ pub(crate) fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name
     }
     // The trailing results that failed on the same tool, newest first.
     let streak = || {
-        tool_results(last).take_while(|&(_, _, name, state)| state == ToolResultState::Error && name == tool_name).map(|(_, id, _, _)| id)
+        tool_results(last)
+            .take_while(|&(_, _, name, state)| state == ToolResultState::Error && name == tool_name)
+            .map(|(_, id, _, _)| id)
     };
     let limit = cfg.config.injection.tool_retries_limit;
     if (streak().count() as u64) < limit {
@@ -135,6 +148,10 @@ pub(crate) fn tool_error<M: Message>(cfg: &ValidConfig<'_>, last: &M, agent_name
 }
 
 /// The tool-error rule on the conversation's newest message.
-pub(crate) fn newest_tool_error<C: Conversation>(cfg: &ValidConfig<'_>, conv: &C, agent_name: &str) -> Option<ToolError> {
+pub(crate) fn newest_tool_error<C: Conversation>(
+    cfg: &ValidConfig<'_>,
+    conv: &C,
+    agent_name: &str,
+) -> Option<ToolError> {
     conv.newest(0).and_then(|last| tool_error(cfg, &last, agent_name))
 }

@@ -43,7 +43,11 @@ impl WatchSet {
 /// The watches that fire for `readings`, given what was told. Out of line:
 /// the told values live in its frame only, never under the time rule's.
 #[inline(never)]
-pub(crate) fn watched<L: LiveFields + ?Sized>(cfg: &ValidConfig<'_>, readings: &L, told: impl FnOnce() -> Told) -> WatchSet {
+pub(crate) fn watched<L: LiveFields + ?Sized>(
+    cfg: &ValidConfig<'_>,
+    readings: &L,
+    told: impl FnOnce() -> Told,
+) -> WatchSet {
     let told = told();
     let mut fired = WatchSet::EMPTY;
     for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(&told).enumerate() {

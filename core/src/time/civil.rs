@@ -57,10 +57,16 @@ mod tests {
             }
             date = date.succ_opt().unwrap();
         }
-        for year in [-262_144, -1, 0, 1, 1900, 2000, 2024, 2100, 9999, 10_000, 262_142, 262_143, 262_144] {
+        for year in
+            [-262_144, -1, 0, 1, 1900, 2000, 2024, 2100, 9999, 10_000, 262_142, 262_143, 262_144]
+        {
             for month in 0..=13 {
                 for day in 0..=32 {
-                    assert_eq!(from_ymd(year, month, day), NaiveDate::from_ymd_opt(year, month, day), "{year}-{month}-{day}");
+                    assert_eq!(
+                        from_ymd(year, month, day),
+                        NaiveDate::from_ymd_opt(year, month, day),
+                        "{year}-{month}-{day}"
+                    );
                 }
             }
         }

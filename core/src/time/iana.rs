@@ -183,7 +183,8 @@ mod tests {
 
     #[test]
     fn table_matches_chrono_tz() {
-        let mut hashes: Vec<u32> = chrono_tz::TZ_VARIANTS.iter().map(|tz| fnv1a(tz.name().as_bytes())).collect();
+        let mut hashes: Vec<u32> =
+            chrono_tz::TZ_VARIANTS.iter().map(|tz| fnv1a(tz.name().as_bytes())).collect();
         hashes.sort_unstable();
         let longest = chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name().len()).max();
         let mut table = String::new();
@@ -201,8 +202,19 @@ mod tests {
     #[test]
     fn the_packed_table_holds_the_list() {
         for &h in NAME_HASHES {
-            for other in [h, h.wrapping_add(1), h.wrapping_sub(1), h ^ (1 << 31), h ^ (1 << 22), h ^ (1 << 21)] {
-                assert_eq!(has_hash(other), NAME_HASHES.binary_search(&other).is_ok(), "{other:#x}");
+            for other in [
+                h,
+                h.wrapping_add(1),
+                h.wrapping_sub(1),
+                h ^ (1 << 31),
+                h ^ (1 << 22),
+                h ^ (1 << 21),
+            ] {
+                assert_eq!(
+                    has_hash(other),
+                    NAME_HASHES.binary_search(&other).is_ok(),
+                    "{other:#x}"
+                );
             }
         }
         for other in (0..=u32::MAX).step_by(65_537) {

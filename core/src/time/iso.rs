@@ -20,7 +20,8 @@ use super::Recorded;
 
 /// The default format's groups, each with the literals that may follow it
 /// (none after the last).
-const GROUPS: [(char, &[char]); 6] = [('Y', &['-']), ('m', &['-']), ('d', &['T', 't']), ('H', &[':']), ('M', &[':']), ('S', &[])];
+const GROUPS: [(char, &[char]); 6] =
+    [('Y', &['-']), ('m', &['-']), ('d', &['T', 't']), ('H', &[':']), ('M', &[':']), ('S', &[])];
 
 /// Python's `datetime.strptime(text, "%Y-%m-%dT%H:%M:%S")`, or `None` where
 /// it raises `ValueError`.
@@ -69,11 +70,14 @@ fn groups(text: &str) -> Option<[u32; 6]> {
             let end = match_atoms(text, pos, alt)?;
             match after.is_empty() {
                 true => Some((end, end)),
-                false => char_at(text, end).filter(|c| after.contains(c)).map(|c| (end, end + c.len_utf8())),
+                false => char_at(text, end)
+                    .filter(|c| after.contains(c))
+                    .map(|c| (end, end + c.len_utf8())),
             }
         })?;
         // `int()` of the group: its digits (a day's leading space aside).
-        *field = text.get(pos..end)?.chars().filter_map(digit_value).fold(0, |v, digit| v * 10 + digit);
+        *field =
+            text.get(pos..end)?.chars().filter_map(digit_value).fold(0, |v, digit| v * 10 + digit);
         pos = next;
     }
     (pos == text.len()).then_some(fields)
@@ -138,7 +142,13 @@ mod tests {
         }
         assert_eq!(exact_form("2026-07-22T02:30:00"), Some([2026, 7, 22, 2, 30, 0]));
         assert_eq!(groups("2026-07-22T02:30:00"), Some([2026, 7, 22, 2, 30, 0]));
-        for other in ["2026-7-22T02:30:00", "2026-07-22t02:30:00", "2026-07-22T02:30:0x", "2026-07-22T02:30:000", "2026-07-22 02:30:00"] {
+        for other in [
+            "2026-7-22T02:30:00",
+            "2026-07-22t02:30:00",
+            "2026-07-22T02:30:0x",
+            "2026-07-22T02:30:000",
+            "2026-07-22 02:30:00",
+        ] {
             assert_eq!(exact_form(other), None, "{other}");
         }
     }
@@ -151,7 +161,11 @@ mod tests {
         for (g, after) in GROUPS.iter().take(5) {
             let lit = after[0];
             for c in (0..0x11_0000u32).filter_map(char::from_u32) {
-                assert_eq!(after.contains(&c), super::super::strptime::ci_match(lit, c), "after %{g}: {c:?}");
+                assert_eq!(
+                    after.contains(&c),
+                    super::super::strptime::ci_match(lit, c),
+                    "after %{g}: {c:?}"
+                );
             }
         }
     }
@@ -159,7 +173,8 @@ mod tests {
     /// The general `strptime` on the default format, to hold this reader to.
     #[cfg(feature = "custom-time-format")]
     fn agrees(s: &str) -> bool {
-        let (ours, general) = (parse(s), super::super::strptime::parse(s, crate::time::DEFAULT_TIME_FORMAT));
+        let (ours, general) =
+            (parse(s), super::super::strptime::parse(s, crate::time::DEFAULT_TIME_FORMAT));
         assert_eq!(ours, general, "{s:?}");
         ours.is_some()
     }
@@ -182,7 +197,9 @@ mod tests {
             for mo in 0..=13 {
                 for d in 0..=32 {
                     let s = iso(y, mo, d, 2, 30, 0);
-                    let want = NaiveDate::from_ymd_opt(y as i32, mo, d).filter(|_| y > 0).and_then(|d| d.and_hms_opt(2, 30, 0));
+                    let want = NaiveDate::from_ymd_opt(y as i32, mo, d)
+                        .filter(|_| y > 0)
+                        .and_then(|d| d.and_hms_opt(2, 30, 0));
                     assert_eq!(naive(&s), want, "{s}");
                     read += usize::from(want.is_some());
                 }
@@ -194,7 +211,8 @@ mod tests {
             for mi in [0, 9, 10, 59, 60, 61, 99] {
                 for s in [0, 9, 10, 59, 60, 61, 99] {
                     let text = iso(2026, 7, 22, h, mi, s);
-                    let want = NaiveDate::from_ymd_opt(2026, 7, 22).and_then(|d| d.and_hms_opt(h, mi, s));
+                    let want =
+                        NaiveDate::from_ymd_opt(2026, 7, 22).and_then(|d| d.and_hms_opt(h, mi, s));
                     assert_eq!(naive(&text), want, "{text}");
                 }
             }
@@ -206,9 +224,18 @@ mod tests {
     #[cfg(feature = "custom-time-format")]
     #[test]
     fn near_misses_agree_with_strptime() {
-        let alphabet = ["0", "1", "2", "3", "5", "6", "9", "-", "T", "t", ":", " ", "x", "\u{663}", "\u{ff19}", "\u{a0}", "+"];
+        let alphabet = [
+            "0", "1", "2", "3", "5", "6", "9", "-", "T", "t", ":", " ", "x", "\u{663}", "\u{ff19}",
+            "\u{a0}", "+",
+        ];
         let mut read = 0;
-        for base in ["2026-07-22T02:30:00", "2024-02-29T23:59:59", "0001-01-01T00:00:00", "9999-12-31T23:59:59", "2026-7-2T2:3:0"] {
+        for base in [
+            "2026-07-22T02:30:00",
+            "2024-02-29T23:59:59",
+            "0001-01-01T00:00:00",
+            "9999-12-31T23:59:59",
+            "2026-7-2T2:3:0",
+        ] {
             assert!(agrees(base));
             let chars: Vec<(usize, char)> = base.char_indices().collect();
             for &(i, c) in &chars {

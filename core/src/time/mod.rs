@@ -59,7 +59,9 @@ pub(crate) use self::hours::elapsed_hours;
 pub(crate) use self::hours::python_total_seconds;
 #[cfg(test)]
 pub use self::zone::zone_name_crashes_reference;
-pub use self::zone::{fixed_offset, local_naive, local_to_timestamp, resolve_zone, zone_not_compiled_in, Zone};
+pub use self::zone::{
+    fixed_offset, local_naive, local_to_timestamp, resolve_zone, zone_not_compiled_in, Zone,
+};
 
 use chrono::NaiveDateTime;
 

@@ -6,10 +6,12 @@
 /// First code points of the runs of ten decimal digits (Unicode 14, `Nd`),
 /// which `re`'s `\d` and `int()` accept.
 const DIGIT_ZEROS: [u32; 66] = [
-    0x30, 0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66, 0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090,
-    0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90, 0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0,
-    0xff10, 0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650, 0x116c0, 0x11730, 0x118e0, 0x11950,
-    0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50, 0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
+    0x30, 0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66,
+    0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0x1a80, 0x1a90,
+    0x1b50, 0x1bb0, 0x1c40, 0x1c50, 0xa620, 0xa8d0, 0xa900, 0xa9d0, 0xa9f0, 0xaa50, 0xabf0, 0xff10,
+    0x104a0, 0x10d30, 0x11066, 0x110f0, 0x11136, 0x111d0, 0x112f0, 0x11450, 0x114d0, 0x11650,
+    0x116c0, 0x11730, 0x118e0, 0x11950, 0x11c50, 0x11d50, 0x11da0, 0x16a60, 0x16ac0, 0x16b50,
+    0x1d7ce, 0x1d7d8, 0x1d7e2, 0x1d7ec, 0x1d7f6, 0x1e140, 0x1e2f0, 0x1e950, 0x1fbf0,
 ];
 
 /// [`DIGIT_ZEROS`] halved into 16 bits (every run starts at an even code
@@ -80,7 +82,9 @@ pub(super) fn alternatives(d: char) -> &'static [&'static [Atom]] {
         'M' => &[&[In(b'0', b'5'), D], &[D]],
         'S' => &[&[Ch(b'6'), In(b'0', b'1')], &[In(b'0', b'5'), D], &[D]],
         'U' | 'W' => &[&[Ch(b'5'), In(b'0', b'3')], &[In(b'0', b'4'), D], &[D]],
-        'V' => &[&[Ch(b'5'), In(b'0', b'3')], &[Ch(b'0'), In(b'1', b'9')], &[In(b'1', b'4'), D], &[D]],
+        'V' => {
+            &[&[Ch(b'5'), In(b'0', b'3')], &[Ch(b'0'), In(b'1', b'9')], &[In(b'1', b'4'), D], &[D]]
+        }
         'w' => &[&[In(b'0', b'6')]],
         'u' => &[&[In(b'1', b'7')]],
         'y' => &[&[D, D]],
@@ -123,10 +127,17 @@ mod tests {
     fn digits_are_the_runs_of_ten_and_only_them() {
         for zero in DIGIT_ZEROS {
             for k in 0..10 {
-                assert_eq!(digit_value(char::from_u32(zero + k).unwrap()), Some(k), "{zero:#x} + {k}");
+                assert_eq!(
+                    digit_value(char::from_u32(zero + k).unwrap()),
+                    Some(k),
+                    "{zero:#x} + {k}"
+                );
             }
         }
-        let digits = (0..0x11_0000u32).filter_map(char::from_u32).filter(|c| digit_value(*c).is_some()).count();
+        let digits = (0..0x11_0000u32)
+            .filter_map(char::from_u32)
+            .filter(|c| digit_value(*c).is_some())
+            .count();
         assert_eq!(digits, 10 * DIGIT_ZEROS.len());
     }
 }

@@ -92,7 +92,10 @@ fn lookup(name: &str) -> Lookup {
     // Bytes, not `split`/`contains`: core's searchers cost flash on a
     // device.
     let b = name.as_bytes();
-    if b.first().is_none_or(|&c| c == b'/') || b.last() == Some(&b'/') || crate::text::find_byte(0, b).is_some() {
+    if b.first().is_none_or(|&c| c == b'/')
+        || b.last() == Some(&b'/')
+        || crate::text::find_byte(0, b).is_some()
+    {
         return Lookup::NotFound;
     }
     let (pkg, last) = match name.rfind('/') {
@@ -105,8 +108,12 @@ fn lookup(name: &str) -> Lookup {
     if !pkg.is_empty() {
         for piece in pkg.split(['/', '.']) {
             at = match at {
-                Package::Root | Package::Top(_) | Package::America(_) if piece == "__init__" => Package::InitModule,
-                Package::Root | Package::Top(_) | Package::America(_) if piece == "__pycache__" => Package::Pycache,
+                Package::Root | Package::Top(_) | Package::America(_) if piece == "__init__" => {
+                    Package::InitModule
+                }
+                Package::Root | Package::Top(_) | Package::America(_) if piece == "__pycache__" => {
+                    Package::Pycache
+                }
                 Package::Root => match ROOT_DIRS.iter().position(|d| *d == piece) {
                     Some(i) => Package::Top(i),
                     None => return Lookup::NotFound,
@@ -222,7 +229,8 @@ pub fn local_naive(at: Timestamp, zone: Zone) -> NaiveDateTime {
 
 /// Names of the zones whose offset never changed (tzdata's `Etc` area and
 /// its links), beyond `Etc/*` itself.
-const FIXED_LINKS: &[&str] = &["UTC", "GMT", "GMT+0", "GMT-0", "GMT0", "Greenwich", "UCT", "Universal", "Zulu"];
+const FIXED_LINKS: &[&str] =
+    &["UTC", "GMT", "GMT+0", "GMT-0", "GMT0", "Greenwich", "UCT", "Universal", "Zulu"];
 
 /// `zone`'s UTC offset in seconds when it is the same at every instant, so
 /// that its wall clock needs no table: UTC, `Factory`, and the zones of
@@ -232,7 +240,8 @@ pub fn fixed_offset(zone: Zone) -> Option<i32> {
         Zone::Utc | Zone::Factory => Some(0),
         Zone::Named(tz) => {
             let name = tz.name();
-            (name.starts_with("Etc/") || FIXED_LINKS.contains(&name)).then(|| zone.offset_at_utc(&DateTime::UNIX_EPOCH.naive_utc()))
+            (name.starts_with("Etc/") || FIXED_LINKS.contains(&name))
+                .then(|| zone.offset_at_utc(&DateTime::UNIX_EPOCH.naive_utc()))
         }
     }
 }
@@ -357,11 +366,19 @@ mod tests {
     /// years Python holds), and every other zone changed its offset.
     #[test]
     fn fixed_offset_zones_never_change_and_the_others_do() {
-        let instants = (-62_135_596_800i64..253_402_300_800).step_by(86_400 * 97 + 3_607).chain([0, 4_102_444_800, 253_402_214_399]);
+        let instants = (-62_135_596_800i64..253_402_300_800).step_by(86_400 * 97 + 3_607).chain([
+            0,
+            4_102_444_800,
+            253_402_214_399,
+        ]);
         let mut fixed = 0;
         for tz in chrono_tz::TZ_VARIANTS {
             let zone = Zone::Named(tz);
-            let offsets = || instants.clone().map(|s| zone.offset_at_utc(&utc_naive(Timestamp::from_unix_seconds(s)).unwrap()));
+            let offsets = || {
+                instants.clone().map(|s| {
+                    zone.offset_at_utc(&utc_naive(Timestamp::from_unix_seconds(s)).unwrap())
+                })
+            };
             match fixed_offset(zone) {
                 Some(offset) => {
                     fixed += 1;
@@ -399,7 +416,10 @@ mod tests {
             ("bogus", (2026, 1, 1, 0, 0, 0, 0), 1767225600000000),
         ];
         for (z, (y, mo, d, h, mi, s, us), want) in cases {
-            let naive = NaiveDate::from_ymd_opt(*y, *mo, *d).unwrap().and_hms_micro_opt(*h, *mi, *s, *us).unwrap();
+            let naive = NaiveDate::from_ymd_opt(*y, *mo, *d)
+                .unwrap()
+                .and_hms_micro_opt(*h, *mi, *s, *us)
+                .unwrap();
             let at = local_to_timestamp(naive, zone(z));
             assert_eq!(at, Timestamp(*want), "{z} {naive}");
         }

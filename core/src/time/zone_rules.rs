@@ -59,9 +59,14 @@ impl Change {
     /// (`_CalendarOffset.year_to_epoch`).
     fn local_seconds(self, year: i32) -> i64 {
         let first = days_from_civil(year, self.month, 1);
-        let next = if self.month == 12 { days_from_civil(year + 1, 1, 1) } else { days_from_civil(year, self.month + 1, 1) };
+        let next = if self.month == 12 {
+            days_from_civil(year + 1, 1, 1)
+        } else {
+            days_from_civil(year, self.month + 1, 1)
+        };
         // 1970-01-01 was a Thursday.
-        let mut day = (i32::from(self.weekday) - (first + 4)).rem_euclid(7) + 7 * (i32::from(self.week) - 1);
+        let mut day =
+            (i32::from(self.weekday) - (first + 4)).rem_euclid(7) + 7 * (i32::from(self.week) - 1);
         if day >= next - first {
             day -= 7;
         }
@@ -133,7 +138,11 @@ pub(crate) fn offset_for_local(tz: Tz, local: &NaiveDateTime) -> Option<i32> {
         return None;
     }
     let rule = rule_of(tz)?;
-    Some(if rule.daylight_at_local(local.and_utc().timestamp(), local.year()) { rule.dst_offset } else { rule.std_offset })
+    Some(if rule.daylight_at_local(local.and_utc().timestamp(), local.year()) {
+        rule.dst_offset
+    } else {
+        rule.std_offset
+    })
 }
 
 #[cfg(test)]
@@ -182,31 +191,63 @@ mod tests {
     fn calendar_arithmetic_matches_chrono() {
         use chrono::NaiveDate;
         let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap();
-        for (y, m, d) in [(1970, 1, 1), (2000, 2, 29), (2100, 1, 31), (2100, 2, 28), (2100, 3, 1), (2400, 2, 29), (9999, 12, 31)] {
+        for (y, m, d) in [
+            (1970, 1, 1),
+            (2000, 2, 29),
+            (2100, 1, 31),
+            (2100, 2, 28),
+            (2100, 3, 1),
+            (2400, 2, 29),
+            (9999, 12, 31),
+        ] {
             let date = NaiveDate::from_ymd_opt(y, u32::from(m), d as u32).unwrap();
             assert_eq!(i64::from(days_from_civil(y, m, d)), (date - epoch).num_days(), "{date}");
         }
         // The last Sunday of a December (no zone changes then today), and
         // the first Monday of a January, at 02:00.
         let last_sunday = Change { month: 12, week: 5, weekday: 0, time: 7200 };
-        assert_eq!(last_sunday.local_seconds(2100), at("2100-12-26 02:00:00").and_utc().timestamp());
+        assert_eq!(
+            last_sunday.local_seconds(2100),
+            at("2100-12-26 02:00:00").and_utc().timestamp()
+        );
         // December 2109 starts on a Sunday: its fifth is still in December.
-        assert_eq!(last_sunday.local_seconds(2109), at("2109-12-29 02:00:00").and_utc().timestamp());
+        assert_eq!(
+            last_sunday.local_seconds(2109),
+            at("2109-12-29 02:00:00").and_utc().timestamp()
+        );
         let first_monday = Change { month: 1, week: 1, weekday: 1, time: 7200 };
-        assert_eq!(first_monday.local_seconds(2101), at("2101-01-03 02:00:00").and_utc().timestamp());
+        assert_eq!(
+            first_monday.local_seconds(2101),
+            at("2101-01-03 02:00:00").and_utc().timestamp()
+        );
     }
 
     #[cfg(feature = "custom-time-format")]
     #[test]
     fn known_changes_past_2099_match_zoneinfo() {
         // Each from Python 3.11's zoneinfo, tzdata 2025.2.
-        assert_eq!(show("America/New_York", "2100-07-01 12:00:00"), "2100-07-01 08:00:00 -0400 EDT");
-        assert_eq!(show("America/New_York", "2100-03-14 06:59:59"), "2100-03-14 01:59:59 -0500 EST");
-        assert_eq!(show("America/New_York", "2100-03-14 07:00:00"), "2100-03-14 03:00:00 -0400 EDT");
+        assert_eq!(
+            show("America/New_York", "2100-07-01 12:00:00"),
+            "2100-07-01 08:00:00 -0400 EDT"
+        );
+        assert_eq!(
+            show("America/New_York", "2100-03-14 06:59:59"),
+            "2100-03-14 01:59:59 -0500 EST"
+        );
+        assert_eq!(
+            show("America/New_York", "2100-03-14 07:00:00"),
+            "2100-03-14 03:00:00 -0400 EDT"
+        );
         assert_eq!(show("Europe/Dublin", "2150-01-15 12:00:00"), "2150-01-15 12:00:00 +0000 GMT");
         assert_eq!(show("Europe/Dublin", "2150-07-15 12:00:00"), "2150-07-15 13:00:00 +0100 IST");
-        assert_eq!(show("Antarctica/Troll", "9999-06-01 00:00:00"), "9999-06-01 02:00:00 +0200 +02");
-        assert_eq!(show("America/Sao_Paulo", "2100-01-01 00:00:00"), "2099-12-31 21:00:00 -0300 -03");
+        assert_eq!(
+            show("Antarctica/Troll", "9999-06-01 00:00:00"),
+            "9999-06-01 02:00:00 +0200 +02"
+        );
+        assert_eq!(
+            show("America/Sao_Paulo", "2100-01-01 00:00:00"),
+            "2099-12-31 21:00:00 -0300 -03"
+        );
         // Gaps take the offset before them, repeated times the earlier instant.
         assert_eq!(instant("America/New_York", "2100-03-14 02:30:00"), "2100-03-14 07:30:00");
         assert_eq!(instant("America/New_York", "2100-11-07 01:30:00"), "2100-11-07 05:30:00");
@@ -281,14 +322,19 @@ sys.stdout.write("\n".join(out) + "\n")
                     Some(rule) if kind < 54 => {
                         let change = if rng.below(2) == 0 { rule.start } else { rule.end };
                         let shift = if edge {
-                            let diff = (i64::from(rule.dst_offset) - i64::from(rule.std_offset)).abs();
+                            let diff =
+                                (i64::from(rule.dst_offset) - i64::from(rule.std_offset)).abs();
                             [-1, 0, 1, diff - 1, diff, diff + 1][rng.below(6) as usize]
                         } else {
                             rng.range(-3 * 3600, 3 * 3600)
                         };
                         let local = change.local_seconds(rng.range(2100, 9999) as i32) + shift;
                         // As a UTC instant: through the offset before the change.
-                        let before = if change.month == rule.start.month { rule.std_offset } else { rule.dst_offset };
+                        let before = if change.month == rule.start.month {
+                            rule.std_offset
+                        } else {
+                            rule.dst_offset
+                        };
                         if wall {
                             local
                         } else {
@@ -327,7 +373,10 @@ sys.stdout.write("\n".join(out) + "\n")
     #[cfg(feature = "custom-time-format")]
     #[test]
     fn past_2099_matches_python_zoneinfo() {
-        let n = std::env::var("ENVAWARE_ZONE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(40_000);
+        let n = std::env::var("ENVAWARE_ZONE_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(40_000);
         let cases = cases(n, 0x2100_9999);
         let Some(answers) = zoneinfo_answers(&cases) else { return };
         let (mut mismatches, mut daylight, mut gaps, mut folds) = (Vec::new(), 0, 0, 0);
@@ -336,7 +385,8 @@ sys.stdout.write("\n".join(out) + "\n")
                 Case::Utc(name, micros) => {
                     let (want, flag) = answer.rsplit_once(' ').unwrap();
                     daylight += usize::from(flag == "dst");
-                    let (ts, zone) = (Timestamp::from_unix_micros(*micros), Zone::Named(named(name)));
+                    let (ts, zone) =
+                        (Timestamp::from_unix_micros(*micros), Zone::Named(named(name)));
                     let mut got = String::new();
                     format_time(&mut got, "%Y-%m-%dT%H:%M:%S.%f %z %Z", ts, zone).unwrap();
                     // The wall clock the arithmetic uses must be the one shown.
@@ -368,7 +418,10 @@ sys.stdout.write("\n".join(out) + "\n")
         );
         // The cases must reach what chrono-tz alone gets wrong.
         if n >= 10_000 {
-            assert!(daylight > n / 10 && gaps > n / 100 && folds > n / 100, "{daylight} daylight, {gaps} gaps, {folds} folds");
+            assert!(
+                daylight > n / 10 && gaps > n / 100 && folds > n / 100,
+                "{daylight} daylight, {gaps} gaps, {folds} folds"
+            );
         }
     }
 }

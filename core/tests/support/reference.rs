@@ -36,7 +36,8 @@ impl SplitMix {
 /// input; its output, one line per line of `input`. `None`: the check
 /// skips (no reference Python, and skipping allowed).
 pub fn answers(script: &str, input: &str) -> Option<Vec<String>> {
-    let python = envaware_test_support::needs::or_skip(envaware_test_support::needs::reference_python())?;
+    let python =
+        envaware_test_support::needs::or_skip(envaware_test_support::needs::reference_python())?;
     let mut child = Command::new(python)
         .args(["-c", script])
         .stdin(Stdio::piped())
@@ -46,7 +47,8 @@ pub fn answers(script: &str, input: &str) -> Option<Vec<String>> {
     let mut stdin = child.stdin.take().unwrap();
     let input_owned = String::from(input);
     let writer = std::thread::spawn(move || stdin.write_all(input_owned.as_bytes()));
-    let lines: Vec<String> = BufReader::new(child.stdout.take().unwrap()).lines().map(Result::unwrap).collect();
+    let lines: Vec<String> =
+        BufReader::new(child.stdout.take().unwrap()).lines().map(Result::unwrap).collect();
     writer.join().unwrap().unwrap();
     assert!(child.wait().unwrap().success(), "the reference script failed");
     assert_eq!(lines.len(), input.lines().count(), "one answer per line");

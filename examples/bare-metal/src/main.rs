@@ -13,7 +13,9 @@ use core::cell::Cell;
 use cortex_m::interrupt::Mutex;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::{entry, exception};
-use envaware::{Config, Engine, EpochTickClock, InjectionConfig, StepInput, TaskCounts, Timestamp, AgentContext};
+use envaware::{
+    AgentContext, Config, Engine, EpochTickClock, InjectionConfig, StepInput, TaskCounts, Timestamp,
+};
 
 /// The core clock at reset, for SysTick: 16 MHz on an STM32F411.
 const CORE_HZ: u32 = 16_000_000;

@@ -41,7 +41,10 @@ impl<U: Fn() -> u32> SensorFields<U> {
     }
 
     /// Records a reading of the sensor (logged), or why there is none.
-    pub fn record<E: embedded_hal::i2c::Error>(&mut self, reading: Result<Temperature, tmp105::Error<E>>) {
+    pub fn record<E: embedded_hal::i2c::Error>(
+        &mut self,
+        reading: Result<Temperature, tmp105::Error<E>>,
+    ) {
         self.temperature.clear();
         // Both strings have room for their longest value: the writes cannot fail.
         match reading {
@@ -53,9 +56,16 @@ impl<U: Fn() -> u32> SensorFields<U> {
             Err(e) => {
                 self.failures += 1;
                 match e {
-                    tmp105::Error::Configure(_) => warn!("TMP105 unavailable (configure): {}", Debug2Format(&e.kind())),
-                    tmp105::Error::Read(_) => warn!("TMP105 unavailable (read): {}", Debug2Format(&e.kind())),
-                    tmp105::Error::Implausible([hi, lo]) => warn!("TMP105 unavailable (implausible reading {=u8:02X} {=u8:02X})", hi, lo),
+                    tmp105::Error::Configure(_) => {
+                        warn!("TMP105 unavailable (configure): {}", Debug2Format(&e.kind()))
+                    }
+                    tmp105::Error::Read(_) => {
+                        warn!("TMP105 unavailable (read): {}", Debug2Format(&e.kind()))
+                    }
+                    tmp105::Error::Implausible([hi, lo]) => warn!(
+                        "TMP105 unavailable (implausible reading {=u8:02X} {=u8:02X})",
+                        hi, lo
+                    ),
                 }
                 let _ = self.temperature.push_str(UNAVAILABLE);
             }

@@ -39,19 +39,29 @@ pub mod ports;
 pub mod session;
 
 pub use self::fields::{SensorFields, UNAVAILABLE};
-pub use self::ports::{Output, Pacer, Sensor, Woken};
 #[cfg(feature = "defmt")]
 pub use self::ports::DefmtOutput;
-pub use self::session::{config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH};
+pub use self::ports::{Output, Pacer, Sensor, Woken};
+pub use self::session::{
+    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS,
+    WATCH,
+};
 
 /// Whether a new `temperature` reading would fire a watch on the
 /// temperature, given what the context told (`told`, by watch index, as
 /// [`Engine::told`] gives it). The core's rule decides ([`Watch::fires`](envaware::Watch::fires)
 /// on the reading's leading decimal, as the core reads a live field); with
 /// no watch configured nothing wakes the agent.
-pub fn wakes(watches: &WatchList<'_>, told: &[Option<Decimal>; MAX_WATCHES], temperature: &str) -> bool {
+pub fn wakes(
+    watches: &WatchList<'_>,
+    told: &[Option<Decimal>; MAX_WATCHES],
+    temperature: &str,
+) -> bool {
     let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
-    watches.iter().zip(told).any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
+    watches
+        .iter()
+        .zip(told)
+        .any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
 }
 
 /// How a session ended.
@@ -85,7 +95,10 @@ async fn resume<S: MultiwriteNorFlash>(
     scratch: &mut [u8],
     stream: &mut Stream,
 ) -> usize {
-    match log.restore(journal, context, items, scratch, |context, now| stream.stamp(context, now)).await {
+    match log
+        .restore(journal, context, items, scratch, |context, now| stream.stamp(context, now))
+        .await
+    {
         Ok(steps) if journal.items() > 0 => {
             info!("restored {=u32} events", journal.restored_events());
             return steps;
@@ -124,8 +137,13 @@ struct Session<'e, U> {
 
 impl<U: Fn() -> u32> Session<'_, U> {
     /// Records `event` in the context and the log.
-    async fn record<S: MultiwriteNorFlash>(&mut self, event: &JournalEvent<'_>, log: &mut SessionLog<S>) {
-        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
+    async fn record<S: MultiwriteNorFlash>(
+        &mut self,
+        event: &JournalEvent<'_>,
+        log: &mut SessionLog<S>,
+    ) {
+        self.summary.compactions +=
+            make_room(log, &mut self.journal, &self.context, &mut self.items).await;
         match self.journal.record(&mut self.context, event, &mut self.items) {
             Ok(written) => append(log, &written, &self.items).await,
             Err(e) => error!("not recorded: {}", e),
@@ -160,23 +178,36 @@ impl<U: Fn() -> u32> Session<'_, U> {
         if watched {
             self.read(sensor, woken).await;
         }
-        self.summary.compactions += make_room(log, &mut self.journal, &self.context, &mut self.items).await;
-        let decision = match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
-            Ok((decision, written)) => {
-                append(log, &written, &self.items).await;
-                decision
-            }
-            Err(e) => return error!("hint dropped: {}", e),
-        };
+        self.summary.compactions +=
+            make_room(log, &mut self.journal, &self.context, &mut self.items).await;
+        let decision =
+            match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
+                Ok((decision, written)) => {
+                    append(log, &written, &self.items).await;
+                    decision
+                }
+                Err(e) => return error!("hint dropped: {}", e),
+            };
         if !watched && decision.fires() {
             self.read(sensor, woken).await;
         }
         let fired = !decision.watch.is_empty();
-        match self.journal.render_step(&mut self.context, decision, input, &mut self.live, &mut self.hint_buf, &mut self.items) {
+        match self.journal.render_step(
+            &mut self.context,
+            decision,
+            input,
+            &mut self.live,
+            &mut self.hint_buf,
+            &mut self.items,
+        ) {
             Ok((outcome, written)) => {
                 append(log, &written, &self.items).await;
                 output.watch(self.live.temperature(), fired);
-                info!("decision read {=usize} messages of {=usize}", self.context.messages_read(), self.context.len());
+                info!(
+                    "decision read {=usize} messages of {=usize}",
+                    self.context.messages_read(),
+                    self.context.len()
+                );
                 self.summary.max_read = self.summary.max_read.max(self.context.messages_read());
                 self.stream.step(output, &self.live, input.cur_iter, input.input_tokens);
                 for w in outcome.warnings.iter() {
@@ -223,7 +254,15 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     uptime_ms: impl Fn() -> u32,
     log: &mut SessionLog<S>,
 ) -> Summary {
-    let summary = Summary { steps: 0, hints: 0, reads: 0, failures: 0, evicted: 0, max_read: 0, compactions: 0 };
+    let summary = Summary {
+        steps: 0,
+        hints: 0,
+        reads: 0,
+        failures: 0,
+        evicted: 0,
+        max_read: 0,
+        compactions: 0,
+    };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
         Err(e) => {
@@ -238,8 +277,18 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     let journal = Journal::new(&context);
     let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let live = SensorFields::new(uptime_ms);
-    let mut s = Session { context, journal, live, stream, hint_buf: [0; 1024], items: [0; crate::log::MAX_ITEM], summary };
-    let first = resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
+    let mut s = Session {
+        context,
+        journal,
+        live,
+        stream,
+        hint_buf: [0; 1024],
+        items: [0; crate::log::MAX_ITEM],
+        summary,
+    };
+    let first =
+        resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream)
+            .await;
     s.stream.start(output);
     pacer.told(s.told());
     // Last before the first idle time, as the uninterrupted session goes
@@ -258,7 +307,12 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             s.record(&JournalEvent::Reply, log).await;
             s.stream.woken(output, &text);
             let last = &SCRIPT[index.saturating_sub(1)];
-            let input = StepInput { tasks: last.tasks, cur_iter: 0, input_tokens: last.input_tokens, context_size: CONTEXT_SIZE };
+            let input = StepInput {
+                tasks: last.tasks,
+                cur_iter: 0,
+                input_tokens: last.input_tokens,
+                context_size: CONTEXT_SIZE,
+            };
             s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
             pacer.told(s.told());
             pacer.model_reply(None).await;
@@ -277,10 +331,19 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             )
             .await;
             if let Event::Compress { .. } = event {
-                info!("context compressed: {=usize} messages evicted, {=usize} kept", before - s.context.len(), s.context.len());
+                info!(
+                    "context compressed: {=usize} messages evicted, {=usize} kept",
+                    before - s.context.len(),
+                    s.context.len()
+                );
             }
         }
-        let input = StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: CONTEXT_SIZE };
+        let input = StepInput {
+            tasks: step.tasks,
+            cur_iter: step.cur_iter,
+            input_tokens: step.input_tokens,
+            context_size: CONTEXT_SIZE,
+        };
         s.step(&input, clock.now(), sensor, None, output, log).await;
         pacer.told(s.told());
         pacer.model_reply(Some(index)).await;
@@ -296,7 +359,12 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
 }
 
 /// Compacts the log if its region fills; 1 when it did.
-async fn make_room<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, journal: &mut Journal<16>, context: &Context<'_>, buf: &mut [u8]) -> u32 {
+async fn make_room<S: MultiwriteNorFlash>(
+    log: &mut SessionLog<S>,
+    journal: &mut Journal<16>,
+    context: &Context<'_>,
+    buf: &mut [u8],
+) -> u32 {
     match log.make_room(journal, context, buf).await {
         Ok(0) => 0,
         Ok(popped) => {

@@ -119,11 +119,19 @@ impl Output for DefmtOutput {
     }
 
     fn watch(&mut self, temperature: &str, fired: bool) {
-        defmt::println!("watch temperature {=str}: {=str}", temperature, if fired { "fired" } else { "quiet" });
+        defmt::println!(
+            "watch temperature {=str}: {=str}",
+            temperature,
+            if fired { "fired" } else { "quiet" }
+        );
     }
 
     fn woken(&mut self, before: usize, temperature: &str) {
-        defmt::println!("=== environment step before step {=usize}: woken by temperature: {=str}", before, temperature);
+        defmt::println!(
+            "=== environment step before step {=usize}: woken by temperature: {=str}",
+            before,
+            temperature
+        );
     }
 
     fn stream(&mut self, line: &str) {

@@ -19,7 +19,10 @@
 //! The configuration matches `firmware/session-config.json`, which the
 //! simulator replays the device's log with.
 
-use envaware::{AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, TaskCounts, ToolResultState, Watch, WatchList};
+use envaware::{
+    AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, TaskCounts,
+    ToolResultState, Watch, WatchList,
+};
 
 /// The agent's name.
 pub const AGENT: &str = "Sprout";
@@ -40,8 +43,15 @@ const fn decimal(mantissa: i64, scale: u32) -> Decimal {
 
 /// The temperature watch: told again after a change of 2.0 °C, or on
 /// crossing 28.0 °C (and back below 27.5 °C).
-pub const WATCH: [(&str, Watch); 1] =
-    [("temperature", Watch { change: Some(decimal(20, 1)), above: Some(decimal(280, 1)), below: None, hysteresis: decimal(5, 1) })];
+pub const WATCH: [(&str, Watch); 1] = [(
+    "temperature",
+    Watch {
+        change: Some(decimal(20, 1)),
+        above: Some(decimal(280, 1)),
+        below: None,
+        hysteresis: decimal(5, 1),
+    },
+)];
 
 /// The context: 16 messages, 48 blocks, 4 KiB of strings (a hint at every
 /// step, when the watched temperature swings, fills 3), with the tracker
@@ -129,7 +139,10 @@ pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "OpenVent fails",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#), result("c3", "OpenVent", Failed)])],
+        events: &[Event::Agent(&[
+            call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#),
+            result("c3", "OpenVent", Failed),
+        ])],
         tasks: tasks(2, 1),
         cur_iter: 2,
         input_tokens: 1_400,
@@ -137,7 +150,10 @@ pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "OpenVent fails again, same arguments in another key order",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#), result("c4", "OpenVent", Failed)])],
+        events: &[Event::Agent(&[
+            call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#),
+            result("c4", "OpenVent", Failed),
+        ])],
         tasks: tasks(2, 1),
         cur_iter: 3,
         input_tokens: 1_500,
@@ -145,7 +161,10 @@ pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "OpenVent fails a third time",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#), result("c5", "OpenVent", Failed)])],
+        events: &[Event::Agent(&[
+            call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#),
+            result("c5", "OpenVent", Failed),
+        ])],
         tasks: tasks(2, 1),
         cur_iter: 4,
         input_tokens: 1_600,
@@ -153,7 +172,13 @@ pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "40 s later: bed A watered, the operator asks for a status",
         wait_ms: 40_000,
-        events: &[Event::Agent(&[call("c6", "Water", r#"{"bed": "A", "litres": 2}"#), result("c6", "Water", Done)]), Event::User],
+        events: &[
+            Event::Agent(&[
+                call("c6", "Water", r#"{"bed": "A", "litres": 2}"#),
+                result("c6", "Water", Done),
+            ]),
+            Event::User,
+        ],
         tasks: tasks(1, 1),
         cur_iter: 0,
         input_tokens: 2_000,
@@ -162,7 +187,10 @@ pub const SCRIPT: &[ScriptStep] = &[
         note: "a day of humidity logs fills the context",
         wait_ms: 3_000,
         events: &[
-            Event::Agent(&[call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#), result("c7", "ReadLog", Done)]),
+            Event::Agent(&[
+                call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#),
+                result("c7", "ReadLog", Done),
+            ]),
             Event::User,
         ],
         tasks: tasks(1, 1),
@@ -172,7 +200,13 @@ pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "the agent compresses its context",
         wait_ms: 2_000,
-        events: &[Event::Agent(&[call("c8", "CompressContext", "{}"), result("c8", "CompressContext", Done)]), Event::Compress { keep: 1 }],
+        events: &[
+            Event::Agent(&[
+                call("c8", "CompressContext", "{}"),
+                result("c8", "CompressContext", Done),
+            ]),
+            Event::Compress { keep: 1 },
+        ],
         tasks: tasks(1, 1),
         cur_iter: 1,
         input_tokens: 700,

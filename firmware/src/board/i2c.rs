@@ -5,7 +5,6 @@ use core::ptr::{read_volatile, write_volatile};
 
 use embedded_hal::i2c::{ErrorKind, ErrorType, NoAcknowledgeSource, Operation, SevenBitAddress};
 
-
 const I2C0: usize = 0x4002_0000;
 const MSA: usize = 0x00;
 const MCS: usize = 0x04;
@@ -153,7 +152,11 @@ impl ErrorType for I2c0 {
 }
 
 impl embedded_hal_async::i2c::I2c<SevenBitAddress> for I2c0 {
-    async fn transaction(&mut self, address: u8, operations: &mut [Operation<'_>]) -> Result<(), Self::Error> {
+    async fn transaction(
+        &mut self,
+        address: u8,
+        operations: &mut [Operation<'_>],
+    ) -> Result<(), Self::Error> {
         for op in operations {
             match op {
                 Operation::Write(bytes) => self.write_bytes(address, bytes).await?,

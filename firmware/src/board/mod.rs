@@ -51,9 +51,9 @@ fn argument<T: core::str::FromStr>(key: &[u8]) -> Option<T> {
     let mut buf = [MaybeUninit::<u8>::uninit(); 128];
     // Fails when there is no command line or it does not fit: no value then.
     let line = semihosting::sys::arm_compat::sys_get_cmdline_uninit(&mut buf).ok()?;
-    line.split(|&b| b == b' ').find_map(|arg| core::str::from_utf8(arg.strip_prefix(key)?).ok()?.parse().ok())
+    line.split(|&b| b == b' ')
+        .find_map(|arg| core::str::from_utf8(arg.strip_prefix(key)?).ok()?.parse().ok())
 }
-
 
 /// The board's parts the agent uses.
 #[derive(Debug)]
@@ -76,10 +76,13 @@ impl Board {
         let core = cortex_m::Peripherals::take().expect("Board::take is called once");
         let mut syst = core.SYST;
         systick_start(&mut syst);
-        Board { i2c: I2c0::new(), pacer: Uart0Pacer::new(syst), log: envaware_firmware::log::RamFlash(log_region()) }
+        Board {
+            i2c: I2c0::new(),
+            pacer: Uart0Pacer::new(syst),
+            log: envaware_firmware::log::RamFlash(log_region()),
+        }
     }
 }
-
 
 /// The host file the log's region is dumped to when the command line
 /// says `dump-log=1` (QEMU's working directory; `cargo xtask demo` and the
@@ -93,7 +96,11 @@ pub fn dump_log(region: &[u8]) {
         return;
     }
     match semihosting::fs::write(LOG_DUMP, region) {
-        Ok(()) => defmt::info!("the log's region ({=usize} bytes) is saved to {=str}", region.len(), LOG_DUMP.to_str().unwrap_or("?")),
+        Ok(()) => defmt::info!(
+            "the log's region ({=usize} bytes) is saved to {=str}",
+            region.len(),
+            LOG_DUMP.to_str().unwrap_or("?")
+        ),
         Err(_) => defmt::warn!("the log's region could not be saved to the host"),
     }
 }
@@ -117,7 +124,9 @@ pub fn stack_high_water() -> u32 {
     // SAFETY: every word between the linker's `_stack_end` and
     // `_stack_start` is RAM; reading it races with nothing (one core, and
     // the words below the stack pointer are not in use).
-    while addr < top && unsafe { read_volatile(addr as *const u32) } == cortex_m_rt::STACK_PAINT_VALUE {
+    while addr < top
+        && unsafe { read_volatile(addr as *const u32) } == cortex_m_rt::STACK_PAINT_VALUE
+    {
         addr += 4;
     }
     (top - addr) as u32

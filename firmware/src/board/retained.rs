@@ -4,7 +4,6 @@
 use core::mem::MaybeUninit;
 use core::ptr::{read_volatile, write_volatile};
 
-
 /// Bytes of the session log's "flash": 8 pages of 1 KiB. The ten steps
 /// write about 10.5 KB of items, so the log compacts (the host tests find
 /// 7 pages the least the session runs in: the items since the oldest

@@ -17,7 +17,6 @@ use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 
 use super::i2c::{I2c0, I2cError};
 
-
 /// The sensor task's period: it samples the TMP105 every half second.
 const SAMPLE_MS: u64 = 500;
 /// How long the (simulated) model takes to reply to a step's prompt.
@@ -37,12 +36,14 @@ pub(super) static START: Signal<CriticalSectionRawMutex, ()> = Signal::new();
 /// The agent asks for a reading now (its step's).
 static SAMPLE_NOW: Signal<CriticalSectionRawMutex, ()> = Signal::new();
 /// The reading the agent asked for.
-static READING: Signal<CriticalSectionRawMutex, Result<Temperature, tmp105::Error<I2cError>>> = Signal::new();
+static READING: Signal<CriticalSectionRawMutex, Result<Temperature, tmp105::Error<I2cError>>> =
+    Signal::new();
 /// A reading that would fire the watch: the environment wakes the agent.
 pub(super) static WAKE: Signal<CriticalSectionRawMutex, Woken> = Signal::new();
 /// What the agent's context told of each watched field (the core's
 /// `Engine::told`), for the sensor task to compare its readings with.
-pub(super) static TOLD: Mutex<Cell<[Option<Decimal>; MAX_WATCHES]>> = Mutex::new(Cell::new([None; MAX_WATCHES]));
+pub(super) static TOLD: Mutex<Cell<[Option<Decimal>; MAX_WATCHES]>> =
+    Mutex::new(Cell::new([None; MAX_WATCHES]));
 
 /// The agent's side of the sensor task: a reading taken when asked.
 #[derive(Debug)]
@@ -78,8 +79,16 @@ pub async fn sensor_task(i2c: I2c0) {
                 let mut text: heapless::String<24> = heapless::String::new();
                 let _ = write!(text, "{temperature}");
                 match STATE.load(Ordering::Relaxed) {
-                    AWAITING_MODEL => defmt::info!("sensor task: {=str} (sampled while the agent awaits its model)", text),
-                    IDLE if agent::wakes(&watches, &critical_section::with(|cs| TOLD.borrow(cs).get()), &text) => {
+                    AWAITING_MODEL => defmt::info!(
+                        "sensor task: {=str} (sampled while the agent awaits its model)",
+                        text
+                    ),
+                    IDLE if agent::wakes(
+                        &watches,
+                        &critical_section::with(|cs| TOLD.borrow(cs).get()),
+                        &text,
+                    ) =>
+                    {
                         defmt::info!("sensor task: {=str} would fire the temperature watch: waking the agent", text);
                         WAKE.signal(Woken { temperature });
                     }

@@ -22,7 +22,6 @@ use super::Uart0Pacer;
 /// counts it (the external reference clock is not modelled).
 const CORE_HZ: u32 = 12_500_000;
 
-
 /// Milliseconds since boot, counted by SysTick's interrupt (the only
 /// writer, besides the restore after a reset).
 pub(super) static TICKS: Mutex<Cell<u64>> = Mutex::new(Cell::new(0));
@@ -101,7 +100,11 @@ pub fn wall_clock() -> Clock {
     // The epoch is the time at the counter's 0 (the boot), not at this
     // read: the wall time is then always epoch + counter, also after a
     // reset puts the counter back, however long the boot took.
-    let since_boot = |secs: i64| Timestamp::from_unix_micros(secs.saturating_mul(1_000_000).saturating_add(i64::from(uptime_ms()) * 1000));
+    let since_boot = |secs: i64| {
+        Timestamp::from_unix_micros(
+            secs.saturating_mul(1_000_000).saturating_add(i64::from(uptime_ms()) * 1000),
+        )
+    };
     if let Some(secs) = epoch_argument() {
         defmt::info!("wall clock: epoch {=i64} from the command line", secs);
         clock.set(since_boot(secs));

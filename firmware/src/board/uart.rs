@@ -11,13 +11,12 @@ use embassy_time::{Duration, Instant, Timer};
 use envaware::{Decimal, MAX_WATCHES};
 use envaware_firmware::agent::{self, Woken};
 
+use super::argument;
 use super::retained::retained;
 use super::sensor::{AWAITING_MODEL, BUSY, IDLE, MODEL_REPLY_MS, START, STATE, TOLD, WAKE};
 use super::time::{uptime_ms, TICKS};
-use super::argument;
 #[cfg(doc)]
 use super::wall_clock;
-
 
 const UART0: usize = 0x4000_C000;
 const UART_DR: usize = 0x00;
@@ -124,8 +123,15 @@ impl agent::Pacer for Uart0Pacer {
 
     async fn model_reply(&mut self, index: Option<usize>) {
         match index {
-            Some(i) => defmt::info!("model: the prompt of step {=usize} sent, awaiting the reply ({=u64} ms)", i, MODEL_REPLY_MS),
-            None => defmt::info!("model: the prompt of the environment step sent, awaiting the reply ({=u64} ms)", MODEL_REPLY_MS),
+            Some(i) => defmt::info!(
+                "model: the prompt of step {=usize} sent, awaiting the reply ({=u64} ms)",
+                i,
+                MODEL_REPLY_MS
+            ),
+            None => defmt::info!(
+                "model: the prompt of the environment step sent, awaiting the reply ({=u64} ms)",
+                MODEL_REPLY_MS
+            ),
         }
         STATE.store(AWAITING_MODEL, Ordering::Relaxed);
         Timer::after_millis(MODEL_REPLY_MS).await;
@@ -147,7 +153,9 @@ impl agent::Pacer for Uart0Pacer {
         // board time under `-icount`).
         let millis = uptime_ms();
         let r = retained();
-        if self.reset_after != Some(index) || unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0 {
+        if self.reset_after != Some(index)
+            || unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } != 0
+        {
             return;
         }
         defmt::info!("resetting the MCU after step {=usize}", index);

@@ -20,7 +20,12 @@ mod scenario {
 fuzz_target!(|data: &[u8]| {
     let (text, _) = replay::utf8_prefix(data);
     for (json, hint_capacity) in [(false, None), (true, Some(64))] {
-        let opts = replay::Options { json, hint_capacity, now: Some("2026-07-22T02:30:00Z".into()), ..replay::Options::default() };
+        let opts = replay::Options {
+            json,
+            hint_capacity,
+            now: Some("2026-07-22T02:30:00Z".into()),
+            ..replay::Options::default()
+        };
         let _ = replay::replay(text, &opts, &mut std::io::sink(), None);
     }
 });

@@ -73,8 +73,10 @@ pub(super) const TEMPLATES: &[&str] = &[
     "[{runtime_state}]",
     "{runtime_state} {x} {runtime_state}",
 ];
-pub(super) const SOURCES: &[&str] = &["{\"label\": \"System\", \"sublabel\": \"Runtime State\"}", "runtime"];
-pub(super) const TASK_TOOLS: &[&[&str]] = &[&["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"], &["plan", "TaskList"]];
+pub(super) const SOURCES: &[&str] =
+    &["{\"label\": \"System\", \"sublabel\": \"Runtime State\"}", "runtime"];
+pub(super) const TASK_TOOLS: &[&[&str]] =
+    &[&["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"], &["plan", "TaskList"]];
 /// Extra fields; the second replaces a built-in value and the last two carry
 /// markers (strict mode refuses all three).
 pub(super) const EXTRAS: &[(&str, &str)] = &[
@@ -88,7 +90,8 @@ pub(super) const TRIGGERS: &[f64] = &[0.8, 0.5, 0.9];
 pub(super) const BUFFERS: &[f64] = &[0.2, 0.0, 0.1, 0.3];
 pub(super) const CONTEXT_SIZES: &[i64] = &[128_000, 1000, 200_000];
 /// Tool names; the last spoofs a tasks hint (escaped in strict mode).
-pub(super) const TOOLS: &[&str] = &["Bash", "read_file", "weird{count}", "Probe</tool-error><tasks>"];
+pub(super) const TOOLS: &[&str] =
+    &["Bash", "read_file", "weird{count}", "Probe</tool-error><tasks>"];
 /// Instants near DST changes (and not), Unix seconds.
 const STARTS: &[i64] = &[
     1_784_687_400, // 2026-07-22T02:30Z
@@ -104,10 +107,10 @@ const STARTS: &[i64] = &[
 /// Wall times a zone repeats (fall back) or skips (spring forward), as Unix
 /// seconds of the same wall time in UTC, and the zone.
 pub(super) const DST_WALLS: &[(i64, &str)] = &[
-    (1_772_937_000, "America/New_York"),    // 2026-03-08 02:30, skipped
-    (1_793_496_600, "America/New_York"),    // 2026-11-01 01:30, repeated
-    (1_774_751_400, "Europe/Berlin"),       // 2026-03-29 02:30, skipped
-    (1_792_895_400, "Europe/Berlin"),       // 2026-10-25 02:30, repeated
+    (1_772_937_000, "America/New_York"), // 2026-03-08 02:30, skipped
+    (1_793_496_600, "America/New_York"), // 2026-11-01 01:30, repeated
+    (1_774_751_400, "Europe/Berlin"),    // 2026-03-29 02:30, skipped
+    (1_792_895_400, "Europe/Berlin"),    // 2026-10-25 02:30, repeated
     (1_775_353_500, "Australia/Lord_Howe"), // 2026-04-05 01:45, repeated
     (1_791_080_100, "Australia/Lord_Howe"), // 2026-10-04 02:15, skipped
 ];
@@ -285,8 +288,20 @@ fn idx(n: usize) -> impl Strategy<Value = usize> {
 
 fn config_strategy() -> impl Strategy<Value = CaseConfig> {
     (
-        (prop::bool::weighted(0.97), idx(model::ZONES.len()), idx(model::FORMATS.len()), idx(INTERVALS.len()), 3u64..6, idx(HINTS.len())),
-        (idx(TEMPLATES.len()), idx(SOURCES.len()), idx(TASK_TOOLS.len()), prop::collection::vec(idx(EXTRAS.len()), 0..3)),
+        (
+            prop::bool::weighted(0.97),
+            idx(model::ZONES.len()),
+            idx(model::FORMATS.len()),
+            idx(INTERVALS.len()),
+            3u64..6,
+            idx(HINTS.len()),
+        ),
+        (
+            idx(TEMPLATES.len()),
+            idx(SOURCES.len()),
+            idx(TASK_TOOLS.len()),
+            prop::collection::vec(idx(EXTRAS.len()), 0..3),
+        ),
         (
             any::<bool>(),
             prop::bool::weighted(0.2),
@@ -301,7 +316,16 @@ fn config_strategy() -> impl Strategy<Value = CaseConfig> {
         .prop_map(|(a, b, c)| {
             let (inject, zone, format, interval, limit, hint) = a;
             let (template, source, task_tools, mut extra) = b;
-            let (emit, strict, trigger, buffer, deprecated_buffer, compression_tool, context_size, watch) = c;
+            let (
+                emit,
+                strict,
+                trigger,
+                buffer,
+                deprecated_buffer,
+                compression_tool,
+                context_size,
+                watch,
+            ) = c;
             extra.sort_unstable();
             extra.dedup();
             if strict {
@@ -333,8 +357,19 @@ fn config_strategy() -> impl Strategy<Value = CaseConfig> {
 fn arg_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         (-1000i64..1000).prop_map(|i| json!(i)),
-        prop::sample::select(vec!["ls -la", "/tmp/a b", "é", "日本", "a\"b\\c", "tab\tnl\n", "😀", "\u{7f}", "", "x/y"])
-            .prop_map(|s| json!(s)),
+        prop::sample::select(vec![
+            "ls -la",
+            "/tmp/a b",
+            "é",
+            "日本",
+            "a\"b\\c",
+            "tab\tnl\n",
+            "😀",
+            "\u{7f}",
+            "",
+            "x/y"
+        ])
+        .prop_map(|s| json!(s)),
         any::<bool>().prop_map(Value::Bool),
         Just(Value::Null),
         prop::sample::select(vec![0.5, 1.25, -2.5, 3.0, 0.1]).prop_map(|f| json!(f)),
@@ -342,8 +377,16 @@ fn arg_value() -> impl Strategy<Value = Value> {
     ];
     leaf.prop_recursive(3, 16, 4, |inner| {
         prop_oneof![
-            prop::collection::vec((prop::sample::select(vec!["cmd", "path", "a", "B", "é", "z1", "_"]), inner.clone()), 0..4)
-                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>())),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["cmd", "path", "a", "B", "é", "z1", "_"]),
+                    inner.clone()
+                ),
+                0..4
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Map<_, _>>()
+            )),
             prop::collection::vec(inner, 0..4).prop_map(Value::Array),
         ]
     })
@@ -406,16 +449,24 @@ fn event_strategy(n_args: usize) -> impl Strategy<Value = Event> {
 
 /// Random sessions of up to `max_events` events.
 pub fn case_strategy(max_events: usize) -> impl Strategy<Value = Case> {
-    (config_strategy(), idx(STARTS.len()), -120i64..120, prop::bool::weighted(0.1), prop::collection::vec(arg_value(), 1..4)).prop_flat_map(
-        move |(config, start, minutes, micros, args)| {
-            let start_micros = (STARTS[start] + minutes * 60) * 1_000_000 + if micros { 250_000 } else { 0 };
-            let n = args.len();
-            prop::collection::vec(event_strategy(n), 1..=max_events.max(1)).prop_map(move |events| Case {
-                config: config.clone(),
-                start_micros,
-                args: args.clone(),
-                events,
-            })
-        },
+    (
+        config_strategy(),
+        idx(STARTS.len()),
+        -120i64..120,
+        prop::bool::weighted(0.1),
+        prop::collection::vec(arg_value(), 1..4),
     )
+        .prop_flat_map(move |(config, start, minutes, micros, args)| {
+            let start_micros =
+                (STARTS[start] + minutes * 60) * 1_000_000 + if micros { 250_000 } else { 0 };
+            let n = args.len();
+            prop::collection::vec(event_strategy(n), 1..=max_events.max(1)).prop_map(
+                move |events| Case {
+                    config: config.clone(),
+                    start_micros,
+                    args: args.clone(),
+                    events,
+                },
+            )
+        })
 }

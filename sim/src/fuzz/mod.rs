@@ -50,8 +50,13 @@ mod raw;
 mod runner;
 mod world;
 
-pub use case::{case_strategy, Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens};
-pub use runner::{describe, fuzz, summary, FuzzError, FuzzOptions, Report, DEFAULT_SHRINK_TIME, MAX_SHRINK_TIME, MAX_STEPS};
+pub use case::{
+    case_strategy, Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens,
+};
+pub use runner::{
+    describe, fuzz, summary, FuzzError, FuzzOptions, Report, DEFAULT_SHRINK_TIME, MAX_SHRINK_TIME,
+    MAX_STEPS,
+};
 pub use world::{run_case, Mismatch, Stats, CLOCK_RANGE, DIMENSIONS};
 
 use envaware::ConfigBuf;

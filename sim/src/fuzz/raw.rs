@@ -41,7 +41,11 @@ fn write_raw_str(s: &str, rng: &mut Rng, out: &mut String) {
             c if (c as u32) < 0x20 || (escape && !c.is_ascii()) => {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
-                    let _ = if rng.below(2) == 0 { write!(out, "\\u{u:04x}") } else { write!(out, "\\u{u:04X}") };
+                    let _ = if rng.below(2) == 0 {
+                        write!(out, "\\u{u:04x}")
+                    } else {
+                        write!(out, "\\u{u:04X}")
+                    };
                 }
             }
             c => out.push(c),

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::time::{Duration, Instant};
 
-use proptest::test_runner::{Config as PtConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use proptest::test_runner::{
+    Config as PtConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
 use serde_json::Value;
 
 use super::case::{case_strategy, Case, CaseConfig};
@@ -72,7 +74,12 @@ impl std::fmt::Display for FuzzError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FuzzError::Steps(n) => write!(f, "steps: {n} is not in 1..={MAX_STEPS}"),
-            FuzzError::ShrinkTime(t) => write!(f, "shrink time: {} s is not in 0.001..={}", t.as_secs_f64(), MAX_SHRINK_TIME.as_secs()),
+            FuzzError::ShrinkTime(t) => write!(
+                f,
+                "shrink time: {} s is not in 0.001..={}",
+                t.as_secs_f64(),
+                MAX_SHRINK_TIME.as_secs()
+            ),
             FuzzError::Emit(e) => write!(f, "cannot write the emitted scenarios: {e}"),
         }
     }
@@ -95,7 +102,9 @@ pub struct Report {
 fn seed_rng(seed: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        chunk.copy_from_slice(&(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes());
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
+        );
     }
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
@@ -109,10 +118,14 @@ pub fn fuzz(options: &FuzzOptions) -> Result<Report, FuzzError> {
     if !(1..=MAX_STEPS).contains(&options.steps) {
         return Err(FuzzError::Steps(options.steps));
     }
-    let shrink_ms = u32::try_from(options.shrink_time.as_millis()).ok().filter(|&ms| ms > 0 && options.shrink_time <= MAX_SHRINK_TIME);
+    let shrink_ms = u32::try_from(options.shrink_time.as_millis())
+        .ok()
+        .filter(|&ms| ms > 0 && options.shrink_time <= MAX_SHRINK_TIME);
     let Some(shrink_ms) = shrink_ms else { return Err(FuzzError::ShrinkTime(options.shrink_time)) };
     let emit = match &options.emit {
-        Some(path) => Some(RefCell::new(std::io::BufWriter::new(std::fs::File::create(path).map_err(FuzzError::Emit)?))),
+        Some(path) => Some(RefCell::new(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(FuzzError::Emit)?,
+        ))),
         None => None,
     };
     let emit_error = RefCell::new(None);
@@ -129,29 +142,30 @@ pub fn fuzz(options: &FuzzOptions) -> Result<Report, FuzzError> {
     let bar = progress_bar(options);
     let shrinking = std::cell::Cell::new(None);
     let started = Instant::now();
-    let result = runner.run(&case_strategy(options.steps), |case| match run_case(&case, options.model) {
-        Ok((s, scenarios)) => {
-            if shrinking.get().is_none() {
-                stats.borrow_mut().add(&s);
-                bar.tick(stats.borrow().cases);
-                if let Some(w) = &emit {
-                    for line in scenarios {
-                        if let Err(e) = writeln!(w.borrow_mut(), "{line}") {
-                            emit_error.replace(Some(e));
+    let result =
+        runner.run(&case_strategy(options.steps), |case| match run_case(&case, options.model) {
+            Ok((s, scenarios)) => {
+                if shrinking.get().is_none() {
+                    stats.borrow_mut().add(&s);
+                    bar.tick(stats.borrow().cases);
+                    if let Some(w) = &emit {
+                        for line in scenarios {
+                            if let Err(e) = writeln!(w.borrow_mut(), "{line}") {
+                                emit_error.replace(Some(e));
+                            }
                         }
                     }
                 }
+                Ok(())
             }
-            Ok(())
-        }
-        Err(m) => {
-            if shrinking.get().is_none() {
-                shrinking.set(Some(Instant::now()));
-                bar.note("mismatch found; shrinking");
+            Err(m) => {
+                if shrinking.get().is_none() {
+                    shrinking.set(Some(Instant::now()));
+                    bar.note("mismatch found; shrinking");
+                }
+                Err(TestCaseError::fail(m.message))
             }
-            Err(TestCaseError::fail(m.message))
-        }
-    });
+        });
     bar.finish(stats.borrow().cases, started.elapsed());
     if let Some(w) = emit {
         w.into_inner().flush().map_err(FuzzError::Emit)?;
@@ -161,13 +175,15 @@ pub fn fuzz(options: &FuzzOptions) -> Result<Report, FuzzError> {
     }
     // proptest stops shrinking at its time bound and keeps the smallest
     // failure so far; whether the bound was reached is read off the clock.
-    let shrink_cut = shrinking.get().map(|t| t.elapsed()).filter(|&took| took >= options.shrink_time);
+    let shrink_cut =
+        shrinking.get().map(|t| t.elapsed()).filter(|&took| took >= options.shrink_time);
     let failure = match result {
         Ok(()) => None,
         Err(TestError::Fail(_, case)) => {
-            let mismatch = run_case(&case, options.model)
-                .err()
-                .unwrap_or_else(|| Mismatch { message: "flaky: the shrunk case passed".into(), scenarios: vec![] });
+            let mismatch = run_case(&case, options.model).err().unwrap_or_else(|| Mismatch {
+                message: "flaky: the shrunk case passed".into(),
+                scenarios: vec![],
+            });
             Some((case, mismatch))
         }
         Err(TestError::Abort(reason)) => Some((
@@ -216,7 +232,9 @@ fn progress_bar(options: &FuzzOptions) -> Progress {
     }
     if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(total);
-        if let Ok(style) = indicatif::ProgressStyle::with_template("fuzz {bar:40} {pos}/{len} cases {elapsed_precise} eta {eta} {msg}") {
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "fuzz {bar:40} {pos}/{len} cases {elapsed_precise} eta {eta} {msg}",
+        ) {
             bar.set_style(style);
         }
         Progress { bar: Some(bar), total, lines: false, next_line: 0.into() }
@@ -255,7 +273,8 @@ impl Progress {
 
 /// The summary printed at the end of a run.
 pub fn summary(stats: &Stats) -> String {
-    let mut s = format!("fuzz: {} cases, {} steps, {} hints\n", stats.cases, stats.steps, stats.hints);
+    let mut s =
+        format!("fuzz: {} cases, {} steps, {} hints\n", stats.cases, stats.steps, stats.hints);
     for d in DIMENSIONS {
         let _ = writeln!(s, "  {:<18} {}", d, stats.fired.get(d).copied().unwrap_or(0));
     }
@@ -273,7 +292,11 @@ pub fn describe(case: &Case, mismatch: &Mismatch) -> String {
     let _ = writeln!(s, "mismatch: {}", mismatch.message);
     let _ = writeln!(s, "minimal session (start {}):", rfc3339(case.start_micros));
     let _ = writeln!(s, "  config: {:?}", model_config(&case.config));
-    let _ = writeln!(s, "  argument pool: {}", case.args.iter().map(Value::to_string).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(
+        s,
+        "  argument pool: {}",
+        case.args.iter().map(Value::to_string).collect::<Vec<_>>().join(" | ")
+    );
     for (i, e) in case.events.iter().enumerate() {
         let _ = writeln!(s, "  {i:>3}. {e:?}");
     }

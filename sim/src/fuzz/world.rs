@@ -6,12 +6,15 @@ use std::collections::BTreeMap;
 
 use envaware::Tracker;
 use envaware::{Block, Conversation, HintText, Role, ToolResultState};
-use envaware::{Engine, FixedClock, Outcome, StepInput, TaskCounts, TimeDecision, Timestamp, Warning};
+use envaware::{
+    Engine, FixedClock, Outcome, StepInput, TaskCounts, TimeDecision, Timestamp, Warning,
+};
 use serde_json::{json, Map, Value};
 
 use super::case::{
-    Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS, CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS,
-    INTERVALS, READ_FIELDS, READ_VALUES, SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS, WATCHES,
+    Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS,
+    CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS, INTERVALS, READ_FIELDS, READ_VALUES, SOURCES, STATES,
+    TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS, WATCHES,
 };
 use super::raw::raw_arguments;
 use super::{FuzzConfigBuf, FuzzStore, AGENT, OTHER_AGENT};
@@ -47,7 +50,11 @@ impl Stats {
 
     /// The dimensions that never fired.
     pub fn silent_dimensions(&self) -> Vec<&'static str> {
-        DIMENSIONS.iter().copied().filter(|d| self.fired.get(d).copied().unwrap_or(0) == 0).collect()
+        DIMENSIONS
+            .iter()
+            .copied()
+            .filter(|d| self.fired.get(d).copied().unwrap_or(0) == 0)
+            .collect()
     }
 }
 
@@ -97,7 +104,11 @@ pub(super) fn model_config(c: &CaseConfig) -> MConfig {
         template: TEMPLATES[c.template].into(),
         injection_source: SOURCES[c.source].into(),
         task_tool_names: tools.iter().map(|s| s.to_string()).collect(),
-        extra_fields: c.extra.iter().map(|i| (EXTRAS[*i].0.to_string(), EXTRAS[*i].1.to_string())).collect(),
+        extra_fields: c
+            .extra
+            .iter()
+            .map(|i| (EXTRAS[*i].0.to_string(), EXTRAS[*i].1.to_string()))
+            .collect(),
         emit_hint_event: c.emit,
         strict: c.strict,
         trigger_ratio: TRIGGERS[c.trigger],
@@ -110,7 +121,9 @@ pub(super) fn model_config(c: &CaseConfig) -> MConfig {
 
 /// A `watch` object's text as the model reads it: each value's decimal text.
 fn watches(json_text: &str) -> Vec<(String, MWatch)> {
-    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(json_text) else { return Vec::new() };
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(json_text) else {
+        return Vec::new();
+    };
     let text = |w: &Value, key: &str| match &w[key] {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -128,10 +141,20 @@ fn watches(json_text: &str) -> Vec<(String, MWatch)> {
 /// The model's watches written back as JSON: numbers where the text is a
 /// JSON number, else strings (both are accepted).
 fn watch_json(watch: &[(String, MWatch)]) -> Value {
-    let value = |s: &Option<String>| s.as_ref().map(|t| serde_json::from_str::<serde_json::Number>(t).map_or(json!(t), Value::Number));
+    let value = |s: &Option<String>| {
+        s.as_ref()
+            .map(|t| serde_json::from_str::<serde_json::Number>(t).map_or(json!(t), Value::Number))
+    };
     let one = |w: &MWatch| {
-        let pairs = [("change", &w.change), ("above", &w.above), ("below", &w.below), ("hysteresis", &w.hysteresis)];
-        Value::Object(pairs.iter().filter_map(|(k, v)| value(v).map(|v| (k.to_string(), v))).collect())
+        let pairs = [
+            ("change", &w.change),
+            ("above", &w.above),
+            ("below", &w.below),
+            ("hysteresis", &w.hysteresis),
+        ];
+        Value::Object(
+            pairs.iter().filter_map(|(k, v)| value(v).map(|v| (k.to_string(), v))).collect(),
+        )
     };
     Value::Object(watch.iter().map(|(field, w)| (field.clone(), one(w))).collect())
 }
@@ -150,7 +173,10 @@ fn injection_json(cfg: &MConfig) -> Value {
     m.insert("template".into(), json!(cfg.template));
     m.insert("injection_source".into(), json!(cfg.injection_source));
     m.insert("task_tool_names".into(), json!(cfg.task_tool_names));
-    m.insert("extra_fields".into(), Value::Object(cfg.extra_fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect()));
+    m.insert(
+        "extra_fields".into(),
+        Value::Object(cfg.extra_fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+    );
     m.insert("emit_hint_event".into(), json!(cfg.emit_hint_event));
     m.insert("strict".into(), json!(cfg.strict));
     if !cfg.watch.is_empty() {
@@ -171,8 +197,12 @@ fn context_json(cfg: &MConfig) -> Value {
 fn owned_block(b: &MBlock) -> OwnedBlock {
     match b {
         MBlock::Text(_) => OwnedBlock::Other,
-        MBlock::Hint { source, text } => OwnedBlock::Hint { source: source.clone(), text: text.clone() },
-        MBlock::ToolCall { id, name, input } => OwnedBlock::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() },
+        MBlock::Hint { source, text } => {
+            OwnedBlock::Hint { source: source.clone(), text: text.clone() }
+        }
+        MBlock::ToolCall { id, name, input } => {
+            OwnedBlock::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() }
+        }
         MBlock::ToolResult { id, name, state } => OwnedBlock::ToolResult {
             id: id.clone(),
             name: name.clone(),
@@ -185,19 +215,27 @@ fn block_json(b: &MBlock) -> Value {
     match b {
         MBlock::Text(t) => json!({"type": "text", "text": t}),
         MBlock::Hint { source, text } => json!({"type": "hint", "source": source, "hint": text}),
-        MBlock::ToolCall { id, name, input } => json!({"type": "tool_call", "id": id, "name": name, "input": input}),
-        MBlock::ToolResult { id, name, state } => json!({"type": "tool_result", "id": id, "name": name, "output": "", "state": state}),
+        MBlock::ToolCall { id, name, input } => {
+            json!({"type": "tool_call", "id": id, "name": name, "input": input})
+        }
+        MBlock::ToolResult { id, name, state } => {
+            json!({"type": "tool_result", "id": id, "name": name, "output": "", "state": state})
+        }
     }
 }
 
 fn core_block(b: &MBlock) -> Block<'_> {
     match b {
         MBlock::Text(_) => Block::Other,
-        MBlock::Hint { source, text } => Block::Hint { source: source.as_deref(), text: HintText::Single(text) },
-        MBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
-        MBlock::ToolResult { id, name, state } => {
-            Block::ToolResult { id, name, state: ToolResultState::from_name(state).unwrap_or(ToolResultState::Running) }
+        MBlock::Hint { source, text } => {
+            Block::Hint { source: source.as_deref(), text: HintText::Single(text) }
         }
+        MBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
+        MBlock::ToolResult { id, name, state } => Block::ToolResult {
+            id,
+            name,
+            state: ToolResultState::from_name(state).unwrap_or(ToolResultState::Running),
+        },
     }
 }
 
@@ -213,7 +251,8 @@ fn role_of(role: &str) -> Role {
 
 /// The fuzzer's clock stays in 1900-01-01T00:00Z..=9998-12-31T00:00Z (Unix
 /// microseconds): a day and more from either end of Python's datetime.
-pub const CLOCK_RANGE: std::ops::RangeInclusive<i64> = -2_208_988_800_000_000..=253_370_678_400_000_000;
+pub const CLOCK_RANGE: std::ops::RangeInclusive<i64> =
+    -2_208_988_800_000_000..=253_370_678_400_000_000;
 
 pub(super) fn rfc3339(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
@@ -228,11 +267,17 @@ impl World {
     }
 
     fn push(&mut self, role: &'static str, name: &str, blocks: Vec<MBlock>, t: &mut Trackers<'_>) {
-        let owned = OwnedMessage { role: role_of(role), name: name.into(), blocks: blocks.iter().map(owned_block).collect() };
+        let owned = OwnedMessage {
+            role: role_of(role),
+            name: name.into(),
+            blocks: blocks.iter().map(owned_block).collect(),
+        };
         if self.store_mirrors {
             let core_blocks: Vec<Block<'_>> = blocks.iter().map(core_block).collect();
             match self.store.push_message(role_of(role), name, &core_blocks) {
-                Ok(a) if a.evicted == 0 => t.store.push_message(&self.store.newest(0).expect("just pushed")),
+                Ok(a) if a.evicted == 0 => {
+                    t.store.push_message(&self.store.newest(0).expect("just pushed"))
+                }
                 _ => self.store_mirrors = false,
             }
         }
@@ -249,12 +294,16 @@ impl World {
         if !own {
             return self.push("assistant", AGENT, blocks, t);
         }
-        let (Some(last), Some(owned)) = (self.context.last_mut(), self.conv.0.last_mut()) else { return };
+        let (Some(last), Some(owned)) = (self.context.last_mut(), self.conv.0.last_mut()) else {
+            return;
+        };
         let first = owned.blocks.len();
         if self.store_mirrors {
             let core_blocks: Vec<Block<'_>> = blocks.iter().map(core_block).collect();
             match self.store.append_blocks_to_last(&core_blocks) {
-                Ok(a) if a.evicted == 0 => t.store.append_blocks(&self.store.newest(0).expect("appended to"), first),
+                Ok(a) if a.evicted == 0 => {
+                    t.store.append_blocks(&self.store.newest(0).expect("appended to"), first)
+                }
                 _ => self.store_mirrors = false,
             }
         }
@@ -280,9 +329,13 @@ impl World {
     }
 
     fn scenario(&self, cur_iter: u64, expected: &MOutcome) -> String {
-        let tasks: Vec<Value> = std::iter::repeat_n(json!({"state": "pending"}), self.pending as usize)
-            .chain(std::iter::repeat_n(json!({"state": "in_progress"}), self.in_progress as usize))
-            .collect();
+        let tasks: Vec<Value> =
+            std::iter::repeat_n(json!({"state": "pending"}), self.pending as usize)
+                .chain(std::iter::repeat_n(
+                    json!({"state": "in_progress"}),
+                    self.in_progress as usize,
+                ))
+                .collect();
         let context: Vec<Value> = self
             .context
             .iter()
@@ -311,7 +364,9 @@ impl World {
 
     fn foreign_text(&self, hint: &Foreign) -> (String, String) {
         let source = self.cfg.injection_source.clone();
-        let time_at = |minutes: i64, zone: &str| model::format_time(self.now + minutes * 60_000_000, zone, &self.cfg.time_format);
+        let time_at = |minutes: i64, zone: &str| {
+            model::format_time(self.now + minutes * 60_000_000, zone, &self.cfg.time_format)
+        };
         match hint {
             Foreign::Time { minutes, zone, tag, label, pad } => {
                 let zone = model::ZONES[*zone];
@@ -349,7 +404,8 @@ impl World {
         match event {
             Event::Step { .. } | Event::Reconfigure { .. } => {}
             Event::Read { field, value } if !self.cfg.watch.is_empty() => {
-                let reading = (READ_FIELDS[*field].to_string(), READ_VALUES[*value].map(str::to_string));
+                let reading =
+                    (READ_FIELDS[*field].to_string(), READ_VALUES[*value].map(str::to_string));
                 self.readings.set(Readings(vec![reading]));
             }
             Event::Read { .. } => {}
@@ -414,11 +470,16 @@ impl World {
                     _ => self.fresh_id(),
                 };
                 if call.id_mode != 2 {
-                    let format = ArgFormat { seed: call.format.seed.wrapping_add(k as u64), ..call.format };
+                    let format =
+                        ArgFormat { seed: call.format.seed.wrapping_add(k as u64), ..call.format };
                     let input = raw_arguments(&case.args[call.args % case.args.len()], format);
                     blocks.push(MBlock::ToolCall { id: id.clone(), name: name.clone(), input });
                 }
-                blocks.push(MBlock::ToolResult { id: id.clone(), name: name.clone(), state: STATES[call.state] });
+                blocks.push(MBlock::ToolResult {
+                    id: id.clone(),
+                    name: name.clone(),
+                    state: STATES[call.state],
+                });
                 last_id = Some(id);
             }
         }
@@ -440,7 +501,11 @@ impl World {
             let id = self.fresh_id();
             let name = self.cfg.task_tool_names[0].clone();
             let blocks = vec![
-                MBlock::ToolCall { id: id.clone(), name: name.clone(), input: "{\"subject\": \"t\"}".into() },
+                MBlock::ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: "{\"subject\": \"t\"}".into(),
+                },
                 MBlock::ToolResult { id, name, state: "success" },
             ];
             self.append_own(blocks, tracker);
@@ -499,8 +564,10 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
         let mut buf = FuzzConfigBuf::with_capacity();
         let injection = injection_json(&world.cfg).to_string();
         let context = context_json(&world.cfg).to_string();
-        let loaded =
-            buf.load_injection(&injection).map_err(|e| e.to_string()).and_then(|_| buf.load_context(&context).map_err(|e| e.to_string()));
+        let loaded = buf
+            .load_injection(&injection)
+            .map_err(|e| e.to_string())
+            .and_then(|_| buf.load_context(&context).map_err(|e| e.to_string()));
         let engine = loaded.and_then(|_| scenario::engine(buf.config()).map_err(|e| e.to_string())).map_err(|e| Mismatch {
             message: format!("the core rejects a configuration the fuzzer believes valid: {e}\n{injection}\n{context}"),
             scenarios: scenarios.clone(),
@@ -521,7 +588,15 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
                     break;
                 }
                 Event::Step { cur_iter } => {
-                    step(&mut world, &engine, &mut tracker, *cur_iter, model, &mut stats, &mut scenarios)?;
+                    step(
+                        &mut world,
+                        &engine,
+                        &mut tracker,
+                        *cur_iter,
+                        model,
+                        &mut stats,
+                        &mut scenarios,
+                    )?;
                 }
                 other => world.apply(other, case, &mut tracker, &mut stats),
             }
@@ -542,17 +617,26 @@ fn step(
     scenarios: &mut Vec<String>,
 ) -> Result<(), Mismatch> {
     let tasks = TaskCounts { pending: world.pending, in_progress: world.in_progress };
-    let input = StepInput { tasks, cur_iter, input_tokens: world.input_tokens, context_size: world.context_size };
+    let input = StepInput {
+        tasks,
+        cur_iter,
+        input_tokens: world.input_tokens,
+        context_size: world.context_size,
+    };
     let core_step = input.for_agent(AGENT);
     let now = Timestamp::from_unix_micros(world.now);
     let mut out = vec![0u8; 1 << 16];
     let mut live = world.readings.clone();
-    let outcome = match engine.step(&world.conv, &core_step, &mut FixedClock::at(now), &mut live, &mut out) {
-        Ok(o) => o,
-        Err(e) => {
-            return Err(Mismatch { message: format!("the core's hint does not fit 64 KiB: {e}"), scenarios: scenarios.clone() });
-        }
-    };
+    let outcome =
+        match engine.step(&world.conv, &core_step, &mut FixedClock::at(now), &mut live, &mut out) {
+            Ok(o) => o,
+            Err(e) => {
+                return Err(Mismatch {
+                    message: format!("the core's hint does not fit 64 KiB: {e}"),
+                    scenarios: scenarios.clone(),
+                });
+            }
+        };
     let m_step = MStep {
         agent_name: AGENT.into(),
         pending: world.pending,
@@ -577,7 +661,10 @@ fn step(
 
     if let Some(hint) = outcome.hint {
         count_hint(world, &expected, stats);
-        let block = MBlock::Hint { source: Some(world.cfg.injection_source.clone()), text: hint.to_string() };
+        let block = MBlock::Hint {
+            source: Some(world.cfg.injection_source.clone()),
+            text: hint.to_string(),
+        };
         world.append_own(vec![block], tracker);
     } else if world.cfg.inject_runtime_state {
         stats.bump("no hint");
@@ -601,9 +688,13 @@ fn compare(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let core_step = &input.for_agent(AGENT);
-    let core_warnings: std::collections::BTreeSet<MWarning> = outcome.warnings.iter().filter_map(model_warning).collect();
+    let core_warnings: std::collections::BTreeSet<MWarning> =
+        outcome.warnings.iter().filter_map(model_warning).collect();
     if outcome.hint != expected.hint.as_deref() {
-        problems.push(format!("hint differs:\n  core:  {:?}\n  model: {:?}", outcome.hint, expected.hint));
+        problems.push(format!(
+            "hint differs:\n  core:  {:?}\n  model: {:?}",
+            outcome.hint, expected.hint
+        ));
     }
     if outcome.event != expected.event {
         problems.push(format!("event differs: core {} model {}", outcome.event, expected.event));
@@ -613,7 +704,10 @@ fn compare(
         problems.push(format!("dimensions differ: core {core_dims:?} model {:?}", expected.dims));
     }
     if core_warnings != expected.warnings {
-        problems.push(format!("warnings differ: core {:?} model {:?}", core_warnings, expected.warnings));
+        problems.push(format!(
+            "warnings differ: core {:?} model {:?}",
+            core_warnings, expected.warnings
+        ));
     }
     let tracked = tracker.vec.decide_with_readings(&world.conv, input, Some(now), &world.readings);
     if tracked != outcome.decision {
@@ -630,14 +724,30 @@ fn compare(
         // scan and by the store's tracker.
         stats.bump("steps on the store too");
         let mut out = vec![0u8; 1 << 16];
-        let on_store = engine.step(&*world.store, core_step, &mut FixedClock::at(now), &mut world.readings.clone(), &mut out);
+        let on_store = engine.step(
+            &*world.store,
+            core_step,
+            &mut FixedClock::at(now),
+            &mut world.readings.clone(),
+            &mut out,
+        );
         if on_store != Ok(*outcome) {
-            problems.push(format!("the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"));
+            problems.push(format!(
+                "the step on the store differs:\n  store: {on_store:?}\n  vec:   {outcome:?}"
+            ));
         }
         let mut out = vec![0u8; 1 << 16];
-        let tracked = tracker.store.step(&*world.store, input, &mut FixedClock::at(now), &mut world.readings.clone(), &mut out);
+        let tracked = tracker.store.step(
+            &*world.store,
+            input,
+            &mut FixedClock::at(now),
+            &mut world.readings.clone(),
+            &mut out,
+        );
         if tracked != Ok(*outcome) {
-            problems.push(format!("the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"));
+            problems.push(format!(
+                "the store's tracker differs:\n  tracker: {tracked:?}\n  vec:     {outcome:?}"
+            ));
         }
     }
     problems
@@ -648,14 +758,23 @@ fn count_hint(world: &World, expected: &MOutcome, stats: &mut Stats) {
     stats.hints += 1;
     let d = &expected.dims;
     let watch = !d.watch.is_empty();
-    for (on, name) in [(d.time, "time"), (d.tasks, "tasks"), (d.context, "context-length"), (d.tool_error, "tool-error"), (watch, "watch")]
-    {
+    for (on, name) in [
+        (d.time, "time"),
+        (d.tasks, "tasks"),
+        (d.context, "context-length"),
+        (d.tool_error, "tool-error"),
+        (watch, "watch"),
+    ] {
         if on {
             stats.bump(name);
         }
     }
     if d.time
-        && world.context.iter().any(|m| m.blocks.iter().any(|b| matches!(b, MBlock::Hint { text, .. } if text.contains("<current-time>"))))
+        && world.context.iter().any(|m| {
+            m.blocks
+                .iter()
+                .any(|b| matches!(b, MBlock::Hint { text, .. } if text.contains("<current-time>")))
+        })
     {
         stats.bump("time again");
     }
@@ -671,9 +790,15 @@ mod tests {
     use crate::scenario::{self, Evaluation};
 
     fn case(start: &str, zone: &str, events: Vec<Event>) -> Case {
-        let start_micros = chrono::DateTime::parse_from_rfc3339(start).expect("a time").timestamp_micros();
+        let start_micros =
+            chrono::DateTime::parse_from_rfc3339(start).expect("a time").timestamp_micros();
         let zone = model::ZONES.iter().position(|z| *z == zone).expect("a fuzzed zone");
-        Case { config: CaseConfig { zone, ..config_default() }, start_micros, args: vec![json!({})], events }
+        Case {
+            config: CaseConfig { zone, ..config_default() },
+            start_micros,
+            args: vec![json!({})],
+            events,
+        }
     }
 
     /// Past 2099 the model keeps daylight saving (chrono-tz alone holds
@@ -685,15 +810,27 @@ mod tests {
             step(),
             Event::Advance(Advance::Interval),
             step(),
-            Event::Foreign { hint: Foreign::Time { minutes: -20, zone: 2, tag: 1, label: 0, pad: false }, other_agent: false },
+            Event::Foreign {
+                hint: Foreign::Time { minutes: -20, zone: 2, tag: 1, label: 0, pad: false },
+                other_agent: false,
+            },
             step(),
             Event::Advance(Advance::Days(130)),
             step(),
         ];
-        let (_, scenarios) = run_case(&case("2150-07-01T12:00:00Z", "America/New_York", events), Model::FAITHFUL)
-            .unwrap_or_else(|m| panic!("{}", m.message));
-        assert!(scenarios[0].contains("<current-time>2150-07-01T08:00:00</current-time>"), "{}", scenarios[0]);
-        assert!(scenarios[3].contains("<current-time>2150-11-08T07:30:00</current-time>"), "{}", scenarios[3]);
+        let (_, scenarios) =
+            run_case(&case("2150-07-01T12:00:00Z", "America/New_York", events), Model::FAITHFUL)
+                .unwrap_or_else(|m| panic!("{}", m.message));
+        assert!(
+            scenarios[0].contains("<current-time>2150-07-01T08:00:00</current-time>"),
+            "{}",
+            scenarios[0]
+        );
+        assert!(
+            scenarios[3].contains("<current-time>2150-11-08T07:30:00</current-time>"),
+            "{}",
+            scenarios[3]
+        );
     }
 
     /// A clock move off 1900..=9998 is skipped, so every written scenario
@@ -709,7 +846,8 @@ mod tests {
             Event::Step { cur_iter: 0 },
         ];
         let (stats, scenarios) =
-            run_case(&case("2026-07-22T02:30:00Z", "UTC", events), Model::FAITHFUL).unwrap_or_else(|m| panic!("{}", m.message));
+            run_case(&case("2026-07-22T02:30:00Z", "UTC", events), Model::FAITHFUL)
+                .unwrap_or_else(|m| panic!("{}", m.message));
         assert_eq!(stats.fired.get("clock move off its range skipped"), Some(&2));
         assert_eq!(scenarios.len(), 3);
         for line in &scenarios {

@@ -13,7 +13,9 @@
 
 use std::fmt;
 
-use chrono::{Datelike, FixedOffset, MappedLocalTime, NaiveDate, NaiveDateTime, Offset, TimeZone, Weekday};
+use chrono::{
+    Datelike, FixedOffset, MappedLocalTime, NaiveDate, NaiveDateTime, Offset, TimeZone, Weekday,
+};
 use chrono_tz::Tz;
 
 /// A POSIX `Mm.w.d/time` transition: the `week`th (5: last) `weekday` of
@@ -41,11 +43,13 @@ const fn at(month: u32, week: u32, secs: i64) -> Transition {
 }
 
 /// `EST5EDT,M3.2.0,M11.1.0`
-const NEW_YORK: Rule = Rule { std: -5 * 3600, dst: -4 * 3600, start: at(3, 2, 7200), end: at(11, 1, 7200) };
+const NEW_YORK: Rule =
+    Rule { std: -5 * 3600, dst: -4 * 3600, start: at(3, 2, 7200), end: at(11, 1, 7200) };
 /// `CET-1CEST,M3.5.0,M10.5.0/3`
 const BERLIN: Rule = Rule { std: 3600, dst: 7200, start: at(3, 5, 7200), end: at(10, 5, 10800) };
 /// `<+1030>-10:30<+11>-11,M10.1.0,M4.1.0`
-const LORD_HOWE: Rule = Rule { std: 37800, dst: 39600, start: at(10, 1, 7200), end: at(4, 1, 7200) };
+const LORD_HOWE: Rule =
+    Rule { std: 37800, dst: 39600, start: at(10, 1, 7200), end: at(4, 1, 7200) };
 
 /// The first year chrono-tz has no data for.
 const RULES_FROM: i32 = 2100;
@@ -65,7 +69,8 @@ impl Transition {
     /// The local wall time of the transition in `year`.
     fn local(&self, year: i32) -> NaiveDateTime {
         let first = NaiveDate::from_ymd_opt(year, self.month, 1).expect("month in range");
-        let lead = (7 + self.weekday.num_days_from_sunday() - first.weekday().num_days_from_sunday()) % 7;
+        let lead =
+            (7 + self.weekday.num_days_from_sunday() - first.weekday().num_days_from_sunday()) % 7;
         let mut day = first + chrono::Duration::days(i64::from(lead + 7 * (self.week - 1)));
         while day.month() != self.month {
             // Week 5 means the last such weekday.
@@ -81,7 +86,8 @@ impl Rule {
         let year = utc.year();
         let start = self.start.local(year) - chrono::Duration::seconds(self.std.into());
         let end = self.end.local(year) - chrono::Duration::seconds(self.dst.into());
-        let dst = if start < end { start <= *utc && *utc < end } else { !(end <= *utc && *utc < start) };
+        let dst =
+            if start < end { start <= *utc && *utc < end } else { !(end <= *utc && *utc < start) };
         if dst {
             self.dst
         } else {
@@ -92,7 +98,9 @@ impl Rule {
     /// The offsets under which `local` is a wall time of the zone: two when
     /// it is repeated (the earlier instant first), none when it is skipped.
     pub(super) fn offsets_of_local(&self, local: &NaiveDateTime) -> MappedLocalTime<i32> {
-        let fits = |offset: i32| self.offset_at(&(*local - chrono::Duration::seconds(offset.into()))) == offset;
+        let fits = |offset: i32| {
+            self.offset_at(&(*local - chrono::Duration::seconds(offset.into()))) == offset
+        };
         match (fits(self.dst), fits(self.std)) {
             (true, true) => MappedLocalTime::Ambiguous(self.dst, self.std),
             (true, false) => MappedLocalTime::Single(self.dst),
@@ -152,8 +160,13 @@ impl TimeZone for ModelTz {
 
     fn offset_from_local_datetime(&self, local: &NaiveDateTime) -> MappedLocalTime<ModelOffset> {
         match self.rule {
-            Some(rule) if local.year() >= RULES_FROM => rule.offsets_of_local(local).map(|s| self.offset(s)),
-            _ => self.tz.offset_from_local_datetime(local).map(|o| self.offset(o.fix().local_minus_utc())),
+            Some(rule) if local.year() >= RULES_FROM => {
+                rule.offsets_of_local(local).map(|s| self.offset(s))
+            }
+            _ => self
+                .tz
+                .offset_from_local_datetime(local)
+                .map(|o| self.offset(o.fix().local_minus_utc())),
         }
     }
 
@@ -189,7 +202,11 @@ mod tests {
             let rule = final_rule(name).expect("a rule");
             let mut t = utc("2070-01-01T00:00:00");
             while t.year() < RULES_FROM {
-                assert_eq!(rule.offset_at(&t), tz.offset_from_utc_datetime(&t).fix().local_minus_utc(), "{name} at {t}Z");
+                assert_eq!(
+                    rule.offset_at(&t),
+                    tz.offset_from_utc_datetime(&t).fix().local_minus_utc(),
+                    "{name} at {t}Z"
+                );
                 let ours = rule.offsets_of_local(&t);
                 let theirs = tz.offset_from_local_datetime(&t).map(|o| o.fix().local_minus_utc());
                 assert_eq!(ours, theirs, "{name} at local {t}");
@@ -203,14 +220,19 @@ mod tests {
     #[test]
     fn past_2099_the_rules_go_on() {
         let ny = ModelTz::named("America/New_York").expect("a zone");
-        let offset = |z: ModelTz, s: &str| z.offset_from_utc_datetime(&utc(s)).fix().local_minus_utc();
+        let offset =
+            |z: ModelTz, s: &str| z.offset_from_utc_datetime(&utc(s)).fix().local_minus_utc();
         // 2100-03-14 is the second Sunday of March.
         assert_eq!(offset(ny, "2100-03-14T06:59:59"), -5 * 3600);
         assert_eq!(offset(ny, "2100-03-14T07:00:00"), -4 * 3600);
         assert_eq!(offset(ny, "9999-07-01T00:00:00"), -4 * 3600);
         assert_eq!(offset(ny, "9999-12-31T00:00:00"), -5 * 3600);
         let tz: Tz = "America/New_York".parse().expect("a zone");
-        assert_eq!(tz.offset_from_utc_datetime(&utc("2100-07-01T00:00:00")).fix().local_minus_utc(), -5 * 3600, "chrono-tz stops");
+        assert_eq!(
+            tz.offset_from_utc_datetime(&utc("2100-07-01T00:00:00")).fix().local_minus_utc(),
+            -5 * 3600,
+            "chrono-tz stops"
+        );
         let lh = ModelTz::named("Australia/Lord_Howe").expect("a zone");
         assert_eq!(offset(lh, "2150-01-15T00:00:00"), 39600);
         assert_eq!(offset(lh, "2150-06-15T00:00:00"), 37800);
@@ -218,10 +240,16 @@ mod tests {
         let berlin = ModelTz::named("Europe/Berlin").expect("a zone");
         match berlin.from_local_datetime(&utc("2100-10-31T02:30:00")) {
             MappedLocalTime::Ambiguous(a, b) => {
-                assert_eq!((a.offset().fix().local_minus_utc(), b.offset().fix().local_minus_utc()), (7200, 3600))
+                assert_eq!(
+                    (a.offset().fix().local_minus_utc(), b.offset().fix().local_minus_utc()),
+                    (7200, 3600)
+                )
             }
             other => panic!("not repeated: {other:?}"),
         }
-        assert!(berlin.from_local_datetime(&utc("2100-03-28T02:30:00")).single().is_none(), "skipped");
+        assert!(
+            berlin.from_local_datetime(&utc("2100-03-28T02:30:00")).single().is_none(),
+            "skipped"
+        );
     }
 }

@@ -65,7 +65,12 @@ impl Context {
 
     /// Appends a message, checked as `eval` checks a context's; `at` names
     /// it in errors.
-    pub(super) fn push(&mut self, msg: Value, at: &str, decider: &mut Decider<'_>) -> Result<(), String> {
+    pub(super) fn push(
+        &mut self,
+        msg: Value,
+        at: &str,
+        decider: &mut Decider<'_>,
+    ) -> Result<(), String> {
         let read = scenario::parse_message(&msg, at)?;
         index_calls(&mut self.calls, self.first + self.read.len() as u64, &read.blocks);
         self.json.push_back(msg);
@@ -76,11 +81,16 @@ impl Context {
 
     /// Appends blocks to the newest message (the agent's own, by the
     /// caller's check), after checking them as an assistant's.
-    pub(super) fn extend_newest(&mut self, blocks: Vec<Value>, decider: &mut Decider<'_>) -> Result<(), String> {
+    pub(super) fn extend_newest(
+        &mut self,
+        blocks: Vec<Value>,
+        decider: &mut Decider<'_>,
+    ) -> Result<(), String> {
         let checked = check_blocks(&blocks)?;
         let seq = self.newest_seq();
         index_calls(&mut self.calls, seq, &checked);
-        let (Some(Value::Object(json)), Some(read)) = (self.json.back_mut(), self.read.back_mut()) else {
+        let (Some(Value::Object(json)), Some(read)) = (self.json.back_mut(), self.read.back_mut())
+        else {
             return Err("no message to extend".into());
         };
         let Some(Value::Array(content)) = json.get_mut("content") else {
@@ -104,7 +114,12 @@ impl Context {
     }
 
     /// Replaces the whole context with `json`, already read as `read`.
-    pub(super) fn replace(&mut self, json: Vec<Value>, read: VecConversation, decider: &mut Decider<'_>) {
+    pub(super) fn replace(
+        &mut self,
+        json: Vec<Value>,
+        read: VecConversation,
+        decider: &mut Decider<'_>,
+    ) {
         // Numbering goes on: nothing held before can be mistaken for a new message.
         self.first += self.read.len() as u64;
         self.json = json.into();
@@ -147,5 +162,7 @@ fn index_calls(calls: &mut HashMap<String, (u64, String)>, seq: u64, blocks: &[O
 /// message's by the reference's rules, and read.
 pub(super) fn check_blocks(blocks: &[Value]) -> Result<Vec<OwnedBlock>, String> {
     let msg = serde_json::json!({"name": "x", "role": "assistant", "content": blocks});
-    scenario::parse_message(&msg, "context[0]").map(|m| m.blocks).map_err(|e| e.replacen("context[0].content", "block", 1))
+    scenario::parse_message(&msg, "context[0]")
+        .map(|m| m.blocks)
+        .map_err(|e| e.replacen("context[0].content", "block", 1))
 }

@@ -66,9 +66,20 @@ pub(super) struct Decider<'c> {
 impl<'c> Decider<'c> {
     /// A decider that has observed all of `context`; `check` is `None` for
     /// the full scan alone.
-    pub(super) fn new(engine: Engine<'c>, agent_name: &'c str, context: &Context, check: Option<CrossCheck>) -> Self {
+    pub(super) fn new(
+        engine: Engine<'c>,
+        agent_name: &'c str,
+        context: &Context,
+        check: Option<CrossCheck>,
+    ) -> Self {
         let tracker = check.map(|_| Tracker::from_conversation(&engine, agent_name, context));
-        let mut decider = Decider { engine, agent_name, tracker, check: check.unwrap_or_default(), time_hint: None };
+        let mut decider = Decider {
+            engine,
+            agent_name,
+            tracker,
+            check: check.unwrap_or_default(),
+            time_hint: None,
+        };
         decider.find_time_hint(context);
         decider
     }
@@ -133,7 +144,13 @@ impl<'c> Decider<'c> {
             return;
         }
         let source = self.engine.config().config().injection.injection_source;
-        let newest = msg.blocks.iter().enumerate().skip(first).rev().find(|(_, b)| record::tells_time(b, source).is_some());
+        let newest = msg
+            .blocks
+            .iter()
+            .enumerate()
+            .skip(first)
+            .rev()
+            .find(|(_, b)| record::tells_time(b, source).is_some());
         if let Some((block, _)) = newest {
             self.time_hint = Some((seq, block));
         }
@@ -161,8 +178,12 @@ impl<'c> Decider<'c> {
         };
         let counted = Counted::new(context);
         // The tracker decides for the agent it was built for: its input names none.
-        let input =
-            StepInput { tasks: step.tasks, cur_iter: step.cur_iter, input_tokens: step.input_tokens, context_size: step.context_size };
+        let input = StepInput {
+            tasks: step.tasks,
+            cur_iter: step.cur_iter,
+            input_tokens: step.input_tokens,
+            context_size: step.context_size,
+        };
         let tracked = tracker.decide_with_readings(&counted, &input, now, readings);
         self.check.tracker_reads = self.check.tracker_reads.max(counted.reads.get());
         self.check.credit = self.check.credit.saturating_add(CHECK_READS_PER_STEP);
@@ -170,7 +191,8 @@ impl<'c> Decider<'c> {
             let counted = Counted::new(context);
             let full_scan = self.engine.decide_with_readings(&counted, step, now, readings);
             let reads = counted.reads.get() as u64;
-            self.check.credit = self.check.credit.saturating_sub(i64::try_from(reads).unwrap_or(i64::MAX));
+            self.check.credit =
+                self.check.credit.saturating_sub(i64::try_from(reads).unwrap_or(i64::MAX));
             self.check.scanned += reads;
             self.check.checked += 1;
             if full_scan != tracked {
@@ -227,8 +249,13 @@ mod tests {
         let mut builder = Decider::new(engine, "rover", &seen, None);
         seen.push(agent_message("TaskList"), "message", &mut builder).unwrap();
         unseen.push(agent_message("Bash"), "message", &mut builder).unwrap();
-        let step =
-            Step { agent_name: "rover", tasks: TaskCounts { pending: 1, in_progress: 0 }, cur_iter: 1, input_tokens: 0, context_size: 1 };
+        let step = Step {
+            agent_name: "rover",
+            tasks: TaskCounts { pending: 1, in_progress: 0 },
+            cur_iter: 1,
+            input_tokens: 0,
+            context_size: 1,
+        };
         let mut decider = Decider::new(engine, "rover", &seen, Some(CrossCheck::default()));
         assert!(decider.decide(&seen, &step, None, &Readings::default()).unwrap().tasks.is_none());
         let err = decider.decide(&unseen, &step, None, &Readings::default()).unwrap_err();

@@ -104,7 +104,11 @@ impl Event {
     /// The event named `key` with the value `value`. `raw` gives the value's
     /// own text, read only for the two events that need it: `config` keeps
     /// its text, and `step`'s errors name a column of it.
-    pub(super) fn parse(key: &str, value: Value, raw: impl FnOnce() -> Result<Box<RawValue>, String>) -> Result<Event, String> {
+    pub(super) fn parse(
+        key: &str,
+        value: Value,
+        raw: impl FnOnce() -> Result<Box<RawValue>, String>,
+    ) -> Result<Event, String> {
         Ok(match key {
             // serde would read a struct from a list too: only an object is a configuration.
             "config" if value.is_object() => Event::Config(ConfigEvent::parse(raw()?.get())?),
@@ -185,7 +189,10 @@ impl Event {
 /// as `eval` reads a scenario's tasks.
 fn parse_tasks(value: Value) -> Result<(Vec<Value>, TaskCounts), String> {
     let Value::Array(items) = value else {
-        return Err(format!("tasks: expected a list of tasks or states, got {}", scenario::short_json(&value)));
+        return Err(format!(
+            "tasks: expected a list of tasks or states, got {}",
+            scenario::short_json(&value)
+        ));
     };
     let tasks: Vec<Value> = items
         .into_iter()

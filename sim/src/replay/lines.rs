@@ -62,7 +62,9 @@ fn numbered(text: &str) -> impl Iterator<Item = (usize, Kind<'_>)> {
 /// # Errors
 ///
 /// When a trace holds a streamed line, or a device log a trace event.
-pub(super) fn event_lines(text: &str) -> Result<(Input, impl Iterator<Item = (usize, &str)> + '_), ReplayError> {
+pub(super) fn event_lines(
+    text: &str,
+) -> Result<(Input, impl Iterator<Item = (usize, &str)> + '_), ReplayError> {
     let first = numbered(text).find(|(_, k)| matches!(k, Kind::Streamed(_) | Kind::Event(_)));
     let input = match first {
         Some((decided, Kind::Streamed(_))) => device_log(text, decided)?,
@@ -140,11 +142,20 @@ mod tests {
 
     #[test]
     fn a_mix_is_refused_naming_the_first_line_that_does_not_fit() {
-        let trace = "{\"step\": {}}\nINFO x\nagentscope> {\"user\": \"x\"}\n{\"step\": {}}\nagentscope> {}";
+        let trace =
+            "{\"step\": {}}\nINFO x\nagentscope> {\"user\": \"x\"}\n{\"step\": {}}\nagentscope> {}";
         let err = read(trace).unwrap_err();
-        assert!(err.starts_with("line 3: a line streamed by a device") && err.contains("line 1 is a trace event"), "{err}");
+        assert!(
+            err.starts_with("line 3: a line streamed by a device")
+                && err.contains("line 1 is a trace event"),
+            "{err}"
+        );
         let log = "INFO x\nagentscope> {\"step\": {}}\n{\"user\": \"x\"}\nagentscope> {}";
         let err = read(log).unwrap_err();
-        assert!(err.starts_with("line 3: a trace event in a device's log") && err.contains("line 2 was streamed"), "{err}");
+        assert!(
+            err.starts_with("line 3: a trace event in a device's log")
+                && err.contains("line 2 was streamed"),
+            "{err}"
+        );
     }
 }

@@ -92,7 +92,9 @@ pub struct Options {
 /// Reads a hint capacity, in bytes, within [`HINT_CAPACITY`] (the command
 /// line's parser for `--hint-capacity`).
 pub fn parse_hint_capacity(text: &str) -> Result<usize, String> {
-    let range = || format!("expected {} to {} bytes, got {text}", HINT_CAPACITY.start(), HINT_CAPACITY.end());
+    let range = || {
+        format!("expected {} to {} bytes, got {text}", HINT_CAPACITY.start(), HINT_CAPACITY.end())
+    };
     text.parse().ok().filter(|n| HINT_CAPACITY.contains(n)).ok_or_else(range)
 }
 
@@ -156,7 +158,9 @@ impl From<io::Error> for ReplayError {
 /// `"90m"`, `"1h30m"`, `"1.5h"`, `"250ms"`, `"-5m"` (units `d`, `h`, `m`,
 /// `s`, `ms`, `us`).
 pub fn parse_duration(value: &Value) -> Result<i64, String> {
-    let bad = || format!("advance: expected seconds or a duration such as \"90m\" or \"1h30m\", got {value}");
+    let bad = || {
+        format!("advance: expected seconds or a duration such as \"90m\" or \"1h30m\", got {value}")
+    };
     let seconds_to_micros = |s: f64| -> Result<i64, String> {
         let micros = (s * 1e6).round();
         if micros.is_finite() && micros.abs() < 9.0e18 {
@@ -177,10 +181,12 @@ pub fn parse_duration(value: &Value) -> Result<i64, String> {
             }
             let mut total = 0.0f64;
             while !rest.is_empty() {
-                let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+                let digits =
+                    rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
                 let number: f64 = rest[..digits].parse().map_err(|_| bad())?;
                 rest = &rest[digits..];
-                let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+                let unit_len =
+                    rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
                 let scale = match &rest[..unit_len] {
                     "d" => 86_400.0,
                     "h" => 3_600.0,
@@ -228,7 +234,12 @@ impl Dump {
 /// Replays `text` (a trace, or a context dump), writing the report to `out`
 /// and, when given, each step's scenario to `emit`.
 #[cfg_attr(not(test), allow(dead_code))] // the binary itself wants the records
-pub fn replay(text: &str, opts: &Options, out: &mut dyn Write, emit: Option<&mut dyn Write>) -> Result<Summary, ReplayError> {
+pub fn replay(
+    text: &str,
+    opts: &Options,
+    out: &mut dyn Write,
+    emit: Option<&mut dyn Write>,
+) -> Result<Summary, ReplayError> {
     replay_with_records(text, opts, out, emit).map(|(summary, _)| summary)
 }
 
@@ -267,7 +278,8 @@ fn start(opts: &Options) -> Result<Session, String> {
         parse_hint_capacity(&capacity.to_string()).map_err(|e| format!("--hint-capacity: {e}"))?;
     }
     if let Some(config) = &opts.config {
-        let raw: Box<RawValue> = serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
+        let raw: Box<RawValue> =
+            serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
         let config = ConfigEvent::parse(raw.get()).map_err(|e| format!("--config: {e}"))?;
         session.apply_config(config).map_err(|e| format!("--config: {e}"))?;
     }
@@ -291,7 +303,11 @@ fn configuration(session: &Session, line: usize) -> Result<Box<SimConfigBuf>, Re
 }
 
 /// A dump is one step, at `--now` or else the system time.
-fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -> Result<(), ReplayError> {
+fn replay_dump(
+    session: &mut Session,
+    dump: Dump,
+    output: &mut Output<'_, '_>,
+) -> Result<(), ReplayError> {
     let opts = output.opts;
     let start = |message: String| ReplayError::Invalid { line: 0, message };
     let (msgs, state) = match dump {
@@ -300,7 +316,8 @@ fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -
     };
     let read: VecConversation = scenario::parse_context(&msgs).map_err(start)?;
     if opts.agent.is_none() {
-        let newest_assistant = msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+        let newest_assistant =
+            msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
         if let Some(name) = newest_assistant.and_then(|m| m.get("name")).and_then(Value::as_str) {
             session.agent_name = name.to_string();
         }
@@ -308,16 +325,27 @@ fn replay_dump(session: &mut Session, dump: Dump, output: &mut Output<'_, '_>) -
     if let Some(tasks) = state.pointer("/tasks_context/tasks") {
         // AgentScope's own JSON: its tasks are `Task` objects, read as `eval` reads them.
         let Value::Array(tasks) = tasks else {
-            return Err(start(format!("tasks_context.tasks: expected a list of tasks, got {}", scenario::short_json(tasks))));
+            return Err(start(format!(
+                "tasks_context.tasks: expected a list of tasks, got {}",
+                scenario::short_json(tasks)
+            )));
         };
-        session.task_counts = scenario::count_tasks(tasks).map_err(|e| start(format!("tasks_context.{e}")))?;
+        session.task_counts =
+            scenario::count_tasks(tasks).map_err(|e| start(format!("tasks_context.{e}")))?;
         session.tasks.clone_from(tasks);
     }
     // `reply_context.cur_iter`, or the legacy top-level field.
-    let cur_iter = state.pointer("/reply_context/cur_iter").or_else(|| state.get("cur_iter")).and_then(Value::as_u64).unwrap_or(0);
+    let cur_iter = state
+        .pointer("/reply_context/cur_iter")
+        .or_else(|| state.get("cur_iter"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     if session.clock.is_none() {
-        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        session.clock = Some(Timestamp::from_unix_micros(i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX)));
+        let since_epoch =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        session.clock = Some(Timestamp::from_unix_micros(
+            i64::try_from(since_epoch.as_micros()).unwrap_or(i64::MAX),
+        ));
     }
     let buf = configuration(session, 0)?;
     let engine = scenario::engine(buf.config()).map_err(|e| start(e.to_string()))?;
@@ -342,7 +370,8 @@ fn replay_trace<'t>(
     let mut line = 0;
     loop {
         let buf = configuration(session, line)?;
-        let engine = scenario::engine(buf.config()).map_err(|e| ReplayError::Invalid { line, message: e.to_string() })?;
+        let engine = scenario::engine(buf.config())
+            .map_err(|e| ReplayError::Invalid { line, message: e.to_string() })?;
         let agent = session.agent_name.clone();
         let mut decider = Decider::new(engine, &agent, &session.context, session.check);
         loop {
@@ -366,18 +395,21 @@ fn replay_trace<'t>(
 /// The line is read as a JSON object of values; only `config` and `step`
 /// read their value's own text once more (see [`Event::parse`]).
 fn read_line(line: &str) -> Result<Option<Event>, String> {
-    let object: Map<String, Value> = serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    let object: Map<String, Value> =
+        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
     let mut events = object.into_iter().filter(|(k, _)| k != "#");
     let Some((key, value)) = events.next() else {
         return Ok(None);
     };
     let rest: Vec<String> = events.map(|(k, _)| k).collect();
     if !rest.is_empty() {
-        let keys: Vec<String> = std::iter::once(key).chain(rest).map(|k| format!("{k:?}")).collect();
+        let keys: Vec<String> =
+            std::iter::once(key).chain(rest).map(|k| format!("{k:?}")).collect();
         return Err(format!("one event a line, found {}", keys.join(", ")));
     }
     let raw = || {
-        let mut values: std::collections::HashMap<String, Box<RawValue>> = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let mut values: std::collections::HashMap<String, Box<RawValue>> =
+            serde_json::from_str(line).map_err(|e| e.to_string())?;
         Ok(values.remove(&key).unwrap_or_default())
     };
     Event::parse(&key, value, raw).map(Some)
@@ -405,7 +437,8 @@ mod tests {
 
     fn run(trace: &str) -> (String, Summary) {
         let mut out = Vec::new();
-        let summary = replay(trace, &Options { json: true, ..Options::default() }, &mut out, None).expect("replay");
+        let summary = replay(trace, &Options { json: true, ..Options::default() }, &mut out, None)
+            .expect("replay");
         (String::from_utf8(out).unwrap(), summary)
     }
 
@@ -419,7 +452,9 @@ mod tests {
         assert_eq!(parse_duration(&json!("-5m")), Ok(-300_000_000));
         assert_eq!(parse_duration(&json!("250ms")), Ok(250_000));
         assert_eq!(parse_duration(&json!("2d")), Ok(172_800_000_000));
-        for bad in [json!("5"), json!("m"), json!("5x"), json!(""), json!("-"), json!(null), json!(1e300)] {
+        for bad in
+            [json!("5"), json!("m"), json!("5x"), json!(""), json!("-"), json!(null), json!(1e300)]
+        {
             assert!(parse_duration(&bad).is_err(), "{bad}");
         }
     }
@@ -437,9 +472,15 @@ mod tests {
         let (out, summary) = run(trace);
         let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!((summary.steps, summary.hints), (3, 2));
-        assert!(lines[0]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:00:00</current-time>"));
+        assert!(lines[0]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("<current-time>2026-07-22T02:00:00</current-time>"));
         assert_eq!(lines[1]["hint"], Value::Null);
-        assert!(lines[2]["hint"].as_str().unwrap().contains("<current-time>2026-07-22T02:31:00</current-time>"));
+        assert!(lines[2]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("<current-time>2026-07-22T02:31:00</current-time>"));
     }
 
     /// A device's environment step (`woken`, issue 22): the replay shows
@@ -462,13 +503,22 @@ mod tests {
         assert_eq!(summary.steps, 3);
         assert_eq!(lines[0].get("woken"), None);
         assert_eq!(lines[1]["woken"], json!({"temperature": "33.0 °C"}));
-        assert!(lines[1]["hint"].as_str().unwrap().contains("<temperature>33.0 °C</temperature>"), "{}", lines[1]);
+        assert!(
+            lines[1]["hint"].as_str().unwrap().contains("<temperature>33.0 °C</temperature>"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(lines[1]["watch"], json!(["temperature"]));
         assert_eq!(lines[2].get("woken"), None);
         let mut text = Vec::new();
         replay(trace, &Options::default(), &mut text, None).unwrap();
         let text = String::from_utf8(text).unwrap();
-        assert_eq!(text.matches("  woken by temperature: 33.0 °C (the environment started this step)").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("  woken by temperature: 33.0 °C (the environment started this step)")
+                .count(),
+            1,
+            "{text}"
+        );
         let bad = "{\"woken\": {\"temperature\": 33}}\n{\"step\": {}}";
         let err = replay(bad, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
         assert!(err.contains("woken: expected an object of readings by field"), "{err}");
@@ -484,11 +534,21 @@ mod tests {
 {"step": {}}"#;
         let mut out = Vec::new();
         let mut emit = Vec::new();
-        replay(trace, &Options { json: true, ..Options::default() }, &mut out, Some(&mut emit)).unwrap();
-        let scenarios: Vec<Value> = String::from_utf8(emit).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        replay(trace, &Options { json: true, ..Options::default() }, &mut out, Some(&mut emit))
+            .unwrap();
+        let scenarios: Vec<Value> = String::from_utf8(emit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let ctx = scenarios[1]["context"].as_array().unwrap();
         assert_eq!(ctx.len(), 2, "user message + one agent message: {ctx:?}");
-        let blocks: Vec<&str> = ctx[1]["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+        let blocks: Vec<&str> = ctx[1]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
         assert_eq!(blocks, ["hint", "tool_call", "tool_result"]);
         assert_eq!(ctx[1]["content"][1]["input"], "{\"cmd\":\"ls\"}");
         assert_eq!(ctx[1]["content"][2]["name"], "Bash");
@@ -507,12 +567,18 @@ mod tests {
     fn a_clock_past_9999_is_refused_when_emitting_scenarios_not_written() {
         let trace = "{\"set_clock\": \"9999-12-31T23:00:00Z\"}\n{\"step\": {}}\n{\"advance\": 7200}\n{\"step\": {}}";
         let mut emitted = Vec::new();
-        let err = replay(trace, &Options::default(), &mut Vec::new(), Some(&mut emitted)).unwrap_err().to_string();
+        let err = replay(trace, &Options::default(), &mut Vec::new(), Some(&mut emitted))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 4: --emit-scenarios: the clock +10000-01-01T01:00:00Z is outside the years 0001 to 9999"), "{err}");
         // The steps before it were written, each a scenario eval reads.
         let lines: Vec<&str> = std::str::from_utf8(&emitted).unwrap().lines().collect();
         assert_eq!(lines.len(), 1);
-        assert!(matches!(scenario::evaluate(lines[0]), scenario::Evaluation::Hint { .. }), "{}", lines[0]);
+        assert!(
+            matches!(scenario::evaluate(lines[0]), scenario::Evaluation::Hint { .. }),
+            "{}",
+            lines[0]
+        );
         // Without --emit-scenarios the same trace replays (the core skips a time past 9999).
         assert!(replay(trace, &Options::default(), &mut Vec::new(), None).is_ok());
     }
@@ -525,7 +591,10 @@ mod tests {
             ("{\"config\": {\"injection_config\": {\"time_interval\": -1}}}", "line 1:"),
             ("{\"user\": \"a\", \"step\": {}}", "one event a line"),
             ("{\"tasks\": [\"done\"]}", "tasks[0].state"),
-            ("{\"tasks\": [5]}", "line 1: tasks[0]: expected a task object (AgentScope's Task), got 5"),
+            (
+                "{\"tasks\": [5]}",
+                "line 1: tasks[0]: expected a task object (AgentScope's Task), got 5",
+            ),
             ("{\"tasks\": {}}", "line 1: tasks: expected a list of tasks or states, got {}"),
             ("{\"step\": {}}\n{\"config\": []}", "line 2: config: expected an object, got []"),
             ("{\"step\": []}", "line 1: step: expected an object or null, got []"),
@@ -533,7 +602,8 @@ mod tests {
             ("{\"reply\": 5}", "line 1: reply: expected {} (a reply has no value), got 5"),
             ("{\"reply\": {\"id\": 1}}", "line 1: reply: expected {}"),
         ] {
-            let err = replay(trace, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
+            let err =
+                replay(trace, &Options::default(), &mut Vec::new(), None).unwrap_err().to_string();
             assert!(err.contains(needle), "{trace}: {err}");
         }
     }
@@ -541,7 +611,10 @@ mod tests {
     #[test]
     fn a_device_log_is_read_through_its_streamed_lines() {
         let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
-        let log: String = trace.lines().flat_map(|l| ["INFO  TMP105 read: 21.5 °C\n", STREAM_PREFIX, l, "\n"]).collect();
+        let log: String = trace
+            .lines()
+            .flat_map(|l| ["INFO  TMP105 read: 21.5 °C\n", STREAM_PREFIX, l, "\n"])
+            .collect();
         let (plain, plain_summary) = run(trace);
         let (from_log, summary) = run(&log);
         assert_eq!(from_log, plain);
@@ -557,7 +630,9 @@ mod tests {
     fn a_trace_with_a_streamed_line_is_refused_before_any_step() {
         let trace = format!("{{\"user\": \"hi\"}}\n{{\"step\": {{}}}}\n{STREAM_PREFIX}{{\"user\": \"x\"}}\n{{\"step\": {{}}}}");
         let mut out = Vec::new();
-        let err = replay(&trace, &Options { json: true, ..Options::default() }, &mut out, None).unwrap_err().to_string();
+        let err = replay(&trace, &Options { json: true, ..Options::default() }, &mut out, None)
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("line 3: a line streamed by a device"), "{err}");
         assert!(out.is_empty(), "no step runs: {}", String::from_utf8_lossy(&out));
     }
@@ -566,11 +641,18 @@ mod tests {
     fn a_hint_capacity_outside_its_range_is_refused_naming_the_option_and_the_range() {
         for capacity in [0, (1 << 20) + 1, 100_000_000_000] {
             let opts = Options { hint_capacity: Some(capacity), ..Options::default() };
-            let err = replay("{\"step\": {}}", &opts, &mut Vec::new(), None).unwrap_err().to_string();
-            assert_eq!(err, format!("--hint-capacity: expected 1 to 1048576 bytes, got {capacity}"));
+            let err =
+                replay("{\"step\": {}}", &opts, &mut Vec::new(), None).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("--hint-capacity: expected 1 to 1048576 bytes, got {capacity}")
+            );
         }
         assert_eq!(parse_hint_capacity("1048576"), Ok(1 << 20));
-        assert_eq!(parse_hint_capacity("1e99"), Err("expected 1 to 1048576 bytes, got 1e99".to_string()));
+        assert_eq!(
+            parse_hint_capacity("1e99"),
+            Err("expected 1 to 1048576 bytes, got 1e99".to_string())
+        );
         let opts = Options { json: true, hint_capacity: Some(1), ..Options::default() };
         let mut out = Vec::new();
         replay("{\"tasks\": [\"pending\"]}\n{\"step\": {}}", &opts, &mut out, None).unwrap();
@@ -579,10 +661,14 @@ mod tests {
 
     #[test]
     fn a_dumps_tasks_are_read_as_agentscope_reads_them() {
-        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        let opts =
+            Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
         let dump = json!({"context": [], "tasks_context": {"tasks": [{"subject": "a", "description": "", "metadata": {}}, "completed"]}});
         let err = replay(&dump.to_string(), &opts, &mut Vec::new(), None).unwrap_err().to_string();
-        assert_eq!(err, "tasks_context.tasks[1]: expected a task object (AgentScope's Task), got \"completed\"");
+        assert_eq!(
+            err,
+            "tasks_context.tasks[1]: expected a task object (AgentScope's Task), got \"completed\""
+        );
     }
 
     /// The example traces, each replayed on the device path and on the
@@ -605,8 +691,16 @@ mod tests {
         for (name, trace) in example_traces() {
             for json in [true, false] {
                 let (mut tracked, mut scanned) = (Vec::new(), Vec::new());
-                let summary = replay(&trace, &Options { json, ..Options::default() }, &mut tracked, None).unwrap();
-                let full = replay(&trace, &Options { json, full_scan: true, ..Options::default() }, &mut scanned, None).unwrap();
+                let summary =
+                    replay(&trace, &Options { json, ..Options::default() }, &mut tracked, None)
+                        .unwrap();
+                let full = replay(
+                    &trace,
+                    &Options { json, full_scan: true, ..Options::default() },
+                    &mut scanned,
+                    None,
+                )
+                .unwrap();
                 assert_eq!(tracked, scanned, "{name}");
                 let check = summary.cross_check.unwrap();
                 // Every step of a short session is checked; a decision reads the newest message only.
@@ -620,7 +714,8 @@ mod tests {
     /// A session of `replies` replies with unfinished tasks the agent never
     /// looks at: the full scan reads the whole context at every step.
     fn long_session(replies: usize) -> String {
-        let mut trace = String::from("{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"tasks\": [\"pending\"]}\n");
+        let mut trace =
+            String::from("{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"tasks\": [\"pending\"]}\n");
         for i in 0..replies {
             trace.push_str(&format!("{{\"user\": \"{i}\"}}\n{{\"tool_call\": {{\"name\": \"Bash\"}}}}\n{{\"tool_result\": \"error\"}}\n"));
             trace.push_str("{\"step\": {}}\n{\"advance\": \"7m\"}\n");
@@ -635,8 +730,16 @@ mod tests {
     fn the_cross_check_reads_a_bounded_number_of_messages_per_step() {
         let trace = long_session(1500);
         let (mut tracked, mut scanned) = (Vec::new(), Vec::new());
-        let summary = replay(&trace, &Options { json: true, ..Options::default() }, &mut tracked, None).unwrap();
-        replay(&trace, &Options { json: true, full_scan: true, ..Options::default() }, &mut scanned, None).unwrap();
+        let summary =
+            replay(&trace, &Options { json: true, ..Options::default() }, &mut tracked, None)
+                .unwrap();
+        replay(
+            &trace,
+            &Options { json: true, full_scan: true, ..Options::default() },
+            &mut scanned,
+            None,
+        )
+        .unwrap();
         assert_eq!(tracked, scanned);
         let check = summary.cross_check.unwrap();
         assert_eq!(summary.steps, 1500);
@@ -651,7 +754,8 @@ mod tests {
 
     #[test]
     fn a_disagreement_names_the_step() {
-        let decisions = Box::new(decide::Disagreement { tracker: Decision::NONE, full_scan: Decision::NONE });
+        let decisions =
+            Box::new(decide::Disagreement { tracker: Decision::NONE, full_scan: Decision::NONE });
         let e = ReplayError::Disagree { step: 7, line: 12, decisions };
         assert!(e.to_string().starts_with("step 7 (line 12): the tracker decided"), "{e}");
     }
@@ -666,7 +770,10 @@ mod tests {
 {"compress": 1}
 {"step": {}}"#;
         let (out, _) = run(trace);
-        let hints: Vec<bool> = out.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].is_string()).collect();
+        let hints: Vec<bool> = out
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].is_string())
+            .collect();
         assert_eq!(hints, [true, false, true]);
     }
 
@@ -677,9 +784,11 @@ mod tests {
             {"name": "Kiosk", "role": "assistant", "content": [{"type": "tool_call", "id": "a", "name": "TaskList", "input": "{}"}]}
         ]);
         let mut out = Vec::new();
-        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        let opts =
+            Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
         assert_eq!(replay(&dump.to_string(), &opts, &mut out, None).unwrap().steps, 1);
-        let hint = serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
+        let hint =
+            serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
         assert!(hint.contains("<current-time>2026-07-22T02:00:00</current-time>"), "{hint}");
         // A trace is not mistaken for a dump.
         let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"context\": []}\n{\"step\": {}}";
@@ -697,14 +806,18 @@ mod tests {
         });
         let mut out = Vec::new();
         let mut emit = Vec::new();
-        let opts = Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
-        let summary = replay(&serde_json::to_string_pretty(&dump).unwrap(), &opts, &mut out, Some(&mut emit)).unwrap();
+        let opts =
+            Options { json: true, now: Some("2026-07-22T02:00:00Z".into()), ..Options::default() };
+        let summary =
+            replay(&serde_json::to_string_pretty(&dump).unwrap(), &opts, &mut out, Some(&mut emit))
+                .unwrap();
         assert_eq!(summary.steps, 1);
         let scenario: Value = serde_json::from_slice(&emit).unwrap();
         assert_eq!(scenario["agent_name"], "Friday");
         assert_eq!(scenario["cur_iter"], 2);
         assert_eq!(scenario["tasks"][0]["state"], "in_progress");
-        let hint = serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
+        let hint =
+            serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
         assert!(hint.contains("You have 1 in-progress tasks"), "{hint}");
     }
 }

@@ -4,7 +4,9 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use envaware::{Decision, Engine, HintTooLong, Step, TaskCounts, TimeDecision, TimeSkipped, Timestamp};
+use envaware::{
+    Decision, Engine, HintTooLong, Step, TaskCounts, TimeDecision, TimeSkipped, Timestamp,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
@@ -162,13 +164,21 @@ impl Session {
 
     /// Loads the session's configuration into `buf`.
     pub(super) fn load(&self, buf: &mut SimConfigBuf) -> Result<(), String> {
-        scenario::load_config(buf, self.injection_config.as_deref().map(RawValue::get), self.context_config.as_deref().map(RawValue::get))
+        scenario::load_config(
+            buf,
+            self.injection_config.as_deref().map(RawValue::get),
+            self.context_config.as_deref().map(RawValue::get),
+        )
     }
 
     /// AgentScope's `append_context(name, blocks)`: extends the agent's
     /// message of the current reply when it is the newest, else appends a
     /// new assistant message.
-    fn append_to_agent(&mut self, blocks: Vec<Value>, decider: &mut Decider<'_>) -> Result<(), String> {
+    fn append_to_agent(
+        &mut self,
+        blocks: Vec<Value>,
+        decider: &mut Decider<'_>,
+    ) -> Result<(), String> {
         let reply_id = self.reply_id();
         let ours = self.context.newest_json().is_some_and(|last| {
             last.get("role").and_then(Value::as_str) == Some("assistant")
@@ -180,7 +190,9 @@ impl Session {
             return self.context.extend_newest(blocks, decider);
         }
         let msg = json!({"id": reply_id, "name": self.agent_name, "role": "assistant", "content": blocks});
-        self.context.push(msg, "message", decider).map_err(|e| e.replacen("message.content", "block", 1))
+        self.context
+            .push(msg, "message", decider)
+            .map_err(|e| e.replacen("message.content", "block", 1))
     }
 
     fn push_message(&mut self, msg: Value, decider: &mut Decider<'_>) -> Result<(), String> {
@@ -271,7 +283,9 @@ impl Session {
     fn assistant(&mut self, blocks: Vec<Value>, decider: &mut Decider<'_>) -> Result<(), String> {
         for b in &blocks {
             if let Some("tool_call") = b.get("type").and_then(Value::as_str) {
-                if let (Some(id), Some(name)) = (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str)) {
+                if let (Some(id), Some(name)) =
+                    (b.get("id").and_then(Value::as_str), b.get("name").and_then(Value::as_str))
+                {
                     self.last_call = Some((id.to_string(), name.to_string()));
                 }
             }
@@ -279,7 +293,11 @@ impl Session {
         self.append_to_agent(blocks, decider)
     }
 
-    fn tool_call(&mut self, mut call: Map<String, Value>, decider: &mut Decider<'_>) -> Result<(), String> {
+    fn tool_call(
+        &mut self,
+        mut call: Map<String, Value>,
+        decider: &mut Decider<'_>,
+    ) -> Result<(), String> {
         call.insert("type".into(), "tool_call".into());
         if !call.contains_key("id") {
             call.insert("id".into(), self.next_id("call").into());
@@ -304,15 +322,19 @@ impl Session {
     }
 
     /// Completes a result from the call it answers (by id, else the newest).
-    fn tool_result(&mut self, mut result: Map<String, Value>, decider: &mut Decider<'_>) -> Result<(), String> {
+    fn tool_result(
+        &mut self,
+        mut result: Map<String, Value>,
+        decider: &mut Decider<'_>,
+    ) -> Result<(), String> {
         result.insert("type".into(), "tool_result".into());
         let call = match result.get("id").and_then(Value::as_str) {
             Some(id) => self.context.call_name(id).map(|name| (id.to_string(), name.to_string())),
             None => self.last_call.clone(),
         };
-        let Some((call_id, call_name)) =
-            call.or_else(|| result.get("id").and_then(Value::as_str).map(|id| (id.to_string(), String::new())))
-        else {
+        let Some((call_id, call_name)) = call.or_else(|| {
+            result.get("id").and_then(Value::as_str).map(|id| (id.to_string(), String::new()))
+        }) else {
             return Err("tool_result: no id, and no tool call before it".into());
         };
         result.entry("id").or_insert(call_id.into());
@@ -366,14 +388,22 @@ impl Session {
         let number = self.summary.steps + 1;
         let decided = decider.decide(&self.context, &step, self.clock, &self.readings);
         self.check = decider.check();
-        let decision = decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
-        let mut ran = render(decider.engine(), decision, &self.context, &mut self.readings, opts.hint_capacity);
+        let decision =
+            decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
+        let mut ran = render(
+            decider.engine(),
+            decision,
+            &self.context,
+            &mut self.readings,
+            opts.hint_capacity,
+        );
         // A device's step: decided again, it must give the hint the device
         // appended (before the log's header, a compacted log may lack an
         // input); the context takes the device's hint either way.
         if let Some(recorded) = self.recorded.take() {
             if self.log_header && ran.hint != recorded {
-                let message = format!("the device appended {recorded:?}, the replay decides {:?}", ran.hint);
+                let message =
+                    format!("the device appended {recorded:?}, the replay decides {:?}", ran.hint);
                 return Err(ReplayError::Invalid { line, message });
             }
             (ran.hint, ran.too_long) = (recorded, None);
@@ -383,10 +413,18 @@ impl Session {
         let woken = self.woken.take();
         if opts.json {
             let watch = scenario::fired_watches(decider.engine(), &ran.decision);
-            let mut json_line =
-                Evaluation::Hint { hint: ran.hint.clone(), event: ran.event, warnings: ran.warnings.clone(), watch }.to_json();
+            let mut json_line = Evaluation::Hint {
+                hint: ran.hint.clone(),
+                event: ran.event,
+                warnings: ran.warnings.clone(),
+                watch,
+            }
+            .to_json();
             if let (Some(e), Value::Object(m)) = (ran.too_long, &mut json_line) {
-                m.insert("hint_too_long".into(), json!({"needed": e.needed, "capacity": e.capacity}));
+                m.insert(
+                    "hint_too_long".into(),
+                    json!({"needed": e.needed, "capacity": e.capacity}),
+                );
             }
             if let (Some(w), Value::Object(m)) = (woken, &mut json_line) {
                 m.insert("woken".into(), Value::Object(w));
@@ -478,23 +516,46 @@ impl Session {
     }
 
     /// The readable report of one step.
-    fn report(&self, ran: &Ran, cur_iter: u64, line: usize, woken: Option<&Map<String, Value>>) -> String {
+    fn report(
+        &self,
+        ran: &Ran,
+        cur_iter: u64,
+        line: usize,
+        woken: Option<&Map<String, Value>>,
+    ) -> String {
         let when = self.clock.map_or_else(|| "clock unset".to_string(), format_instant);
         let fired = fired(&ran.decision, &ran.watched);
-        let at = if line == 0 { "the dump".to_string() } else { format!("line {line}, reply {}", self.reply) };
-        let mut report = format!("step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n", self.summary.steps, self.input_tokens);
+        let at = if line == 0 {
+            "the dump".to_string()
+        } else {
+            format!("line {line}, reply {}", self.reply)
+        };
+        let mut report = format!(
+            "step {} at {when} ({at}, cur_iter {cur_iter}, {} tokens)\n",
+            self.summary.steps, self.input_tokens
+        );
         for (field, reading) in woken.into_iter().flatten() {
-            let _ = writeln!(report, "  woken by {field}: {} (the environment started this step)", reading.as_str().unwrap_or_default());
+            let _ = writeln!(
+                report,
+                "  woken by {field}: {} (the environment started this step)",
+                reading.as_str().unwrap_or_default()
+            );
         }
         match &ran.hint {
             Some(text) => {
-                let _ = writeln!(report, "  fires: {}{}", fired.join(", "), if ran.event { "; emits a HintBlockEvent" } else { "" });
+                let _ = writeln!(
+                    report,
+                    "  fires: {}{}",
+                    fired.join(", "),
+                    if ran.event { "; emits a HintBlockEvent" } else { "" }
+                );
                 for l in text.split('\n') {
                     let _ = writeln!(report, "  | {l}");
                 }
             }
             None => {
-                let extra = if fired.is_empty() { String::new() } else { format!(" {}", fired.join(", ")) };
+                let extra =
+                    if fired.is_empty() { String::new() } else { format!(" {}", fired.join(", ")) };
                 let _ = writeln!(report, "  no hint{extra}");
             }
         }
@@ -502,7 +563,11 @@ impl Session {
             let _ = writeln!(report, "  warning: {w}");
         }
         if let Some(e) = ran.too_long {
-            let _ = writeln!(report, "  HintTooLong {{ needed: {}, capacity: {} }}: not injected, {e}", e.needed, e.capacity);
+            let _ = writeln!(
+                report,
+                "  HintTooLong {{ needed: {}, capacity: {} }}: not injected, {e}",
+                e.needed, e.capacity
+            );
         }
         report
     }
@@ -521,7 +586,10 @@ impl Session {
         self.summary.hints += 1;
         let id = self.next_id("hint");
         let source = decider.engine().config().config().injection.injection_source;
-        self.append_to_agent(vec![json!({"type": "hint", "id": id, "source": source, "hint": text})], decider)
+        self.append_to_agent(
+            vec![json!({"type": "hint", "id": id, "source": source, "hint": text})],
+            decider,
+        )
     }
 }
 
@@ -541,7 +609,13 @@ struct Ran {
 /// device's buffer (at most [`super::HINT_CAPACITY`] bytes); the whole text is rendered after
 /// it all the same, for the report, in a buffer of the size the core asks
 /// for (bounded by the configuration).
-fn render(engine: &Engine<'_>, decision: Decision, context: &Context, readings: &mut Readings, hint_capacity: Option<usize>) -> Ran {
+fn render(
+    engine: &Engine<'_>,
+    decision: Decision,
+    context: &Context,
+    readings: &mut Readings,
+    hint_capacity: Option<usize>,
+) -> Ran {
     let mut too_long = None;
     let mut size = hint_capacity.unwrap_or(4096);
     loop {
@@ -550,7 +624,14 @@ fn render(engine: &Engine<'_>, decision: Decision, context: &Context, readings: 
             Ok(o) => {
                 let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
                 let watched = scenario::fired_watches(engine, &o.decision).unwrap_or_default();
-                return Ran { hint: o.hint.map(str::to_string), decision: o.decision, event: o.event, warnings, too_long, watched };
+                return Ran {
+                    hint: o.hint.map(str::to_string),
+                    decision: o.decision,
+                    event: o.event,
+                    warnings,
+                    too_long,
+                    watched,
+                };
             }
             Err(e) => {
                 if hint_capacity.is_some() && too_long.is_none() {
@@ -568,7 +649,9 @@ fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     match decision.time {
         TimeDecision::Inject(_) => fired.push("time".to_string()),
         TimeDecision::NotDue => {}
-        TimeDecision::Skipped(TimeSkipped::ClockUnset) => fired.push("(time skipped: clock unset)".to_string()),
+        TimeDecision::Skipped(TimeSkipped::ClockUnset) => {
+            fired.push("(time skipped: clock unset)".to_string())
+        }
         #[allow(unreachable_patterns)]
         TimeDecision::Skipped(_) => fired.push("(time skipped)".to_string()),
     }
@@ -588,5 +671,6 @@ fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
 /// Whether `t` falls in the years RFC 3339 writes (0001 to 9999).
 fn writable_in_rfc3339(t: Timestamp) -> bool {
     use chrono::Datelike as _;
-    chrono::DateTime::from_timestamp_micros(t.unix_micros()).is_some_and(|dt| (1..=9999).contains(&dt.year()))
+    chrono::DateTime::from_timestamp_micros(t.unix_micros())
+        .is_some_and(|dt| (1..=9999).contains(&dt.year()))
 }

@@ -11,7 +11,9 @@ pub const INSTRUCTIONS_PER_TICK: u32 = 80;
 
 /// Starts SysTick free-running over its whole 24-bit range.
 pub fn start_counter() {
-    let Some(mut peripherals) = cortex_m::Peripherals::take() else { crate::fail("no peripherals") };
+    let Some(mut peripherals) = cortex_m::Peripherals::take() else {
+        crate::fail("no peripherals")
+    };
     let syst = &mut peripherals.SYST;
     syst.set_clock_source(SystClkSource::Core);
     syst.set_reload(0x00FF_FFFF);

@@ -10,7 +10,9 @@ use envaware::phases;
 use envaware::Tracker;
 use envaware::DEFAULT_INJECTION_SOURCE;
 use envaware::{Block, HintText, SliceConversation, SliceMessage};
-use envaware::{Config, Engine, FixedClock, Role, StepInput, TaskCounts, Timestamp, ToolResultState};
+use envaware::{
+    Config, Engine, FixedClock, Role, StepInput, TaskCounts, Timestamp, ToolResultState,
+};
 
 /// Counts the instructions of a case and prints `NAME: N instructions`.
 pub trait Meter {
@@ -27,25 +29,34 @@ const RECORDED_AT: i64 = 1_784_687_400;
 const RECORDED: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>\n</system-reminder>";
 const CONTEXT_HINT: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<context-length>Your current context contains 91000 tokens. When reaching 102400 tokens, your context will be compressed.</context-length>\n</system-reminder>";
 /// The argument the comparison case normalizes (118 bytes, as on the host).
-const ARGUMENT: &str =
-    r#"{"vent": 2, "percent": 40.5, "zones": ["north", "south"], "note": "caf\u00e9", "retry": {"max": 3, "backoff": 1.5e-3}}"#;
+const ARGUMENT: &str = r#"{"vent": 2, "percent": 40.5, "zones": ["north", "south"], "note": "caf\u00e9", "retry": {"max": 3, "backoff": 1.5e-3}}"#;
 
 // The kinds of message the contexts are made of: the same mix as the host
 // benchmark (`core/benches/decide.rs`).
-static FIRST: [Block<'static>; 2] =
-    [Block::Other, Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(RECORDED) }];
+static FIRST: [Block<'static>; 2] = [
+    Block::Other,
+    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(RECORDED) },
+];
 static TASKS: [Block<'static>; 2] = [
     Block::ToolCall { id: "call_1", name: "TaskCreate", input: r#"{"subject": "water bed A"}"# },
     Block::ToolResult { id: "call_1", name: "TaskCreate", state: ToolResultState::Success },
 ];
 static USER: [Block<'static>; 1] = [Block::Other];
-static OURS: [Block<'static>; 2] =
-    [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(CONTEXT_HINT) }, Block::Other];
-static OTHERS: [Block<'static>; 1] =
-    [Block::Hint { source: Some("permission"), text: HintText::Single("The user allowed `Move` for this session.") }];
+static OURS: [Block<'static>; 2] = [
+    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(CONTEXT_HINT) },
+    Block::Other,
+];
+static OTHERS: [Block<'static>; 1] = [Block::Hint {
+    source: Some("permission"),
+    text: HintText::Single("The user allowed `Move` for this session."),
+}];
 static TOOL: [Block<'static>; 3] = [
     Block::Other,
-    Block::ToolCall { id: "call_9", name: "Move", input: r#"{"x": 1.5, "y": -2, "speed": "slow"}"# },
+    Block::ToolCall {
+        id: "call_9",
+        name: "Move",
+        input: r#"{"x": 1.5, "y": -2, "speed": "slow"}"#,
+    },
     Block::ToolResult { id: "call_9", name: "Move", state: ToolResultState::Success },
 ];
 
@@ -71,7 +82,12 @@ fn context<const N: usize>() -> [SliceMessage<'static>; N] {
 /// a tracked decision and of a firing step at 128, and `argument_key`.
 pub fn run(bench: &impl Meter) {
     let Ok(engine) = Engine::new(Config::default()) else { bench.fail("configuration") };
-    let input = StepInput { tasks: TaskCounts { pending: 0, in_progress: 1 }, cur_iter: 1, input_tokens: 0, context_size: 128_000 };
+    let input = StepInput {
+        tasks: TaskCounts { pending: 0, in_progress: 1 },
+        cur_iter: 1,
+        input_tokens: 0,
+        context_size: 128_000,
+    };
     let step = input.for_agent(AGENT);
     let quiet = Timestamp::from_unix_seconds(RECORDED_AT + 60);
     let due = Timestamp::from_unix_seconds(RECORDED_AT + 3_600);
@@ -84,7 +100,9 @@ pub fn run(bench: &impl Meter) {
         let tracker = Tracker::from_conversation(&engine, AGENT, &conversation);
         // The cases must decide as their names say.
         let quiet_decision = tracker.decide(&conversation, &input, Some(quiet));
-        if quiet_decision.fires() || quiet_decision != engine.decide(&conversation, &step, Some(quiet)) {
+        if quiet_decision.fires()
+            || quiet_decision != engine.decide(&conversation, &step, Some(quiet))
+        {
             bench.fail("the quiet decision fires or differs from the scan");
         }
         match tracker.step(&conversation, &input, &mut FixedClock::at(due), &mut (), &mut hint) {
@@ -98,7 +116,13 @@ pub fn run(bench: &impl Meter) {
             black_box(tracker.decide(black_box(&conversation), &input, Some(quiet)));
         });
         bench.report("tracked step that renders the time, messages=", label, || {
-            let outcome = tracker.step(black_box(&conversation), &input, &mut FixedClock::at(due), &mut (), &mut hint);
+            let outcome = tracker.step(
+                black_box(&conversation),
+                &input,
+                &mut FixedClock::at(due),
+                &mut (),
+                &mut hint,
+            );
             black_box(outcome.map(|o| o.hint.map(str::len)).ok());
         });
     }
@@ -123,7 +147,9 @@ fn phases_of_a_decision(
     if phases::time(tracker, Some(quiet)) != envaware::TimeDecision::NotDue {
         bench.fail("the quiet decision's time phase is due");
     }
-    let phase = |name: &str, case: &mut dyn FnMut()| bench.report("tracked decision phase, messages=128: ", name, case);
+    let phase = |name: &str, case: &mut dyn FnMut()| {
+        bench.report("tracked decision phase, messages=128: ", name, case)
+    };
     phase("sync (the tracker saw every change)", &mut || {
         black_box(phases::sync(tracker, black_box(conversation)));
     });
@@ -162,7 +188,9 @@ fn phases_of_a_firing_step(
 ) {
     let decision = tracker.decide(conversation, input, Some(due));
     let mut hint = [0u8; 512];
-    let phase = |name: &str, case: &mut dyn FnMut()| bench.report("tracked firing step phase, messages=128: ", name, case);
+    let phase = |name: &str, case: &mut dyn FnMut()| {
+        bench.report("tracked firing step phase, messages=128: ", name, case)
+    };
     phase("decide", &mut || {
         black_box(tracker.decide(black_box(conversation), input, Some(due)));
     });

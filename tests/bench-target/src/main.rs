@@ -42,7 +42,10 @@ struct Bench {
 impl cases::Meter for Bench {
     fn report<F: FnMut()>(&self, name: &str, label: &str, case: F) {
         let spent = ticks(case).saturating_sub(self.overhead);
-        semihosting::println!("{name}{label}: {} instructions", spent * platform::INSTRUCTIONS_PER_TICK / REPS);
+        semihosting::println!(
+            "{name}{label}: {} instructions",
+            spent * platform::INSTRUCTIONS_PER_TICK / REPS
+        );
     }
 
     fn fail(&self, what: &str) -> ! {
@@ -61,7 +64,12 @@ fn main() -> ! {
     platform::start_counter();
     let bench = Bench { overhead: ticks(|| black_box(())) };
     // Checks the scale: a loop of 100,002 instructions.
-    cases::Meter::report(&bench, "calibration, asm::delay instructions=", "100002", platform::delay_100_002);
+    cases::Meter::report(
+        &bench,
+        "calibration, asm::delay instructions=",
+        "100002",
+        platform::delay_100_002,
+    );
     cases::run(&bench);
     semihosting::println!("done");
     semihosting::process::exit(0)

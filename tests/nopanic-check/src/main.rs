@@ -8,13 +8,14 @@
 
 use core::hint::black_box;
 
-use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::ConfigBuf;
 use envaware::ContextStore;
 use envaware::Tracker;
 use envaware::{
-    Clock, Config, Engine, EpochTickClock, ExtraFields, FixedClock, LiveReadings, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState, AgentContext,
+    AgentContext, Clock, Config, Engine, EpochTickClock, ExtraFields, FixedClock, LiveReadings,
+    Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState,
 };
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 
 #[cfg(feature = "link")]
 extern "C" {
@@ -65,7 +66,11 @@ fn blocks() -> [Block<'static>; 4] {
     [
         Block::Hint { source: Some(text()), text: HintText::Parts(parts) },
         Block::ToolCall { id: text(), name: text(), input: text() },
-        Block::ToolResult { id: text(), name: text(), state: ToolResultState::from_name(text()).unwrap_or(ToolResultState::Error) },
+        Block::ToolResult {
+            id: text(),
+            name: text(),
+            state: ToolResultState::from_name(text()).unwrap_or(ToolResultState::Error),
+        },
         Block::Hint { source: None, text: HintText::Single(text()) },
     ]
 }
@@ -83,7 +88,12 @@ fn entry_points() {
     sink(envaware::Decimal::leading(text().bytes()));
     sink({
         let d = |t| envaware::Decimal::parse(t);
-        let watch = envaware::Watch { change: d(text()), above: d(text()), below: d(text()), hysteresis: d(text()).unwrap_or_default() };
+        let watch = envaware::Watch {
+            change: d(text()),
+            above: d(text()),
+            below: d(text()),
+            hysteresis: d(text()).unwrap_or_default(),
+        };
         watch.fires(d(text()), d(text()))
     });
     sink(load_and_step());
@@ -108,15 +118,30 @@ fn journal() -> Option<usize> {
         Event::ToolCall { id: text(), name: text(), input: text() },
         Event::Compress { keep: number() as usize },
     ];
-    let recorded = journal.record(&mut context, &events[number() as usize % events.len()], &mut out);
+    let recorded =
+        journal.record(&mut context, &events[number() as usize % events.len()], &mut out);
     sink(recorded.map(|items| items.iter(&out).map(<[u8]>::len).sum::<usize>()));
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);
-    let stepped = journal.step(&mut context, &input(), Some(Timestamp(number())), &mut live, &mut hint, &mut out);
-    sink(stepped.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
+    let stepped = journal.step(
+        &mut context,
+        &input(),
+        Some(Timestamp(number())),
+        &mut live,
+        &mut hint,
+        &mut out,
+    );
+    sink(stepped.map(|(o, items)| {
+        (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())
+    }));
     // The split step, as an async sensor drives it.
-    if let Ok((decision, _)) = journal.decide(&mut context, &input(), Some(Timestamp(number())), &live, &mut out) {
-        let rendered = journal.render_step(&mut context, decision, &input(), &mut live, &mut hint, &mut out);
-        sink(rendered.map(|(o, items)| (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())));
+    if let Ok((decision, _)) =
+        journal.decide(&mut context, &input(), Some(Timestamp(number())), &live, &mut out)
+    {
+        let rendered =
+            journal.render_step(&mut context, decision, &input(), &mut live, &mut hint, &mut out);
+        sink(rendered.map(|(o, items)| {
+            (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())
+        }));
     }
     sink(journal.compaction_header(&context, &mut out));
     journal.popped(journal.dead_items());
@@ -148,12 +173,24 @@ fn tracked_and_wire() -> Option<usize> {
     let mut clock = FixedClock::at(Timestamp(number()));
     sink(context.step(&input(), &mut clock, &mut (), &mut out).map(|o| o.hint.map(str::len)));
     let decision = engine.decide(context.store(), &step("agent"), None);
-    sink(engine.render_step(decision, context.store(), &mut live, &mut out).map(|o| o.hint.map(str::len)));
-    let created_at = envaware::wire::IsoTime { at: Timestamp(number()), zone: envaware::resolve_zone(text()).unwrap_or(envaware::Zone::Utc) };
+    sink(
+        engine
+            .render_step(decision, context.store(), &mut live, &mut out)
+            .map(|o| o.hint.map(str::len)),
+    );
+    let created_at = envaware::wire::IsoTime {
+        at: Timestamp(number()),
+        zone: envaware::resolve_zone(text()).unwrap_or(envaware::Zone::Utc),
+    };
     sink(envaware::wire::write_hint_block(text(), text(), text(), created_at, &mut out));
     sink(engine.write_hint_block(text(), text(), Timestamp(number()), &mut out));
     let msg = context.newest(number() as usize)?;
-    envaware::wire::write_message(&msg, &envaware::wire::MessageMeta { id: text(), created_at }, &mut out).ok()
+    envaware::wire::write_message(
+        &msg,
+        &envaware::wire::MessageMeta { id: text(), created_at },
+        &mut out,
+    )
+    .ok()
 }
 
 /// Configuration from JSON, the context store, the engine and the tracker.
@@ -172,19 +209,31 @@ fn load_and_step() -> Option<usize> {
     let live = black_box(ExtraFields::Slice(&[("", "")]));
     let mut live = live;
     let agent = text();
-    sink(engine.step(&store, &step(agent), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));
+    sink(
+        engine
+            .step(&store, &step(agent), &mut clock, &mut live, &mut out)
+            .map(|o| o.hint.map(str::len)),
+    );
     let messages = [SliceMessage { role: Role::Assistant, name: agent, blocks: &blocks() }];
     let slice = SliceConversation(&messages);
     let decision = engine.decide(&slice, &step(agent), Some(Timestamp(number())));
     sink(engine.render(&decision, &slice, &live, &mut out).map(|h| h.map(str::len)));
-    sink(envaware::ToolError { count: number() as u64, result: number() as usize }.tool_name(&messages[0]).map(str::len));
+    sink(
+        envaware::ToolError { count: number() as u64, result: number() as usize }
+            .tool_name(&messages[0])
+            .map(str::len),
+    );
     let mut tracker = Tracker::from_conversation(&engine, agent, &store);
     tracker.push_message(&messages[0]);
     tracker.append_blocks(&messages[0], number() as usize);
     tracker.evict_oldest(number() as usize);
     sink(tracker.decide_with_readings(&store, &input(), None, &live));
     sink(engine.decide_with_readings(&slice, &step(agent), None, &live));
-    sink(tracker.step(&store, &input(), &mut clock, &mut live, &mut out).map(|o| o.hint.map(str::len)));
+    sink(
+        tracker
+            .step(&store, &input(), &mut clock, &mut live, &mut out)
+            .map(|o| o.hint.map(str::len)),
+    );
     #[cfg(feature = "demo-panic")]
     sink(out[number() as usize]); // a panic made reachable on purpose
     Some(out.len())

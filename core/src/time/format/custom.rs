@@ -8,9 +8,9 @@ use chrono::{Datelike, TimeZone, Timelike};
 use chrono_tz::OffsetName;
 
 use super::{signed, two, write_format, Fields, FormatInfo, ParseBack, TimeFormatError};
+use crate::text::{push_padded, Bytes};
 use crate::time::zone::Zone;
 use crate::time::zone_rules;
-use crate::text::{push_padded, Bytes};
 
 /// Directives `format_time` reproduces exactly.
 const STRFTIME_DIRECTIVES: &str = "aAbBcCdDeFgGhHIjklmMnpPrRStTuUVwWxXyYzZf%";
@@ -95,8 +95,9 @@ pub(super) fn check(fmt: &str) -> Result<FormatInfo, TimeFormatError> {
     let any = |set: &str| set.chars().any(|c| shown.has(c));
     let year = any("Yy");
     let weekday = any("aAuw");
-    let has_date =
-        (year && (any("j") || (any("mbBh") && any("de")))) || (year && any("UW") && weekday) || (any("G") && any("V") && weekday);
+    let has_date = (year && (any("j") || (any("mbBh") && any("de"))))
+        || (year && any("UW") && weekday)
+        || (any("G") && any("V") && weekday);
     if !has_date {
         return Err(TimeFormatError::NoDatePart);
     }
@@ -137,10 +138,23 @@ pub(in crate::time) fn strptime_verdict(fmt: &str) -> ParseBack {
 /// The C locale's day names, Monday first as Python's `calendar` lists
 /// them; one table for strftime and strptime (which matches them
 /// case-blind).
-pub(in crate::time) const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+pub(in crate::time) const WEEKDAYS: [&str; 7] =
+    ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 /// The C locale's month names, shared as [`WEEKDAYS`] is.
-pub(in crate::time) const MONTHS: [&str; 12] =
-    ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+pub(in crate::time) const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
 
 fn three(s: &str) -> &str {
     s.get(..3).unwrap_or(s)
@@ -306,9 +320,17 @@ mod tests {
     fn am_and_pm_turn_at_noon() {
         // 2026-01-01 in UTC: 00:00, 11:59, 12:00, 23:59.
         let day = 1_767_225_600i64;
-        for (minutes, want) in [(0, "AM am"), (11 * 60 + 59, "AM am"), (12 * 60, "PM pm"), (23 * 60 + 59, "PM pm")] {
+        for (minutes, want) in
+            [(0, "AM am"), (11 * 60 + 59, "AM am"), (12 * 60, "PM pm"), (23 * 60 + 59, "PM pm")]
+        {
             let mut s = String::new();
-            format_time(&mut s, "%p %P", Timestamp::from_unix_seconds(day + minutes * 60), Zone::Utc).unwrap();
+            format_time(
+                &mut s,
+                "%p %P",
+                Timestamp::from_unix_seconds(day + minutes * 60),
+                Zone::Utc,
+            )
+            .unwrap();
             assert_eq!(s, want, "{minutes} minutes past midnight");
         }
     }
@@ -337,7 +359,9 @@ mod tests {
         // Year, week and weekday; ISO year, ISO week and weekday.
         assert_eq!(check_format("%Y %U %a"), ok(Possible));
         assert_eq!(check_format("%G %V %u"), ok(Possible));
-        for partial in ["%U %a", "%Y %U", "%Y %a", "%G %a", "%V %a", "%G %V", "%Y %V %a", "%G %U %a", "%m %d"] {
+        for partial in
+            ["%U %a", "%Y %U", "%Y %a", "%G %a", "%V %a", "%G %V", "%Y %V %a", "%G %U %a", "%m %d"]
+        {
             assert_eq!(check_format(partial), Err(TimeFormatError::NoDatePart), "{partial}");
         }
     }

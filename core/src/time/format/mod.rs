@@ -105,7 +105,8 @@ impl FormatInfo {
 
 /// What [`check_format`] learns about the default format.
 #[cfg(any(test, not(feature = "custom-time-format")))]
-pub(super) const DEFAULT_FORMAT_INFO: FormatInfo = FormatInfo { has_utc_offset: false, parse_back: ParseBack::Possible };
+pub(super) const DEFAULT_FORMAT_INFO: FormatInfo =
+    FormatInfo { has_utc_offset: false, parse_back: ParseBack::Possible };
 
 /// Validates a configured time format: every directive is one
 /// [`format_time`] reproduces exactly, and the format carries a full date.
@@ -204,7 +205,12 @@ pub(super) fn write_format<W: Bytes + ?Sized>(w: &mut W, fmt: &[u8], t: &Fields)
 /// abbreviation (`EST`, `+08`, `UTC` for [`Zone::Utc`]). Errors only if `w`
 /// does, or if the local year is outside Python's 1..=9999.
 #[cfg(any(test, feature = "wire"))]
-pub fn format_time<W: Write + ?Sized>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
+pub fn format_time<W: Write + ?Sized>(
+    w: &mut W,
+    fmt: &str,
+    at: Timestamp,
+    zone: Zone,
+) -> fmt::Result {
     let mut sink = FmtSink { out: w, result: Ok(()) };
     push_time(&mut sink, fmt, at, zone)?;
     sink.result
@@ -222,14 +228,21 @@ struct FmtSink<'w, W: ?Sized> {
 impl<W: Write + ?Sized> Bytes for FmtSink<'_, W> {
     fn push(&mut self, bytes: &[u8]) {
         if self.result.is_ok() {
-            self.result = core::str::from_utf8(bytes).map_err(|_| fmt::Error).and_then(|s| self.out.write_str(s));
+            self.result = core::str::from_utf8(bytes)
+                .map_err(|_| fmt::Error)
+                .and_then(|s| self.out.write_str(s));
         }
     }
 }
 
 /// [`format_time`] into a byte sink, as rendering writes it. Errors only if
 /// the local year is outside Python's 1..=9999.
-pub fn push_time<W: Bytes + ?Sized>(w: &mut W, fmt: &str, at: Timestamp, zone: Zone) -> fmt::Result {
+pub fn push_time<W: Bytes + ?Sized>(
+    w: &mut W,
+    fmt: &str,
+    at: Timestamp,
+    zone: Zone,
+) -> fmt::Result {
     let utc = utc_naive(at).ok_or(fmt::Error)?;
     let offset = utc_offset(zone, &utc);
     let local = match offset {
@@ -285,7 +298,12 @@ pub(super) mod tests {
     fn the_default_format_and_microseconds_are_written_like_python() {
         writes_like_python(&[
             ("%Y-%m-%dT%H:%M:%S", 1772955000123456, "America/New_York", "2026-03-08T03:30:00"),
-            ("%Y-%m-%dT%H:%M:%S.%f", 1772955000123456, "America/New_York", "2026-03-08T03:30:00.123456"),
+            (
+                "%Y-%m-%dT%H:%M:%S.%f",
+                1772955000123456,
+                "America/New_York",
+                "2026-03-08T03:30:00.123456",
+            ),
             ("%Y-%m-%dT%H:%M:%S", 1772900000000001, "Asia/Kathmandu", "2026-03-07T21:58:20"),
             // glibc writes years without padding.
             ("%Y-%m-%dT%H:%M:%S.%f", -62135596800000000, "UTC", "1-01-01T00:00:00.000000"),

@@ -56,7 +56,8 @@ fn read_node(s: &str, pos: usize) -> Option<(Node, usize)> {
         return Some((if d == '%' { Node::Lit('%') } else { Node::Field(d) }, len));
     }
     if py_is_space(c) {
-        let end = rest.char_indices().find(|(_, c)| !py_is_space(*c)).map_or(rest.len(), |(i, _)| i);
+        let end =
+            rest.char_indices().find(|(_, c)| !py_is_space(*c)).map_or(rest.len(), |(i, _)| i);
         return Some((Node::Space, end));
     }
     Some((Node::Lit(c), c.len_utf8()))
@@ -112,7 +113,13 @@ fn names(d: char) -> impl Iterator<Item = &'static str> {
         'Z' => (&["utc", "gmt"], &IN_ORDER, true),
         _ => (&[], &[], true),
     };
-    order.iter().map_while(move |&i| list.get(usize::from(i))).map(move |n| if full { *n } else { n.get(..3).unwrap_or(n) })
+    order.iter().map_while(move |&i| list.get(usize::from(i))).map(move |n| {
+        if full {
+            *n
+        } else {
+            n.get(..3).unwrap_or(n)
+        }
+    })
 }
 
 fn match_name(text: &str, pos: usize, name: &str) -> Option<usize> {
@@ -362,7 +369,10 @@ struct FailureCache<'a, P> {
 impl<P: Pos> FailureCache<'_, P> {
     /// Whether the node at the cursor `key` ([`cursor_key`]) failed at `pos`.
     fn contains(&self, key: (usize, u16), pos: usize) -> bool {
-        self.at.iter().zip(self.sub.iter()).any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos)
+        self.at
+            .iter()
+            .zip(self.sub.iter())
+            .any(|(f, sub)| f.0.get() == key.0 && *sub == key.1 && f.1.get() == pos)
     }
 
     /// Records a failure, over whatever its slot held.
@@ -393,7 +403,12 @@ struct Matcher<'a, P> {
 ///
 /// Advances node by node through the format; where a node fails, returns
 /// to the newest choice point that has another candidate.
-pub(super) fn regex_match<P: Pos>(fmt: &str, text: &str, caps: &mut Captures<P>, steps: &mut u32) -> Option<usize> {
+pub(super) fn regex_match<P: Pos>(
+    fmt: &str,
+    text: &str,
+    caps: &mut Captures<P>,
+    steps: &mut u32,
+) -> Option<usize> {
     // The arrays are locals the matcher borrows: built in place, where a
     // struct that owned them is built aside and copied (opt-level "z"),
     // taking their size twice on the stack.
@@ -425,14 +440,25 @@ impl<P: Pos> Matcher<'_, P> {
     /// there. Keeps a choice point only if a later candidate could be
     /// followed by the next node: this keeps the stack to one frame per
     /// adjacent numeric directive or so. `None` aborts the match.
-    fn advance(&mut self, node: Node, cur: Cursor, after: Cursor, pos: usize) -> Option<Option<usize>> {
+    fn advance(
+        &mut self,
+        node: Node,
+        cur: Cursor,
+        after: Cursor,
+        pos: usize,
+    ) -> Option<Option<usize>> {
         if self.failed.contains(cursor_key(cur), pos) {
             return Some(None);
         }
         let Some(end) = nth_end(node, self.text, pos, 0) else { return Some(None) };
         if !matches!(node, Node::Lit(_)) && self.viable_candidate(node, after, pos, 1).is_some() {
             let frame = self.stack.get_mut(self.depth)?;
-            *frame = Frame { at: P::of(cur.at)?, sub: pack_sub(cur.sub), pos: P::of(pos)?, next: P::of(1)? };
+            *frame = Frame {
+                at: P::of(cur.at)?,
+                sub: pack_sub(cur.sub),
+                pos: P::of(pos)?,
+                next: P::of(1)?,
+            };
             self.depth += 1;
         }
         self.capture(node, pos, end)?;
@@ -474,7 +500,13 @@ impl<P: Pos> Matcher<'_, P> {
     /// more on a device. ([`Self::capture`] stays out of line: it calls
     /// nothing deep, and inlined twice it took 40 bytes more flash.)
     #[inline(always)]
-    fn viable_candidate(&self, node: Node, after: Cursor, pos: usize, k: usize) -> Option<(usize, usize)> {
+    fn viable_candidate(
+        &self,
+        node: Node,
+        after: Cursor,
+        pos: usize,
+        k: usize,
+    ) -> Option<(usize, usize)> {
         let mut k = k;
         loop {
             let end = nth_end(node, self.text, pos, k)?;
@@ -532,7 +564,10 @@ mod tests {
     #[test]
     fn names_are_in_seq_to_re_order() {
         let lower = |list: &[&str], full: bool| -> Vec<String> {
-            let mut v: Vec<String> = list.iter().map(|n| if full { n.to_lowercase() } else { n[..3].to_lowercase() }).collect();
+            let mut v: Vec<String> = list
+                .iter()
+                .map(|n| if full { n.to_lowercase() } else { n[..3].to_lowercase() })
+                .collect();
             v.sort_by_key(|n| core::cmp::Reverse(n.len()));
             v
         };
@@ -569,7 +604,8 @@ mod tests {
         let mut cache = FailureCache { at: &mut at, sub: &mut sub };
         // Slots 30, 31, 0 and 17: all kept (a hash of `|` or `&` instead of
         // `^` would put two in one slot, `/` instead of `%` one past the end).
-        let failures = [((1, 0), 1), ((31, 0), 0), ((0, pack_sub(Some((b'c', 2)))), 0), ((5000, 0), 7)];
+        let failures =
+            [((1, 0), 1), ((31, 0), 0), ((0, pack_sub(Some((b'c', 2)))), 0), ((5000, 0), 7)];
         for (key, pos) in failures {
             assert_eq!(cache.insert(key, u16::of(pos).unwrap()), Some(()));
         }
@@ -577,7 +613,13 @@ mod tests {
             assert!(cache.contains(key, pos), "{key:?} {pos}");
         }
         // Another node, position or place inside an expansion is no failure.
-        for (key, pos) in [((2, 0), 1), ((1, 0), 2), ((0, pack_sub(Some((b'c', 3)))), 0), ((0, 0), 0), ((5000, 1), 7)] {
+        for (key, pos) in [
+            ((2, 0), 1),
+            ((1, 0), 2),
+            ((0, pack_sub(Some((b'c', 3)))), 0),
+            ((0, 0), 0),
+            ((5000, 1), 7),
+        ] {
             assert!(!cache.contains(key, pos), "{key:?} {pos}");
         }
     }

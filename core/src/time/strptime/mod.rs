@@ -200,7 +200,18 @@ fn hour_of_12(hour: i32, ampm: &str) -> i32 {
 /// into methods that return a year and a day of the year, it compiled to
 /// about 230 bytes more on a Cortex-M.
 fn resolve_date(f: Fields) -> Option<Recorded> {
-    let Fields { year, iso_year, mut month, mut day, iso_week, week_of_year, week_starts_mon, weekday, mut julian, .. } = f;
+    let Fields {
+        year,
+        iso_year,
+        mut month,
+        mut day,
+        iso_week,
+        week_of_year,
+        week_starts_mon,
+        weekday,
+        mut julian,
+        ..
+    } = f;
     // `%G` needs `%V` and a weekday and refuses `%j`; `%V` needs `%G`.
     if year.is_none() && iso_year.is_some() {
         if iso_week.is_none() || weekday.is_none() || julian.is_some() {
@@ -549,10 +560,26 @@ mod tests {
             ("02-28 100", "%m-%d %j", Some(("1900-04-10T00:00:00.000000", None))),
             ("5 MARCH 2026", "%d %B %Y", Some(("2026-03-05T00:00:00.000000", None))),
             ("5 january 2026", "%d %B %Y", Some(("2026-01-05T00:00:00.000000", None))),
-            ("2026-03-08 02:05:09 +010000.25", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(3600250000)))),
-            ("2026-03-08 02:05:09 -010000.5", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(-3600500000)))),
-            ("2026-03-08 02:05:09 +01:00:00.123456", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(3600123456)))),
-            ("2026-03-08 02:05:09 +0530", "%Y-%m-%d %H:%M:%S %z", Some(("2026-03-08T02:05:09.000000", Some(19800000000)))),
+            (
+                "2026-03-08 02:05:09 +010000.25",
+                "%Y-%m-%d %H:%M:%S %z",
+                Some(("2026-03-08T02:05:09.000000", Some(3600250000))),
+            ),
+            (
+                "2026-03-08 02:05:09 -010000.5",
+                "%Y-%m-%d %H:%M:%S %z",
+                Some(("2026-03-08T02:05:09.000000", Some(-3600500000))),
+            ),
+            (
+                "2026-03-08 02:05:09 +01:00:00.123456",
+                "%Y-%m-%d %H:%M:%S %z",
+                Some(("2026-03-08T02:05:09.000000", Some(3600123456))),
+            ),
+            (
+                "2026-03-08 02:05:09 +0530",
+                "%Y-%m-%d %H:%M:%S %z",
+                Some(("2026-03-08T02:05:09.000000", Some(19800000000))),
+            ),
         ];
         assert_parse_cases(cases);
     }
@@ -639,8 +666,10 @@ sys.stdout.write("\n".join(out) + "\n")
     /// or dropped), against CPython 3.11's `strptime`: 4,000 cases.
     #[test]
     fn ambiguous_texts_parse_like_python_strptime() {
-        const DIRECTIVES: &[char] =
-            &['d', 'f', 'H', 'I', 'j', 'm', 'M', 'S', 'U', 'W', 'V', 'w', 'u', 'y', 'Y', 'G', 'z', 'p', 'b', 'B', 'a', 'A'];
+        const DIRECTIVES: &[char] = &[
+            'd', 'f', 'H', 'I', 'j', 'm', 'M', 'S', 'U', 'W', 'V', 'w', 'u', 'y', 'Y', 'G', 'z',
+            'p', 'b', 'B', 'a', 'A',
+        ];
         const SEPARATORS: &[&str] = &["", "", "", " ", "  ", "-", ":"];
         let mut rng = SplitMix(0x5714_9713);
         let mut cases = std::vec::Vec::new();
@@ -662,7 +691,10 @@ sys.stdout.write("\n".join(out) + "\n")
                 directive_text(&mut rng, d, &mut text);
             }
             if rng.below(10) == 0 && !text.is_empty() {
-                let at = text.char_indices().nth(rng.below(text.chars().count() as u64) as usize).map_or(0, |(i, _)| i);
+                let at = text
+                    .char_indices()
+                    .nth(rng.below(text.chars().count() as u64) as usize)
+                    .map_or(0, |(i, _)| i);
                 let c = text[at..].chars().next().unwrap();
                 let with = ["", "1", " ", "0"][rng.below(4) as usize];
                 text.replace_range(at..at + c.len_utf8(), with);
@@ -675,14 +707,24 @@ sys.stdout.write("\n".join(out) + "\n")
         for ((text, fmt), want) in cases.iter().zip(&answers) {
             let got = match parse_time(text, fmt) {
                 None => String::from("None"),
-                Some(r) => std::format!("{} {}", iso(r.naive), r.utc_offset_micros.map_or(String::from("-"), |o| std::format!("{o}"))),
+                Some(r) => std::format!(
+                    "{} {}",
+                    iso(r.naive),
+                    r.utc_offset_micros.map_or(String::from("-"), |o| std::format!("{o}"))
+                ),
             };
             parsed += usize::from(want != "None");
             if got != *want {
                 mismatches.push(std::format!("{text:?} {fmt:?}: {got}, Python {want}"));
             }
         }
-        assert!(mismatches.is_empty(), "{} of {}:\n{}", mismatches.len(), cases.len(), mismatches[..mismatches.len().min(20)].join("\n"));
+        assert!(
+            mismatches.is_empty(),
+            "{} of {}:\n{}",
+            mismatches.len(),
+            cases.len(),
+            mismatches[..mismatches.len().min(20)].join("\n")
+        );
         // The cases must reach the date arithmetic, not only fail to match.
         assert!(parsed > cases.len() / 4, "only {parsed} parsed");
         std::println!("{parsed} of {} parsed, as Python does", cases.len());

@@ -60,7 +60,8 @@ const LOWER_PACKED: [[u16; 3]; 182] = {
         let biased = biased as u32;
         out[i] = [
             (first & 0xffff) as u16,
-            ((first >> 16) | (stride as u32 - 1) << 1 | (biased >> 16) << 2 | (count as u32) << 3) as u16,
+            ((first >> 16) | (stride as u32 - 1) << 1 | (biased >> 16) << 2 | (count as u32) << 3)
+                as u16,
             (biased & 0xffff) as u16,
         ];
         i += 1;

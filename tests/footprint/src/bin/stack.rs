@@ -15,12 +15,13 @@ use core::fmt::Write as _;
 use core::hint::black_box;
 
 use envaware::args::MAX_DEPTH;
-use envaware::Warning;
-use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::ContextStore;
 use envaware::Tracker;
+use envaware::Warning;
+use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{
-    Config, ConfigError, Engine, ExtraFields, FixedClock, InjectionConfig, LiveFields, Role, Step, StepInput, TaskCounts, Timestamp, ToolResultState,
+    Config, ConfigError, Engine, ExtraFields, FixedClock, InjectionConfig, LiveFields, Role, Step,
+    StepInput, TaskCounts, Timestamp, ToolResultState,
 };
 use semihosting::println;
 
@@ -185,14 +186,22 @@ impl LiveFields for Sensors {
         self.reads += 1;
         for (i, v) in self.values.iter_mut().enumerate() {
             v.clear();
-            let _ = write!(v, "{}.{:04} °C at sensor {i}, read {} ({:-<40})", 20 + i, self.reads * 625, self.reads, "");
+            let _ = write!(
+                v,
+                "{}.{:04} °C at sensor {i}, read {} ({:-<40})",
+                20 + i,
+                self.reads * 625,
+                self.reads,
+                ""
+            );
         }
     }
     fn len(&self) -> usize {
         self.values.len()
     }
     fn field(&self, i: usize) -> Option<(&str, &str)> {
-        const KEYS: [&str; 6] = ["temperature", "humidity", "pressure", "battery", "position", "timezone"];
+        const KEYS: [&str; 6] =
+            ["temperature", "humidity", "pressure", "battery", "position", "timezone"];
         Some((KEYS.get(i)?, self.values.get(i)?.as_str()))
     }
 }
@@ -298,21 +307,33 @@ fn fill_failing_calls(store: &mut Store, input: &str) -> bool {
         Block::ToolCall { id: "call-3", name: "OpenVent", input },
         fail("call-3"),
     ];
-    store.push_message(Role::User, "user", &[Block::Other]).is_ok() && store.push_message(Role::Assistant, "rover", &blocks).is_ok()
+    store.push_message(Role::User, "user", &[Block::Other]).is_ok()
+        && store.push_message(Role::Assistant, "rover", &blocks).is_ok()
 }
 
 /// A full store: 16 messages with long text, the recorded time in the oldest.
 fn fill_full(store: &mut Store, source: &'static str) -> bool {
     store.clear();
     let hint = "<system-reminder>\n<current-time>Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), day 298, week 43/42</current-time>\n<timezone>Europe/Berlin</timezone>\n</system-reminder>";
-    let mut ok =
-        store.push_message(Role::Assistant, "rover", &[Block::Hint { source: Some(source), text: HintText::Single(hint) }]).is_ok();
+    let mut ok = store
+        .push_message(
+            Role::Assistant,
+            "rover",
+            &[Block::Hint { source: Some(source), text: HintText::Single(hint) }],
+        )
+        .is_ok();
     let mut long = Text::<900>::new();
     while long.write_str("x").is_ok() {}
     for i in 0..15 {
         let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
         let text = HintText::Single(long.as_str());
-        ok &= store.push_message(role, "rover", &[Block::Other, Block::Hint { source: Some("other"), text }]).is_ok();
+        ok &= store
+            .push_message(
+                role,
+                "rover",
+                &[Block::Other, Block::Hint { source: Some("other"), text }],
+            )
+            .is_ok();
     }
     ok
 }
@@ -361,44 +382,97 @@ fn main() -> ! {
     let mut store = Store::new();
     let mut hint = [0u8; 8192];
     let mut arg = Text::<4400>::new();
-    let input =
-        StepInput { tasks: TaskCounts { pending: u64::MAX, in_progress: u64::MAX }, cur_iter: 0, input_tokens: i64::MAX, context_size: i64::MAX };
+    let input = StepInput {
+        tasks: TaskCounts { pending: u64::MAX, in_progress: u64::MAX },
+        cur_iter: 0,
+        input_tokens: i64::MAX,
+        context_size: i64::MAX,
+    };
     let step = input.for_agent("rover");
     // The recorded time itself spans two parts: read through the copy scratch.
-    let parts_long = ["Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), ", "day 298, week 43/42"];
-    let parts = ["<current-time>", parts_long[0], parts_long[1], "</current-time>\n<timezone>Europe/", "Berlin</timezone>"];
+    let parts_long =
+        ["Sunday, 25 October 2026 02:30:00.000000 +0100 (CET), ", "day 298, week 43/42"];
+    let parts = [
+        "<current-time>",
+        parts_long[0],
+        parts_long[1],
+        "</current-time>\n<timezone>Europe/",
+        "Berlin</timezone>",
+    ];
     let parts_msg = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&parts) }];
     let slice_msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &parts_msg }];
 
     let mut worst = 0;
-    let mut report = |name: &str, shape: Option<usize>, case: fn(&mut Run<'_>) -> usize, store: &mut Store, hint: &mut [u8]| {
+    let mut report = |name: &str,
+                      shape: Option<usize>,
+                      case: fn(&mut Run<'_>) -> usize,
+                      store: &mut Store,
+                      hint: &mut [u8]| {
         let filled = match shape {
             Some(s) => argument(s, &mut arg).is_ok() && fill_failing_calls(store, arg.as_str()),
             None => fill_full(store, SOURCE),
         };
         let live = Sensors { reads: 0, values: [const { Text::new() }; 6] };
         let tracker = Tracker::from_conversation(&engine, step.agent_name, &*store);
-        let mut run = Run { engine, tracker, store, slice: SliceConversation(&slice_msgs), step, input, live, hint };
+        let mut run = Run {
+            engine,
+            tracker,
+            store,
+            slice: SliceConversation(&slice_msgs),
+            step,
+            input,
+            live,
+            hint,
+        };
         let (used, len) = measure(case, &mut run);
         let fired = len > 1;
-        println!("stack {name}: {used} B (hint {len} B){}", if filled && fired { "" } else { " FAIL: no context or no hint" });
+        println!(
+            "stack {name}: {used} B (hint {len} B){}",
+            if filled && fired { "" } else { " FAIL: no context or no hint" }
+        );
         worst = worst.max(used);
         filled && fired
     };
     let mut ok = true;
-    let shapes =
-        ["args at the depth bound", "args arrays of objects", "args past the bound", "args 2100 deep", "", "", "args long numbers"];
+    let shapes = [
+        "args at the depth bound",
+        "args arrays of objects",
+        "args past the bound",
+        "args 2100 deep",
+        "",
+        "",
+        "args long numbers",
+    ];
     for (i, name) in shapes.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
         ok &= report(name, Some(i), engine_step, &mut store, &mut hint);
     }
-    ok &= report("decide only, args at the depth bound", Some(0), engine_decide, &mut store, &mut hint);
-    ok &= report("decide only, args arrays of objects", Some(1), engine_decide, &mut store, &mut hint);
+    ok &= report(
+        "decide only, args at the depth bound",
+        Some(0),
+        engine_decide,
+        &mut store,
+        &mut hint,
+    );
+    ok &= report(
+        "decide only, args arrays of objects",
+        Some(1),
+        engine_decide,
+        &mut store,
+        &mut hint,
+    );
     ok &= report("decide only, args {}", Some(5), engine_decide, &mut store, &mut hint);
     ok &= report("args {}", Some(5), engine_step, &mut store, &mut hint);
     ok &= report("argument_key alone, args {}", Some(5), argument_key, &mut store, &mut hint);
-    ok &= report("argument_key alone, args at the depth bound", Some(0), argument_key, &mut store, &mut hint);
+    ok &= report(
+        "argument_key alone, args at the depth bound",
+        Some(0),
+        argument_key,
+        &mut store,
+        &mut hint,
+    );
     ok &= report("tracker, args at the depth bound", Some(0), tracker_step, &mut store, &mut hint);
-    ok &= report("full store, long template, live fields", None, engine_step, &mut store, &mut hint);
+    ok &=
+        report("full store, long template, live fields", None, engine_step, &mut store, &mut hint);
     ok &= report("tracker, full store", None, tracker_step, &mut store, &mut hint);
     ok &= report("decide only, full store", None, engine_decide, &mut store, &mut hint);
     ok &= report("recorded time in parts", None, slice_step, &mut store, &mut hint);
@@ -414,7 +488,11 @@ fn main() -> ! {
 fn zone_checks() -> bool {
     let with = |timezone, filtered_zone_falls_back_to_utc| {
         Engine::new(Config {
-            injection: InjectionConfig { timezone, filtered_zone_falls_back_to_utc, ..Default::default() },
+            injection: InjectionConfig {
+                timezone,
+                filtered_zone_falls_back_to_utc,
+                ..Default::default()
+            },
             ..Default::default()
         })
     };
@@ -433,10 +511,18 @@ fn zone_checks() -> bool {
     if let Err(e) = tokyo {
         println!("Asia/Tokyo: {e}");
     }
-    let warns = |e: Result<Engine<'_>, ConfigError>| e.is_ok_and(|e| e.config().warnings().any(|w| w == Warning::TimezoneFellBackToUtc));
+    let warns = |e: Result<Engine<'_>, ConfigError>| {
+        e.is_ok_and(|e| e.config().warnings().any(|w| w == Warning::TimezoneFellBackToUtc))
+    };
     check("a left-out zone falls back to UTC when asked", warns(with("Asia/Tokyo", true)));
-    check("an unknown name falls back to UTC, as the reference", warns(with("Mars/Olympus_Mons", false)));
-    check("a compiled-in zone resolves", with("Europe/Berlin", false).is_ok_and(|e| e.config().warnings().next().is_none()));
+    check(
+        "an unknown name falls back to UTC, as the reference",
+        warns(with("Mars/Olympus_Mons", false)),
+    );
+    check(
+        "a compiled-in zone resolves",
+        with("Europe/Berlin", false).is_ok_and(|e| e.config().warnings().next().is_none()),
+    );
     failed
 }
 
