@@ -96,6 +96,9 @@ mod documentation {
     mod testing {}
     #[doc = include_str!("../../docs/benchmarks.md")]
     mod benchmarks {}
+    #[cfg(feature = "journal")]
+    #[doc = include_str!("../../docs/reboot.md")]
+    mod reboot {}
     #[doc = include_str!("../../firmware/README.md")]
     mod firmware {}
 }
