@@ -398,6 +398,18 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
                 }
                 Ok(_) if byte[0] == b'.' => return Ok(true),
                 Ok(_) => {} // not part of the handshake
+                // The read timeout is the run's deadline.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(format!(
+                        "timed out after {} s waiting for the firmware on UART0 (at step {steps})",
+                        opts.timeout.as_secs()
+                    ))
+                }
                 Err(e) => return Err(format!("waiting for the firmware on UART0: {e}")),
             }
         }

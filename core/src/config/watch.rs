@@ -43,6 +43,11 @@ const ONE: i128 = 1_000_000_000_000_000_000;
 const WHOLE_LIMIT: u64 = 10_000_000_000_000_000_000;
 
 impl Decimal {
+    /// The value in units of 10^-18 (the log header hashes it).
+    pub(crate) fn units(self) -> i128 {
+        self.0
+    }
+
     /// Zero.
     pub const ZERO: Decimal = Decimal(0);
     /// Integer digits a decimal may hold.

@@ -80,14 +80,14 @@ pub use self::event::{Event, Readings};
 use self::read::*;
 use self::write::*;
 
-use core::hash::{Hash as _, Hasher as _};
+use core::hash::Hasher as _;
 
 use heapless::Deque;
 use siphasher::sip::SipHasher13;
 
 use crate::agent_context::{AgentContext, StepError};
 use crate::clock::Timestamp;
-use crate::config::watch::Watch;
+use crate::config::watch::{Decimal, Watch};
 use crate::config::{Config, ContextConfig, InjectionConfig};
 use crate::conversation::Block;
 use crate::engine::{Engine, Outcome};
@@ -97,7 +97,7 @@ use crate::store::StoreError;
 use crate::wire::BufferFull;
 
 /// The log format's version, in every header.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The most blocks a `message` or `assistant` item may hold.
 pub const MAX_EVENT_BLOCKS: usize = 16;
@@ -107,6 +107,10 @@ const MAX_DEPTH: usize = 6;
 
 /// What a log was written for: restoring it elsewhere would not rebuild the
 /// same decisions.
+///
+/// The hash is the same on every target (docs/reboot.md, "The header"
+/// gives its encoding), so a host checks a device's log with
+/// [`Header::for_session`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Header {
@@ -115,6 +119,10 @@ pub struct Header {
     /// A hash of the validated configuration, the agent's name and the
     /// context's capacities.
     pub config: u64,
+    /// The context's capacities: messages, blocks and text bytes (the
+    /// `AgentContext`'s three parameters), also written in clear so that
+    /// a host can compute the hash without them.
+    pub capacity: [u64; 3],
 }
 
 impl Header {
@@ -122,19 +130,59 @@ impl Header {
     pub fn of<const M: usize, const B: usize, const T: usize>(
         context: &AgentContext<'_, M, B, T>,
     ) -> Header {
+        let capacity = [M, B, T].map(|c| c as u64);
+        Header::for_session(context.engine().config().config(), context.agent_name(), capacity)
+    }
+
+    /// The header a session of `config` writes for the agent `agent_name`
+    /// in a context of `capacity` (messages, blocks, text bytes): what a
+    /// host computes to check a device's log.
+    pub fn for_session(config: &Config<'_>, agent_name: &str, capacity: [u64; 3]) -> Header {
         let mut hasher = SipHasher13::new_with_keys(0x656e_7661_7761_7265, 0x6a6f_7572_6e61_6c31);
-        hash_config(&mut hasher, context.engine().config().config());
-        write_str(&mut hasher, context.agent_name());
-        for capacity in [M, B, T] {
-            hasher.write_u64(capacity as u64);
+        let mut h = Encoding(&mut hasher);
+        hash_config(&mut h, config);
+        h.text(agent_name);
+        capacity.iter().for_each(|&c| h.u64(c));
+        Header { version: VERSION, config: hasher.finish(), capacity }
+    }
+}
+
+/// The header hash's input: fixed-width little-endian integers, so that
+/// every target hashes the same bytes (`write_usize` and the derived
+/// `Hash` of an enum would feed the pointer width).
+struct Encoding<'h>(&'h mut SipHasher13);
+
+impl Encoding<'_> {
+    fn u8(&mut self, n: u8) {
+        self.0.write(&[n]);
+    }
+    fn u64(&mut self, n: u64) {
+        self.0.write(&n.to_le_bytes());
+    }
+    /// A string: its length in bytes first, so neighbours cannot trade bytes.
+    fn text(&mut self, text: &str) {
+        self.u64(text.len() as u64);
+        self.0.write(text.as_bytes());
+    }
+    /// A count of the items that follow.
+    fn count(&mut self, n: usize) {
+        self.u64(n as u64);
+    }
+    /// A decimal: 0, or 1 and its value in units of 10^-18 (an `i128`).
+    fn decimal(&mut self, value: Option<Decimal>) {
+        match value {
+            None => self.u64(0),
+            Some(d) => {
+                self.u64(1);
+                self.0.write(&d.units().to_le_bytes());
+            }
         }
-        Header { version: VERSION, config: hasher.finish() }
     }
 }
 
 /// Hashes every field of the configuration: the destructuring names them
 /// all, so a new field does not compile until it is hashed too.
-fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
+fn hash_config(h: &mut Encoding<'_>, config: &Config<'_>) {
     let Config { injection, context } = config;
     let InjectionConfig {
         inject_runtime_state,
@@ -166,10 +214,10 @@ fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
         filtered_zone_falls_back_to_utc,
         compression_tool_enabled,
     ] {
-        h.write_u8(u8::from(*flag));
+        h.u8(u8::from(*flag));
     }
     for text in [timezone, time_format, tool_retries_hint, template, injection_source] {
-        write_str(h, text);
+        h.text(text);
     }
     for number in [
         Some(*time_interval),
@@ -178,27 +226,24 @@ fn hash_config(h: &mut SipHasher13, config: &Config<'_>) {
         Some(*reserve_ratio),
         Some(*buffer),
     ] {
-        h.write_u64(number.map_or(u64::MAX, f64::to_bits));
+        h.u64(number.map_or(u64::MAX, f64::to_bits));
     }
-    h.write_u64(*tool_retries_limit);
-    h.write_usize(task_tool_names.len());
-    task_tool_names.iter().for_each(|name| write_str(h, name));
-    h.write_usize(extra_fields.len());
+    h.u64(*tool_retries_limit);
+    h.count(task_tool_names.len());
+    task_tool_names.iter().for_each(|name| h.text(name));
+    h.count(extra_fields.len());
     for (key, value) in extra_fields.iter() {
-        write_str(h, key);
-        write_str(h, value);
+        h.text(key);
+        h.text(value);
     }
-    h.write_usize(watch.len());
+    h.count(watch.len());
     for (field, Watch { change, above, below, hysteresis }) in watch.iter() {
-        write_str(h, field);
-        (change, above, below, hysteresis).hash(h);
+        h.text(field);
+        for bound in [change, above, below] {
+            h.decimal(bound);
+        }
+        h.0.write(&hysteresis.units().to_le_bytes());
     }
-}
-
-/// A string, length first, so that neighbours cannot trade bytes.
-fn write_str(h: &mut SipHasher13, text: &str) {
-    h.write_usize(text.len());
-    h.write(text.as_bytes());
 }
 
 /// The items one call writes back to back into one buffer (a step: up to
@@ -698,9 +743,6 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         }
         if key.eq_str("log") {
             let (header, live, _) = read_header(value).map_err(error)?;
-            if header.version != VERSION {
-                return Err(error(ItemError::Version { found: header.version }));
-            }
             if header.config != self.header.config {
                 return Err(error(ItemError::Config {
                     found: header.config,

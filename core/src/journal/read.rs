@@ -93,14 +93,26 @@ pub(crate) fn digits(text: &str) -> Option<i64> {
     })
 }
 
-/// A header's version and configuration, its `live` items and `steps`.
+/// A header's version, configuration and capacities, its `live` items and
+/// `steps`. The version is read first: a header of another version is
+/// refused as such, whatever else it holds.
 pub(crate) fn read_header(value: Value<'_>) -> Result<(Header, u32, u64), ItemError> {
+    let version = number(value, "version")?;
+    if version != VERSION {
+        return Err(ItemError::Version { found: version });
+    }
     let config =
         field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
-    let header = Header {
-        version: number(value, "version")?,
-        config: config.ok_or(ItemError::Field("config"))?,
-    };
+    let mut capacity = [0u64; 3];
+    let mut items = field(value, "capacity")?.items();
+    for slot in &mut capacity {
+        let n = items.next().and_then(|v| v.number_text()?.parse().ok());
+        *slot = n.ok_or(ItemError::Field("capacity"))?;
+    }
+    if items.next().is_some() {
+        return Err(ItemError::Field("capacity"));
+    }
+    let header = Header { version, config: config.ok_or(ItemError::Field("config"))?, capacity };
     Ok((header, number(value, "live")?, number_or(value, "steps", None)?))
 }
 

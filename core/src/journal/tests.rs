@@ -1,6 +1,7 @@
 extern crate std;
 
 use super::*;
+use crate::config::watch::WatchList;
 use crate::config::Config;
 use crate::config::ContextConfig;
 use crate::conversation::{HintText, Role, ToolResultState};
@@ -256,7 +257,7 @@ fn items_are_the_replay_trace_format() {
     run_live(&mut live, &mut journal, &session()[..9], &mut log);
     let text: Vec<&str> = log.iter().map(|i| core::str::from_utf8(i).unwrap()).collect();
     let header =
-        format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{:016x}\",\"live\":0,\"agent\":\"rover\"}}}}", journal.header().config);
+        format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{:016x}\",\"capacity\":{:?},\"live\":0,\"agent\":\"rover\"}}}}", journal.header().config, journal.header().capacity).replace(", ", ",");
     assert_eq!(text[0], header);
     assert_eq!(text[1], r##"{"#":1,"user":{"name":"operator \"ops\"","content":""}}"##);
     assert_eq!(text[2], r##"{"#":2,"config":{"agent_name":"rover","context_size":8192}}"##);
@@ -549,17 +550,17 @@ fn a_log_of_another_configuration_or_version_is_refused_before_anything_is_appli
         assert_ne!(found, expected);
         let mut foreign = log.clone();
         foreign[0] =
-            format!("{{\"#\":0,\"log\":{{\"version\":1,\"config\":\"{found:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
+            format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{found:016x}\",\"capacity\":[1,2,3],\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
         let e = error_of(&foreign);
         assert_eq!(e, LogError { index: 0, kind: ItemError::Config { found, expected } });
         assert_eq!(e.to_string(), format!("log item 0: written for configuration {found:016x}, this context is {expected:016x}"));
     }
     let mut newer = log.clone();
-    newer[0] = format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
-    assert_eq!(error_of(&newer), LogError { index: 0, kind: ItemError::Version { found: 2 } });
+    newer[0] = format!("{{\"#\":0,\"log\":{{\"version\":3,\"config\":\"{expected:016x}\",\"live\":0,\"agent\":\"rover\"}}}}").into_bytes();
+    assert_eq!(error_of(&newer), LogError { index: 0, kind: ItemError::Version { found: 3 } });
     assert_eq!(
         error_of(&newer).to_string(),
-        "log item 0: log format version 2, this build reads 1"
+        "log item 0: log format version 3, this build reads 2"
     );
     // Restoring without the check pass is refused too.
     let mut context = Context::new(&engine, AGENT);
@@ -654,4 +655,31 @@ fn compaction_keeps_what_the_context_holds_at_every_cut() {
         assert_eq!(journal.dead_items(), 0);
         assert_eq!(journal.items() as usize, log.len() - dead);
     }
+}
+
+#[test]
+fn the_header_hash_is_pinned_by_its_documented_encoding() {
+    // docs/reboot.md, "The header": fixed-width little-endian input, so a
+    // 32-bit device and a 64-bit host agree. A change of this value is a
+    // change of the log format: raise `VERSION`.
+    let mut config = Config::default();
+    let watch = [(
+        "temperature",
+        Watch {
+            change: Decimal::new(2, 0),
+            above: Decimal::new(28, 0),
+            below: None,
+            hysteresis: Decimal::new(5, 1).unwrap(),
+        },
+    )];
+    config.injection.watch = WatchList::Slice(&watch);
+    let header = Header::for_session(&config, "Sprout", [16, 48, 4096]);
+    assert_eq!(format!("{:016x}", header.config), "c604efd021b487ac");
+    assert_eq!(header.capacity, [16, 48, 4096]);
+    assert_eq!(header.version, VERSION);
+    // Each part counts: the agent, a capacity, a watch bound.
+    assert_ne!(Header::for_session(&config, "Sprouts", [16, 48, 4096]), header);
+    assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4097]).config, header.config);
+    config.injection.watch = WatchList::EMPTY;
+    assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4096]).config, header.config);
 }

@@ -30,9 +30,10 @@ impl Serialize for EventOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self.0 {
             Event::Log { header, live, agent, steps } => {
-                let mut m = s.serialize_struct("Log", 5)?;
+                let mut m = s.serialize_struct("Log", 6)?;
                 m.serialize_field("version", &header.version)?;
                 m.serialize_field("config", &Hex(header.config))?;
+                m.serialize_field("capacity", &header.capacity)?;
                 m.serialize_field("live", &live)?;
                 m.serialize_field("agent", agent)?;
                 if steps > 0 {
