@@ -44,9 +44,16 @@ pub(super) struct StepEvent {
     #[serde(default)]
     pub(super) tokens: Option<i64>,
     /// The hint a device appended at this step (its session log,
-    /// `envaware::journal`): a text, or `null` for none.
-    #[serde(default)]
+    /// `envaware::journal`): a text, or `null` for none. `None` only when
+    /// the key is absent: `"hint": null` records that nothing was appended.
+    #[serde(default, deserialize_with = "present")]
     pub(super) hint: Option<Value>,
+}
+
+/// A key that is present, `null` included (serde reads a `null` as an
+/// absent `Option`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 impl StepEvent {

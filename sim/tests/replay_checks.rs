@@ -1,0 +1,165 @@
+//! What `replay` checks of what a trace or a device's log says it did
+//! (issue 33): a recorded hint, none included, against the decision; a log
+//! header against the configuration replayed with. And what `replay` and
+//! `eval` read alike: one configuration loader, and wrong-typed keys named
+//! by their path.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use envaware::journal::{Event, Journal};
+use envaware::{AgentContext, Config, Engine, StepInput, TaskCounts, Timestamp, ToolResultState};
+use serde_json::{json, Value};
+
+const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
+type Context<'a> = AgentContext<'a, 6, 32, 2048>;
+
+/// A device's session log under `config`, one item a line: steps with a
+/// hint (the time, a repeated tool error) and steps with none.
+fn device_log(config: Config<'_>) -> Vec<String> {
+    let engine = Engine::new(config).unwrap();
+    let mut context = Context::new(&engine, "Sprout");
+    let mut journal = Journal::new(&context);
+    let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+    let n = journal.start(&context, &mut buf).unwrap();
+    let mut log = vec![buf[..n].to_vec()];
+    let mut record = |context: &mut Context<'_>, journal: &mut Journal<6>, event: Event<'_>| {
+        let mut buf = [0u8; 512];
+        let items = journal.record(context, &event, &mut buf).unwrap();
+        items.iter(&buf).map(<[u8]>::to_vec).collect::<Vec<_>>()
+    };
+    log.extend(record(&mut context, &mut journal, Event::User { name: "operator" }));
+    for i in 0..4u32 {
+        let id = format!("c{i}");
+        let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };
+        log.extend(record(&mut context, &mut journal, call));
+        let state = ToolResultState::Error;
+        log.extend(record(
+            &mut context,
+            &mut journal,
+            Event::ToolResult { id: &id, name: "OpenVent", state },
+        ));
+        let step = StepInput {
+            tasks: TaskCounts::default(),
+            cur_iter: u64::from(i),
+            input_tokens: 900,
+            context_size: 128_000,
+        };
+        let now = Some(Timestamp::from_unix_seconds(1_784_687_400 + 60 * i64::from(i)));
+        let (_, items) =
+            journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf).unwrap();
+        log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+    }
+    log.into_iter().map(|item| String::from_utf8(item).unwrap()).collect()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("replay-checks");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// `envaware-sim ARGS FILE` on `text`: the exit code, standard output and
+/// standard error.
+fn sim(args: &[&str], name: &str, text: &str) -> (i32, String, String) {
+    let path = tmp(name);
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(SIM).args(args).arg(&path).output().expect("run envaware-sim");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// Replays a device log of [`Context`]'s capacities.
+fn replay_log(name: &str, log: &[String], extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["replay", "--json"];
+    args.extend(extra);
+    sim(&args, name, &log.join("\n"))
+}
+
+/// The positions of the log's steps that appended a hint, and of those
+/// that appended none.
+fn steps(log: &[String]) -> (Vec<usize>, Vec<usize>) {
+    let step = |i: &usize| serde_json::from_str::<Value>(&log[*i]).unwrap().get("step").cloned();
+    let with: Vec<usize> =
+        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["hint"].is_string())).collect();
+    let without: Vec<usize> =
+        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["hint"].is_null())).collect();
+    assert!(!with.is_empty() && !without.is_empty(), "{log:#?}");
+    (with, without)
+}
+
+/// `log` with item `i`'s step hint set to `hint`.
+fn with_hint(log: &[String], i: usize, hint: Value) -> Vec<String> {
+    let mut item: Value = serde_json::from_str(&log[i]).unwrap();
+    item["step"]["hint"] = hint;
+    let mut log = log.to_vec();
+    log[i] = item.to_string();
+    log
+}
+
+/// Defect 1: `"hint": null` (the device appended nothing) was read as "not
+/// recorded", so a device that stayed silent where the decision fires
+/// replayed with exit 0, and the replay's context took a hint the device
+/// never appended.
+#[test]
+fn a_step_logged_with_no_hint_is_checked_both_ways() {
+    let log = device_log(Config::default());
+    let (code, out, err) = replay_log("device.jsonl", &log, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (with, without) = steps(&log);
+    assert_eq!(out.lines().count(), with.len() + without.len());
+
+    // The device recorded none where the replay decides one.
+    let silent = with_hint(&log, with[0], Value::Null);
+    let (code, _, err) = replay_log("silent.jsonl", &silent, &[]);
+    assert_eq!(code, 1, "{err}");
+    let line = with[0] + 1;
+    assert!(
+        err.contains(&format!(
+            "line {line}: the device appended no hint, but the replay decides the hint \"<system-reminder>"
+        )),
+        "{err}"
+    );
+    // The device recorded one where the replay decides none.
+    let spoken = with_hint(&log, without[0], json!("<system-reminder>x</system-reminder>"));
+    let (code, _, err) = replay_log("spoken.jsonl", &spoken, &[]);
+    assert_eq!(code, 1, "{err}");
+    let line = without[0] + 1;
+    assert!(
+        err.contains(&format!(
+            "line {line}: the device appended the hint \"<system-reminder>x</system-reminder>\", but the replay decides no hint"
+        )),
+        "{err}"
+    );
+}
+
+/// Defect 3: a plain trace's `step.hint` (no log header anywhere) replaced
+/// the decision silently.
+#[test]
+fn a_hint_recorded_in_a_plain_trace_is_checked_against_the_decision() {
+    let trace = "{\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"user\": \"hi\"}\n";
+    let decided = sim(&["replay", "--json"], "plain.jsonl", &format!("{trace}{{\"step\": {{}}}}"));
+    assert_eq!(decided.0, 0, "{}", decided.2);
+    let hint: Value = serde_json::from_str(decided.1.trim()).unwrap();
+    let hint = hint["hint"].as_str().unwrap();
+
+    let forged =
+        format!("{trace}{{\"step\": {{\"hint\": \"<system-reminder>forged</system-reminder>\"}}}}");
+    let (code, out, err) = sim(&["replay", "--json"], "forged.jsonl", &forged);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("line 3: step.hint records the hint \"<system-reminder>forged</system-reminder>\", but the replay decides the hint \"<system-reminder>"),
+        "{err}"
+    );
+    let silent = format!("{trace}{{\"step\": {{\"hint\": null}}}}");
+    let (code, _, err) = sim(&["replay", "--json"], "silent.jsonl", &silent);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("line 3: step.hint records no hint, but the replay decides"), "{err}");
+    // The hint the replay decides is accepted as recorded.
+    let same = format!("{trace}{}", json!({"step": {"hint": hint}}));
+    let (code, out, err) = sim(&["replay", "--json"], "same.jsonl", &same);
+    assert_eq!((code, out), (0, decided.1), "{err}");
+}
