@@ -354,6 +354,11 @@ struct ReplayArgs {
     /// xtask demo` saves it): its items are replayed as a session log.
     #[arg(long)]
     flash: bool,
+    /// The device's context capacities, `MESSAGES,BLOCKS,TEXT` (its
+    /// `AgentContext` parameters), which a device log's header hashes with
+    /// the configuration; by default the demo firmware's, 16,48,4096.
+    #[arg(long, value_name = "M,B,T", value_parser = replay::parse_context_capacity)]
+    context_capacity: Option<[usize; 3]>,
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -403,6 +408,7 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         tokens: args.tokens,
         hint_capacity: args.hint_capacity,
         full_scan: args.full_scan,
+        context_capacity: args.context_capacity,
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -91,7 +91,7 @@ fn write_log(name: &str, log: &[Vec<u8>]) -> PathBuf {
 
 fn replay(path: &Path) -> std::process::Output {
     Command::new(SIM)
-        .args(["replay", "--json", path.to_str().unwrap()])
+        .args(["replay", "--json", "--context-capacity", "6,32,2048", path.to_str().unwrap()])
         .output()
         .expect("run envaware-sim")
 }
@@ -166,7 +166,8 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-flash.bin");
     std::fs::write(&path, flash_image(&log, 32)).unwrap();
     let out = Command::new(SIM)
-        .args(["replay", "--json", "--flash", path.to_str().unwrap()])
+        .args(["replay", "--json", "--context-capacity", "6,32,2048", "--flash"])
+        .arg(&path)
         .output()
         .unwrap();
     assert_eq!(printed_hints(&out), hints);

@@ -74,7 +74,7 @@ fn sim(args: &[&str], name: &str, text: &str) -> (i32, String, String) {
 
 /// Replays a device log of [`Context`]'s capacities.
 fn replay_log(name: &str, log: &[String], extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["replay", "--json"];
+    let mut args = vec!["replay", "--json", "--context-capacity", "6,32,2048"];
     args.extend(extra);
     sim(&args, name, &log.join("\n"))
 }
@@ -162,4 +162,57 @@ fn a_hint_recorded_in_a_plain_trace_is_checked_against_the_decision() {
     let same = format!("{trace}{}", json!({"step": {"hint": hint}}));
     let (code, out, err) = sim(&["replay", "--json"], "same.jsonl", &same);
     assert_eq!((code, out), (0, decided.1), "{err}");
+}
+
+/// Defect 2: the header was not checked at all: a changed hash, a version
+/// the core's journal refuses, a log written under another configuration
+/// each replayed with exit 0.
+#[test]
+fn a_log_header_of_another_version_or_configuration_is_refused_naming_both() {
+    let log = device_log(Config::default());
+    let header: Value = serde_json::from_str(&log[0]).unwrap();
+    let hash = header["log"]["config"].as_str().unwrap().to_string();
+    let with_header = |log: &[String], key: &str, value: Value| {
+        let mut header = header.clone();
+        header["log"][key] = value;
+        let mut log = log.to_vec();
+        log[0] = header.to_string();
+        log
+    };
+    let forged = with_header(&log, "config", json!("0123456789abcdef"));
+    let (code, _, err) = replay_log("hash.jsonl", &forged, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "line 1: log.config: the log header's hash 0123456789abcdef, but the configuration replayed with hashes to {hash} (agent \"Sprout\", a context of 6 messages, 32 blocks, 2048 text bytes)"
+        )),
+        "{err}"
+    );
+    let newer = with_header(&log, "version", json!(99));
+    let (code, _, err) = replay_log("version.jsonl", &newer, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "line 1: log.version: the log's format is version 99, this replay reads version 1"
+        ),
+        "{err}"
+    );
+    // The same log under other capacities: another hash.
+    let (code, _, err) = sim(&["replay", "--json"], "capacities.jsonl", &log.join("\n"));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("a context of 16 messages, 48 blocks, 4096 text bytes"), "{err}");
+
+    // A log written under tool_retries_limit 5 refuses the default 3, and
+    // replays under its own.
+    let mut config = Config::default();
+    config.injection.tool_retries_limit = 5;
+    let five = device_log(config);
+    let (code, _, err) = replay_log("five.jsonl", &five, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("line 1: log.config: the log header's hash"), "{err}");
+    let config = tmp("five.config.json");
+    std::fs::write(&config, r#"{"injection_config": {"tool_retries_limit": 5}}"#).unwrap();
+    let (code, out, err) = replay_log("five.jsonl", &five, &["--config", config.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 4);
 }

@@ -122,10 +122,18 @@ impl Header {
     pub fn of<const M: usize, const B: usize, const T: usize>(
         context: &AgentContext<'_, M, B, T>,
     ) -> Header {
+        Header::new(context.engine().config().config(), context.agent_name(), [M, B, T])
+    }
+
+    /// The header of the log of a context of `capacities` (messages, blocks,
+    /// text bytes: its `AgentContext` parameters) for `config` and `agent`:
+    /// [`of`](Self::of) for a reader that knows the capacities as numbers
+    /// (a desktop replay of a device's log).
+    pub fn new(config: &Config<'_>, agent: &str, capacities: [usize; 3]) -> Header {
         let mut hasher = SipHasher13::new_with_keys(0x656e_7661_7761_7265, 0x6a6f_7572_6e61_6c31);
-        hash_config(&mut hasher, context.engine().config().config());
-        write_str(&mut hasher, context.agent_name());
-        for capacity in [M, B, T] {
+        hash_config(&mut hasher, config);
+        write_str(&mut hasher, agent);
+        for capacity in capacities {
             hasher.write_u64(capacity as u64);
         }
         Header { version: VERSION, config: hasher.finish() }

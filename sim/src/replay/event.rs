@@ -69,6 +69,51 @@ impl StepEvent {
     }
 }
 
+/// A device log's header: what its log was written for (checked against
+/// the configuration replayed with), and the agent's name.
+pub(super) struct LogHeader {
+    /// The log format's version.
+    pub(super) version: u64,
+    /// The hash of what the log was written for (`envaware::journal::Header`).
+    pub(super) config: u64,
+    pub(super) agent: Option<String>,
+}
+
+impl LogHeader {
+    fn parse(value: &Value) -> Result<LogHeader, String> {
+        let Value::Object(header) = value else {
+            return Err(format!(
+                "log: expected the header object, got {}",
+                scenario::short_json(value)
+            ));
+        };
+        let got = |key: &str| header.get(key).map_or("nothing".into(), scenario::short_json);
+        let version = header
+            .get("version")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("log.version: expected an integer, got {}", got("version")))?;
+        let config = header
+            .get("config")
+            .and_then(Value::as_str)
+            .filter(|hex| hex.len() <= 16)
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .ok_or_else(|| {
+                format!("log.config: expected a hash of 16 hex digits, got {}", got("config"))
+            })?;
+        let agent = match header.get("agent") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "log.agent: expected a text, got {}",
+                    scenario::short_json(other)
+                ))
+            }
+        };
+        Ok(LogHeader { version, config, agent })
+    }
+}
+
 /// A `user` event: a text, or a message object to complete.
 pub(super) enum UserEvent {
     Text(String),
@@ -97,9 +142,9 @@ pub(super) enum Event {
     /// The number of newest messages to keep.
     Compress(usize),
     Step(StepEvent),
-    /// A device log's header (`envaware::journal`), with the agent's name:
-    /// the log's items from here on say every input a step needs.
-    Log(Option<String>),
+    /// A device log's header (`envaware::journal`): the log's items from
+    /// here on say every input a step needs.
+    Log(LogHeader),
     /// Live readings for the following steps (envaware's own).
     Read(scenario::Readings),
     /// The environment woke the agent for the next step (a device's
@@ -169,8 +214,7 @@ impl Event {
                 Value::Number(n) => n.as_u64().ok_or("compress: expected a count of messages to keep")? as usize,
                 _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
             }),
-            "log" if value.is_object() => Event::Log(value.get("agent").and_then(Value::as_str).map(str::to_string)),
-            "log" => return Err("log: expected the header object".into()),
+            "log" => Event::Log(LogHeader::parse(&value)?),
             "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "woken" => match value {
                 Value::Object(m) if m.values().all(Value::is_string) => Event::Woken(m),

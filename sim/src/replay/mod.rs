@@ -68,6 +68,21 @@ use crate::scenario::{self, SimConfigBuf, VecConversation};
 /// replay would allocate it at every step.
 pub const HINT_CAPACITY: RangeInclusive<usize> = 1..=1 << 20;
 
+/// The context capacities of the demo firmware's device (`firmware/`:
+/// `AgentContext<'_, 16, 48, 4096>`), which a device log's header hashes:
+/// what `--context-capacity` gives by default.
+pub const FIRMWARE_CAPACITIES: [usize; 3] = [16, 48, 4096];
+
+/// Reads `--context-capacity`: `MESSAGES,BLOCKS,TEXT`, three positive integers.
+pub fn parse_context_capacity(text: &str) -> Result<[usize; 3], String> {
+    let bad = || format!("expected MESSAGES,BLOCKS,TEXT (three positive integers), got {text}");
+    let numbers: Vec<usize> = text
+        .split(',')
+        .map(|n| n.trim().parse().ok().filter(|&n| n > 0).ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    numbers.try_into().map_err(|_| bad())
+}
+
 /// How the replay prints, and what it starts from.
 #[derive(Debug, Default)]
 pub struct Options {
@@ -87,6 +102,9 @@ pub struct Options {
     pub hint_capacity: Option<usize>,
     /// Decide by the full scan alone, as before the tracker (no cross-check).
     pub full_scan: bool,
+    /// The device's context capacities (messages, blocks, text bytes) a
+    /// device log's header is checked with; `None`: [`FIRMWARE_CAPACITIES`].
+    pub context_capacity: Option<[usize; 3]>,
 }
 
 /// Reads a hint capacity, in bytes, within [`HINT_CAPACITY`] (the command
@@ -274,6 +292,9 @@ fn start(opts: &Options) -> Result<Session, String> {
     if opts.full_scan {
         session.check = None;
     }
+    if let Some(capacities) = opts.context_capacity {
+        session.capacities = capacities;
+    }
     if let Some(capacity) = opts.hint_capacity {
         parse_hint_capacity(&capacity.to_string()).map_err(|e| format!("--hint-capacity: {e}"))?;
     }
@@ -380,7 +401,8 @@ fn replay_trace<'t>(
             let invalid = |message: String| ReplayError::Invalid { line, message };
             let Some(event) = read_line(text.trim()).map_err(invalid)? else { continue };
             // A device log's header names the agent: a new decider for it.
-            let reconfigured = matches!(event, Event::Config(_) | Event::Log(Some(_)));
+            let reconfigured = matches!(&event, Event::Config(_))
+                || matches!(&event, Event::Log(header) if header.agent.is_some());
             session.apply(event, &mut decider, output, line)?;
             if reconfigured {
                 break;

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use envaware::journal;
 use envaware::{
     Decision, Engine, HintTooLong, Step, TaskCounts, TimeDecision, TimeSkipped, Timestamp,
 };
@@ -13,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::context::Context;
 use super::decide::{CrossCheck, Decider};
-use super::event::{ConfigEvent, Event, UserEvent};
+use super::event::{ConfigEvent, Event, LogHeader, UserEvent};
 use super::{Options, ReplayError, Summary};
 use crate::record::{self, format_instant, StepRecord, WatchRecord};
 use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
@@ -92,6 +93,9 @@ pub(super) struct Session {
     log_header: bool,
     /// Whether the trace is a device's log (it has a header somewhere).
     pub(super) device_log: bool,
+    /// The device's context capacities (messages, blocks, text bytes),
+    /// which its log's header hashes.
+    pub(super) capacities: [usize; 3],
 }
 
 impl Session {
@@ -121,6 +125,7 @@ impl Session {
             woken: None,
             log_header: false,
             device_log: false,
+            capacities: super::FIRMWARE_CAPACITIES,
         }
     }
 
@@ -226,11 +231,12 @@ impl Session {
             Event::ToolResult(result) => self.tool_result(result, decider).map_err(invalid)?,
             Event::Context(msgs, read) => self.context.replace(msgs, read, decider),
             Event::Tasks(tasks, counts) => (self.tasks, self.task_counts) = (tasks, counts),
-            Event::Log(agent) => {
-                self.log_header = true;
-                if let Some(name) = agent {
+            Event::Log(header) => {
+                if let Some(name) = header.agent.clone() {
                     self.agent_name = name;
                 }
+                self.check_header(&header, decider.engine()).map_err(invalid)?;
+                self.log_header = true;
             }
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line, decider),
@@ -245,6 +251,31 @@ impl Session {
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
+        }
+        Ok(())
+    }
+
+    /// A device log's header must be of the journal's format and name what
+    /// the replay replays with: the configuration, the agent, the context's
+    /// capacities (the core's hash of them, `journal::Header::new`).
+    fn check_header(&self, header: &LogHeader, engine: &Engine<'_>) -> Result<(), String> {
+        if header.version != u64::from(journal::VERSION) {
+            return Err(format!(
+                "log.version: the log's format is version {}, this replay reads version {}",
+                header.version,
+                journal::VERSION
+            ));
+        }
+        let [messages, blocks, text] = self.capacities;
+        let ours =
+            journal::Header::new(engine.config().config(), &self.agent_name, self.capacities);
+        if header.config != ours.config {
+            return Err(format!(
+                "log.config: the log header's hash {:016x}, but the configuration replayed with \
+                 hashes to {:016x} (agent {:?}, a context of {messages} messages, {blocks} blocks, \
+                 {text} text bytes): give the device's with --config and --context-capacity",
+                header.config, ours.config, self.agent_name
+            ));
         }
         Ok(())
     }
