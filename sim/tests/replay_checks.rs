@@ -23,7 +23,7 @@ fn device_log(config: Config<'_>) -> Vec<String> {
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
     let n = journal.start(&context, &mut buf).unwrap();
     let mut log = vec![buf[..n].to_vec()];
-    let mut record = |context: &mut Context<'_>, journal: &mut Journal<6>, event: Event<'_>| {
+    let record = |context: &mut Context<'_>, journal: &mut Journal<6>, event: Event<'_>| {
         let mut buf = [0u8; 512];
         let items = journal.record(context, &event, &mut buf).unwrap();
         items.iter(&buf).map(<[u8]>::to_vec).collect::<Vec<_>>()
@@ -215,4 +215,134 @@ fn a_log_header_of_another_version_or_configuration_is_refused_naming_both() {
     let (code, out, err) = replay_log("five.jsonl", &five, &["--config", config.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 4);
+}
+
+/// `eval` on `lines`: each line's result.
+fn eval(name: &str, lines: &[String]) -> Vec<Value> {
+    let (_, out, err) = sim(&["eval"], name, &lines.join("\n"));
+    let results: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(results.len(), lines.len(), "{err}");
+    results
+}
+
+/// An injection configuration with an unknown key nested `depth` levels.
+fn deep_injection(depth: usize) -> String {
+    let mut inner = "1".to_string();
+    for _ in 0..depth {
+        inner = format!("{{\"k\":{inner}}}");
+    }
+    format!("{{\"timezone\":\"UTC\",\"unknown\":{inner}}}")
+}
+
+/// Defect 4: `replay` read a trace line as a `Value` first (serde's 128
+/// levels), `eval` hands a configuration's text to the core's loader
+/// (1,024 levels): an unknown key 200 levels deep was refused by one and
+/// accepted by the other. Both read configurations with one loader now.
+#[test]
+fn replay_and_eval_accept_the_same_configurations() {
+    let now = "2026-07-22T02:00:00Z";
+    for depth in [200, 1100] {
+        let injection = deep_injection(depth);
+        let scenario = format!("{{\"now\":\"{now}\",\"injection_config\":{injection}}}");
+        let evaluated = eval("deep.scenario.jsonl", &[scenario]).remove(0);
+        let trace = format!(
+            "{{\"config\":{{\"injection_config\":{injection}}}}}\n{{\"set_clock\":\"{now}\"}}\n{{\"step\":{{}}}}"
+        );
+        let (code, out, err) = sim(&["replay", "--json"], "deep.trace.jsonl", &trace);
+        let config = tmp("deep.config.json");
+        std::fs::write(&config, format!("{{\"injection_config\":{injection}}}")).unwrap();
+        let from_file = sim(
+            &["replay", "--json", "--now", now, "--config", config.to_str().unwrap()],
+            "deep-step.trace.jsonl",
+            "{\"step\":{}}",
+        );
+        match evaluated["error"].as_str() {
+            // 200 levels: the same hint.
+            None if depth == 200 => {
+                assert!(evaluated["hint"].as_str().unwrap().contains("<current-time>"));
+                assert_eq!(
+                    (code, serde_json::from_str::<Value>(out.trim()).unwrap()),
+                    (0, evaluated.clone()),
+                    "{err}"
+                );
+                assert_eq!(from_file.0, 0, "{}", from_file.2);
+                assert_eq!(serde_json::from_str::<Value>(from_file.1.trim()).unwrap(), evaluated);
+            }
+            // Past the loader's 1,024 levels: the same error.
+            Some(error) if depth == 1100 => {
+                assert!(error.contains("nested deeper than 1024 levels"), "{error}");
+                assert_eq!(code, 1);
+                assert!(err.contains(&format!("line 1: {error}")), "{err}");
+                assert!(from_file.2.contains(&format!("--config: {error}")), "{}", from_file.2);
+            }
+            _ => panic!("{depth} levels: {evaluated}"),
+        }
+    }
+}
+
+/// Defect 5: a wrong-typed key gave serde's `invalid value: integer …,
+/// expected i64 at line 1 column 68`, which does not say which key. Every
+/// typed key of a scenario and of a trace names its path, as configuration
+/// errors do.
+#[test]
+fn a_wrong_typed_key_names_its_path() {
+    let i64s = "an integer in -9223372036854775808..=9223372036854775807";
+    let u64s = "an integer in 0..=18446744073709551615";
+    let now = "\"now\": \"2026-07-22T02:00:00Z\"";
+    let cases = [
+        (
+            "\"input_tokens\": 18446744073709551615",
+            format!("input_tokens: expected {i64s}, got 18446744073709551615"),
+        ),
+        ("\"input_tokens\": 1.5", format!("input_tokens: expected {i64s}, got 1.5")),
+        ("\"input_tokens\": 1e30", format!("input_tokens: expected {i64s}, got 1e30")),
+        ("\"context_size\": \"4096\"", format!("context_size: expected {i64s}, got \"4096\"")),
+        ("\"cur_iter\": -1", format!("cur_iter: expected {u64s}, got -1")),
+        ("\"agent_name\": 5", "agent_name: expected a string, got 5".into()),
+        ("\"tasks\": {}", "tasks: expected a list of tasks, got {}".into()),
+        ("\"context\": 5", "context: expected a list of messages, got 5".into()),
+        ("\"context_size\": 1, \"context_size\": 2", "context_size: given twice".into()),
+    ];
+    let lines: Vec<String> = cases.iter().map(|(key, _)| format!("{{{now}, {key}}}")).collect();
+    for (result, (key, error)) in eval("typed.scenario.jsonl", &lines).iter().zip(&cases) {
+        assert_eq!(result["error"].as_str(), Some(error.as_str()), "{key}");
+    }
+    let results = eval("now.scenario.jsonl", &["{\"now\": 5}".into(), "[]".into(), "{}".into()]);
+    assert_eq!(results[0]["error"], "now: expected an RFC 3339 time with offset, got 5");
+    assert_eq!(results[1]["error"], "invalid scenario: expected a scenario object, got []");
+    assert!(results[2]["error"].as_str().unwrap().starts_with("now: missing"), "{}", results[2]);
+
+    let traces = [
+        ("{\"step\": {\"tokens\": 1.5}}", format!("line 2: step.tokens: expected {i64s}, got 1.5")),
+        (
+            "{\"step\": {\"cur_iter\": 1e30}}",
+            format!("line 2: step.cur_iter: expected {u64s}, got 1e30"),
+        ),
+        (
+            "{\"step\": {\"hint\": 5}}",
+            "line 2: step.hint: expected a string, or null for none, got 5".into(),
+        ),
+        (
+            "{\"tokens\": 18446744073709551615}",
+            format!("line 2: tokens: expected {i64s}, got 18446744073709551615"),
+        ),
+        (
+            "{\"config\": {\"input_tokens\": 1.5}}",
+            format!("line 2: config.input_tokens: expected {i64s}, got 1.5"),
+        ),
+        (
+            "{\"config\": {\"context_size\": 1e30}}",
+            format!("line 2: config.context_size: expected {i64s}, got 1e30"),
+        ),
+        (
+            "{\"config\": {\"agent_name\": [\"Rover\"]}}",
+            "line 2: config.agent_name: expected a string, got [\"Rover\"]".into(),
+        ),
+    ];
+    for (event, error) in traces {
+        let (code, _, err) =
+            sim(&["replay"], "typed.trace.jsonl", &format!("{{\"user\": \"hi\"}}\n{event}"));
+        assert_eq!(code, 1, "{event}: {err}");
+        assert_eq!(err.trim(), format!("envaware-sim replay: {error}"), "{event}");
+    }
 }

@@ -247,7 +247,7 @@ impl Session {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
-                self.recorded = step.recorded().map_err(invalid)?;
+                self.recorded = step.hint;
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
