@@ -302,6 +302,10 @@ fn a_wrong_typed_key_names_its_path() {
         ("\"tasks\": {}", "tasks: expected a list of tasks, got {}".into()),
         ("\"context\": 5", "context: expected a list of messages, got 5".into()),
         ("\"context_size\": 1, \"context_size\": 2", "context_size: given twice".into()),
+        (
+            "\"injection_config\": {\"extra_fields\": {\"a\": 5}}",
+            "injection_config.extra_fields: expected a string".into(),
+        ),
     ];
     let lines: Vec<String> = cases.iter().map(|(key, _)| format!("{{{now}, {key}}}")).collect();
     for (result, (key, error)) in eval("typed.scenario.jsonl", &lines).iter().zip(&cases) {
