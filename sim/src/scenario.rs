@@ -16,30 +16,229 @@ use serde_json::Value;
 /// The configuration buffer the sim uses: generous, since it runs on a host.
 pub type SimConfigBuf = ConfigBuf<65536, 64, 64>;
 
-#[derive(Deserialize)]
+/// A scenario's keys, each read by its type ([`Members`]): the
+/// configuration as a `config` trace event's ([`ConfigKeys`]), the tasks
+/// and messages as their texts.
 struct RawScenario<'a> {
-    #[serde(default)]
-    agent_name: Option<String>,
+    config: ConfigKeys<'a>,
     now: String,
-    #[serde(borrow, default)]
-    injection_config: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    context_config: Option<&'a RawValue>,
-    #[serde(default)]
-    context_size: Option<i64>,
-    #[serde(default)]
-    input_tokens: Option<i64>,
-    #[serde(default)]
     cur_iter: Option<u64>,
-    #[serde(default)]
     readings: Readings,
     /// Each task's text, read (as a [`SlimTask`]) when it is counted.
-    #[serde(borrow, default)]
     tasks: Vec<&'a RawValue>,
     /// Each message as its text, parsed one at a time: a whole context of
     /// `Value`s takes tens of times the line's size.
-    #[serde(borrow, default)]
     context: Vec<&'a RawValue>,
+}
+
+impl<'a> RawScenario<'a> {
+    /// Reads line `number` of the input; unknown keys are ignored.
+    fn read(line: &'a str, number: usize) -> Result<RawScenario<'a>, String> {
+        let members = Members::read(line, "a scenario object")
+            .map_err(|e| format!("invalid scenario: {}", e.message(number)))?;
+        let mut config = ConfigKeys::default();
+        let (mut now, mut cur_iter, mut readings) = (None, None, Readings::default());
+        let (mut tasks, mut context) = (Vec::new(), Vec::new());
+        for &(ref key, raw) in members.unique("")? {
+            let list = |what: &str| {
+                serde_json::from_str::<Vec<&RawValue>>(raw.get()).map_err(|_| {
+                    format!("{key}: expected a list of {what}, got {}", short_text(raw))
+                })
+            };
+            match key.as_str() {
+                "now" => {
+                    let text = serde_json::from_str(raw.get()).map_err(|_| {
+                        format!(
+                            "now: expected an RFC 3339 time with offset, got {}",
+                            short_text(raw)
+                        )
+                    })?;
+                    now = Some(text);
+                }
+                "cur_iter" => cur_iter = optional(raw, |r| unsigned(r, "cur_iter"))?,
+                "readings" => {
+                    let value: Value = serde_json::from_str(raw.get())
+                        .map_err(|e| format!("readings: {}", json_error(&e, number)))?;
+                    readings = Readings::from_json(&value, "readings")?;
+                }
+                "tasks" => tasks = list("tasks")?,
+                "context" => context = list("messages")?,
+                _ => {
+                    config.take(key, raw, "")?;
+                }
+            }
+        }
+        let now =
+            now.ok_or("now: missing: a scenario's instant is required (RFC 3339 with offset)")?;
+        Ok(RawScenario { config, now, cur_iter, readings, tasks, context })
+    }
+}
+
+/// A JSON object's members, in order, each value as its own text: read
+/// once, then each key by its type ([`integer`], [`unsigned`], [`string`],
+/// [`ConfigKeys`]), so that a wrong-typed value is an error naming its path
+/// rather than serde's `expected i64 at line 1 column 68`. A value is
+/// never parsed into a `Value` here: nesting is left to the reader of each
+/// key (a configuration's is the core loader's, 1,024 levels).
+#[derive(Debug)]
+pub struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+/// Why a text is not an object of members.
+#[derive(Debug)]
+pub enum MembersError {
+    /// Not JSON.
+    Json(serde_json::Error),
+    /// JSON, but not an object: what it should be, and the text.
+    NotAnObject(&'static str, String),
+}
+
+impl MembersError {
+    /// The message; a JSON error names line `number` of the input.
+    pub fn message(&self, number: usize) -> String {
+        match self {
+            MembersError::Json(e) => json_error(e, number),
+            MembersError::NotAnObject(what, got) => format!("expected {what}, got {got}"),
+        }
+    }
+}
+
+impl<'a> Members<'a> {
+    /// The members of `text`, which must be `what` (a JSON object).
+    pub fn read(text: &'a str, what: &'static str) -> Result<Members<'a>, MembersError> {
+        let value: &RawValue = serde_json::from_str(text).map_err(MembersError::Json)?;
+        if !value.get().starts_with('{') {
+            return Err(MembersError::NotAnObject(what, short_text(value)));
+        }
+        serde_json::from_str::<Members<'a>>(value.get()).map_err(MembersError::Json)
+    }
+
+    /// The members, each key once: a repeated key is an error naming its
+    /// path (`at` is the object's: `""` at the top, `"config."`).
+    pub fn unique(&self, at: &str) -> Result<&[(String, &'a RawValue)], String> {
+        for (i, (key, _)) in self.0.iter().enumerate() {
+            if self.0[..i].iter().any(|(k, _)| k == key) {
+                return Err(format!("{at}{key}: given twice"));
+            }
+        }
+        Ok(&self.0)
+    }
+
+    /// The members, a repeated key's last value at its first place (as a
+    /// `serde_json::Map` keeps them).
+    pub fn last_wins(self) -> Vec<(String, &'a RawValue)> {
+        let mut kept: Vec<(String, &'a RawValue)> = Vec::with_capacity(self.0.len());
+        for (key, raw) in self.0 {
+            match kept.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = raw,
+                None => kept.push((key, raw)),
+            }
+        }
+        kept
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Members<'a>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    members.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A value's text for an error message, cut to 40 characters.
+pub fn short_text(raw: &RawValue) -> String {
+    let text = raw.get();
+    match text.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// `None` for a `null` (an optional key given as `null` is absent, as
+/// serde reads an `Option`), else `read` of the value.
+pub fn optional<'a, T>(
+    raw: &'a RawValue,
+    read: impl FnOnce(&'a RawValue) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    if raw.get() == "null" {
+        Ok(None)
+    } else {
+        read(raw).map(Some)
+    }
+}
+
+/// An integer key's value (the core's `i64`); `at` is its path.
+pub fn integer(raw: &RawValue, at: &str) -> Result<i64, String> {
+    serde_json::from_str(raw.get()).map_err(|_| {
+        format!("{at}: expected an integer in {}..={}, got {}", i64::MIN, i64::MAX, short_text(raw))
+    })
+}
+
+/// A count's value (`u64`); `at` is its path.
+pub fn unsigned(raw: &RawValue, at: &str) -> Result<u64, String> {
+    serde_json::from_str(raw.get()).map_err(|_| {
+        format!("{at}: expected an integer in 0..={}, got {}", u64::MAX, short_text(raw))
+    })
+}
+
+/// A string key's value; `at` is its path.
+pub fn string(raw: &RawValue, at: &str) -> Result<String, String> {
+    serde_json::from_str(raw.get())
+        .map_err(|_| format!("{at}: expected a string, got {}", short_text(raw)))
+}
+
+/// The configuration keys a scenario and a trace's `config` event (and
+/// `replay --config`) share, read by this one loader: each typed key by its
+/// type, the two configurations as their texts for the core's loader
+/// ([`load_config`]). A `null` is an absent key.
+#[derive(Debug, Default)]
+pub struct ConfigKeys<'a> {
+    /// `agent_name`.
+    pub agent_name: Option<String>,
+    /// `injection_config`'s text.
+    pub injection_config: Option<&'a RawValue>,
+    /// `context_config`'s text.
+    pub context_config: Option<&'a RawValue>,
+    /// `context_size`.
+    pub context_size: Option<i64>,
+    /// `input_tokens`.
+    pub input_tokens: Option<i64>,
+}
+
+impl<'a> ConfigKeys<'a> {
+    /// The keys [`take`](Self::take) reads.
+    pub const KEYS: &'static str =
+        "agent_name, injection_config, context_config, context_size or input_tokens";
+
+    /// Reads member `key` if it is a configuration key; whether it was.
+    /// `at` is the object's path (`""`, `"config."`).
+    pub fn take(&mut self, key: &str, raw: &'a RawValue, at: &str) -> Result<bool, String> {
+        let path = format!("{at}{key}");
+        match key {
+            "agent_name" => self.agent_name = optional(raw, |r| string(r, &path))?,
+            "injection_config" => self.injection_config = optional(raw, Ok)?,
+            "context_config" => self.context_config = optional(raw, Ok)?,
+            "context_size" => self.context_size = optional(raw, |r| integer(r, &path))?,
+            "input_tokens" => self.input_tokens = optional(raw, |r| integer(r, &path))?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 /// A task, read small: `serde_json::Value` takes about 25 times a task's
@@ -590,11 +789,20 @@ pub fn load_config(
     injection: Option<&str>,
     context: Option<&str>,
 ) -> Result<(), String> {
+    // The core's errors name their field (`injection_config.timezone: …`)
+    // or none (`the configuration must be a JSON object`).
+    let named = |key: &str, e: String| {
+        if e.starts_with(&format!("{key}.")) {
+            e
+        } else {
+            format!("{key}: {e}")
+        }
+    };
     if let Some(text) = injection {
-        buf.load_injection(text).map_err(|e| format!("injection_config: {e}"))?;
+        buf.load_injection(text).map_err(|e| named("injection_config", e.to_string()))?;
     }
     if let Some(text) = context {
-        buf.load_context(text).map_err(|e| format!("context_config: {e}"))?;
+        buf.load_context(text).map_err(|e| named("context_config", e.to_string()))?;
     }
     Ok(())
 }
@@ -632,17 +840,16 @@ pub fn json_error(e: &serde_json::Error, number: usize) -> String {
 }
 
 fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
-    let raw: RawScenario = serde_json::from_str(line)
-        .map_err(|e| format!("invalid scenario: {}", json_error(&e, number)))?;
+    let raw = RawScenario::read(line, number)?;
     let mut buf = SimConfigBuf::with_capacity();
     load_config(
         &mut buf,
-        raw.injection_config.map(RawValue::get),
-        raw.context_config.map(RawValue::get),
+        raw.config.injection_config.map(RawValue::get),
+        raw.config.context_config.map(RawValue::get),
     )?;
     let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_raw_context(&raw.context, number)?;
-    let agent_name = raw.agent_name.as_deref().unwrap_or("agent");
+    let agent_name = raw.config.agent_name.as_deref().unwrap_or("agent");
     let step = Step {
         agent_name,
         // Every task's text is valid JSON (the line parsed) and a
@@ -653,8 +860,8 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
                 .map(|t| serde_json::from_str::<SlimTask>(t.get()).map_or(Value::Null, |t| t.0)),
         )?,
         cur_iter: raw.cur_iter.unwrap_or(0),
-        input_tokens: raw.input_tokens.unwrap_or(0),
-        context_size: raw.context_size.unwrap_or(128_000),
+        input_tokens: raw.config.input_tokens.unwrap_or(0),
+        context_size: raw.config.context_size.unwrap_or(128_000),
     };
     let mut clock = FixedClock::at(parse_now(&raw.now)?);
     let mut readings = raw.readings;

@@ -165,10 +165,7 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     let (log, hints) = device_session(None);
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device-flash.bin");
     std::fs::write(&path, flash_image(&log, 32)).unwrap();
-    let out = Command::new(SIM)
-        .args(["replay", "--json", "--flash", path.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = Command::new(SIM).args(["replay", "--json", "--flash"]).arg(&path).output().unwrap();
     assert_eq!(printed_hints(&out), hints);
     assert!(hints.iter().flatten().count() >= 10);
 

@@ -2,7 +2,6 @@
 //! a handler never re-checks a shape.
 
 use envaware::{TaskCounts, Timestamp};
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -11,54 +10,155 @@ use crate::scenario::{self, VecConversation};
 
 /// The value of a `config` event: every key present replaces the current
 /// one; absent keys keep theirs.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[derive(Default)]
 pub(super) struct ConfigEvent {
-    #[serde(default)]
     pub(super) agent_name: Option<String>,
-    #[serde(default)]
     pub(super) injection_config: Option<Box<RawValue>>,
-    #[serde(default)]
     pub(super) context_config: Option<Box<RawValue>>,
-    #[serde(default)]
     pub(super) context_size: Option<i64>,
-    #[serde(default)]
     pub(super) input_tokens: Option<i64>,
 }
 
 impl ConfigEvent {
-    /// Reads a `config` value from its own text (the configurations are kept
-    /// as written: the core reads their numbers, and `--emit-scenarios`
-    /// writes them unchanged).
-    pub(super) fn parse(raw: &str) -> Result<Self, String> {
-        serde_json::from_str(raw).map_err(|e| format!("config: {e}"))
+    /// Reads a `config` value from its own text with the loader `eval`
+    /// reads a scenario's configuration with ([`scenario::ConfigKeys`]);
+    /// the configurations are kept as written (the core reads their
+    /// numbers, and `--emit-scenarios` writes them unchanged). `at` is the
+    /// value's path in errors (`"config."`, or `""` for `--config`).
+    pub(super) fn parse(raw: &str, at: &str) -> Result<Self, String> {
+        let what = "a `config` event's value (an object)";
+        let members =
+            scenario::Members::read(raw, what).map_err(|e| match at.strip_suffix('.') {
+                Some(path) => format!("{path}: {}", e.message(1)),
+                None => e.message(1),
+            })?;
+        let mut keys = scenario::ConfigKeys::default();
+        for (key, value) in members.unique(at)? {
+            if !keys.take(key, value, at)? {
+                return Err(format!(
+                    "{at}{key}: unknown key (expected {})",
+                    scenario::ConfigKeys::KEYS
+                ));
+            }
+        }
+        Ok(ConfigEvent {
+            agent_name: keys.agent_name,
+            injection_config: keys.injection_config.map(ToOwned::to_owned),
+            context_config: keys.context_config.map(ToOwned::to_owned),
+            context_size: keys.context_size,
+            input_tokens: keys.input_tokens,
+        })
     }
 }
 
 /// The value of a `step` event.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+#[derive(Default)]
 pub(super) struct StepEvent {
-    #[serde(default)]
     pub(super) cur_iter: Option<u64>,
-    #[serde(default)]
     pub(super) tokens: Option<i64>,
     /// The hint a device appended at this step (its session log,
-    /// `envaware::journal`): a text, or `null` for none.
-    #[serde(default)]
-    pub(super) hint: Option<Value>,
+    /// `envaware::journal`): a text, or `null` for none. `None` only when
+    /// the key is absent: `"hint": null` records that nothing was appended.
+    pub(super) hint: Option<Option<String>>,
 }
 
 impl StepEvent {
-    /// The recorded hint: `None` when the step records none, `Some(None)`
-    /// when it records that nothing was appended.
-    pub(super) fn recorded(&self) -> Result<Option<Option<String>>, String> {
-        match &self.hint {
-            None => Ok(None),
-            Some(Value::Null) => Ok(Some(None)),
-            Some(Value::String(text)) => Ok(Some(Some(text.clone()))),
-            Some(_) => Err("step: hint: expected a text or null".into()),
+    /// Reads a `step` value (an object) from its own text.
+    fn parse(raw: &RawValue) -> Result<Self, String> {
+        let members = scenario::Members::read(raw.get(), "an object or null")
+            .map_err(|e| format!("step: {}", e.message(1)))?;
+        let mut step = StepEvent::default();
+        for (key, value) in members.unique("step.")? {
+            match key.as_str() {
+                "cur_iter" => {
+                    step.cur_iter =
+                        scenario::optional(value, |r| scenario::unsigned(r, "step.cur_iter"))?
+                }
+                "tokens" => {
+                    step.tokens =
+                        scenario::optional(value, |r| scenario::integer(r, "step.tokens"))?
+                }
+                "hint" => {
+                    let hint = scenario::optional(value, |r| scenario::string(r, "step.hint"));
+                    step.hint = Some(hint.map_err(|_| {
+                        let got = scenario::short_text(value);
+                        format!("step.hint: expected a string, or null for none, got {got}")
+                    })?);
+                }
+                _ => {
+                    return Err(format!(
+                        "step.{key}: unknown key (expected cur_iter, tokens or hint)"
+                    ))
+                }
+            }
         }
+        Ok(step)
+    }
+}
+
+/// A device log's header: what its log was written for (checked against
+/// the configuration replayed with), and the agent's name.
+pub(super) struct LogHeader {
+    /// The log format's version.
+    pub(super) version: u64,
+    /// The hash of what the log was written for (`envaware::journal::Header`).
+    pub(super) config: u64,
+    /// The device's context capacities (messages, blocks, text bytes),
+    /// which the hash covers.
+    pub(super) capacity: [u64; 3],
+    pub(super) agent: Option<String>,
+}
+
+impl LogHeader {
+    fn parse(value: &Value) -> Result<LogHeader, String> {
+        let Value::Object(header) = value else {
+            return Err(format!(
+                "log: expected the header object, got {}",
+                scenario::short_json(value)
+            ));
+        };
+        let got = |key: &str| header.get(key).map_or("nothing".into(), scenario::short_json);
+        let version = header
+            .get("version")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("log.version: expected an integer, got {}", got("version")))?;
+        let config = header
+            .get("config")
+            .and_then(Value::as_str)
+            .filter(|hex| hex.len() <= 16)
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .ok_or_else(|| {
+                format!("log.config: expected a hash of 16 hex digits, got {}", got("config"))
+            })?;
+        let capacity = header
+            .get("capacity")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
+            .and_then(|c| <[u64; 3]>::try_from(c).ok())
+            .filter(|_| version == u64::from(envaware::journal::VERSION));
+        let capacity = match capacity {
+            Some(capacity) => capacity,
+            // Another version is refused as such (`check_header`).
+            None if version != u64::from(envaware::journal::VERSION) => [0; 3],
+            None => {
+                return Err(format!(
+                    "log.capacity: expected three capacities (messages, blocks, text bytes), \
+                     got {}",
+                    got("capacity")
+                ))
+            }
+        };
+        let agent = match header.get("agent") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "log.agent: expected a text, got {}",
+                    scenario::short_json(other)
+                ))
+            }
+        };
+        Ok(LogHeader { version, config, capacity, agent })
     }
 }
 
@@ -90,9 +190,9 @@ pub(super) enum Event {
     /// The number of newest messages to keep.
     Compress(usize),
     Step(StepEvent),
-    /// A device log's header (`envaware::journal`), with the agent's name:
-    /// the log's items from here on say every input a step needs.
-    Log(Option<String>),
+    /// A device log's header (`envaware::journal`): the log's items from
+    /// here on say every input a step needs.
+    Log(LogHeader),
     /// Live readings for the following steps (envaware's own).
     Read(scenario::Readings),
     /// The environment woke the agent for the next step (a device's
@@ -101,18 +201,41 @@ pub(super) enum Event {
 }
 
 impl Event {
-    /// The event named `key` with the value `value`. `raw` gives the value's
-    /// own text, read only for the two events that need it: `config` keeps
-    /// its text, and `step`'s errors name a column of it.
-    pub(super) fn parse(
-        key: &str,
-        value: Value,
-        raw: impl FnOnce() -> Result<Box<RawValue>, String>,
-    ) -> Result<Event, String> {
+    /// The event named `key` with the value `raw`. `config`, `step` and
+    /// `tokens` read their keys by type from the value's own text (`config`
+    /// with `eval`'s loader, keeping its text); the others read it as a
+    /// `Value`.
+    pub(super) fn parse(key: &str, raw: &RawValue) -> Result<Event, String> {
+        let object = raw.get().starts_with('{');
         Ok(match key {
-            // serde would read a struct from a list too: only an object is a configuration.
-            "config" if value.is_object() => Event::Config(ConfigEvent::parse(raw()?.get())?),
-            "config" => return Err(format!("config: expected an object, got {}", scenario::short_json(&value))),
+            "config" if object => Event::Config(ConfigEvent::parse(raw.get(), "config.")?),
+            "config" => {
+                return Err(format!(
+                    "config: expected an object, got {}",
+                    scenario::short_text(raw)
+                ))
+            }
+            "step" if raw.get() == "null" => Event::Step(StepEvent::default()),
+            "step" if object => Event::Step(StepEvent::parse(raw)?),
+            "step" => {
+                return Err(format!(
+                    "step: expected an object or null, got {}",
+                    scenario::short_text(raw)
+                ))
+            }
+            "tokens" => Event::Tokens(scenario::integer(raw, "tokens")?),
+            _ => {
+                // The line parsed: only nesting past serde's 128 levels fails here.
+                let value: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| format!("{key}: {}", scenario::json_error(&e, 1)))?;
+                Event::parse_value(key, value)?
+            }
+        })
+    }
+
+    /// An event read as a `Value`.
+    fn parse_value(key: &str, value: Value) -> Result<Event, String> {
+        Ok(match key {
             "set_clock" => Event::SetClock(match value {
                 Value::Null => None,
                 Value::String(s) => Some(scenario::parse_now(&s).map_err(|e| e.replacen("now", "set_clock", 1))?),
@@ -156,24 +279,17 @@ impl Event {
                 let (tasks, counts) = parse_tasks(value)?;
                 Event::Tasks(tasks, counts)
             }
-            "tokens" => Event::Tokens(value.as_i64().ok_or("tokens: expected an integer")?),
             "compress" => Event::Compress(match value {
                 Value::String(s) if s == "all" => 0,
                 Value::Number(n) => n.as_u64().ok_or("compress: expected a count of messages to keep")? as usize,
                 _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
             }),
-            "log" if value.is_object() => Event::Log(value.get("agent").and_then(Value::as_str).map(str::to_string)),
-            "log" => return Err("log: expected the header object".into()),
+            "log" => Event::Log(LogHeader::parse(&value)?),
             "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "woken" => match value {
                 Value::Object(m) if m.values().all(Value::is_string) => Event::Woken(m),
                 other => return Err(format!("woken: expected an object of readings by field, got {}", scenario::short_json(&other))),
             },
-            "step" => Event::Step(match value {
-                Value::Null => StepEvent::default(),
-                Value::Object(_) => serde_json::from_str(raw()?.get()).map_err(|e| format!("step: {e}"))?,
-                other => return Err(format!("step: expected an object or null, got {}", scenario::short_json(&other))),
-            }),
             other => {
                 return Err(format!(
                     "unknown event {other:?} (expected config, set_clock, advance, user, assistant, tool_call, tool_result, message, \

@@ -34,11 +34,13 @@
 //! Each trace line is read once into a typed `Event` (`event`), which one
 //! short handler of the `Session` (`session`) applies; a handler never
 //! re-checks a shape. A new event is a variant there and a handler here; a
-//! new dimension needs nothing of the replay but its report and record. Only `config` and `step` lines are read a second
-//! time, for their value's own text: a configuration is kept as written
-//! (the core reads its numbers, `--emit-scenarios` writes it unchanged),
-//! and `step`'s errors name a column of it. The command line is in
-//! `main.rs`.
+//! new dimension needs nothing of the replay but its report and record. A
+//! line is read once into its members, each value as its own text
+//! (`scenario::Members`): `config` goes to the loader `eval` reads a
+//! scenario's configuration with (kept as written: the core reads its
+//! numbers, `--emit-scenarios` writes it unchanged), `step` and `tokens`
+//! read each key by its type, naming its path in errors, and the other
+//! events read their value as a `Value`. The command line is in `main.rs`.
 
 use std::io::{self, Write};
 
@@ -280,7 +282,7 @@ fn start(opts: &Options) -> Result<Session, String> {
     if let Some(config) = &opts.config {
         let raw: Box<RawValue> =
             serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
-        let config = ConfigEvent::parse(raw.get()).map_err(|e| format!("--config: {e}"))?;
+        let config = ConfigEvent::parse(raw.get(), "").map_err(|e| format!("--config: {e}"))?;
         session.apply_config(config).map_err(|e| format!("--config: {e}"))?;
     }
     if let Some(name) = &opts.agent {
@@ -380,7 +382,8 @@ fn replay_trace<'t>(
             let invalid = |message: String| ReplayError::Invalid { line, message };
             let Some(event) = read_line(text.trim()).map_err(invalid)? else { continue };
             // A device log's header names the agent: a new decider for it.
-            let reconfigured = matches!(event, Event::Config(_) | Event::Log(Some(_)));
+            let reconfigured = matches!(&event, Event::Config(_))
+                || matches!(&event, Event::Log(header) if header.agent.is_some());
             session.apply(event, &mut decider, output, line)?;
             if reconfigured {
                 break;
@@ -392,13 +395,16 @@ fn replay_trace<'t>(
 /// One trace line: its event, or `None` for a comment alone (a `"#"` key,
 /// allowed next to the event too).
 ///
-/// The line is read as a JSON object of values; only `config` and `step`
-/// read their value's own text once more (see [`Event::parse`]).
+/// The line is read once into its members, each value as its own text (a
+/// repeated key's last value counts, as in a JSON object read whole); the
+/// event reads its value from there (see [`Event::parse`]).
 fn read_line(line: &str) -> Result<Option<Event>, String> {
-    let object: Map<String, Value> =
-        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
-    let mut events = object.into_iter().filter(|(k, _)| k != "#");
-    let Some((key, value)) = events.next() else {
+    let members = scenario::Members::read(line, "a JSON object").map_err(|e| match e {
+        scenario::MembersError::Json(e) => format!("not a JSON object: {e}"),
+        other => format!("an event line: {}", other.message(1)),
+    })?;
+    let mut events = members.last_wins().into_iter().filter(|(k, _)| k != "#");
+    let Some((key, raw)) = events.next() else {
         return Ok(None);
     };
     let rest: Vec<String> = events.map(|(k, _)| k).collect();
@@ -407,12 +413,7 @@ fn read_line(line: &str) -> Result<Option<Event>, String> {
             std::iter::once(key).chain(rest).map(|k| format!("{k:?}")).collect();
         return Err(format!("one event a line, found {}", keys.join(", ")));
     }
-    let raw = || {
-        let mut values: std::collections::HashMap<String, Box<RawValue>> =
-            serde_json::from_str(line).map_err(|e| e.to_string())?;
-        Ok(values.remove(&key).unwrap_or_default())
-    };
-    Event::parse(&key, value, raw).map(Some)
+    Event::parse(&key, raw).map(Some)
 }
 
 /// The whole lines of `bytes` before the first that is not valid UTF-8,

@@ -4,6 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use envaware::journal;
 use envaware::{
     Decision, Engine, HintTooLong, Step, TaskCounts, TimeDecision, TimeSkipped, Timestamp,
 };
@@ -13,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::context::Context;
 use super::decide::{CrossCheck, Decider};
-use super::event::{ConfigEvent, Event, UserEvent};
+use super::event::{ConfigEvent, Event, LogHeader, UserEvent};
 use super::{Options, ReplayError, Summary};
 use crate::record::{self, format_instant, StepRecord, WatchRecord};
 use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
@@ -226,11 +227,12 @@ impl Session {
             Event::ToolResult(result) => self.tool_result(result, decider).map_err(invalid)?,
             Event::Context(msgs, read) => self.context.replace(msgs, read, decider),
             Event::Tasks(tasks, counts) => (self.tasks, self.task_counts) = (tasks, counts),
-            Event::Log(agent) => {
-                self.log_header = true;
-                if let Some(name) = agent {
+            Event::Log(header) => {
+                if let Some(name) = header.agent.clone() {
                     self.agent_name = name;
                 }
+                self.check_header(&header, decider.engine()).map_err(invalid)?;
+                self.log_header = true;
             }
             Event::Tokens(tokens) => self.input_tokens = tokens,
             Event::Compress(keep) => self.compress(keep, line, decider),
@@ -241,10 +243,39 @@ impl Session {
                     self.input_tokens = tokens;
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
-                self.recorded = step.recorded().map_err(invalid)?;
+                self.recorded = step.hint;
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
+        }
+        Ok(())
+    }
+
+    /// A device log's header must be of the journal's format and name what
+    /// the replay replays with: the configuration, the agent, the context's
+    /// capacities the header gives (the core's hash of them,
+    /// `journal::Header::for_session`).
+    fn check_header(&self, header: &LogHeader, engine: &Engine<'_>) -> Result<(), String> {
+        if header.version != u64::from(journal::VERSION) {
+            return Err(format!(
+                "log.version: the log's format is version {}, this replay reads version {}",
+                header.version,
+                journal::VERSION
+            ));
+        }
+        let [messages, blocks, text] = header.capacity;
+        let ours = journal::Header::for_session(
+            engine.config().config(),
+            &self.agent_name,
+            header.capacity,
+        );
+        if header.config != ours.config {
+            return Err(format!(
+                "log.config: the log header's hash {:016x}, but the configuration replayed with \
+                 hashes to {:016x} (agent {:?}, a context of {messages} messages, {blocks} blocks, \
+                 {text} text bytes): give the device's configuration with --config",
+                header.config, ours.config, self.agent_name
+            ));
         }
         Ok(())
     }
@@ -397,13 +428,19 @@ impl Session {
             &mut self.readings,
             opts.hint_capacity,
         );
-        // A device's step: decided again, it must give the hint the device
-        // appended (before the log's header, a compacted log may lack an
-        // input); the context takes the device's hint either way.
+        // A recorded step: decided again, it must give the hint recorded,
+        // none included. Only a device log before its header is let off (a
+        // compacted log may lack an input there); the context takes the
+        // recorded hint either way.
         if let Some(recorded) = self.recorded.take() {
-            if self.log_header && ran.hint != recorded {
-                let message =
-                    format!("the device appended {recorded:?}, the replay decides {:?}", ran.hint);
+            let lenient = self.device_log && !self.log_header;
+            if !lenient && ran.hint != recorded {
+                let who = if self.device_log { "the device appended" } else { "step.hint records" };
+                let message = format!(
+                    "{who} {}, but the replay decides {}",
+                    said(&recorded),
+                    said(&ran.hint)
+                );
                 return Err(ReplayError::Invalid { line, message });
             }
             (ran.hint, ran.too_long) = (recorded, None);
@@ -666,6 +703,14 @@ fn fired(decision: &Decision, watched: &[String]) -> Vec<String> {
     }
     fired.extend(watched.iter().map(|name| format!("watch {name}")));
     fired
+}
+
+/// A step's hint in a mismatch's message.
+fn said(hint: &Option<String>) -> String {
+    match hint {
+        None => "no hint".into(),
+        Some(text) => format!("the hint {text:?}"),
+    }
 }
 
 /// Whether `t` falls in the years RFC 3339 writes (0001 to 9999).
