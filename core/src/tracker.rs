@@ -9,8 +9,10 @@ use crate::live::LiveFields;
 use crate::render::HintTooLong;
 use crate::rules::scan::{self, TimeHint, TimeReading};
 use crate::rules::time::read_time_hint;
-use crate::rules::tool_error::tool_error;
-use crate::rules::{self, Decision, StepInput, ToolError};
+use crate::rules::tool_error::{applies, Streak};
+#[cfg(feature = "_bench-phases")]
+use crate::rules::ToolError;
+use crate::rules::{self, Decision, StepInput};
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -48,8 +50,10 @@ struct Told {
 ///
 /// The tracker therefore keeps two message positions and a block index: no
 /// memory that grows with the context. Observing costs time linear in the
-/// blocks observed (each block once); a time hint is read back, and the
-/// tool-error rule run on the newest message, once, when observed; evicting
+/// blocks observed (each block once); a time hint is read back when
+/// observed, and the tool-error rule's streak in the newest message is kept
+/// as blocks are appended to it (constant time per block for the shapes
+/// AgentScope produces: see `rules::tool_error::Streak`); evicting
 /// and deciding are `O(1)`, plus one reading of the newest message (to
 /// check the tracker is in sync).
 ///
@@ -104,9 +108,9 @@ pub struct Tracker<'a> {
     newest_blocks: usize,
     /// Per watch, the newest hint of ours holding its field's tag.
     told: [Option<Told>; MAX_WATCHES],
-    /// The tool-error rule's verdict on the newest message, worked out when
-    /// the message was observed (it reads nothing else).
-    newest_tool_error: Option<ToolError>,
+    /// What the tool-error rule finds in the newest message, kept as
+    /// blocks are appended to it (the rule reads nothing else).
+    streak: Streak,
 }
 
 impl<'a> Tracker<'a> {
@@ -122,7 +126,7 @@ impl<'a> Tracker<'a> {
             tasks_seen: None,
             newest_blocks: 0,
             told: [None; MAX_WATCHES],
-            newest_tool_error: None,
+            streak: Streak::default(),
         }
     }
 
@@ -142,7 +146,7 @@ impl<'a> Tracker<'a> {
                 // the count off so that `decide` falls back to the scan.
                 None => {
                     tracker.pushed += 1;
-                    tracker.newest_tool_error = None;
+                    tracker.streak = Streak::default();
                 }
             }
         }
@@ -164,7 +168,11 @@ impl<'a> Tracker<'a> {
         self.pushed += 1;
         self.newest_blocks = msg.block_count();
         self.observe(msg, 0);
-        self.newest_tool_error = tool_error(self.engine.config(), msg, self.agent_name);
+        self.streak = if applies(msg, self.agent_name) {
+            Streak::of(self.engine.config(), msg)
+        } else {
+            Streak::default()
+        };
     }
 
     /// Observes the blocks appended to the newest message: those from index
@@ -173,7 +181,9 @@ impl<'a> Tracker<'a> {
         if self.pushed > self.evicted {
             self.newest_blocks = newest.block_count();
             self.observe(newest, first);
-            self.newest_tool_error = tool_error(self.engine.config(), newest, self.agent_name);
+            if applies(newest, self.agent_name) {
+                self.streak.append(self.engine.config(), newest, first);
+            }
         }
     }
 
@@ -187,7 +197,7 @@ impl<'a> Tracker<'a> {
             self.tasks_seen = None;
         }
         if self.evicted == self.pushed {
-            self.newest_tool_error = None;
+            self.streak = Streak::default();
         }
         // Older telling hints are older messages, gone too: nothing told.
         for told in &mut self.told {
@@ -249,7 +259,7 @@ impl<'a> Tracker<'a> {
     /// The tool-error rule's verdict on the newest message observed.
     #[cfg(feature = "_bench-phases")]
     pub(crate) fn newest_tool_error(&self) -> Option<ToolError> {
-        self.newest_tool_error
+        self.streak.verdict(self.engine.config())
     }
 
     /// The agent the tracker decides for.
@@ -290,7 +300,8 @@ impl<'a> Tracker<'a> {
             self.aware_of_tasks()
         };
         let told = || self.told.map(|t| t.and_then(|t| t.value));
-        rules::decide_with(cfg, &step, now, readings, awareness, || self.newest_tool_error, told)
+        let tool_error = || self.streak.verdict(cfg);
+        rules::decide_with(cfg, &step, now, readings, awareness, tool_error, told)
     }
 
     /// One reasoning step, as [`Engine::step`], deciding from what was

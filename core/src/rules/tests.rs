@@ -1036,6 +1036,107 @@ mod lookup_model {
         ]
     }
 
+    /// The tracker's verdict after observing `blocks` as the agent's one
+    /// message, appended `chunks` blocks at a time (cycling), checked
+    /// against the reference's map after every append; a user message
+    /// before it is evicted halfway.
+    fn tracked_at_every_length(
+        blocks: &[Block<'_>],
+        chunks: &[usize],
+        limit: u64,
+    ) -> Result<(), TestCaseError> {
+        let engine = engine(limit);
+        let user = SliceMessage { role: Role::User, name: "user", blocks: &[] };
+        let mut tracker = Tracker::new(&engine, AGENT);
+        tracker.push_message(&user);
+        let agent =
+            |len| SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks[..len] };
+        tracker.push_message(&agent(0));
+        let mut len = 0;
+        for &chunk in chunks.iter().cycle() {
+            let first = len;
+            len = (len + chunk).min(blocks.len());
+            tracker.append_blocks(&agent(len), first);
+            if first < blocks.len() / 2 && len >= blocks.len() / 2 {
+                tracker.evict_oldest(1);
+            }
+            let msgs = [user, agent(len)];
+            let conv = SliceConversation(&msgs[usize::from(tracker.message_count() == 1)..]);
+            let tracked = tracker.decide(&conv, &input(&step()), None).tool_error;
+            prop_assert_eq!(tracked, tool_error_model(&blocks[..len], limit), "at {}", len);
+            if len == blocks.len() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// A long streak, in pieces that break it or not: calls and results one
+    /// after another, a batch answered in order or in reverse, a call
+    /// re-using an id with other arguments, a success, another tool.
+    fn streak() -> impl Strategy<Value = std::vec::Vec<Block<'static>>> {
+        let input = prop_oneof![4 => Just("1"), 1 => Just("2")];
+        let piece = prop_oneof![
+            (0..3usize, 1..30usize, input.clone())
+                .prop_map(|(layout, n, input)| (layout, n, input)),
+            (3..6usize, 0..IDS.len(), input).prop_map(|(kind, id, input)| (kind, id, input)),
+        ];
+        prop::collection::vec(piece, 1..8).prop_map(|pieces| {
+            let mut blocks = std::vec::Vec::new();
+            let mut next = 0;
+            for (kind, n, input) in pieces {
+                // Fresh ids for each piece but a few, so that some repeat.
+                let ids: std::vec::Vec<&'static str> =
+                    (0..n).map(|i| IDS[(next + i) % IDS.len()]).collect();
+                match kind {
+                    0 => blocks
+                        .extend(ids.iter().flat_map(|&id| [call(id, "T", input), failed(id, "T")])),
+                    1 | 2 => {
+                        blocks.extend(ids.iter().map(|&id| call(id, "T", input)));
+                        if kind == 1 {
+                            blocks.extend(ids.iter().map(|&id| failed(id, "T")));
+                        } else {
+                            blocks.extend(ids.iter().rev().map(|&id| failed(id, "T")));
+                        }
+                    }
+                    3 => blocks.push(call(IDS[n], "T", input)),
+                    4 => blocks.push(Block::ToolResult {
+                        id: IDS[n],
+                        name: "T",
+                        state: ToolResultState::Success,
+                    }),
+                    _ => blocks.extend([call(IDS[n], "U", input), failed(IDS[n], "U")]),
+                }
+                next += n.max(1);
+            }
+            blocks
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+        /// Random blocks over few ids (duplicates, calls after their
+        /// results), appended a few at a time.
+        #[test]
+        fn the_streak_kept_append_by_append_matches_the_reference_s_map(
+            blocks in prop::collection::vec(block(), 0..80),
+            chunks in prop::collection::vec(1usize..4, 1..8),
+            limit in 3u64..6,
+        ) {
+            tracked_at_every_length(&blocks, &chunks, limit)?;
+        }
+
+        /// Long streaks and what breaks them, appended one block at a time.
+        #[test]
+        fn a_long_streak_kept_block_by_block_matches_the_reference_s_map(
+            blocks in streak(),
+            limit in 3u64..6,
+        ) {
+            tracked_at_every_length(&blocks, &[1], limit)?;
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
