@@ -34,9 +34,9 @@ pub struct ItemHead<'a> {
 /// use envaware::journal::{ItemError, ItemReader, LogError};
 ///
 /// let mut reader = ItemReader::new();
-/// let head = reader.read(br#"{"#":7,"user":{"name":"operator","content":""}}"#)?;
+/// let head = reader.read(br##"{"#":7,"user":{"name":"operator","content":""}}"##)?;
 /// assert_eq!((head.number, head.event), (7, "user"));
-/// let lost = reader.read(br#"{"#":9,"reply":null}"#).unwrap_err();
+/// let lost = reader.read(br##"{"#":9,"reply":null}"##).unwrap_err();
 /// assert_eq!(lost, LogError { index: 1, kind: ItemError::Gap { expected: 8, found: 9 } });
 /// assert_eq!(lost.to_string(), "log item 1: item number 9, expected 8: an item was lost");
 /// # Ok::<(), LogError>(())
