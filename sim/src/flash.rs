@@ -6,7 +6,7 @@
 
 use embassy_futures::block_on;
 use envaware::journal::{ItemReader, LogError};
-use envaware_flashlog::{queue_region, ReadError, SessionLog, MAX_ITEM};
+use envaware_flashlog::{queue_region, RamFlashError, ReadError, SessionLog, MAX_ITEM};
 
 /// The firmware's page and its RAM flash (the image is read through a
 /// copy: reading a queue may write, as sequential-storage's iterator erases
@@ -65,25 +65,42 @@ pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
         return Err(FlashError::Size(image.len()));
     }
     let region = queue_region(image);
-    let mut lines = String::new();
     if region.is_empty() {
-        return Ok(lines); // all erased: an empty log
+        return Ok(String::new()); // all erased: an empty log
     }
-    let mut log = SessionLog::new(RamFlash(region.to_vec()));
+    match read_queue(region.to_vec()) {
+        // Every page of the region closed, none being written and none
+        // erased (a power cut between the queue closing its newest page and
+        // opening the next leaves that): the queue finds no page to go on
+        // from. Over one more erased page, as the device's region had when
+        // it left erased pages, it reads them from the first.
+        Err(ReadError::Storage { error: sequential_storage::Error::Corrupted { .. }, .. }) => {
+            let mut wider = region.to_vec();
+            wider.resize(region.len() + PAGE, 0xFF);
+            read_queue(wider)
+        }
+        read => read,
+    }
+    .map_err(|e| match e {
+        ReadError::Storage { items, error } => {
+            FlashError::Queue { items, error: format!("{error:?}") }
+        }
+        ReadError::Stopped(e) => e,
+    })
+}
+
+/// The items of the queue over all of `region`, one per line.
+fn read_queue(region: Vec<u8>) -> Result<String, ReadError<RamFlashError, FlashError>> {
+    let mut log = SessionLog::new(RamFlash(region));
     let mut buf = vec![0u8; MAX_ITEM];
     let mut reader = ItemReader::new();
-    let read = log.read_items(&mut buf, |item| {
+    let mut lines = String::new();
+    block_on(log.read_items(&mut buf, |item| {
         reader.read(item).map_err(FlashError::Item)?;
         // The reader refused anything that is not one line of UTF-8.
         lines.push_str(&String::from_utf8_lossy(item));
         lines.push('\n');
         Ok(())
-    });
-    block_on(read).map_err(|e| match e {
-        ReadError::Storage { items, error } => {
-            FlashError::Queue { items, error: format!("{error:?}") }
-        }
-        ReadError::Stopped(e) => e,
-    })?;
+    }))?;
     Ok(lines)
 }

@@ -111,6 +111,46 @@ fn a_flash_image_padded_with_erased_pages_reads_the_same_items() {
     assert_eq!(log_lines(&vec![0xFF; 3 * PAGE]).unwrap(), "");
 }
 
+/// A power cut between the queue closing its newest page and opening the
+/// next leaves no page being written: over the region without its erased
+/// pages every page is closed, which the queue refuses as corrupted. It is
+/// read over one more erased page, as the device's region reads.
+#[test]
+fn an_image_whose_written_pages_are_all_closed_reads_as_the_device_s_region() {
+    let mut log = SessionLog::new(RamFlash(vec![0xFF; 4 * PAGE]));
+    let name = "x".repeat(200);
+    let mut n = 0;
+    // Items until the queue writes its third page.
+    while log.flash().0[2 * PAGE] == 0xFF || n % 3 != 0 {
+        let item = format!("{{\"#\":{n},\"user\":{{\"name\":\"{name}\",\"content\":\"\"}}}}");
+        block_on(log.append(item.as_bytes())).unwrap();
+        n += 1;
+    }
+    // The cut: the third page closed (its end marker written), the fourth
+    // not yet opened.
+    let mut region = log.flash().0.clone();
+    region[3 * PAGE - 4..3 * PAGE].fill(0);
+    let mut items = String::new();
+    let mut buf = [0u8; MAX_ITEM];
+    let mut device = SessionLog::new(RamFlash(region.clone()));
+    block_on(device.read_items(&mut buf, |item| {
+        items.push_str(std::str::from_utf8(item).unwrap());
+        items.push('\n');
+        Ok::<_, ()>(())
+    }))
+    .unwrap();
+    assert_eq!(items.lines().count(), n);
+    // The queue alone over the three closed pages refuses them.
+    let mut closed = SessionLog::new(RamFlash(region[..3 * PAGE].to_vec()));
+    assert!(block_on(closed.read_items(&mut buf, |_| Ok::<_, ()>(()))).is_err());
+    for pages in [4, 5, 64] {
+        let mut padded = region.clone();
+        padded.resize(pages * PAGE, 0xFF);
+        assert_eq!(log_lines(&padded).unwrap(), items, "padded to {pages} pages");
+    }
+    assert_eq!(log_lines(&region[..3 * PAGE]).unwrap(), items);
+}
+
 #[test]
 fn an_image_that_is_not_whole_pages_is_refused_naming_its_size_and_the_page() {
     for size in [0, 1000, 8 * PAGE + 4] {
