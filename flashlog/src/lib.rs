@@ -10,7 +10,8 @@
 //! - the flash's shape: [`PAGE`], [`WORD`], and the longest item,
 //!   [`MAX_ITEM`];
 //! - [`RamFlash`]: a NOR flash over RAM with sequential-storage's mock-flash
-//!   semantics (the board's log under QEMU, the simulator's copy of an image).
+//!   semantics (the board's log under QEMU, the simulator's copy of an image);
+//! - [`queue_region`]: the part of a flash image its queue is read over.
 //!
 //! ```
 //! use envaware::journal::Journal;
@@ -65,6 +66,35 @@ pub const WORD: usize = 4;
 /// The longest item the log reads back (the buffers the device reads its
 /// items into).
 pub const MAX_ITEM: usize = 1024;
+
+/// The part of a flash image (whole [`PAGE`]s) that its queue is read
+/// over: the image without the erased pages (every byte `0xFF`) at its end.
+///
+/// sequential-storage's queue is circular over its whole region: it writes
+/// its pages in turn and, past the last, wraps to the first. Reading, it
+/// goes from the oldest page to the next and stops at the first erased one.
+/// An image of the device's region padded with erased pages (a dump of the
+/// whole flash, or of a larger region) puts those pages between the
+/// region's last page and its first: a queue over all of it stops at them
+/// and loses the pages written after the wrap, the newest. Erased pages
+/// hold no item, and a queue wraps past its region's end only when its
+/// last page is not erased: over the image without them, the queue reads
+/// the device's items, and an image padded with any number of erased pages
+/// reads the same.
+///
+/// ```
+/// use envaware_flashlog::{queue_region, PAGE};
+///
+/// let mut image = vec![0xFF; 5 * PAGE];
+/// image[PAGE] = 0; // page 1 holds something
+/// assert_eq!(queue_region(&image).len(), 2 * PAGE);
+/// assert!(queue_region(&image[..PAGE]).is_empty());
+/// ```
+pub fn queue_region(image: &[u8]) -> &[u8] {
+    let pages = image.chunks(PAGE).rposition(|page| page.iter().any(|&b| b != 0xFF));
+    let end = pages.map_or(0, |last| (last + 1) * PAGE).min(image.len());
+    image.get(..end).unwrap_or_default()
+}
 
 /// What the log keeps free before each event or step: two pages, so that
 /// a compaction's header and one step's items (which may straddle a page)

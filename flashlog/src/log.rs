@@ -2,7 +2,7 @@
 //! that makes room in it.
 
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
-use envaware::journal::{Journal, LogError};
+use envaware::journal::{ItemReader, Journal, LogError};
 use envaware::{AgentContext, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
@@ -235,9 +235,8 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
     }
 }
 
-/// Whether `item` (`{"#":n,"step":…}`) is a step.
+/// Whether `item` (`{"#":n,"step":…}`) is a step, as the journal's reader
+/// of items reads it.
 fn is_step(item: &[u8]) -> bool {
-    item.iter()
-        .position(|&b| b == b',')
-        .is_some_and(|comma| item[comma + 1..].starts_with(b"\"step\""))
+    ItemReader::new().read(item).is_ok_and(|head| head.event == "step")
 }

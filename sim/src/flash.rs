@@ -5,7 +5,8 @@
 //! by item.
 
 use embassy_futures::block_on;
-use envaware_flashlog::{ReadError, SessionLog, MAX_ITEM};
+use envaware::journal::{ItemReader, LogError};
+use envaware_flashlog::{queue_region, RamFlashError, ReadError, SessionLog, MAX_ITEM};
 
 /// The firmware's page and its RAM flash (the image is read through a
 /// copy: reading a queue may write, as sequential-storage's iterator erases
@@ -16,7 +17,7 @@ pub use envaware_flashlog::{RamFlash, PAGE};
 /// Why an image is not a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlashError {
-    /// The image is not a whole number of pages (at least two).
+    /// The image is not a whole number of pages (at least one): its size.
     Size(usize),
     /// The queue could not be read.
     Queue {
@@ -25,39 +26,22 @@ pub enum FlashError {
         /// sequential-storage's error.
         error: String,
     },
-    /// An item is not UTF-8.
-    NotUtf8 {
-        /// The item, from 0.
-        index: usize,
-    },
-    /// An item is not numbered the one after the item before it: an item
-    /// between was lost (its CRC failed and the queue skipped it), or it is
-    /// not a log item.
-    Gap {
-        /// The item, from 0.
-        index: usize,
-        /// The number that follows the item before it.
-        expected: Option<u64>,
-        /// Its number (`None`: none).
-        found: Option<u64>,
-    },
+    /// An item the journal's reader of items refuses
+    /// ([`envaware::journal::ItemReader`]: not UTF-8, not one line, not
+    /// numbered in `u32`, or a gap in the numbers: an item between was lost,
+    /// its CRC failed and the queue skipped it). `index` counts the items
+    /// read, from 0.
+    Item(LogError),
 }
 
 impl std::fmt::Display for FlashError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FlashError::Size(n) => write!(f, "a flash image of {n} bytes: expected a whole number of {PAGE}-byte pages, at least 2"),
+            FlashError::Size(n) => write!(f, "a flash image of {n} bytes: expected a whole number of {PAGE}-byte pages, at least 1"),
             FlashError::Queue { items, error } => write!(f, "the flash image's queue cannot be read after {items} items: {error}"),
-            FlashError::NotUtf8 { index } => write!(f, "the flash image's item {index} is not UTF-8"),
-            FlashError::Gap { index, expected, found: None } => {
-                write!(f, "the flash image's item {index} is not a log item (`{{\"#\": n, …}}`, n = {expected:?})")
+            FlashError::Item(LogError { index, kind }) => {
+                write!(f, "the flash image's item {index}: {kind}")
             }
-            FlashError::Gap { index, expected, found: Some(found) } => match expected {
-                Some(expected) => {
-                    write!(f, "the flash image's item {index} is numbered {found}, not {expected}: an item before it is lost")
-                }
-                None => write!(f, "the flash image's item {index} is numbered {found}"),
-            },
         }
     }
 }
@@ -66,43 +50,57 @@ impl std::error::Error for FlashError {}
 
 /// The log's items in `image`, oldest first, one per line.
 ///
+/// The queue is read over the image without its trailing erased pages
+/// ([`envaware_flashlog::queue_region`]), so an image padded with erased
+/// pages reads the same items as the device's region alone. Each item is
+/// read by the journal's own reader of items ([`ItemReader`], what
+/// `Journal::check` runs on the device).
+///
 /// # Errors
 ///
-/// An image of the wrong size, a queue that cannot be read, an item that
-/// is not UTF-8.
+/// An image that is not whole pages, a queue that cannot be read, an item
+/// the reader refuses.
 pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
-    if !image.len().is_multiple_of(PAGE) || image.len() < 2 * PAGE {
+    if image.is_empty() || !image.len().is_multiple_of(PAGE) {
         return Err(FlashError::Size(image.len()));
     }
-    let mut log = SessionLog::new(RamFlash(image.to_vec()));
-    let mut lines = String::new();
-    let mut buf = vec![0u8; MAX_ITEM];
-    let (mut index, mut expected) = (0, None);
-    let read = log.read_items(&mut buf, |item| {
-        let text = std::str::from_utf8(item).map_err(|_| FlashError::NotUtf8 { index })?;
-        // The journal numbers its items one after the other, also across a
-        // compaction (it pops from the front): a gap is a lost item.
-        let found = number(text);
-        if found.is_none() || (expected.is_some() && found != expected) {
-            return Err(FlashError::Gap { index, expected, found });
+    let region = queue_region(image);
+    if region.is_empty() {
+        return Ok(String::new()); // all erased: an empty log
+    }
+    match read_queue(region.to_vec()) {
+        // Every page of the region closed, none being written and none
+        // erased (a power cut between the queue closing its newest page and
+        // opening the next leaves that): the queue finds no page to go on
+        // from. Over one more erased page, as the device's region had when
+        // it left erased pages, it reads them from the first.
+        Err(ReadError::Storage { error: sequential_storage::Error::Corrupted { .. }, .. }) => {
+            let mut wider = region.to_vec();
+            wider.resize(region.len() + PAGE, 0xFF);
+            read_queue(wider)
         }
-        expected = found.map(|n| n + 1);
-        lines.push_str(text);
-        lines.push('\n');
-        index += 1;
-        Ok(())
-    });
-    block_on(read).map_err(|e| match e {
+        read => read,
+    }
+    .map_err(|e| match e {
         ReadError::Storage { items, error } => {
             FlashError::Queue { items, error: format!("{error:?}") }
         }
         ReadError::Stopped(e) => e,
-    })?;
-    Ok(lines)
+    })
 }
 
-/// The item's number: `{"#":12,…`.
-fn number(item: &str) -> Option<u64> {
-    let rest = item.strip_prefix("{\"#\":")?;
-    rest[..rest.find(|c: char| !c.is_ascii_digit())?].parse().ok()
+/// The items of the queue over all of `region`, one per line.
+fn read_queue(region: Vec<u8>) -> Result<String, ReadError<RamFlashError, FlashError>> {
+    let mut log = SessionLog::new(RamFlash(region));
+    let mut buf = vec![0u8; MAX_ITEM];
+    let mut reader = ItemReader::new();
+    let mut lines = String::new();
+    block_on(log.read_items(&mut buf, |item| {
+        reader.read(item).map_err(FlashError::Item)?;
+        // The reader refused anything that is not one line of UTF-8.
+        lines.push_str(&String::from_utf8_lossy(item));
+        lines.push('\n');
+        Ok(())
+    }))?;
+    Ok(lines)
 }

@@ -191,7 +191,7 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .contains("the flash image's item 5 is numbered 6, not 5: an item before it is lost"),
+            .contains("the flash image's item 5: item number 6, expected 5: an item was lost"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -19,11 +19,26 @@ pub enum ItemError {
     Json(JsonError),
     /// Not an object of an item number (`"#"`) and one event.
     NotAnItem,
+    /// A line break (`\n` or `\r`) at this byte offset of the item: an
+    /// item is one line (the writer escapes them in strings and writes no
+    /// whitespace), so a log dumped one item a line cannot split it.
+    LineBreak {
+        /// Its byte offset in the item.
+        offset: usize,
+    },
+    /// The item's number (at this byte offset of the item) is not an
+    /// integer from 0 to `u32::MAX`, the numbers the journal writes.
+    Number {
+        /// The number's byte offset in the item.
+        offset: usize,
+    },
     /// The event's name is not one the log writes.
     UnknownEvent,
     /// This field of the event is missing or not of its type.
     Field(&'static str),
-    /// The item's number does not follow the previous item's: one was lost.
+    /// The item's number does not follow the previous item's: one was lost
+    /// (numbers count modulo 2^32, as the journal writes them: 0 follows
+    /// `u32::MAX`).
     Gap {
         /// The number expected.
         expected: u32,
@@ -62,6 +77,14 @@ impl fmt::Display for ItemError {
             ItemError::NotAnItem => {
                 f.write_str("not an object of an item number \"#\" and one event")
             }
+            ItemError::LineBreak { offset } => {
+                write!(f, "a line break at byte {offset}: an item is one line")
+            }
+            ItemError::Number { offset } => write!(
+                f,
+                "its number \"#\" at byte {offset} is not an integer from 0 to {}",
+                u32::MAX
+            ),
             ItemError::UnknownEvent => f.write_str("unknown event"),
             ItemError::Field(name) => write!(f, "field {name:?} missing or of the wrong type"),
             ItemError::Gap { expected, found } => {

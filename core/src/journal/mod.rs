@@ -22,7 +22,10 @@
 //! item's number and every header (a log of another version or
 //! configuration is refused before anything is applied), then
 //! [`Journal::restore`] applies the items the context still needs. Any error
-//! names the item; the caller then starts from an empty context.
+//! names the item; the caller then starts from an empty context. The check
+//! pass reads each item's number with an [`ItemReader`], which a reader that
+//! does not restore (the desktop's `replay --flash`) runs alone: each item
+//! one line, numbered in `u32`, one after the other.
 //!
 //! When the log's region fills, [`Journal::compaction_header`] and
 //! [`Journal::dead_items`] let the caller append a new header and pop the
@@ -78,6 +81,7 @@ pub use self::error::{ItemError, LogError, RecordError};
 use self::event::Live;
 pub use self::event::{Event, Readings};
 use self::read::*;
+pub use self::read::{ItemHead, ItemReader};
 use self::write::*;
 
 use core::hash::Hasher as _;
@@ -291,9 +295,9 @@ pub struct Journal<const MESSAGES: usize> {
     /// What the log says last, to write `config`, `tasks` and `set_clock`
     /// only when they change.
     said: Said,
-    /// The check pass: items read, the last header's position and the
-    /// items before it that it still needs.
-    checked: u32,
+    /// The check pass: the items' numbers read, the last header's
+    /// position and the items before it that it still needs.
+    checker: ItemReader,
     last_header: Option<(u32, u32)>,
     restored: u32,
     /// Steps the session took, across compactions.
@@ -351,7 +355,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             items: 0,
             created: Deque::new(),
             said: Said::default(),
-            checked: 0,
+            checker: ItemReader::new(),
             last_header: None,
             restored: 0,
             steps: 0,
@@ -735,12 +739,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// A damaged item, a gap, or a header of another version or
     /// configuration.
     pub fn check(&mut self, item: &[u8]) -> Result<(), LogError> {
-        let index = self.checked;
+        let index = self.checker.items();
         let error = |kind| LogError { index, kind };
-        let (n, key, value) = read_item(item).map_err(error)?;
-        if index > 0 && n != self.next {
-            return Err(error(ItemError::Gap { expected: self.next, found: n }));
-        }
+        // A copy: the item is counted only once its header is accepted too.
+        let mut checker = self.checker;
+        let (number, key, value) = checker.read_value(item)?;
         if key.eq_str("log") {
             let (header, live, _) = read_header(value).map_err(error)?;
             if header.config != self.header.config {
@@ -753,8 +756,8 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             // later compaction popped.
             self.last_header = Some((index, live));
         }
-        self.next = n.wrapping_add(1);
-        self.checked = index + 1;
+        self.next = number.wrapping_add(1);
+        self.checker = checker;
         Ok(())
     }
 
@@ -776,12 +779,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let index = self.items;
         let error = |kind| LogError { index, kind };
         let Some((header, live)) = self.last_header else {
-            return Err(LogError { index: self.checked, kind: ItemError::MissingHeader });
+            return Err(LogError { index: self.checker.items(), kind: ItemError::MissingHeader });
         };
         let needed_from = header
             .checked_sub(live)
             .ok_or(LogError { index: header, kind: ItemError::Field("live") })?;
-        if index >= self.checked {
+        if index >= self.checker.items() {
             return Err(error(ItemError::Unchecked));
         }
         let (n, key, value) = read_item(item).map_err(error)?;

@@ -8,8 +8,93 @@ use crate::conversation::{Block, HintText, Role, ToolResultState};
 use crate::json::{self, JsonStr, Kind, Value};
 use crate::rules::TaskCounts;
 
+/// An item's number and event, as [`ItemReader::read`] gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ItemHead<'a> {
+    /// The item's number (`"#"`).
+    pub number: u32,
+    /// The event's name (`"log"`, `"user"`, `"step"`, …) as the item spells
+    /// it (escapes not decoded). Not checked against the events the log
+    /// writes: restoring does that ([`ItemError::UnknownEvent`]).
+    pub event: &'a str,
+}
+
+/// The reader of a log's items, in order, for their numbers: what
+/// [`Journal::check`] reads of every item, for a reader that does not
+/// restore (`envaware-sim replay --flash` reads a device's flash image
+/// with it).
+///
+/// Each item must be one line of UTF-8 JSON, an object of the item's number
+/// (`"#"`, an integer from 0 to `u32::MAX`) and one event, numbered one
+/// more than the item before it (modulo 2^32, as the journal writes them):
+/// another number means an item between was lost. The first item may have
+/// any number (a compacted log starts past 0).
+///
+/// ```
+/// use envaware::journal::{ItemError, ItemReader, LogError};
+///
+/// let mut reader = ItemReader::new();
+/// let head = reader.read(br##"{"#":7,"user":{"name":"operator","content":""}}"##)?;
+/// assert_eq!((head.number, head.event), (7, "user"));
+/// let lost = reader.read(br##"{"#":9,"reply":null}"##).unwrap_err();
+/// assert_eq!(lost, LogError { index: 1, kind: ItemError::Gap { expected: 8, found: 9 } });
+/// assert_eq!(lost.to_string(), "log item 1: item number 9, expected 8: an item was lost");
+/// # Ok::<(), LogError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ItemReader {
+    /// Items read.
+    read: u32,
+    /// The number the next item must have (`None` before the first).
+    next: Option<u32>,
+}
+
+impl ItemReader {
+    /// A reader before the log's first item.
+    pub const fn new() -> Self {
+        ItemReader { read: 0, next: None }
+    }
+
+    /// Items read so far (an item refused is not counted).
+    pub fn items(&self) -> u32 {
+        self.read
+    }
+
+    /// Reads `item`, the log's next: its number and event.
+    ///
+    /// # Errors
+    ///
+    /// A [`LogError`] naming the item (its position, from 0): not UTF-8,
+    /// a line break in it, not JSON, not an item, a number out of range, or
+    /// a number that does not follow the item before ([`ItemError::Gap`]).
+    /// A refused item is not counted: the next call reads the same position.
+    pub fn read<'a>(&mut self, item: &'a [u8]) -> Result<ItemHead<'a>, LogError> {
+        let (number, event, _) = self.read_value(item)?;
+        Ok(ItemHead { number, event: event.raw() })
+    }
+
+    /// As [`read`](Self::read), also giving the event's value.
+    pub(crate) fn read_value<'a>(
+        &mut self,
+        item: &'a [u8],
+    ) -> Result<(u32, JsonStr<'a>, Value<'a>), LogError> {
+        let index = self.read;
+        let error = |kind| LogError { index, kind };
+        let (number, key, value) = read_item(item).map_err(error)?;
+        if let Some(expected) = self.next.filter(|&expected| expected != number) {
+            return Err(error(ItemError::Gap { expected, found: number }));
+        }
+        self.next = Some(number.wrapping_add(1));
+        self.read = index.saturating_add(1);
+        Ok((number, key, value))
+    }
+}
+
 /// An item's number, event name and value.
 pub(crate) fn read_item(item: &[u8]) -> Result<(u32, JsonStr<'_>, Value<'_>), ItemError> {
+    if let Some(offset) = item.iter().position(|&b| b == b'\n' || b == b'\r') {
+        return Err(ItemError::LineBreak { offset });
+    }
     let text = core::str::from_utf8(item).map_err(|_| ItemError::NotUtf8)?;
     let value = json::parse(text, MAX_DEPTH).map_err(ItemError::Json)?;
     let mut members = value.members();
@@ -18,11 +103,12 @@ pub(crate) fn read_item(item: &[u8]) -> Result<(u32, JsonStr<'_>, Value<'_>), It
     else {
         return Err(ItemError::NotAnItem);
     };
-    let n = n
-        .number_text()
-        .and_then(|t| t.parse().ok())
-        .filter(|_| hash.eq_str("#"))
-        .ok_or(ItemError::NotAnItem)?;
+    let Some(digits) = n.number_text().filter(|_| hash.eq_str("#")) else {
+        return Err(ItemError::NotAnItem);
+    };
+    // Where the number is in the item, for the error (both point into `item`).
+    let offset = (digits.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let n = digits.parse().map_err(|_| ItemError::Number { offset })?;
     Ok((n, key, event))
 }
 

@@ -530,6 +530,62 @@ fn a_damaged_log_is_a_typed_error_naming_the_item() {
     );
 }
 
+/// issue 33: the one reader of items ([`ItemReader`], which
+/// [`Journal::check`] runs) refuses a line break in an item, a number past
+/// `u32`, and a gap, also across a wrap of a number out of `u32`.
+#[test]
+fn an_item_with_a_line_break_or_a_number_past_u32_is_refused_by_the_one_reader() {
+    let engine = engine();
+    let mut live = Context::new(&engine, AGENT);
+    let (mut journal, mut log) = started(&live);
+    run_live(&mut live, &mut journal, &session(), &mut log);
+    // A line break is JSON whitespace, but a log dumped one item a line
+    // would read it as two lines.
+    for (at, line_break) in [(b"\"#\":3,", b'\n'), (b"\"#\":3,", b'\r')] {
+        let mut split = log.clone();
+        let offset = split[3].windows(at.len()).position(|w| w == at).unwrap() + at.len();
+        split[3].insert(offset, line_break);
+        assert_eq!(error_of(&split), LogError { index: 3, kind: ItemError::LineBreak { offset } });
+        assert_eq!(
+            error_of(&split).to_string(),
+            format!("log item 3: a line break at byte {offset}: an item is one line")
+        );
+    }
+    // Numbers the journal never writes: past u32, negative, not integers.
+    for number in ["4294967296", "18446744073709551615", "18446744073709551616", "-1", "3.0", "3e0"]
+    {
+        let mut odd = log.clone();
+        odd[3] = format!("{{\"#\":{number},\"reply\":null}}").into_bytes();
+        assert_eq!(error_of(&odd), LogError { index: 3, kind: ItemError::Number { offset: 5 } });
+    }
+    let mut odd = log.clone();
+    odd[3] = br##"{"#":4294967296,"reply":null}"##.to_vec();
+    assert_eq!(
+        error_of(&odd).to_string(),
+        "log item 3: its number \"#\" at byte 5 is not an integer from 0 to 4294967295"
+    );
+    // The sim's old reader took u64 numbers: u64::MAX then 0 was no gap.
+    let mut reader = ItemReader::new();
+    let e = reader.read(br##"{"#":18446744073709551615,"reply":null}"##).unwrap_err();
+    assert_eq!(e, LogError { index: 0, kind: ItemError::Number { offset: 5 } });
+    assert_eq!(reader.items(), 0);
+    // The journal numbers its items modulo 2^32 (`wrapping_add`): 0
+    // follows u32::MAX, as it writes them; anything else is a gap.
+    let mut reader = ItemReader::new();
+    let head = reader.read(br##"{"#":4294967295,"reply":null}"##).unwrap();
+    assert_eq!((head.number, head.event), (u32::MAX, "reply"));
+    let e = reader.read(br##"{"#":1,"reply":null}"##).unwrap_err();
+    assert_eq!(e, LogError { index: 1, kind: ItemError::Gap { expected: 0, found: 1 } });
+    assert_eq!(reader.read(br##"{"#":0,"reply":null}"##).unwrap().number, 0);
+    assert_eq!(reader.items(), 2);
+    // The reader and the check pass agree on every item of a real log.
+    let mut reader = ItemReader::new();
+    let mut check = Journal::new(&Context::new(&engine, AGENT));
+    for item in &log {
+        assert_eq!(reader.read(item).map(drop), check.check(item));
+    }
+}
+
 #[test]
 fn a_log_of_another_configuration_or_version_is_refused_before_anything_is_applied() {
     let engine = engine();

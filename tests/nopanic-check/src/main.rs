@@ -104,7 +104,7 @@ fn entry_points() {
 /// The session log: recording, a logged step, compaction, and both
 /// passes of a restore on any bytes.
 fn journal() -> Option<usize> {
-    use envaware::journal::{Event, Journal};
+    use envaware::journal::{Event, ItemReader, Journal};
     let engine = Engine::new(Config::default()).ok()?;
     let mut context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, "agent");
     let mut journal = Journal::new(&context);
@@ -147,6 +147,7 @@ fn journal() -> Option<usize> {
     journal.popped(journal.dead_items());
     let item: &[u8] = black_box(&[]);
     sink(journal.check(item));
+    sink(ItemReader::new().read(item).map(|head| (head.number, head.event.len())));
     sink(journal.restore(&mut context, item, &mut scratch));
     Some(journal.restored_events() as usize)
 }
