@@ -44,6 +44,7 @@ const WHOLE_LIMIT: u64 = 10_000_000_000_000_000_000;
 
 impl Decimal {
     /// The value in units of 10^-18 (the log header hashes it).
+    #[cfg(feature = "journal")]
     pub(crate) fn units(self) -> i128 {
         self.0
     }
