@@ -77,6 +77,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.load_injection(INJECTION_JSON)?;
     config.load_context(CONTEXT_JSON)?;
     let engine = Engine::new(config.config())?;
+    // What the configuration warns of (none here): say it where the user looks.
+    for w in engine.config().warnings() {
+        println!("configuration warning: {w}");
+    }
     // The zone the messages' timestamps are written in, as AgentScope's.
     let zone = engine.config().zone();
 
@@ -109,6 +113,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let now = clock.0.ok_or("the clock is set")?;
         let outcome = context.step(&step, &mut clock, &mut sensor, &mut hint)?;
         cur_iter += 1;
+        // A step's warnings (an unknown zone, a time format that cannot be
+        // read back, a dropped live field): print them, never drop them.
+        for w in outcome.warnings.iter() {
+            println!("step {n}: warning: {w}");
+        }
+        assert_eq!(outcome.warnings.iter().count(), 0, "the configuration is clean");
         let Some(text) = outcome.hint else {
             println!("step {n}: nothing to tell");
             fired.push(String::new());
@@ -135,6 +145,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     check(&fired, sensor.reads);
+    zone_typo()?;
+    Ok(())
+}
+
+/// A zone name with a typo: as AgentScope, the time is told in UTC (the
+/// hint still names the zone as written), and every step's outcome warns;
+/// strict mode refuses it when the engine is created.
+fn zone_typo() -> Result<(), Box<dyn std::error::Error>> {
+    let mut config: ConfigBuf = ConfigBuf::new();
+    config.load_injection(r#"{"timezone": "Europe/Berln"}"#)?;
+    let engine = Engine::new(config.config())?;
+    let mut context: AgentContext<'_, 4, 8, 512> = AgentContext::new(&engine, "R2");
+    let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+    let mut hint = [0u8; 1024];
+    context.user("operator")?;
+    let step = StepInput {
+        tasks: TaskCounts::default(),
+        cur_iter: 0,
+        input_tokens: 0,
+        context_size: 8192,
+    };
+    let outcome = context.step(&step, &mut clock, &mut (), &mut hint)?;
+    for w in outcome.warnings.iter() {
+        println!("zone typo: warning: {w}");
+    }
+    assert!(outcome.warnings.iter().any(|w| w == envaware::Warning::TimezoneFellBackToUtc));
+    let text = outcome.hint.ok_or("the first step tells the time")?;
+    assert!(text.contains("<current-time>2026-07-22T02:30:00</current-time>"), "UTC: {text}");
+    assert!(text.contains("<timezone>Europe/Berln</timezone>"), "{text}");
+
+    config.load_injection(r#"{"timezone": "Europe/Berln", "strict": true}"#)?;
+    let refused = Engine::new(config.config()).err().ok_or("strict mode refuses the typo")?;
+    println!("zone typo, strict mode: {refused}");
+    assert!(refused.to_string().contains(r#"time zone "Europe/Berln" is not a known IANA zone"#));
     Ok(())
 }
 

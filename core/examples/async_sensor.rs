@@ -195,7 +195,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let (reports, reads) = block_on(agent_loop())?;
     for (i, r) in reports.iter().enumerate() {
-        println!("step {i}: event {}, warnings {:?}", r.event, r.warnings);
+        println!("step {i}: event {}", r.event);
+        // Each warning the outcome carried, as the user should see it.
+        for w in &r.warnings {
+            println!("step {i}: warning: {w}");
+        }
         for line in r.hint.as_deref().unwrap_or("(no hint)").lines() {
             println!("  | {line}");
         }

@@ -288,6 +288,21 @@ mod tests {
     }
 
     #[test]
+    fn engine_new_refuses_a_zone_typo_in_strict_mode_only() {
+        let config = |strict| Config {
+            injection: InjectionConfig { strict, timezone: "Europe/Berln", ..Default::default() },
+            ..Default::default()
+        };
+        let e = Engine::new(config(true)).unwrap_err();
+        assert!(
+            std::format!("{e}").contains("time zone \"Europe/Berln\" is not a known IANA zone"),
+            "{e}"
+        );
+        let engine = Engine::new(config(false)).unwrap();
+        assert!(engine.config().warnings().any(|w| w == Warning::TimezoneFellBackToUtc));
+    }
+
+    #[test]
     fn live_fields_are_refreshed_only_when_something_fires_and_a_dropped_one_is_a_warning() {
         let config = Config {
             injection: InjectionConfig { strict: true, ..Default::default() },

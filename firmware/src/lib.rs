@@ -6,6 +6,8 @@
 //!
 //! - [`tmp105`]: the sensor driver, generic over `embedded_hal::i2c::I2c`;
 //! - [`clock`]: the wall clock over the board's wrapping millisecond counter;
+//! - [`limits`]: the number of steps and the sensor's range, which the host's
+//!   demo checks its options against;
 //! - [`agent`]: the session, generic over the bus, the clock, the pacer and
 //!   the output;
 //! - [`log`]: the session's log (`envaware::journal`) in sequential-storage's
@@ -24,6 +26,7 @@ mod fmt;
 
 pub mod agent;
 pub mod clock;
+pub mod limits;
 pub mod stream;
 pub mod tmp105;
 

@@ -32,7 +32,7 @@ pub struct Temperature {
 }
 
 /// The TMP105's specified range, -55 °C to +125 °C, in 1/16 °C.
-const PLAUSIBLE: core::ops::RangeInclusive<i16> = -55 * 16..=125 * 16;
+const PLAUSIBLE: core::ops::RangeInclusive<i16> = crate::limits::SENSOR_SIXTEENTHS;
 
 impl Temperature {
     /// From the two bytes of the temperature register (12 bits, left-justified).

@@ -230,6 +230,12 @@ enum TzInfo<'a> {
     FallbackUtc,
 }
 
+/// Whether `name` is a zone Python's `ZoneInfo` knows (strict mode
+/// refuses any other at creation; compatible mode falls back to UTC).
+pub fn is_known_zone(name: &str) -> bool {
+    ModelTz::named(name).is_some()
+}
+
 fn resolve(name: &str) -> TzInfo<'_> {
     match ModelTz::named(name) {
         Some(tz) if ZONES.contains(&name) => TzInfo::Zone(name, tz),

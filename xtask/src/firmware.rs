@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::demo_args::DemoOptions;
 use xtask::boards::Board;
 use xtask::qemu::{self, RunOptions};
 
@@ -249,31 +250,14 @@ fn run_options(
 /// `cargo xtask demo [--temperatures 21.5,30,-4.25]`: builds the firmware
 /// and runs it in QEMU with the TMP105, setting one temperature per step.
 pub fn demo(args: &[String]) -> Result<(), String> {
-    let mut temperatures = DEMO_TEMPERATURES.to_string();
-    let mut reset_after = None;
-    let mut environment = DEMO_ENVIRONMENT.to_string();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--temperatures" => temperatures = it.next().ok_or("--temperatures needs a list, e.g. 21.5,30,-4.25")?.clone(),
-            "--environment" => environment = it.next().ok_or("--environment needs STEP:TEMPERATURE pairs, e.g. 7:31, or none")?.clone(),
-            "--reset-after" => {
-                let n = it.next().ok_or("--reset-after needs a step number, e.g. 4")?;
-                reset_after = Some(n.parse().map_err(|_| format!("--reset-after {n:?}: not a step number"))?);
-            }
-            other => match other.strip_prefix("--temperatures=") {
-                Some(list) => temperatures = list.to_string(),
-                None => {
-                    return Err(format!(
-                        "unknown argument {other:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]"
-                    ))
-                }
-            },
-        }
-    }
-    let temperatures = qemu::parse_temperatures(&temperatures)?;
-    let opts =
-        run_options(temperatures, true, reset_after, qemu::parse_environment(&environment)?)?;
+    // Checked before anything is built or run.
+    let options = DemoOptions::parse(args, DEMO_TEMPERATURES, DEMO_ENVIRONMENT)?;
+    let opts = run_options(
+        options.temperatures_milli,
+        true,
+        options.reset_after,
+        options.environment_milli,
+    )?;
     build(false)?;
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
     let result = qemu::run(&opts)?;

@@ -37,6 +37,7 @@ use std::time::Instant;
 
 mod bench;
 mod bench_args;
+mod demo_args;
 mod firmware;
 mod footprint;
 mod layers;

@@ -164,6 +164,12 @@ pub enum ConfigError {
     /// feature and `CHRONO_TZ_TIMEZONE_FILTER`), and
     /// `filtered_zone_falls_back_to_utc` is off.
     ZoneNotCompiledIn(ZoneName),
+    /// In strict mode, the zone is not an IANA zone (a typo such as
+    /// `Europe/Berln`, a tzdata directory such as `America`): outside
+    /// strict mode the time is computed in UTC with
+    /// [`Warning::TimezoneFellBackToUtc`], as the reference does. The name
+    /// is kept up to 32 bytes.
+    UnknownZoneInStrictMode(ZoneName),
     /// More fields are watched than [`MAX_WATCHES`].
     TooManyWatches(usize),
     /// A watch is invalid.
@@ -185,7 +191,9 @@ impl ConfigError {
             }
             ConfigError::AngleBracketInStrictMode(field) => *field,
             ConfigError::BuiltinKeyInStrictMode => ConfigField::ExtraFields,
-            ConfigError::ZoneNotCompiledIn(_) => ConfigField::Timezone,
+            ConfigError::ZoneNotCompiledIn(_) | ConfigError::UnknownZoneInStrictMode(_) => {
+                ConfigField::Timezone
+            }
             ConfigError::TooManyWatches(_) | ConfigError::Watch(_) => ConfigField::Watch,
         }
     }
@@ -223,6 +231,11 @@ impl fmt::Display for ConfigError {
                 "{name:?} is an IANA zone this build left out: add it to CHRONO_TZ_TIMEZONE_FILTER \
                  (under [env] in .cargo/config.toml, e.g. \"^({name})$\") and rebuild, \
                  or set filtered_zone_falls_back_to_utc to compute the time in UTC"
+            ),
+            ConfigError::UnknownZoneInStrictMode(name) => write!(
+                f,
+                "time zone {name:?} is not a known IANA zone (strict mode refuses it; \
+                 without strict mode the time is computed in UTC, with a warning, as AgentScope does)"
             ),
             ConfigError::TooManyWatches(n) => write!(f, "at most {MAX_WATCHES} fields can be watched, got {n}"),
             ConfigError::Watch(e) => e.fmt(f),

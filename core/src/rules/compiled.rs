@@ -96,14 +96,17 @@ impl<'a> Config<'a> {
     pub fn validate(self) -> Result<ValidConfig<'a>, ConfigError> {
         let inj = &self.injection;
         let ctx = &self.context;
-        let zone = match time::resolve_zone(inj.timezone) {
-            Some(zone) => zone,
-            None if !inj.filtered_zone_falls_back_to_utc
-                && time::zone_not_compiled_in(inj.timezone) =>
-            {
-                return Err(ConfigError::ZoneNotCompiledIn(ZoneName::new(inj.timezone)));
+        let (zone, unknown_zone) = match time::resolve_zone(inj.timezone) {
+            Some(zone) => (zone, false),
+            None if time::zone_not_compiled_in(inj.timezone) => {
+                if !inj.filtered_zone_falls_back_to_utc {
+                    return Err(ConfigError::ZoneNotCompiledIn(ZoneName::new(inj.timezone)));
+                }
+                (Zone::Utc, false)
             }
-            None => Zone::Utc,
+            // Not an IANA zone at all: UTC with a warning, as the reference
+            // does, unless strict mode refuses it below.
+            None => (Zone::Utc, true),
         };
         let info = time::check_format(inj.time_format).map_err(ConfigError::TimeFormat)?;
         if info.parse_back == time::ParseBack::ReferenceCrashes {
@@ -139,6 +142,9 @@ impl<'a> Config<'a> {
             }
             if inj.extra_fields.iter().any(|(k, _)| is_builtin_key(k)) {
                 return Err(ConfigError::BuiltinKeyInStrictMode);
+            }
+            if unknown_zone {
+                return Err(ConfigError::UnknownZoneInStrictMode(ZoneName::new(inj.timezone)));
             }
         }
         if inj.watch.len() > MAX_WATCHES {
@@ -570,6 +576,11 @@ mod tests {
                 ConfigField::Timezone,
                 "\"Asia/Tokyo\" is an IANA zone",
             ),
+            (
+                E::UnknownZoneInStrictMode(ZoneName::new("Europe/Berln")),
+                ConfigField::Timezone,
+                "time zone \"Europe/Berln\" is not a known IANA zone",
+            ),
         ];
         for (e, field, text) in cases {
             assert_eq!(e.field(), field, "{e:?}");
@@ -607,6 +618,42 @@ mod tests {
             Some(ConfigField::InjectionContextBufferRatio)
         );
         assert_eq!(ConfigField::find(Section::Injection, |k| k == "trigger_ratio"), None);
+    }
+
+    #[test]
+    fn strict_mode_refuses_an_unknown_zone_and_compatible_mode_falls_back_to_utc() {
+        let strict = |zone: &'static str| {
+            inj(|i| {
+                (i.strict, i.timezone) = (true, zone);
+            })
+        };
+        for typo in ["Europe/Berln", "Mars/Base", "America", "europe/berlin", ""] {
+            let e = strict(typo).unwrap_err();
+            assert_eq!(e, ConfigError::UnknownZoneInStrictMode(ZoneName::new(typo)));
+            assert_eq!(
+                e.to_string(),
+                std::format!(
+                    "injection_config.timezone: time zone {typo:?} is not a known IANA zone \
+                     (strict mode refuses it; without strict mode the time is computed in UTC, \
+                     with a warning, as AgentScope does)"
+                )
+            );
+            // Compatible mode: the reference's fallback, and the warning.
+            let valid = inj(|i| i.timezone = typo).unwrap();
+            assert_eq!(valid.zone, Zone::Utc);
+            let w: std::vec::Vec<_> = valid.warnings().collect();
+            assert_eq!(w, [Warning::TimezoneFellBackToUtc], "{typo:?}");
+        }
+        // Known zones, links and the reference's odd valid names pass.
+        for zone in ["UTC", "Europe/Berlin", "US/Eastern", "Etc/GMT+5", "Factory", "EST5EDT"] {
+            let valid = strict(zone).unwrap_or_else(|e| panic!("{zone}: {e}"));
+            assert_eq!(valid.warnings().count(), 0, "{zone}");
+        }
+        // A marker is still named as a marker first.
+        assert_eq!(
+            strict("<UTC>").unwrap_err(),
+            ConfigError::AngleBracketInStrictMode(ConfigField::Timezone)
+        );
     }
 
     #[test]

@@ -226,6 +226,10 @@ pub const SCRIPT: &[ScriptStep] = &[
     },
 ];
 
+// The host's demo checks `--temperatures` and `--reset-after` against
+// `limits::STEPS`: it must be the script's length.
+const _: () = assert!(SCRIPT.len() == crate::limits::STEPS);
+
 /// The engine's configuration for the session.
 pub fn config() -> Config<'static> {
     Config {

@@ -95,7 +95,7 @@ pub(super) fn model_config(c: &CaseConfig) -> MConfig {
     let tools = TASK_TOOLS[c.task_tools];
     MConfig {
         inject_runtime_state: c.inject,
-        timezone: model::ZONES[c.zone].into(),
+        timezone: drawn_zone(c.strict, c.zone).into(),
         time_format: model::FORMATS[c.format].into(),
         time_interval: INTERVALS[c.interval],
         injection_buffer_ratio: c.deprecated_buffer.then_some(0.25 * TRIGGERS[c.trigger]),
@@ -116,6 +116,16 @@ pub(super) fn model_config(c: &CaseConfig) -> MConfig {
         context_buffer_ratio: BUFFERS[c.buffer].min(TRIGGERS[c.trigger] - 0.05),
         compression_tool_enabled: c.compression_tool,
         watch: watches(WATCHES[c.watch]),
+    }
+}
+
+/// The zone a case draws: strict mode refuses an unknown zone when the
+/// engine is created (`ConfigError::UnknownZoneInStrictMode`), so a strict
+/// session draws UTC instead; compatible sessions keep it (UTC, a warning).
+fn drawn_zone(strict: bool, index: usize) -> &'static str {
+    match model::ZONES[index] {
+        zone if strict && !model::is_known_zone(zone) => "UTC",
+        zone => zone,
     }
 }
 
@@ -580,7 +590,7 @@ pub fn run_case(case: &Case, model: Model) -> Result<(Stats, Vec<String>), Misma
         for event in events.by_ref() {
             match event {
                 Event::Reconfigure { zone, format, interval } => {
-                    world.cfg.timezone = model::ZONES[*zone].into();
+                    world.cfg.timezone = drawn_zone(world.cfg.strict, *zone).into();
                     world.cfg.time_format = model::FORMATS[*format].into();
                     world.cfg.time_interval = INTERVALS[*interval];
                     stats.bump("reconfigured");
