@@ -321,8 +321,19 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, StepError> {
+        self.render_read(decision, live, out, false)
+    }
+
+    /// [`render_step`](Self::render_step), as `Engine::render_read`.
+    pub(crate) fn render_read<'b, L: LiveFields + ?Sized>(
+        &mut self,
+        decision: Decision,
+        live: &mut L,
+        out: &'b mut [u8],
+        read_before: bool,
+    ) -> Result<Outcome<'b>, StepError> {
         let engine = *self.engine();
-        let outcome = engine.render_step(decision, &self.store, live, out)?;
+        let outcome = engine.render_read(decision, &self.store, live, out, read_before)?;
         if let Some(hint) = outcome.hint {
             self.append_hint(hint)?;
         }
@@ -375,7 +386,7 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
         let now = clock.now();
         let engine = *self.engine();
         let decision = self.decide_with_readings(step, now, engine.read_watched(live));
-        self.render_step(decision, live, out)
+        self.render_read(decision, live, out, engine.watches())
     }
 }
 
@@ -662,5 +673,106 @@ mod tests {
             hint.contains("<humidity>40 %</humidity>\n<temperature>30 °C</temperature>"),
             "{hint}"
         );
+    }
+}
+
+#[cfg(test)]
+mod read_once {
+    //! A watched sensor is read once per step: the reading that fired is
+    //! the reading told (issue 33: a noisy sensor fired at 28.6 °C and the
+    //! hint told 27.9 °C, read again when rendering).
+    extern crate std;
+
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::config::watch::{Decimal, Watch, WatchList};
+    use crate::config::Config;
+    use crate::conversation::SliceConversation;
+    use std::string::String;
+
+    /// A sensor that reads another value at every read: 28.6 then 27.9.
+    struct Noisy {
+        reads: usize,
+        value: &'static str,
+    }
+
+    impl LiveFields for Noisy {
+        fn refresh(&mut self) {
+            self.value = ["28.6 °C", "27.9 °C"][self.reads % 2];
+            self.reads += 1;
+        }
+        fn len(&self) -> usize {
+            1
+        }
+        fn field(&self, i: usize) -> Option<(&str, &str)> {
+            (i == 0).then_some(("temperature", self.value))
+        }
+    }
+
+    const ABOVE_28: [(&str, Watch); 1] = [(
+        "temperature",
+        Watch { change: None, above: Decimal::new(28, 0), below: None, hysteresis: Decimal::ZERO },
+    )];
+
+    fn engine() -> Engine<'static> {
+        let mut config = Config::default();
+        config.injection.watch = WatchList::Slice(&ABOVE_28);
+        Engine::new(config).unwrap()
+    }
+
+    fn input() -> StepInput {
+        StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 0, context_size: 8192 }
+    }
+
+    fn told(hint: Option<&str>) -> String {
+        let hint = hint.expect("the watch fires");
+        let from = hint.find("<temperature>").expect("the field is told") + "<temperature>".len();
+        String::from(&hint[from..from + hint[from..].find('<').unwrap()])
+    }
+
+    #[test]
+    fn every_step_function_tells_the_reading_that_fired() {
+        let engine = engine();
+        let mut out = [0u8; 1024];
+        // Engine::step.
+        let mut sensor = Noisy { reads: 0, value: "" };
+        let step = input().for_agent("rover");
+        let outcome = engine
+            .step(&SliceConversation(&[]), &step, &mut FixedClock::unset(), &mut sensor, &mut out)
+            .unwrap();
+        assert!(!outcome.decision.watch.is_empty());
+        assert_eq!((told(outcome.hint), sensor.reads), ("28.6 °C".into(), 1));
+        // Tracker::step.
+        let mut sensor = Noisy { reads: 0, value: "" };
+        let tracker = Tracker::new(&engine, "rover");
+        let outcome = tracker
+            .step(
+                &SliceConversation(&[]),
+                &input(),
+                &mut FixedClock::unset(),
+                &mut sensor,
+                &mut out,
+            )
+            .unwrap();
+        assert_eq!((told(outcome.hint), sensor.reads), ("28.6 °C".into(), 1));
+        // AgentContext::step.
+        let mut sensor = Noisy { reads: 0, value: "" };
+        let mut context: AgentContext<'_, 4, 16, 2048> = AgentContext::new(&engine, "rover");
+        let outcome =
+            context.step(&input(), &mut FixedClock::unset(), &mut sensor, &mut out).unwrap();
+        assert_eq!((told(outcome.hint), sensor.reads), ("28.6 °C".into(), 1));
+    }
+
+    #[cfg(feature = "journal")]
+    #[test]
+    fn the_journal_s_step_tells_the_reading_that_fired() {
+        let engine = engine();
+        let (mut out, mut items) = ([0u8; 1024], [0u8; 2048]);
+        let mut sensor = Noisy { reads: 0, value: "" };
+        let mut context: AgentContext<'_, 4, 16, 2048> = AgentContext::new(&engine, "rover");
+        let mut journal = crate::journal::Journal::new(&context);
+        let (outcome, _) =
+            journal.step(&mut context, &input(), None, &mut sensor, &mut out, &mut items).unwrap();
+        assert_eq!((told(outcome.hint), sensor.reads), ("28.6 °C".into(), 1));
     }
 }

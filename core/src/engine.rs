@@ -127,12 +127,18 @@ impl<'a> Engine<'a> {
     }
 
     /// Reads the watched fields before a decision: [`LiveFields::refresh_watched`]
-    /// when a watch is configured, else nothing.
+    /// when a watch is configured ([`watches`](Self::watches)), else nothing.
     pub(crate) fn read_watched<'l, L: LiveFields + ?Sized>(&self, live: &'l mut L) -> &'l L {
-        if !self.config.config.injection.watch.is_empty() {
+        if self.watches() {
             live.refresh_watched();
         }
         live
+    }
+
+    /// Whether a watch is configured: a step then reads its live fields
+    /// before deciding.
+    pub(crate) fn watches(&self) -> bool {
+        !self.config.config.injection.watch.is_empty()
     }
 
     /// Renders the hint of `decision` into `out`; `None` when nothing fired.
@@ -169,7 +175,7 @@ impl<'a> Engine<'a> {
     ) -> Result<Outcome<'b>, HintTooLong> {
         let now = clock.now();
         let decision = self.decide_with_readings(conversation, step, now, self.read_watched(live));
-        self.render_step(decision, conversation, live, out)
+        self.render_read(decision, conversation, live, out, self.watches())
     }
 
     /// The second half of [`Engine::step`], for callers that read their
@@ -205,9 +211,26 @@ impl<'a> Engine<'a> {
         live: &mut L,
         out: &'b mut [u8],
     ) -> Result<Outcome<'b>, HintTooLong> {
+        self.render_read(decision, conversation, live, out, false)
+    }
+
+    /// [`render_step`](Self::render_step) after the step read its fields
+    /// before deciding (`read_before`): then only the fields it did not
+    /// read are read, so a reading is taken once per step.
+    pub(crate) fn render_read<'b, C: Conversation, L: LiveFields + ?Sized>(
+        &self,
+        decision: Decision,
+        conversation: &C,
+        live: &mut L,
+        out: &'b mut [u8],
+        read_before: bool,
+    ) -> Result<Outcome<'b>, HintTooLong> {
         let mut warnings = decision.warnings;
         if decision.fires() {
-            live.refresh();
+            match read_before {
+                true => live.refresh_unwatched(),
+                false => live.refresh(),
+            }
             if render::drops_live_field(&self.config, live) {
                 warnings.insert(Warning::LiveFieldDropped);
             }

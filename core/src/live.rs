@@ -15,14 +15,29 @@ pub const UNAVAILABLE: &str = "unavailable";
 pub trait LiveFields {
     /// Called once when an injection fires, before any field is read; read
     /// sensors here, so that nothing is read for a step that injects nothing.
+    ///
+    /// With a watch configured, a step (`Engine::step`, `AgentContext::step`,
+    /// `Journal::step`) reads before deciding ([`refresh_watched`]) and, when
+    /// it fires, calls [`refresh_unwatched`] instead of this: each sensor is
+    /// read once per step, so the reading that fired a watch is the one the
+    /// hint tells.
+    ///
+    /// [`refresh_watched`]: Self::refresh_watched
+    /// [`refresh_unwatched`]: Self::refresh_unwatched
     fn refresh(&mut self) {}
     /// Called at every step before deciding, when a watch is configured
     /// (`injection_config.watch`): read the watched fields' sensors here.
     /// By default it calls [`refresh`](Self::refresh), reading every field;
-    /// a device whose other sensors are costly reads only the watched ones.
+    /// a device whose other sensors are costly reads only the watched ones,
+    /// and reads the others in [`refresh_unwatched`](Self::refresh_unwatched).
     fn refresh_watched(&mut self) {
         self.refresh();
     }
+    /// Called when an injection fires on a step whose fields
+    /// [`refresh_watched`](Self::refresh_watched) read before deciding: read
+    /// the fields it did not. By default nothing, as the default
+    /// `refresh_watched` read every field; override the two together.
+    fn refresh_unwatched(&mut self) {}
     /// How many fields there are.
     fn len(&self) -> usize;
     /// Whether there are none.

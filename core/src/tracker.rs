@@ -318,7 +318,7 @@ impl<'a> Tracker<'a> {
         let now = clock.now();
         let decision =
             self.decide_with_readings(conversation, step, now, self.engine.read_watched(live));
-        self.engine.render_step(decision, conversation, live, out)
+        self.engine.render_read(decision, conversation, live, out, self.engine.watches())
     }
 }
 

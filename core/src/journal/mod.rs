@@ -549,8 +549,10 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
+        let read = context.engine().watches();
         self.all_or_nothing(|journal| {
-            // As `AgentContext::step`: the watched fields are read before deciding.
+            // As `AgentContext::step`: the watched fields are read before
+            // deciding, and not again when it fires.
             let (decision, mut items) = journal.decide_items(
                 context,
                 step,
@@ -558,8 +560,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 |engine| engine.read_watched(live),
                 items_out,
             )?;
-            let outcome = journal
-                .render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            let outcome = journal.render_items(
+                context, decision, step, live, hint_out, items_out, &mut items, read,
+            )?;
             Ok((outcome, items))
         })
     }
@@ -608,8 +611,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<(Outcome<'h>, Items), RecordError> {
         self.all_or_nothing(|journal| {
             let mut items = Items::default();
-            let outcome = journal
-                .render_items(context, decision, step, live, hint_out, items_out, &mut items)?;
+            let outcome = journal.render_items(
+                context, decision, step, live, hint_out, items_out, &mut items, false,
+            )?;
             Ok((outcome, items))
         })
     }
@@ -657,10 +661,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
         items: &mut Items,
+        read_before: bool,
     ) -> Result<Outcome<'h>, RecordError> {
         let engine = *context.engine();
         let outcome = engine
-            .render_step(decision, context.store(), live, hint_out)
+            .render_read(decision, context.store(), live, hint_out, read_before)
             .map_err(StepError::from)?;
         let fields = Live(&*live);
         let readings = Readings::of(&fields);

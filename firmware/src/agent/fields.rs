@@ -78,6 +78,11 @@ impl<U: Fn() -> u32> LiveFields for SensorFields<U> {
         // The temperature was awaited and recorded before deciding.
     }
 
+    fn refresh_unwatched(&mut self) {
+        // The uptime, on a step that read the temperature before deciding.
+        self.refresh();
+    }
+
     fn refresh(&mut self) {
         self.refreshes += 1;
         let ms = (self.uptime_ms)();
