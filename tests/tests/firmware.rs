@@ -750,31 +750,15 @@ fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() 
     replays_from_the_flash_image(&reset, &after);
 }
 
-/// The headers of a flash image's log: each one's configuration hash and
-/// capacities, read from the raw bytes (an item never straddles a page).
-fn log_headers(image: &[u8]) -> Vec<(u64, [u64; 3])> {
-    let text = String::from_utf8_lossy(image);
-    text.match_indices("\"log\":{\"version\":")
-        .map(|(at, _)| {
-            let rest = &text[at..];
-            let hash = rest.split("\"config\":\"").nth(1).expect("a config hash");
-            let hash = u64::from_str_radix(&hash[..16], 16).expect("16 hex digits");
-            let capacity = rest.split("\"capacity\":[").nth(1).expect("capacities");
-            let capacity: Vec<u64> = capacity[..capacity.find(']').expect("]")]
-                .split(',')
-                .map(|n| n.parse().expect("a capacity"))
-                .collect();
-            (hash, capacity.try_into().expect("three capacities"))
-        })
-        .collect()
-}
-
-/// The header hash the device wrote (a 32-bit Cortex-M3) is the one the
-/// host (64-bit) computes for the same session, both from the parts
-/// (`Header::for_session`, what `envaware-sim replay` checks) and from a
-/// context of the firmware's type (what `Journal::check` compares).
-fn the_device_s_log_header_is_the_host_s(image: &[u8], session: &Path) {
-    use envaware::journal::Header;
+/// The device's log (a 32-bit Cortex-M3's), read from its region with the
+/// shipped `SessionLog`, passes the host's (64-bit) `Journal::check` for
+/// the same session: a context of the firmware's type, with the
+/// configuration of `session-config.json`. Its header hash is then the
+/// host's, which `Header::for_session` (what `envaware-sim replay`
+/// checks) computes from the parts too.
+fn the_device_s_log_checks_on_the_host(image: &[u8], session: &Path) {
+    use envaware::journal::{Header, ItemReader, Journal};
+    use envaware_flashlog::{RamFlash, SessionLog, MAX_ITEM};
     let session: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(session).expect("session-config.json"))
             .expect("session-config.json is JSON");
@@ -786,17 +770,16 @@ fn the_device_s_log_header_is_the_host_s(image: &[u8], session: &Path) {
     // firmware/src/agent/session.rs: `Context<'a> = AgentContext<'a, 16, 48, 4096>`.
     let context = envaware::AgentContext::<'_, 16, 48, 4096>::new(&engine, agent);
     let host = Header::of(&context);
-    let headers = log_headers(image);
-    assert!(!headers.is_empty(), "no log header in the image");
-    for (hash, capacity) in headers {
-        assert_eq!(capacity, host.capacity);
-        assert_eq!(Header::for_session(&buf.config(), agent, capacity).config, hash);
-        assert_eq!(
-            hash, host.config,
-            "the device's header hash {hash:016x}, the host's {:016x}",
-            host.config
-        );
-    }
+    assert_eq!(Header::for_session(&buf.config(), agent, host.capacity), host);
+    let (mut journal, mut heads) = (Journal::new(&context), ItemReader::new());
+    let mut headers = 0;
+    let mut log = SessionLog::new(RamFlash(image.to_vec()));
+    let read = embassy_futures::block_on(log.read_items(&mut [0u8; MAX_ITEM], |item| {
+        headers += usize::from(heads.read(item)?.event == "log");
+        journal.check(item)
+    }))
+    .unwrap_or_else(|e| panic!("the host refuses the device's log: {e:?}"));
+    assert!(read > 0 && headers > 0, "{read} items, {headers} headers");
 }
 
 /// The log's region the board dumped at the end, replayed on the desktop
@@ -812,7 +795,7 @@ fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]
     let file = out.join("firmware-flash-log.bin");
     std::fs::write(&file, image).expect("write the image");
     let config = needs::workspace().join("firmware/session-config.json");
-    the_device_s_log_header_is_the_host_s(image, &config);
+    the_device_s_log_checks_on_the_host(image, &config);
     let replay = std::process::Command::new(sim)
         .args(["replay", "--json", "--flash"])
         .arg(&file)
