@@ -227,9 +227,10 @@ impl<'a> Engine<'a> {
     ) -> Result<Outcome<'b>, HintTooLong> {
         let mut warnings = decision.warnings;
         if decision.fires() {
-            match read_before {
-                true => live.refresh_unwatched(),
-                false => live.refresh(),
+            if read_before {
+                live.refresh_unwatched();
+            } else {
+                live.refresh();
             }
             if render::drops_live_field(&self.config, live) {
                 warnings.insert(Warning::LiveFieldDropped);

@@ -172,15 +172,14 @@ impl Encoding<'_> {
     fn count(&mut self, n: usize) {
         self.u64(n as u64);
     }
-    /// A decimal: 0, or 1 and its value in units of 10^-18 (an `i128`).
-    fn decimal(&mut self, value: Option<Decimal>) {
-        match value {
-            None => self.u64(0),
-            Some(d) => {
-                self.u64(1);
-                self.0.write(&d.units().to_le_bytes());
-            }
-        }
+    /// A decimal: its value in units of 10^-18, an `i128`.
+    fn decimal(&mut self, value: Decimal) {
+        self.0.write(&value.units().to_le_bytes());
+    }
+    /// A decimal that may be unset: 0, or 1 and the decimal.
+    fn optional(&mut self, value: Option<Decimal>) {
+        self.u64(u64::from(value.is_some()));
+        value.into_iter().for_each(|d| self.decimal(d));
     }
 }
 
@@ -244,9 +243,9 @@ fn hash_config(h: &mut Encoding<'_>, config: &Config<'_>) {
     for (field, Watch { change, above, below, hysteresis }) in watch.iter() {
         h.text(field);
         for bound in [change, above, below] {
-            h.decimal(bound);
+            h.optional(bound);
         }
-        h.0.write(&hysteresis.units().to_le_bytes());
+        h.decimal(hysteresis);
     }
 }
 
