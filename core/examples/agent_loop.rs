@@ -146,6 +146,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     check(&fired, sensor.reads);
     zone_typo()?;
+    watch_typos()?;
+    Ok(())
+}
+
+/// Two typos in a watch: a key (`hysteresys`) is refused when the
+/// configuration loads, naming its path; a field no live source provides
+/// (`temprature`) cannot fire, and every step's outcome says so.
+fn watch_typos() -> Result<(), Box<dyn std::error::Error>> {
+    const READINGS: &[f32] = &[21.5];
+    let mut config: ConfigBuf = ConfigBuf::new();
+    let refused = config
+        .load_injection(r#"{"watch": {"temperature": {"above": 28, "hysteresys": 0.5}}}"#)
+        .err()
+        .ok_or("an unknown key in a watch is refused")?;
+    println!("watch typo: {refused}");
+    assert!(refused.to_string().starts_with("injection_config.watch.temperature.hysteresys"));
+
+    config.load_injection(r#"{"watch": {"temprature": {"change": 1}}}"#)?;
+    let engine = Engine::new(config.config())?;
+    let mut context: AgentContext<'_, 4, 8, 512> = AgentContext::new(&engine, "R2");
+    let mut sensor = Thermometer { readings: READINGS.iter(), reads: 0, value: String::new() };
+    let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+    let step = StepInput {
+        tasks: TaskCounts::default(),
+        cur_iter: 0,
+        input_tokens: 0,
+        context_size: 8192,
+    };
+    context.user("operator")?;
+    let mut hint = [0u8; 1024];
+    let outcome = context.step(&step, &mut clock, &mut sensor, &mut hint)?;
+    for w in outcome.warnings.iter() {
+        println!("watch typo: warning: {w}");
+    }
+    assert!(outcome.warnings.iter().any(|w| w == envaware::Warning::WatchedFieldNotLive));
     Ok(())
 }
 

@@ -67,6 +67,11 @@ impl LiveFields for () {
     }
 }
 
+/// Whether `live` has a field named `name` (read or not).
+pub(crate) fn provides<L: LiveFields + ?Sized>(live: &L, name: &str) -> bool {
+    (0..live.len()).any(|i| live.field(i).is_some_and(|(k, _)| k == name))
+}
+
 /// The value of live field `name` in `live`: the leading decimal of the
 /// last field with that key (the one a hint renders), if any.
 pub(crate) fn reading<L: LiveFields + ?Sized>(live: &L, name: &str) -> Option<Decimal> {

@@ -267,6 +267,10 @@ pub enum Warning {
     /// A live field was dropped because its key is a built-in one (strict
     /// mode): it would have replaced the built-in value.
     LiveFieldDropped,
+    /// A watched field is not among the step's live fields (a typo such as
+    /// `temprature`, or a source that does not provide it): its watch
+    /// cannot fire.
+    WatchedFieldNotLive,
 }
 
 impl fmt::Display for Warning {
@@ -277,6 +281,7 @@ impl fmt::Display for Warning {
             Warning::RecordedTimezoneFellBackToUtc => "the <timezone> recorded in the context is not a known IANA zone; the recorded time was read as UTC",
             Warning::TimeFormatNotParseable => "injection_config.time_format cannot be parsed back (Python's strptime rejects %e), so the time is injected at every step",
             Warning::LiveFieldDropped => "a live field with a built-in key was dropped (strict mode)",
+            Warning::WatchedFieldNotLive => "a field in injection_config.watch is not among the live fields, so its watch never fires",
         })
     }
 }

@@ -4,7 +4,7 @@ use core::fmt::{self, Write};
 
 use crate::config::error::{ConfigField, Section};
 use crate::config::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
-use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList};
+use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
 
@@ -54,6 +54,14 @@ pub enum LoadError {
     },
     /// More than [`MAX_WATCHES`] fields are watched.
     TooManyWatches,
+    /// A watch holds a key it does not know (`"hysteresys"`): `watch` is
+    /// envaware's own, so a typo is refused rather than read as "not set".
+    UnknownWatchKey {
+        /// The watch.
+        path: WatchPath,
+        /// The key as written (cut to 32 bytes).
+        key: ZoneName,
+    },
 }
 
 impl fmt::Display for LoadError {
@@ -75,6 +83,9 @@ impl fmt::Display for LoadError {
             LoadError::TooManyWatches => {
                 write!(f, "{}: at most {MAX_WATCHES} fields can be watched", ConfigField::Watch)
             }
+            LoadError::UnknownWatchKey { path, key } => {
+                write!(f, "{path}.{key}: unknown key (a watch has {WATCH_KEYS})")
+            }
         }
     }
 }
@@ -93,6 +104,7 @@ enum Fault {
     TooLong { field: ConfigField },
     WatchValue { name: Span, param: Option<WatchParam>, expected: &'static str },
     TooManyWatches,
+    UnknownWatchKey { name: Span, key: ZoneName },
 }
 
 impl Fault {
@@ -111,9 +123,15 @@ impl Fault {
                 LoadError::WatchValue { path: WatchPath::new(name.of(arena), param), expected }
             }
             Fault::TooManyWatches => LoadError::TooManyWatches,
+            Fault::UnknownWatchKey { name, key } => {
+                LoadError::UnknownWatchKey { path: WatchPath::new(name.of(arena), None), key }
+            }
         }
     }
 }
+
+/// The keys a watch has, as [`LoadError::UnknownWatchKey`] lists them.
+const WATCH_KEYS: &str = "change, above, below, hysteresis";
 
 /// Owned configuration storage: scalars, plus one text arena of `TEXT`
 /// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
@@ -410,7 +428,7 @@ fn watches<const TEXT: usize>(
 }
 
 /// One watch: `change`, `above`, `below`, `hysteresis`, each a JSON number
-/// or a decimal string (`null`: not set). Unknown keys are ignored.
+/// or a decimal string (`null`: not set). An unknown key is an error.
 fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
     if value.kind() != Kind::Object {
         return Err(Fault::WatchValue {
@@ -422,7 +440,7 @@ fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
     let mut watch = Watch::default();
     for (key, item) in value.members() {
         let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else {
-            continue;
+            return Err(Fault::UnknownWatchKey { name, key: ZoneName::new(key.raw()) });
         };
         let number = match item.kind() {
             Kind::Null => None,
@@ -724,7 +742,7 @@ mod tests {
     fn watches_load_as_numbers_or_decimal_strings_in_order() {
         let c = load(
             r#"{"watch": {"temperature": {"change": 2.0, "above": "28", "hysteresis": " 0.5 "},
-                                   "door": {"below": -1e1, "change": null, "x": true},
+                                   "door": {"below": -1e1, "change": null},
                                    "temperature": {"change": "2.00", "above": 28.0, "hysteresis": 0.5}}}"#,
         )
         .unwrap();
@@ -757,6 +775,8 @@ mod tests {
             (r#"{"temperature": {"hysteresis": 1}}"#, "injection_config.watch.temperature: needs at least one of change, above, below"),
             (r#"{"robot": {"change": 1}}"#, "injection_config.watch.robot: is an extra field, which never changes: only a live field can be watched"),
             (r#"{"tasks": {"change": 1}}"#, "injection_config.watch.tasks: is a built-in field (current-time, timezone, tasks, context-length, tool-error): only a live field can be watched"),
+            (r#"{"temperature": {"above": 28, "hysteresys": 0.5}}"#, "injection_config.watch.temperature.hysteresys: unknown key (a watch has change, above, below, hysteresis)"),
+            (r#"{"t": {"change": 1, "Change": 2}}"#, "injection_config.watch.t.Change: unknown key (a watch has change, above, below, hysteresis)"),
             (r#"{"a>b": {"change": 1}}"#, "injection_config.watch.a>b: a watched field's name may not contain '<' or '>'"),
             (r#"{"abcdefghijklmnopqrstuvwxyz0123456": {"change": 1}}"#, "injection_config.watch.abcdefghijklmnopqrstuvwxyz012345…: a watched field's name may be at most 32 bytes"),
         ] {

@@ -336,6 +336,10 @@ mod tests {
             (Warning::RecordedTimezoneFellBackToUtc, "the <timezone> recorded in the context"),
             (Warning::TimeFormatNotParseable, "injection_config.time_format cannot be parsed back"),
             (Warning::LiveFieldDropped, "a live field with a built-in key was dropped"),
+            (
+                Warning::WatchedFieldNotLive,
+                "a field in injection_config.watch is not among the live fields",
+            ),
         ];
         for (w, start) in cases {
             assert!(w.to_string().starts_with(start), "{w:?}: {w}");

@@ -27,7 +27,7 @@ use self::watch::{watched, WatchSet};
 use crate::clock::Timestamp;
 use crate::config::error::Warning;
 use crate::conversation::{Block, Conversation, Message};
-use crate::live::LiveFields;
+use crate::live::{self, LiveFields};
 
 /// The plan's task counts the tasks rule reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -183,12 +183,13 @@ impl ToolError {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Warnings(u8);
 
-const ALL_WARNINGS: [Warning; 5] = [
+const ALL_WARNINGS: [Warning; 6] = [
     Warning::DeprecatedContextBufferRatio,
     Warning::TimezoneFellBackToUtc,
     Warning::RecordedTimezoneFellBackToUtc,
     Warning::TimeFormatNotParseable,
     Warning::LiveFieldDropped,
+    Warning::WatchedFieldNotLive,
 ];
 
 impl Warnings {
@@ -337,7 +338,11 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     // `watch::reading` counts the fields.
     #[allow(clippy::len_zero)]
     let no_fields = readings.len() == 0;
-    let watch = if no_fields || cfg.config.injection.watch.is_empty() {
+    let watches = &cfg.config.injection.watch;
+    if watches.iter().any(|(name, _)| !live::provides(readings, name)) {
+        warnings.insert(Warning::WatchedFieldNotLive);
+    }
+    let watch = if no_fields || watches.is_empty() {
         WatchSet::EMPTY
     } else {
         watched(cfg, readings, told)

@@ -1269,10 +1269,35 @@ fn the_told_value_is_read_from_the_blocks_the_time_rule_reads() {
     assert!(watch_fires(&strict, &other, Some("20")));
 }
 
+/// A watch on a field the live source does not provide (a typo) cannot
+/// fire: every decision says so, the scan's and the tracker's, and a
+/// present but unavailable field is not that mistake.
+#[test]
+fn a_watch_on_a_field_no_live_source_provides_is_a_warning() {
+    let engine = watching(false, change(2));
+    let conv = SliceConversation(&[]);
+    let warned = |live: &dyn LiveFields| {
+        let scanned = engine.decide_with_readings(&conv, &step(), None, live).warnings;
+        let tracked = Tracker::from_conversation(&engine, AGENT, &conv)
+            .decide_with_readings(&conv, &input(&step()), None, live)
+            .warnings;
+        assert_eq!(scanned, tracked);
+        scanned.contains(Warning::WatchedFieldNotLive)
+    };
+    assert!(warned(&crate::config::ExtraFields::Slice(&[("temprature", "30")])));
+    assert!(warned(&()));
+    assert!(!warned(&crate::config::ExtraFields::Slice(&[("temperature", "30")])));
+    assert!(!warned(&crate::config::ExtraFields::Slice(&[("temperature", live::UNAVAILABLE)])));
+    // No watch: no warning, whatever the fields.
+    let plain = with_injection(|_| {});
+    let d = plain.decide_with_readings(&conv, &step(), None, &());
+    assert!(!d.warnings.contains(Warning::WatchedFieldNotLive));
+}
+
 #[test]
 fn an_unavailable_or_missing_reading_never_fires() {
     let engine = watching(false, change(2));
-    for reading in [Some(crate::live::UNAVAILABLE), Some("n/a"), None] {
+    for reading in [Some(live::UNAVAILABLE), Some("n/a"), None] {
         assert!(!watch_fires(&engine, &[], reading), "{reading:?}");
     }
 }
