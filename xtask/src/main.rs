@@ -212,6 +212,10 @@ fn test() -> Result<(), String> {
         cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "agent_loop", "--features", "wire"]),
     )?;
     run(
+        "the noisy sensor example: read once per step, the reading that fired is the one told (checks its own outcomes)",
+        cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "noisy_sensor"]),
+    )?;
+    run(
         "cargo publish --dry-run -p envaware",
         cargo().args(["publish", "--locked", "--dry-run", "--allow-dirty", "-p", "envaware"]),
     )?;
