@@ -214,7 +214,7 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
     /// its own message of the current reply when that is the newest
     /// message, else as a new assistant message.
     pub fn agent(&mut self, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
-        if self.reply_open && !self.store.is_empty() {
+        if self.appends_to_last() {
             let first =
                 self.store.newest(0).map_or(0, |m| crate::conversation::Message::block_count(&m));
             let appended = self.store.append_blocks_to_last(blocks)?;
@@ -227,6 +227,30 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
             let appended = self.push(Role::Assistant, self.agent_name, blocks)?;
             self.reply_open = true;
             Ok(appended)
+        }
+    }
+
+    /// Whether [`agent`](Self::agent) appends to the newest message (its
+    /// own, of the current reply) rather than starting one.
+    fn appends_to_last(&self) -> bool {
+        self.reply_open && !self.store.is_empty()
+    }
+
+    /// Whether the store would take an [`observe`](Self::observe) of
+    /// `blocks` (`agent: false`) or an [`agent`](Self::agent) output
+    /// (`agent: true`), and how many messages it would evict: the context
+    /// unchanged. The session log checks an event with it before logging.
+    #[cfg(feature = "journal")]
+    pub(crate) fn plan(
+        &self,
+        agent: bool,
+        name: &str,
+        blocks: &[Block<'_>],
+    ) -> Result<usize, StoreError> {
+        if agent && self.appends_to_last() {
+            self.store.append_plan(blocks)
+        } else {
+            self.store.push_plan(if agent { self.agent_name } else { name }, blocks)
         }
     }
 
@@ -250,8 +274,16 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
     /// does: a hint block with the configured `injection_source`, through
     /// `append_context`'s rule.
     pub fn append_hint(&mut self, hint: &str) -> Result<Appended, StoreError> {
+        self.agent(&[self.hint_block(hint)])
+    }
+
+    /// The block [`append_hint`](Self::append_hint) appends for `hint`.
+    pub(crate) fn hint_block<'h>(&self, hint: &'h str) -> Block<'h>
+    where
+        'a: 'h,
+    {
         let source = self.engine().config().config().injection.injection_source;
-        self.agent(&[Block::Hint { source: Some(source), text: HintText::Single(hint) }])
+        Block::Hint { source: Some(source), text: HintText::Single(hint) }
     }
 
     /// A compression: keeps only the `keep_newest` newest messages, and

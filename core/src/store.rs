@@ -267,9 +267,7 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
     ) -> Result<Appended, StoreError> {
         let text_needed =
             text_len(blocks).and_then(|n| n.checked_add(name.len())).unwrap_or(usize::MAX);
-        let evict = self
-            .plan(1, blocks.len(), text_needed, self.messages.len())
-            .ok_or_else(|| too_large::<BLOCKS, TEXT>(blocks.len(), text_needed))?;
+        let evict = self.push_plan(name, blocks)?;
         self.evict(evict);
 
         let (messages, blocks_before, text_before) = self.lengths();
@@ -304,17 +302,8 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
     /// grown message would not fit even alone in the store. The store is
     /// then unchanged.
     pub fn append_blocks_to_last(&mut self, blocks: &[Block<'_>]) -> Result<Appended, StoreError> {
-        let (messages, blocks_before, text_before) = self.lengths();
-        let last = messages.checked_sub(1).ok_or(StoreError::Empty)?;
         let text_needed = text_len(blocks).unwrap_or(usize::MAX);
-        let evict = self.plan(0, blocks.len(), text_needed, last).ok_or_else(|| {
-            // Refused only when the newest message alone cannot grow.
-            let (last_blocks, last_text) = self.prefix(last);
-            too_large::<BLOCKS, TEXT>(
-                blocks_before.saturating_sub(last_blocks).saturating_add(blocks.len()),
-                text_before.saturating_sub(last_text).saturating_add(text_needed),
-            )
-        })?;
+        let evict = self.append_plan(blocks)?;
         self.evict(evict);
 
         let (messages, blocks_before, text_before) = self.lengths();
@@ -324,6 +313,31 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
             return Err(too_large::<BLOCKS, TEXT>(blocks.len(), text_needed));
         }
         Ok(Appended { evicted: evict })
+    }
+
+    /// How many messages [`push_message`](Self::push_message) would evict
+    /// for this message, or why it would refuse it: the store unchanged.
+    pub(crate) fn push_plan(&self, name: &str, blocks: &[Block<'_>]) -> Result<usize, StoreError> {
+        let text_needed =
+            text_len(blocks).and_then(|n| n.checked_add(name.len())).unwrap_or(usize::MAX);
+        self.plan(1, blocks.len(), text_needed, self.messages.len())
+            .ok_or_else(|| too_large::<BLOCKS, TEXT>(blocks.len(), text_needed))
+    }
+
+    /// How many messages [`append_blocks_to_last`](Self::append_blocks_to_last)
+    /// would evict for these blocks, or why it would refuse them.
+    pub(crate) fn append_plan(&self, blocks: &[Block<'_>]) -> Result<usize, StoreError> {
+        let (messages, blocks_before, text_before) = self.lengths();
+        let last = messages.checked_sub(1).ok_or(StoreError::Empty)?;
+        let text_needed = text_len(blocks).unwrap_or(usize::MAX);
+        self.plan(0, blocks.len(), text_needed, last).ok_or_else(|| {
+            // Refused only when the newest message alone cannot grow.
+            let (last_blocks, last_text) = self.prefix(last);
+            too_large::<BLOCKS, TEXT>(
+                blocks_before.saturating_sub(last_blocks).saturating_add(blocks.len()),
+                text_before.saturating_sub(last_text).saturating_add(text_needed),
+            )
+        })
     }
 
     /// The message `index` places after the oldest (`0` is the oldest).

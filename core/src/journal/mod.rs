@@ -73,6 +73,7 @@
 mod error;
 mod event;
 mod read;
+mod session;
 #[cfg(test)]
 mod tests;
 mod write;
@@ -82,6 +83,7 @@ use self::event::Live;
 pub use self::event::{Event, Readings};
 use self::read::*;
 pub use self::read::{ItemHead, ItemReader};
+pub use self::session::{ItemStore, Reply, Restore, Session, SessionError};
 use self::write::*;
 
 use core::hash::Hasher as _;
@@ -528,6 +530,31 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         Ok(evicted)
     }
 
+    /// Whether `context` would take `event`, checked before it is logged
+    /// (a log must not hold an event its context refused): `apply`'s
+    /// cases, with nothing changed.
+    fn plan<const B: usize, const T: usize>(
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        event: &Event<'_>,
+    ) -> Result<(), StoreError> {
+        match *event {
+            Event::User { name } => context.plan(false, name, &[Block::Other]),
+            Event::Message { name, blocks, .. } => context.plan(false, name, blocks),
+            Event::Assistant(blocks) => context.plan(true, "", blocks),
+            Event::ToolCall { id, name, input } => {
+                context.plan(true, "", &[Block::ToolCall { id, name, input }])
+            }
+            Event::ToolResult { id, name, state } => {
+                context.plan(true, "", &[Block::ToolResult { id, name, state }])
+            }
+            Event::Step { hint: Some(hint), .. } => {
+                context.plan(true, "", &[context.hint_block(hint)])
+            }
+            _ => Ok(0),
+        }
+        .map(drop)
+    }
+
     /// One step, logged: writes `config`, `tasks` and `set_clock` items
     /// where they changed, decides, renders the hint into `hint_out`, and
     /// writes the `step` item with it; then appends the hint (as
@@ -780,6 +807,18 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         item: &[u8],
         scratch: &mut [u8],
     ) -> Result<bool, LogError> {
+        self.restore_item(context, item, scratch).map(|applied| applied.is_some())
+    }
+
+    /// [`restore`](Self::restore), with the messages the store evicted
+    /// applying the item and whether it was a `compress` (`None`: not
+    /// applied).
+    fn restore_item<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        item: &[u8],
+        scratch: &mut [u8],
+    ) -> Result<Option<(usize, bool)>, LogError> {
         let index = self.items;
         let error = |kind| LogError { index, kind };
         let Some((header, live)) = self.last_header else {
@@ -800,15 +839,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         }
         if index < needed_from || key.eq_str("log") {
             self.said = Said::default();
-            return Ok(false);
+            return Ok(None);
         }
         let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
         let mut scratch = Scratch { rest: scratch };
         let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
-        self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
+        let evicted = self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
         self.said.note(&event);
         self.steps += u64::from(matches!(event, Event::Step { .. }));
         self.restored += 1;
-        Ok(true)
+        Ok(Some((evicted, matches!(event, Event::Compress { .. }))))
     }
 }

@@ -739,3 +739,185 @@ fn the_header_hash_is_pinned_by_its_documented_encoding() {
     config.injection.watch = WatchList::EMPTY;
     assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4096]).config, header.config);
 }
+
+/// A store in memory that refuses its appends numbered in `refuse`
+/// (counted from 0, refused or not).
+#[derive(Default)]
+struct Items {
+    items: Vec<Vec<u8>>,
+    appends: usize,
+    refuse: Vec<usize>,
+}
+
+impl ItemStore for Items {
+    type Error = usize;
+    fn append(&mut self, item: &[u8]) -> impl core::future::Future<Output = Result<(), usize>> {
+        let n = self.appends;
+        self.appends += 1;
+        let result = if self.refuse.contains(&n) {
+            Err(n)
+        } else {
+            self.items.push(item.to_vec());
+            Ok(())
+        };
+        core::future::ready(result)
+    }
+}
+
+type Logged<'e> = Session<'e, 6, 24, 1024>;
+
+/// Runs `op` on `session`: its hint when a step.
+fn run_op(
+    session: &mut Logged<'_>,
+    op: &Op,
+    store: &mut Items,
+) -> Result<Option<String>, SessionError<usize>> {
+    let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+    embassy_futures::block_on(async {
+        match op {
+            Op::Ev(event) => session.record(event, &mut buf, store).await.map(|()| None),
+            Op::Step { minutes, cur_iter, pending, tokens } => {
+                let step = step(*cur_iter, *pending, *tokens);
+                let outcome =
+                    session.step(&step, now(*minutes), &mut (), &mut hint, &mut buf, store).await?;
+                Ok(outcome.hint.map(str::to_string))
+            }
+        }
+    })
+}
+
+fn started_session<'e>(engine: &Engine<'e>, store: &mut Items) -> Logged<'e> {
+    let mut buf = [0u8; 256];
+    embassy_futures::block_on(Logged::start(engine, AGENT, &mut buf, store)).unwrap()
+}
+
+fn restore_session<'e>(engine: &Engine<'e>, items: &[Vec<u8>]) -> Result<Logged<'e>, LogError> {
+    let mut scratch = [0u8; 2048];
+    Logged::restore(engine, AGENT, items.iter().map(Vec::as_slice), &mut scratch)
+}
+
+/// The messages a context holds, and its next decision.
+fn held(context: &Context<'_>) -> String {
+    let mut context = context.clone();
+    let decision = context.decide(&step(2, 1, 100), now(500));
+    format!("{:?} {decision:?}", context.store())
+}
+
+#[test]
+fn a_session_logs_what_the_journal_logs_and_restores_where_the_reply_stood() {
+    let engine = engine();
+    let ops = session();
+    let mut context = Context::new(&engine, AGENT);
+    let (mut journal, mut log) = started(&context);
+    let hints = run_live(&mut context, &mut journal, &ops, &mut log);
+
+    let mut store = Items::default();
+    let mut session = started_session(&engine, &mut store);
+    let mut at = Vec::new();
+    let mut session_hints = Vec::new();
+    for op in &ops {
+        if let Some(hint) = run_op(&mut session, op, &mut store).unwrap() {
+            session_hints.push(Some(hint));
+        } else if matches!(op, Op::Step { .. }) {
+            session_hints.push(None);
+        }
+        at.push((store.items.len(), session.reply(), held(session.context())));
+    }
+    assert_eq!(store.items, log, "the same items as the journal's record and step");
+    assert_eq!(session_hints, hints);
+    assert_eq!(held(session.context()), held(&context));
+    // After every event: the restored session is the live one, and says
+    // where the reply stood.
+    for (n, reply, messages) in at {
+        let restored = restore_session(&engine, &store.items[..n]).unwrap();
+        assert_eq!(restored.reply(), reply, "after {n} items");
+        assert_eq!(held(restored.context()), messages, "after {n} items");
+    }
+    let reply = session.reply();
+    assert_eq!(reply.next_iter, Some(2));
+    assert_eq!(reply.tasks, Some(TaskCounts { pending: 0, in_progress: 0 }));
+    assert_eq!((reply.input_tokens, reply.context_size), (Some(100), Some(8192)));
+    assert_eq!(reply.clock, Some(now(80)));
+    assert_eq!(reply.steps, 10);
+}
+
+#[test]
+fn a_refused_append_leaves_the_context_as_it_was_and_the_log_restores_it() {
+    let engine = engine();
+    let ops = session();
+    let mut clean = Items::default();
+    let mut live = started_session(&engine, &mut clean);
+    for op in &ops {
+        run_op(&mut live, op, &mut clean).unwrap();
+    }
+    let appends = clean.appends;
+    let mut refused = 0;
+    // Every append of the session refused once, in turn.
+    for k in 1..appends {
+        let mut store = Items { refuse: Vec::from([k]), ..Items::default() };
+        let mut session = started_session(&engine, &mut store);
+        for op in &ops {
+            let before = session.clone();
+            let items = store.items.len();
+            match run_op(&mut session, op, &mut store) {
+                Ok(_) => {}
+                Err(SessionError::Append(n)) => {
+                    assert_eq!(n, k);
+                    refused += 1;
+                    assert_eq!(held(session.context()), held(before.context()), "append {k}");
+                    // Only the inputs a step logs before its own item stay.
+                    assert!(store.items[items..].iter().all(|item| !item.starts_with(b"{\"#\"")
+                        || !std::str::from_utf8(item).unwrap().contains("\"step\"")));
+                    // Tried again, the event goes through.
+                    run_op(&mut session, op, &mut store).unwrap();
+                }
+                Err(e) => panic!("append {k}: {e:?}"),
+            }
+        }
+        assert_eq!(held(session.context()), held(live.context()), "append {k}");
+        let restored = restore_session(&engine, &store.items).unwrap();
+        assert_eq!(held(restored.context()), held(live.context()), "append {k}");
+        assert_eq!(restored.reply(), live.reply(), "append {k}");
+    }
+    // Compress notes refused are owed, not an error: fewer than the appends.
+    assert!(refused > appends / 2, "{refused} of {appends}");
+}
+
+#[test]
+fn an_event_the_context_refuses_is_not_logged() {
+    let engine = engine();
+    let mut store = Items::default();
+    let mut session = started_session(&engine, &mut store);
+    let long: &'static str = "x".repeat(2000).leak();
+    let event = Event::User { name: long };
+    let error = run_op(&mut session, &Op::Ev(event), &mut store).unwrap_err();
+    assert!(matches!(
+        error,
+        SessionError::Record(RecordError::Step(StepError::Store(StoreError::TooMuchText { .. })))
+    ));
+    assert_eq!((store.items.len(), session.context().len()), (1, 0));
+    // Nor a header.
+    let header = Event::Log { header: session.journal().header(), live: 0, agent: AGENT, steps: 0 };
+    assert!(matches!(
+        run_op(&mut session, &Op::Ev(header), &mut store),
+        Err(SessionError::Record(RecordError::NotRecordable))
+    ));
+    assert_eq!(store.items.len(), 1);
+}
+
+#[test]
+fn an_empty_or_unfinished_restore_is_refused() {
+    let engine = engine();
+    assert!(matches!(
+        restore_session(&engine, &[]),
+        Err(LogError { kind: ItemError::MissingHeader, .. })
+    ));
+    let mut store = Items::default();
+    let mut session = started_session(&engine, &mut store);
+    run_op(&mut session, &Op::Ev(Event::User { name: "operator" }), &mut store).unwrap();
+    let mut restore = Restore::<6, 24, 1024>::new(&engine, AGENT);
+    store.items.iter().try_for_each(|item| restore.check(item)).unwrap();
+    let mut scratch = [0u8; 256];
+    restore.apply(&store.items[0], &mut scratch).unwrap();
+    assert!(matches!(restore.finish(), Err(LogError { index: 1, kind: ItemError::Unchecked })));
+}

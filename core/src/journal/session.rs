@@ -1,0 +1,436 @@
+//! One owner for a context and its log: [`Session`].
+
+use core::fmt;
+use core::future::Future;
+
+use super::*;
+
+/// Where a [`Session`] appends its items, in order: a device's flash queue
+/// (envaware-flashlog's `SessionLog`), a host's file (envaware-host's
+/// `FileLog`), or a test's `Vec`.
+///
+/// `append` is async because flash is; a store whose writes complete at
+/// once returns a ready future (`core::future::ready`), and a host drives
+/// the session with any `block_on` (embassy-futures', pollster's).
+pub trait ItemStore {
+    /// Why an item could not be appended.
+    type Error;
+    /// Appends `item` after the others. When it returns `Ok`, the item is
+    /// in the log (as durable as the store says); when it returns an
+    /// error, the item is not.
+    fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), Self::Error>>;
+}
+
+/// Why a [`Session`] could not log an event or a step: the context is as
+/// it was before the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SessionError<E> {
+    /// The item did not fit the caller's buffer, the context would not
+    /// take the event, or the hint did not fit: nothing was logged.
+    Record(RecordError),
+    /// The store refused the item.
+    Append(E),
+}
+
+impl<E: fmt::Display> fmt::Display for SessionError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Record(e) => e.fmt(f),
+            SessionError::Append(e) => write!(f, "the log's store refused an item: {e}"),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> core::error::Error for SessionError<E> {}
+
+impl<E> From<RecordError> for SessionError<E> {
+    fn from(e: RecordError) -> Self {
+        SessionError::Record(e)
+    }
+}
+
+impl<E> From<BufferFull> for SessionError<E> {
+    fn from(e: BufferFull) -> Self {
+        SessionError::Record(RecordError::BufferFull(e))
+    }
+}
+
+impl<E> From<StoreError> for SessionError<E> {
+    fn from(e: StoreError) -> Self {
+        SessionError::Record(e.into())
+    }
+}
+
+/// Where the agent's reply stood at the last logged event: what a loop
+/// needs to go on after a restore. A field is `None` when the log does not
+/// say it (nothing logged yet, or said before a compaction's header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct Reply {
+    /// The next step's `cur_iter`: 0 after a user message or a new reply,
+    /// one more than the last step's otherwise. The context-length
+    /// dimension reads it (it fires only at `cur_iter == 0`).
+    pub next_iter: Option<u64>,
+    /// The tasks the last step was given.
+    pub tasks: Option<TaskCounts>,
+    /// The input tokens the last step was given.
+    pub input_tokens: Option<i64>,
+    /// The context size the last step was given.
+    pub context_size: Option<i64>,
+    /// The clock the last step was decided at (`Some(None)`: unknown then).
+    pub clock: Option<Option<Timestamp>>,
+    /// Steps the session took, also those a compaction popped.
+    pub steps: u64,
+}
+
+/// A context and its log, owned together: the only way to change the
+/// context is through the session, which logs each event before it applies
+/// it.
+///
+/// - [`start`](Self::start) makes an empty context and writes the log's
+///   header; [`restore`](Self::restore) (or [`Restore`], item by item)
+///   rebuilds the context from a log after a reset.
+/// - [`record`](Self::record) and [`step`](Self::step) write the event's
+///   item, append it to the [`ItemStore`], and only then apply it. When
+///   anything fails (the buffer, the store refusing the item, the context
+///   refusing the event, the hint not fitting) the context is as it was
+///   and the error says which.
+/// - [`context`](Self::context) gives the context to read (its decisions,
+///   its messages); there is no `&mut` path to it.
+/// - [`reply`](Self::reply): where the reply stood, for a loop that goes on
+///   after a restore.
+///
+/// A store evicting messages to take an event is followed by a `compress`
+/// note (as [`Journal::record`] writes it, for a replay without the
+/// store's capacity); if the store refuses the note, the event stays
+/// applied (the log holds it, and a restore evicts the same) and the note
+/// is appended before the next event, whose call fails if it still cannot.
+///
+/// ```
+/// use envaware::journal::{Event, ItemStore, Session};
+/// use envaware::{Config, Engine, StepInput, Timestamp};
+/// use embassy_futures::block_on;
+/// use core::future::{ready, Future};
+///
+/// /// A host's log in memory: the device's flash queue, in a test.
+/// struct Items(Vec<Vec<u8>>);
+/// impl ItemStore for Items {
+///     type Error = core::convert::Infallible;
+///     fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), Self::Error>> {
+///         self.0.push(item.to_vec());
+///         ready(Ok(()))
+///     }
+/// }
+///
+/// let engine = Engine::new(Config::default())?;
+/// let (mut buf, mut hint) = ([0u8; 1024], [0u8; 512]);
+/// let mut log = Items(Vec::new());
+/// let mut session = block_on(Session::<8, 32, 2048>::start(&engine, "rover", &mut buf, &mut log))?;
+/// block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
+/// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
+/// let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
+/// let outcome = block_on(session.step(&step, now, &mut (), &mut hint, &mut buf, &mut log))?;
+/// assert!(outcome.hint.is_some());
+///
+/// // After a reset: the same context, and where the reply stood.
+/// let restored = Session::<8, 32, 2048>::restore(&engine, "rover", log.0.iter().map(|i| &i[..]), &mut buf)?;
+/// assert_eq!(restored.context().len(), session.context().len());
+/// assert_eq!(restored.reply(), session.reply());
+/// assert_eq!(restored.reply().next_iter, Some(1));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+///
+/// An event that does not go through the session cannot be written:
+///
+/// ```compile_fail,E0596
+/// # use envaware::journal::Session;
+/// fn bypass(session: &mut Session<'_, 8, 32, 2048>) {
+///     // error[E0596]: `context()` gives `&AgentContext`, and a tool call needs `&mut`.
+///     session.context().tool_call("c1", "Drive", "{}");
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Session<'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
+    context: AgentContext<'e, MESSAGES, BLOCKS, TEXT>,
+    journal: Journal<MESSAGES>,
+    /// The messages kept after an eviction whose `compress` note the log
+    /// does not hold yet.
+    owed: Option<usize>,
+}
+
+impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
+    fn empty(engine: &Engine<'e>, agent_name: &'e str) -> Self {
+        let context = AgentContext::new(engine, agent_name);
+        let journal = Journal::new(&context);
+        Session { context, journal, owed: None }
+    }
+
+    /// A new session: an empty context for `agent_name`, and the log's
+    /// header appended to `store` (which should be empty).
+    ///
+    /// # Errors
+    ///
+    /// When the header does not fit `buf`, or the store refuses it.
+    pub async fn start<S: ItemStore>(
+        engine: &Engine<'e>,
+        agent_name: &'e str,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<Self, SessionError<S::Error>> {
+        let mut session = Self::empty(engine, agent_name);
+        let n = session.journal.start(&session.context, buf)?;
+        store.append(&buf[..n]).await.map_err(SessionError::Append)?;
+        Ok(session)
+    }
+
+    /// The session rebuilt from its log's `items` (oldest first; read
+    /// twice, [`Restore`] says why). `scratch` holds an item's strings that
+    /// had escapes, decoded (as long as the longest item).
+    ///
+    /// # Errors
+    ///
+    /// A damaged log, one of another configuration, or an empty one
+    /// ([`ItemError::MissingHeader`]): start a new session then.
+    pub fn restore<'i, I>(
+        engine: &Engine<'e>,
+        agent_name: &'e str,
+        items: I,
+        scratch: &mut [u8],
+    ) -> Result<Self, LogError>
+    where
+        I: IntoIterator<Item = &'i [u8]> + Clone,
+    {
+        let mut restore = Restore::new(engine, agent_name);
+        items.clone().into_iter().try_for_each(|item| restore.check(item))?;
+        for item in items {
+            restore.apply(item, scratch)?;
+        }
+        restore.finish()
+    }
+
+    /// The context, to read: its decisions, its messages.
+    pub fn context(&self) -> &AgentContext<'e, M, B, T> {
+        &self.context
+    }
+
+    /// The log's bookkeeping, to read: its header, items, steps.
+    pub fn journal(&self) -> &Journal<M> {
+        &self.journal
+    }
+
+    /// Where the reply stood at the last logged event.
+    pub fn reply(&self) -> Reply {
+        let said = &self.journal.said;
+        Reply {
+            next_iter: said.iter,
+            tasks: said.tasks,
+            input_tokens: said.tokens,
+            context_size: said.config,
+            clock: said.clock,
+            steps: self.journal.steps,
+        }
+    }
+
+    /// The journal and the context, for a store's compaction policy
+    /// (envaware-flashlog's `SessionLog::make_room`): the context only to
+    /// read.
+    pub fn compaction_parts(&mut self) -> (&mut Journal<M>, &AgentContext<'e, M, B, T>) {
+        (&mut self.journal, &self.context)
+    }
+
+    /// Logs `event`, then applies it. Any event but a header (`log`),
+    /// which [`start`](Self::start) and a compaction write.
+    ///
+    /// # Errors
+    ///
+    /// See [`SessionError`]: the context is as it was.
+    pub async fn record<S: ItemStore>(
+        &mut self,
+        event: &Event<'_>,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<(), SessionError<S::Error>> {
+        if matches!(event, Event::Log { .. }) {
+            return Err(RecordError::NotRecordable.into());
+        }
+        self.pay_owed(buf, store).await?;
+        self.log(event, buf, store).await
+    }
+
+    /// One step, logged: the `config`, `tasks` and `set_clock` items that
+    /// changed, the decision, the live readings told (when they changed),
+    /// and the `step` item with its hint, each appended before it is
+    /// applied; then the hint is in the context (as
+    /// [`AgentContext::step`]).
+    ///
+    /// # Errors
+    ///
+    /// See [`SessionError`]: no hint was appended then. Items the step
+    /// wrote before the one that failed stay logged (they say the step's
+    /// inputs, and change no message).
+    pub async fn step<'h, L: LiveFields + ?Sized, S: ItemStore>(
+        &mut self,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<Outcome<'h>, SessionError<S::Error>> {
+        self.pay_owed(buf, store).await?;
+        let said = self.journal.said;
+        let inputs = [
+            (said.config != Some(step.context_size)).then_some(Event::Config {
+                agent_name: self.context.agent_name(),
+                context_size: step.context_size,
+            }),
+            (said.tasks != Some(step.tasks)).then_some(Event::Tasks(step.tasks)),
+            (said.clock != Some(now)).then_some(Event::SetClock(now)),
+        ];
+        for event in inputs.iter().flatten() {
+            self.log(event, buf, store).await?;
+        }
+        // As `AgentContext::step`: the watched fields are read before
+        // deciding, and not again when it fires.
+        let engine = *self.context.engine();
+        let read_before = engine.watches();
+        let decision = self.context.decide_with_readings(step, now, engine.read_watched(live));
+        let outcome = engine
+            .render_read(decision, self.context.store(), live, hint_out, read_before)
+            .map_err(|e| RecordError::Step(StepError::from(e)))?;
+        let event =
+            Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
+        let fields = Live(&*live);
+        let readings = Readings::of(&fields);
+        if live.len() > 0 && self.journal.said.readings != Some(readings.hash) {
+            // Checked first: the readings are not logged for a step whose
+            // hint the context cannot take.
+            Journal::plan(&self.context, &event)?;
+            self.log(&Event::Read(readings), buf, store).await?;
+        }
+        self.log(&event, buf, store).await?;
+        Ok(outcome)
+    }
+
+    /// Checks that the context takes `event`, writes its item, appends it,
+    /// and applies it; then the `compress` note when the store evicted.
+    async fn log<S: ItemStore>(
+        &mut self,
+        event: &Event<'_>,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<(), SessionError<S::Error>> {
+        Journal::plan(&self.context, event)?;
+        let saved = (self.journal.next, self.journal.items, self.journal.said, self.journal.steps);
+        let n = self.journal.write(event, buf)?;
+        if let Err(e) = store.append(&buf[..n]).await {
+            (self.journal.next, self.journal.items, self.journal.said, self.journal.steps) = saved;
+            return Err(SessionError::Append(e));
+        }
+        let index = self.journal.items - 1;
+        // `plan` said the context takes it.
+        if self.journal.apply(&mut self.context, event, index)? > 0 {
+            self.owed = Some(self.context.len());
+            // The event is logged and applied; a refused note is owed.
+            let _ = self.pay_owed(buf, store).await;
+        }
+        Ok(())
+    }
+
+    /// Appends the `compress` note an eviction owes the log, if any.
+    async fn pay_owed<S: ItemStore>(
+        &mut self,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<(), SessionError<S::Error>> {
+        let Some(keep) = self.owed else { return Ok(()) };
+        let event = Event::Compress { keep };
+        let saved = (self.journal.next, self.journal.items, self.journal.said);
+        let n = self.journal.write(&event, buf)?;
+        if let Err(e) = store.append(&buf[..n]).await {
+            (self.journal.next, self.journal.items, self.journal.said) = saved;
+            return Err(SessionError::Append(e));
+        }
+        self.owed = None;
+        let index = self.journal.items - 1;
+        self.journal.apply(&mut self.context, &event, index)?;
+        Ok(())
+    }
+}
+
+/// A [`Session`] being rebuilt from its log, item by item, for a store
+/// read item by item (a flash queue read with async calls): every item is
+/// [`check`](Self::check)ed first (a log of another version or
+/// configuration is refused before anything is applied), then each is
+/// [`apply`](Self::apply)'d, oldest first; [`finish`](Self::finish) gives
+/// the session.
+#[derive(Debug, Clone)]
+pub struct Restore<'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
+    session: Session<'e, MESSAGES, BLOCKS, TEXT>,
+}
+
+impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
+    /// A restore into an empty context for `agent_name`.
+    pub fn new(engine: &Engine<'e>, agent_name: &'e str) -> Self {
+        Restore { session: Session::empty(engine, agent_name) }
+    }
+
+    /// The first pass: reads `item`, the next of the log, for its number
+    /// and header ([`Journal::check`]).
+    ///
+    /// # Errors
+    ///
+    /// A damaged item, a gap, or a header of another version or
+    /// configuration.
+    pub fn check(&mut self, item: &[u8]) -> Result<(), LogError> {
+        self.session.journal.check(item)
+    }
+
+    /// The second pass: applies `item`, the next of the log, if the context
+    /// still needs it ([`Journal::restore`]). Returns whether it was applied.
+    ///
+    /// # Errors
+    ///
+    /// A damaged item, or one [`check`](Self::check) did not read.
+    pub fn apply(&mut self, item: &[u8], scratch: &mut [u8]) -> Result<bool, LogError> {
+        let session = &mut self.session;
+        let applied = session.journal.restore_item(&mut session.context, item, scratch)?;
+        match applied {
+            Some((_, true)) => session.owed = None,
+            Some((evicted, false)) if evicted > 0 => session.owed = Some(session.context.len()),
+            _ => {}
+        }
+        Ok(applied.is_some())
+    }
+
+    /// The context so far, to read (a transcript stamps what it restores).
+    pub fn context(&self) -> &AgentContext<'e, M, B, T> {
+        &self.session.context
+    }
+
+    /// The log's bookkeeping so far ([`Journal::clock`], the steps read).
+    pub fn journal(&self) -> &Journal<M> {
+        &self.session.journal
+    }
+
+    /// The restored session, to go on with.
+    ///
+    /// # Errors
+    ///
+    /// [`ItemError::MissingHeader`] when no item was checked (an empty log:
+    /// start a new session), [`ItemError::Unchecked`] when fewer items were
+    /// applied than checked.
+    pub fn finish(self) -> Result<Session<'e, M, B, T>, LogError> {
+        let journal = &self.session.journal;
+        let checked = journal.checker.items();
+        if journal.last_header.is_none() {
+            return Err(LogError { index: checked, kind: ItemError::MissingHeader });
+        }
+        if journal.items != checked {
+            return Err(LogError { index: journal.items, kind: ItemError::Unchecked });
+        }
+        Ok(self.session)
+    }
+}
