@@ -279,6 +279,63 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<Outcome<'h>, SessionError<S::Error>> {
+        self.log_inputs(step, now, buf, store).await?;
+        // As `AgentContext::step`: the watched fields are read before
+        // deciding, and not again when it fires.
+        let engine = *self.context.engine();
+        let decision = self.context.decide_with_readings(step, now, engine.read_watched(live));
+        self.log_step(decision, step, live, hint_out, buf, store, engine.watches()).await
+    }
+
+    /// The first half of a split step (as
+    /// [`AgentContext::decide_with_readings`]), for readings awaited in
+    /// between: logs the step's inputs that changed and decides with the
+    /// watched fields' `readings`. Then read what the decision needs and
+    /// call [`render_step`](Self::render_step).
+    ///
+    /// # Errors
+    ///
+    /// See [`SessionError`].
+    pub async fn decide<L: LiveFields + ?Sized, S: ItemStore>(
+        &mut self,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        readings: &L,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<Decision, SessionError<S::Error>> {
+        self.log_inputs(step, now, buf, store).await?;
+        Ok(self.context.decide_with_readings(step, now, readings))
+    }
+
+    /// The second half of a split step: refreshes `live` when the
+    /// `decision` of [`decide`](Self::decide) fires, renders the hint into
+    /// `hint_out`, and logs the step (as [`AgentContext::render_step`]).
+    ///
+    /// # Errors
+    ///
+    /// See [`SessionError`]: no hint was appended then.
+    pub async fn render_step<'h, L: LiveFields + ?Sized, S: ItemStore>(
+        &mut self,
+        decision: Decision,
+        step: &StepInput,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<Outcome<'h>, SessionError<S::Error>> {
+        self.log_step(decision, step, live, hint_out, buf, store, false).await
+    }
+
+    /// Logs the `config`, `tasks` and `set_clock` items a step's decision
+    /// needs before it, where they changed.
+    async fn log_inputs<S: ItemStore>(
+        &mut self,
+        step: &StepInput,
+        now: Option<Timestamp>,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<(), SessionError<S::Error>> {
         self.pay_owed(buf, store).await?;
         let said = self.journal.said;
         let inputs = [
@@ -292,11 +349,23 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         for event in inputs.iter().flatten() {
             self.log(event, buf, store).await?;
         }
-        // As `AgentContext::step`: the watched fields are read before
-        // deciding, and not again when it fires.
+        Ok(())
+    }
+
+    /// Renders `decision` and logs the readings told (when they changed)
+    /// and the `step` item with its hint.
+    #[allow(clippy::too_many_arguments)]
+    async fn log_step<'h, L: LiveFields + ?Sized, S: ItemStore>(
+        &mut self,
+        decision: Decision,
+        step: &StepInput,
+        live: &mut L,
+        hint_out: &'h mut [u8],
+        buf: &mut [u8],
+        store: &mut S,
+        read_before: bool,
+    ) -> Result<Outcome<'h>, SessionError<S::Error>> {
         let engine = *self.context.engine();
-        let read_before = engine.watches();
-        let decision = self.context.decide_with_readings(step, now, engine.read_watched(live));
         let outcome = engine
             .render_read(decision, self.context.store(), live, hint_out, read_before)
             .map_err(|e| RecordError::Step(StepError::from(e)))?;

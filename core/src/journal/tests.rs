@@ -921,3 +921,38 @@ fn an_empty_or_unfinished_restore_is_refused() {
     restore.apply(&store.items[0], &mut scratch).unwrap();
     assert!(matches!(restore.finish(), Err(LogError { index: 1, kind: ItemError::Unchecked })));
 }
+
+#[test]
+fn a_session_s_split_step_logs_what_its_whole_step_and_the_journal_log() {
+    let engine = engine();
+    let temperatures = ["21.0", "21.0", "23.5", "23.5", "19.0"];
+    let mut context = Context::new(&engine, AGENT);
+    let (mut journal, mut log) = started(&context);
+    steps_at(&mut context, &mut journal, 0, &temperatures, &mut log);
+    let (mut whole, mut split) = (Items::default(), Items::default());
+    let (mut a, mut b) =
+        (started_session(&engine, &mut whole), started_session(&engine, &mut split));
+    let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+    embassy_futures::block_on(async {
+        for (i, t) in temperatures.iter().enumerate() {
+            let minutes = i as i64;
+            let input = step(minutes as u64, 1, 100);
+            let mut live = Thermometer(t.to_string());
+            let whole_hint = a
+                .step(&input, now(minutes), &mut live, &mut hint, &mut buf, &mut whole)
+                .await
+                .unwrap()
+                .hint
+                .map(str::to_string);
+            let decision =
+                b.decide(&input, now(minutes), &live, &mut buf, &mut split).await.unwrap();
+            let outcome = b
+                .render_step(decision, &input, &mut live, &mut hint, &mut buf, &mut split)
+                .await
+                .unwrap();
+            assert_eq!(outcome.hint.map(str::to_string), whole_hint);
+        }
+    });
+    assert_eq!(whole.items, log);
+    assert_eq!(split.items, log);
+}
