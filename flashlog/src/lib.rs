@@ -4,7 +4,9 @@
 //! [`NorFlash`], read back after a reset.
 //!
 //! - [`SessionLog`]: the log, with an async API (`append`, `clear`,
-//!   `restore`, `make_room`, and `read_items` for a reader of its items);
+//!   `restore_session`, `make_room_for`, and `read_items` for a reader of
+//!   its items); it is the [`ItemStore`](envaware::journal::ItemStore) an
+//!   [`envaware::journal::Session`] appends to;
 //! - the policy that makes room: [`SessionLog::make_room`] compacts the log
 //!   when less than [`RESERVE`] is left;
 //! - the flash's shape: [`PAGE`], [`WORD`], and the longest item,
@@ -14,27 +16,26 @@
 //! - [`queue_region`]: the part of a flash image its queue is read over.
 //!
 //! ```
-//! use envaware::journal::Journal;
-//! use envaware::{AgentContext, Config, Engine};
+//! use envaware::journal::{Event, Session};
+//! use envaware::{Config, Engine};
 //! use envaware_flashlog::{RamFlash, SessionLog, MAX_ITEM};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # embassy_futures::block_on(async {
+//! type Sprout<'e> = Session<'e, 8, 32, 2048>;
 //! let engine = Engine::new(Config::default())?;
-//! let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "Sprout");
-//! let mut journal = Journal::new(&context);
 //! let mut region = [0xFF; 4 * 1024];
 //! let mut log = SessionLog::new(RamFlash(&mut region[..]));
-//! let mut buf = [0u8; MAX_ITEM];
-//! let n = journal.start(&context, &mut buf)?;
-//! log.append(&buf[..n]).await?;
+//! let (mut buf, mut scratch) = ([0u8; MAX_ITEM], [0u8; MAX_ITEM]);
+//! let mut session = Sprout::new(&engine, "Sprout");
+//! session.start(&mut buf, &mut log).await?;
+//! session.record(&Event::User { name: "operator" }, &mut buf, &mut log).await?;
 //!
 //! // After a reset: the log is read back into an empty context.
-//! let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "Sprout");
-//! let mut journal = Journal::new(&context);
-//! let mut scratch = [0u8; MAX_ITEM];
-//! let steps = log.restore(&mut journal, &mut context, &mut buf, &mut scratch, |_, _| {}).await?;
-//! assert_eq!((steps, journal.items()), (0, 1));
+//! let restored: Sprout<'_> =
+//!     log.restore_session(&engine, "Sprout", &mut buf, &mut scratch, |_, _| {}).await?;
+//! assert_eq!((restored.context().len(), restored.journal().items()), (1, 2));
+//! assert_eq!(restored.reply().next_iter, Some(0));
 //! # Ok(())
 //! # })
 //! # }

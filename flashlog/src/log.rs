@@ -1,9 +1,11 @@
 //! The log: sequential-storage's queue over a [`NorFlash`], and the policy
 //! that makes room in it.
 
+use core::future::Future;
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
-use envaware::journal::{ItemReader, Journal, LogError};
-use envaware::{AgentContext, Timestamp};
+
+use envaware::journal::{ItemReader, ItemStore, Journal, LogError, Restore, Session};
+use envaware::{AgentContext, Engine, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
 
@@ -180,20 +182,71 @@ impl<S: NorFlash> SessionLog<S> {
         scratch: &mut [u8],
         mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
     ) -> Result<usize, RestoreError> {
-        // One loop for both passes: one copy of the reading in the image.
-        for restoring in [false, true] {
-            self.read_items(buf, |item| {
-                if !restoring {
-                    return journal.check(item);
-                }
-                if is_step(item) {
-                    before_step(context, journal.clock());
-                }
-                journal.restore(context, item, scratch).map(drop)
-            })
-            .await?;
-        }
+        self.two_passes(buf, |restoring, item| {
+            if !restoring {
+                return journal.check(item);
+            }
+            if is_step(item) {
+                before_step(context, journal.clock());
+            }
+            journal.restore(context, item, scratch).map(drop)
+        })
+        .await?;
         Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
+    }
+
+    /// The [`Session`] the log holds, rebuilt in an empty context for
+    /// `agent_name` ([`Restore`]: every item checked, then applied).
+    /// `before_step` sees the context and the log's clock just before each
+    /// step item is applied, as the live session's step saw them.
+    ///
+    /// # Errors
+    ///
+    /// A log that cannot be read, that the journal refuses, or that is
+    /// empty: start a new session then ([`Session::start`], after
+    /// [`clear`](Self::clear) for a refused one).
+    pub async fn restore_session<'e, const M: usize, const B: usize, const T: usize>(
+        &mut self,
+        engine: &Engine<'e>,
+        agent_name: &'e str,
+        buf: &mut [u8],
+        scratch: &mut [u8],
+        mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
+    ) -> Result<Session<'e, M, B, T>, RestoreError> {
+        let mut restore = Restore::new(engine, agent_name);
+        self.two_passes(buf, |restoring, item| {
+            if !restoring {
+                return restore.check(item);
+            }
+            if is_step(item) {
+                before_step(restore.context(), restore.journal().clock());
+            }
+            restore.apply(item, scratch).map(drop)
+        })
+        .await?;
+        restore.finish().map_err(RestoreError::Item)
+    }
+
+    /// Reads every item twice, oldest first: `each(false, item)` for all,
+    /// then `each(true, item)` for all. One loop for both passes: one copy
+    /// of the reading in the image.
+    async fn two_passes(
+        &mut self,
+        buf: &mut [u8],
+        mut each: impl FnMut(bool, &[u8]) -> Result<(), LogError>,
+    ) -> Result<(), RestoreError> {
+        for restoring in [false, true] {
+            self.read_items(buf, |item| each(restoring, item)).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A [`Session`] appends its items to the log.
+impl<S: NorFlash> ItemStore for SessionLog<S> {
+    type Error = AppendError;
+    fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), AppendError>> {
+        SessionLog::append(self, item)
     }
 }
 
@@ -232,6 +285,22 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
             journal.popped(1);
         }
         Ok(dead)
+    }
+}
+
+impl<S: MultiwriteNorFlash> SessionLog<S> {
+    /// [`make_room`](Self::make_room) for a [`Session`]'s log.
+    ///
+    /// # Errors
+    ///
+    /// As [`make_room`](Self::make_room).
+    pub async fn make_room_for<const M: usize, const B: usize, const T: usize>(
+        &mut self,
+        session: &mut Session<'_, M, B, T>,
+        buf: &mut [u8],
+    ) -> Result<u32, RestoreError> {
+        let (journal, context) = session.compaction_parts();
+        self.make_room(journal, context, buf).await
     }
 }
 

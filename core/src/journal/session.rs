@@ -89,8 +89,8 @@ pub struct Reply {
 /// context is through the session, which logs each event before it applies
 /// it.
 ///
-/// - [`start`](Self::start) makes an empty context and writes the log's
-///   header; [`restore`](Self::restore) (or [`Restore`], item by item)
+/// - [`new`](Self::new) makes an empty context, [`start`](Self::start)
+///   writes the log's header; [`restore`](Self::restore) (or [`Restore`], item by item)
 ///   rebuilds the context from a log after a reset.
 /// - [`record`](Self::record) and [`step`](Self::step) write the event's
 ///   item, append it to the [`ItemStore`], and only then apply it. When
@@ -127,7 +127,8 @@ pub struct Reply {
 /// let engine = Engine::new(Config::default())?;
 /// let (mut buf, mut hint) = ([0u8; 1024], [0u8; 512]);
 /// let mut log = Items(Vec::new());
-/// let mut session = block_on(Session::<8, 32, 2048>::start(&engine, "rover", &mut buf, &mut log))?;
+/// let mut session: Session<'_, 8, 32, 2048> = Session::new(&engine, "rover");
+/// block_on(session.start(&mut buf, &mut log))?;
 /// block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
 /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
 /// let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
@@ -161,28 +162,35 @@ pub struct Session<'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: u
 }
 
 impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
-    fn empty(engine: &Engine<'e>, agent_name: &'e str) -> Self {
+    /// A session of an empty context for `agent_name`, its log not
+    /// started: [`start`](Self::start) it (or [`restore`](Self::restore) a
+    /// session instead).
+    pub fn new(engine: &Engine<'e>, agent_name: &'e str) -> Self {
         let context = AgentContext::new(engine, agent_name);
         let journal = Journal::new(&context);
         Session { context, journal, owed: None }
     }
 
-    /// A new session: an empty context for `agent_name`, and the log's
-    /// header appended to `store` (which should be empty).
+    /// Starts the log: appends its header to `store`, which should be
+    /// empty (a device erases a log it could not restore first). Until
+    /// then nothing the session logs can be restored.
     ///
     /// # Errors
     ///
-    /// When the header does not fit `buf`, or the store refuses it.
+    /// When the header does not fit `buf`, or the store refuses it: the
+    /// session goes on, its log unstarted (start it again).
     pub async fn start<S: ItemStore>(
-        engine: &Engine<'e>,
-        agent_name: &'e str,
+        &mut self,
         buf: &mut [u8],
         store: &mut S,
-    ) -> Result<Self, SessionError<S::Error>> {
-        let mut session = Self::empty(engine, agent_name);
-        let n = session.journal.start(&session.context, buf)?;
-        store.append(&buf[..n]).await.map_err(SessionError::Append)?;
-        Ok(session)
+    ) -> Result<(), SessionError<S::Error>> {
+        let saved = (self.journal.next, self.journal.items, self.journal.said);
+        let n = self.journal.start(&self.context, buf)?;
+        if let Err(e) = store.append(&buf[..n]).await {
+            (self.journal.next, self.journal.items, self.journal.said) = saved;
+            return Err(SessionError::Append(e));
+        }
+        Ok(())
     }
 
     /// The session rebuilt from its log's `items` (oldest first; read
@@ -443,7 +451,7 @@ pub struct Restore<'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: u
 impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
     /// A restore into an empty context for `agent_name`.
     pub fn new(engine: &Engine<'e>, agent_name: &'e str) -> Self {
-        Restore { session: Session::empty(engine, agent_name) }
+        Restore { session: Session::new(engine, agent_name) }
     }
 
     /// The first pass: reads `item`, the next of the log, for its number

@@ -788,7 +788,9 @@ fn run_op(
 
 fn started_session<'e>(engine: &Engine<'e>, store: &mut Items) -> Logged<'e> {
     let mut buf = [0u8; 256];
-    embassy_futures::block_on(Logged::start(engine, AGENT, &mut buf, store)).unwrap()
+    let mut session = Logged::new(engine, AGENT);
+    embassy_futures::block_on(session.start(&mut buf, store)).unwrap();
+    session
 }
 
 fn restore_session<'e>(engine: &Engine<'e>, items: &[Vec<u8>]) -> Result<Logged<'e>, LogError> {
