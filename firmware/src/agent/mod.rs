@@ -27,10 +27,10 @@
 use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
-use envaware::journal::{Event as JournalEvent, Items, Journal};
+use envaware::journal::{Event as JournalEvent, ItemError, LogError, Session};
 use envaware::{Clock, Decimal, Engine, StepInput, Timestamp, WatchList, MAX_WATCHES};
 
-use crate::log::SessionLog;
+use crate::log::{RestoreError, SessionLog};
 use crate::stream::Stream;
 use crate::tmp105::Temperature;
 
@@ -84,50 +84,48 @@ pub struct Summary {
     pub compactions: u32,
 }
 
-/// Reads the log back into `context` (see [`crate::log`]) and returns the
-/// steps it held; an empty or refused log starts a new one (a refused one
-/// with a warning) from an empty context.
-async fn resume<S: MultiwriteNorFlash>(
+/// The context and its log, owned together: 16 messages, 48 blocks,
+/// 4 KiB of strings ([`Context`]).
+type Logged<'e> = Session<'e, 16, 48, 4096>;
+
+/// The session the log holds (see [`crate::log`]), restored; an empty or
+/// refused log starts a new one (a refused one with a warning, erased
+/// first).
+async fn resume<'e, S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
-    journal: &mut Journal<16>,
-    context: &mut Context<'_>,
+    engine: &Engine<'e>,
     items: &mut [u8],
     scratch: &mut [u8],
     stream: &mut Stream,
-) -> usize {
-    match log
-        .restore(journal, context, items, scratch, |context, now| stream.stamp(context, now))
-        .await
-    {
-        Ok(steps) if journal.items() > 0 => {
-            info!("restored {=u32} events", journal.restored_events());
-            return steps;
+) -> Logged<'e> {
+    let restored = log
+        .restore_session(engine, AGENT, items, scratch, |context, now| stream.stamp(context, now))
+        .await;
+    match restored {
+        Ok(session) => {
+            info!("restored {=u32} events", session.journal().restored_events());
+            return session;
         }
-        Ok(_) => {}
+        // An empty log: a first boot.
+        Err(RestoreError::Item(LogError { index: 0, kind: ItemError::MissingHeader })) => {}
         Err(e) => {
             warn!("the log is not restored, starting empty: {}", e);
-            *context = Context::new(context.engine(), AGENT);
-            *journal = Journal::new(context);
             stream.forget();
             if log.clear().await.is_err() {
                 error!("the log could not be erased");
             }
         }
     }
-    let written = match journal.start(context, items) {
-        Ok(n) => log.append(&items[..n]).await.is_ok(),
-        Err(_) => false,
-    };
-    if !written {
-        error!("the log's header was not written");
+    let mut session = Logged::new(engine, AGENT);
+    if let Err(e) = session.start(items, log).await {
+        error!("the log's header was not written: {}", e);
     }
-    0
+    session
 }
 
-/// The session's state across its steps.
-struct Session<'e, U> {
-    context: Context<'e>,
-    journal: Journal<16>,
+/// The agent's state across its steps.
+struct Agent<'e, U> {
+    session: Logged<'e>,
     live: SensorFields<U>,
     stream: Stream,
     hint_buf: [u8; 1024],
@@ -135,18 +133,16 @@ struct Session<'e, U> {
     summary: Summary,
 }
 
-impl<U: Fn() -> u32> Session<'_, U> {
+impl<U: Fn() -> u32> Agent<'_, U> {
     /// Records `event` in the context and the log.
     async fn record<S: MultiwriteNorFlash>(
         &mut self,
         event: &JournalEvent<'_>,
         log: &mut SessionLog<S>,
     ) {
-        self.summary.compactions +=
-            make_room(log, &mut self.journal, &self.context, &mut self.items).await;
-        match self.journal.record(&mut self.context, event, &mut self.items) {
-            Ok(written) => append(log, &written, &self.items).await,
-            Err(e) => error!("not recorded: {}", e),
+        self.summary.compactions += make_room(log, &mut self.session, &mut self.items).await;
+        if let Err(e) = self.session.record(event, &mut self.items, log).await {
+            error!("not recorded: {}", e);
         }
     }
 
@@ -173,42 +169,35 @@ impl<U: Fn() -> u32> Session<'_, U> {
     ) {
         let refreshes_before = self.live.refreshes;
         // The clock is read once, so the stream carries the very time decided on.
-        self.stream.before_step(output, &self.context, now, now, input.tasks);
-        let watched = !self.context.engine().config().config().injection.watch.is_empty();
+        self.stream.before_step(output, self.session.context(), now, now, input.tasks);
+        let watched = !self.session.context().engine().config().config().injection.watch.is_empty();
         if watched {
             self.read(sensor, woken).await;
         }
-        self.summary.compactions +=
-            make_room(log, &mut self.journal, &self.context, &mut self.items).await;
-        let decision =
-            match self.journal.decide(&mut self.context, input, now, &self.live, &mut self.items) {
-                Ok((decision, written)) => {
-                    append(log, &written, &self.items).await;
-                    decision
-                }
-                Err(e) => return error!("hint dropped: {}", e),
-            };
+        self.summary.compactions += make_room(log, &mut self.session, &mut self.items).await;
+        let decision = match self.session.decide(input, now, &self.live, &mut self.items, log).await
+        {
+            Ok(decision) => decision,
+            Err(e) => return error!("hint dropped: {}", e),
+        };
         if !watched && decision.fires() {
             self.read(sensor, woken).await;
         }
         let fired = !decision.watch.is_empty();
-        match self.journal.render_step(
-            &mut self.context,
-            decision,
-            input,
-            &mut self.live,
-            &mut self.hint_buf,
-            &mut self.items,
-        ) {
-            Ok((outcome, written)) => {
-                append(log, &written, &self.items).await;
+        let outcome = self
+            .session
+            .render_step(decision, input, &mut self.live, &mut self.hint_buf, &mut self.items, log)
+            .await;
+        match outcome {
+            Ok(outcome) => {
                 output.watch(self.live.temperature(), fired);
                 info!(
                     "decision read {=usize} messages of {=usize}",
-                    self.context.messages_read(),
-                    self.context.len()
+                    self.session.context().messages_read(),
+                    self.session.context().len()
                 );
-                self.summary.max_read = self.summary.max_read.max(self.context.messages_read());
+                self.summary.max_read =
+                    self.summary.max_read.max(self.session.context().messages_read());
                 self.stream.step(output, &self.live, input.cur_iter, input.input_tokens);
                 for w in outcome.warnings.iter() {
                     warn!("{}", w);
@@ -230,7 +219,8 @@ impl<U: Fn() -> u32> Session<'_, U> {
 
     /// What the context tells of each watched field now, for the pacer.
     fn told(&self) -> [Option<Decimal>; MAX_WATCHES] {
-        self.context.engine().told(self.context.store(), AGENT)
+        let context = self.session.context();
+        context.engine().told(context.store(), AGENT)
     }
 }
 
@@ -273,22 +263,13 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     for w in engine.config().warnings() {
         warn!("configuration: {}", w);
     }
-    let context = Context::new(&engine, AGENT);
-    let journal = Journal::new(&context);
-    let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
+    let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
+    let mut items = [0; crate::log::MAX_ITEM];
+    let mut hint_buf = [0; 1024];
+    let session = resume(log, &engine, &mut items, &mut hint_buf, &mut stream).await;
+    let first = usize::try_from(session.journal().steps()).unwrap_or(usize::MAX);
     let live = SensorFields::new(uptime_ms);
-    let mut s = Session {
-        context,
-        journal,
-        live,
-        stream,
-        hint_buf: [0; 1024],
-        items: [0; crate::log::MAX_ITEM],
-        summary,
-    };
-    let first =
-        resume(log, &mut s.journal, &mut s.context, &mut s.items, &mut s.hint_buf, &mut s.stream)
-            .await;
+    let mut s = Agent { session, live, stream, hint_buf, items, summary };
     s.stream.start(output);
     pacer.told(s.told());
     // Last before the first idle time, as the uninterrupted session goes
@@ -320,7 +301,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         pacer.before_step(index);
         output.step(index, step.note);
         for event in step.events {
-            let before = s.context.len();
+            let before = s.session.context().len();
             s.record(
                 &match *event {
                     Event::User => JournalEvent::User { name: "operator" },
@@ -333,8 +314,8 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             if let Event::Compress { .. } = event {
                 info!(
                     "context compressed: {=usize} messages evicted, {=usize} kept",
-                    before - s.context.len(),
-                    s.context.len()
+                    before - s.session.context().len(),
+                    s.session.context().len()
                 );
             }
         }
@@ -354,18 +335,17 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     let mut summary = s.summary;
     summary.reads = s.live.reads;
     summary.failures = s.live.failures;
-    summary.evicted = s.context.store().evicted_total();
+    summary.evicted = s.session.context().store().evicted_total();
     summary
 }
 
 /// Compacts the log if its region fills; 1 when it did.
 async fn make_room<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
-    journal: &mut Journal<16>,
-    context: &Context<'_>,
+    session: &mut Logged<'_>,
     buf: &mut [u8],
 ) -> u32 {
-    match log.make_room(journal, context, buf).await {
+    match log.make_room_for(session, buf).await {
         Ok(0) => 0,
         Ok(popped) => {
             info!("the log is compacted: {=u32} items popped (the context holds none of their messages)", popped);
@@ -374,15 +354,6 @@ async fn make_room<S: MultiwriteNorFlash>(
         Err(e) => {
             error!("the log could not be compacted: {}", e);
             0
-        }
-    }
-}
-
-/// Appends the items one record or step wrote.
-async fn append<S: MultiwriteNorFlash>(log: &mut SessionLog<S>, written: &Items, items: &[u8]) {
-    for item in written.iter(items) {
-        if log.append(item).await.is_err() {
-            error!("the log refused an item: the session after it is not restored after a reset");
         }
     }
 }
