@@ -15,7 +15,7 @@
 //! | the context | [`Conversation`] and [`Message`] over [`Block`]s (your own storage, or [`SliceConversation`]); [`ContextStore`], a fixed-capacity one |
 //! | constant-time steps | [`AgentContext`] (a store and its tracker in one, the usual choice), or a [`Tracker`] you tell of every change to your own context |
 //! | time | [`Clock`] ([`FixedClock`], [`EpochTickClock`]), [`Timestamp`], [`Zone`] and [`resolve_zone`] |
-//! | live values | [`LiveFields`] (read when a hint is made), [`LiveReadings`] (one result per field, for async sensors) |
+//! | live values | [`LiveFields`] (read when a hint is made), [`LiveFn`] (the fields read by a closure), [`LiveReadings`] (one result per field, for async sensors) |
 //!
 //! ## Where each dimension is decided
 //!
@@ -121,7 +121,7 @@ pub use conversation::{
 };
 pub use engine::{Engine, Outcome};
 pub use json::JsonErrorKind;
-pub use live::{LiveFields, LiveReadings, UNAVAILABLE};
+pub use live::{LiveFields, LiveFn, LiveReadings, UNAVAILABLE};
 pub use render::HintTooLong;
 pub use rules::compiled::ValidConfig;
 pub use rules::watch::WatchSet;
