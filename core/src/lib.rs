@@ -10,12 +10,12 @@
 //!
 //! | concept | types |
 //! |---|---|
-//! | configuration | [`Config`] ([`InjectionConfig`], [`ContextConfig`]) validated into [`ValidConfig`]; [`ConfigBuf`] reads it from AgentScope's JSON; [`ConfigError`], [`LoadError`], [`Warning`] |
+//! | configuration | [`Config`] ([`InjectionConfig`], [`ContextConfig`]) validated into [`ValidConfig`]; [`ConfigBuf`] reads it from AgentScope's JSON, or with the agent's name and context size from one session document ([`ConfigBuf::load_session`], a [`SessionConfig`]); [`ConfigError`], [`LoadError`], [`Warning`] |
 //! | one step | [`Engine`] (decide, render, or both), [`Step`] and [`TaskCounts`] in, [`Decision`] and [`Outcome`] out, [`HintTooLong`] |
 //! | the context | [`Conversation`] and [`Message`] over [`Block`]s (your own storage, or [`SliceConversation`]); [`ContextStore`], a fixed-capacity one |
 //! | constant-time steps | [`AgentContext`] (a store and its tracker in one, the usual choice), or a [`Tracker`] you tell of every change to your own context |
 //! | time | [`Clock`] ([`FixedClock`], [`EpochTickClock`]), [`Timestamp`], [`Zone`] and [`resolve_zone`] |
-//! | live values | [`LiveFields`] (read when a hint is made), [`LiveReadings`] (one result per field, for async sensors) |
+//! | live values | [`LiveFields`] (read when a hint is made), [`LiveFn`] (the fields read by a closure), [`LiveReadings`] (one result per field, for async sensors) |
 //!
 //! ## Where each dimension is decided
 //!
@@ -106,6 +106,7 @@ mod documentation {
 pub use agent_context::{AgentContext, StepError};
 pub use clock::{Clock, EpochTickClock, FixedClock, Timestamp};
 pub use config::error::{ConfigError, ConfigField, Warning};
+pub use config::load::session::{SessionConfig, DEFAULT_AGENT_NAME, DEFAULT_CONTEXT_SIZE};
 pub use config::load::{ConfigBuf, LoadError};
 pub use config::watch::{
     Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES,
@@ -121,7 +122,7 @@ pub use conversation::{
 };
 pub use engine::{Engine, Outcome};
 pub use json::JsonErrorKind;
-pub use live::{LiveFields, LiveReadings, UNAVAILABLE};
+pub use live::{LiveFields, LiveFn, LiveReadings, UNAVAILABLE};
 pub use render::HintTooLong;
 pub use rules::compiled::ValidConfig;
 pub use rules::watch::WatchSet;

@@ -153,6 +153,111 @@ impl<const N: usize, const VALUE: usize> LiveFields for LiveReadings<'_, N, VALU
     }
 }
 
+impl<'k, const N: usize, const VALUE: usize> LiveReadings<'k, N, VALUE> {
+    /// Records field `i` as what `write` writes: unavailable when it
+    /// returns `Err` or writes more than `VALUE` bytes. As
+    /// [`record`](Self::record) otherwise.
+    fn record_with(
+        &mut self,
+        i: usize,
+        write: impl FnOnce(&mut dyn fmt::Write) -> fmt::Result,
+    ) -> bool {
+        let Some(slot) = self.values.get_mut(i) else { return false };
+        let mut text = heapless::String::new();
+        *slot = write(&mut text).is_ok().then_some(text);
+        slot.is_some()
+    }
+}
+
+/// [`LiveFields`] over a closure: `N` fields with fixed keys, each read by
+/// `read(i, w)`, which writes field `i`'s value to `w`.
+///
+/// The values are read in [`refresh`](LiveFields::refresh), once per step
+/// that injects (or, with a watch configured, once per step), and kept in
+/// `VALUE` bytes each: the closure is the sensor code, the adapter the
+/// storage the trait's borrowed `&str` values need. A field whose read
+/// returns `Err` (a failed sensor: return `Err(core::fmt::Error)`), writes
+/// more than `VALUE` bytes, or was not read yet says [`UNAVAILABLE`], as
+/// in [`LiveReadings`], which this fills.
+///
+/// ```
+/// use core::fmt::Write as _;
+/// use envaware::{AgentContext, Config, Engine, FixedClock, LiveFn, StepInput, TaskCounts, Timestamp};
+///
+/// let engine = Engine::new(Config::default())?;
+/// let mut context: AgentContext<'_, 4, 16, 2048> = AgentContext::new(&engine, "rover");
+/// context.user("operator")?;
+///
+/// let battery_mv = 3712; // e.g. an ADC read
+/// // Two fields of at most 16 bytes each; the hygrometer is not answering.
+/// let mut live: LiveFn<'_, 2, 16, _> = LiveFn::new(["battery", "humidity"], |i, w| match i {
+///     0 => write!(w, "{battery_mv} mV"),
+///     _ => Err(core::fmt::Error),
+/// });
+///
+/// let mut clock = FixedClock::at(Timestamp::from_unix_seconds(1_784_687_400));
+/// let step = StepInput { tasks: TaskCounts::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
+/// let mut hint = [0u8; 1024];
+/// let outcome = context.step(&step, &mut clock, &mut live, &mut hint)?;
+/// let hint = outcome.hint.expect("the first step tells the time");
+/// assert!(hint.contains("<battery>3712 mV</battery>"), "{hint}");
+/// assert!(hint.contains("<humidity>unavailable</humidity>"), "{hint}");
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+pub struct LiveFn<'k, const N: usize, const VALUE: usize, F> {
+    readings: LiveReadings<'k, N, VALUE>,
+    read: F,
+}
+
+impl<'k, const N: usize, const VALUE: usize, F> LiveFn<'k, N, VALUE, F>
+where
+    F: FnMut(usize, &mut dyn fmt::Write) -> fmt::Result,
+{
+    /// Fields named `keys`, in order, read by `read(i, w)`; all
+    /// unavailable until the first [`refresh`](LiveFields::refresh).
+    pub fn new(keys: [&'k str; N], read: F) -> Self {
+        LiveFn { readings: LiveReadings::new(keys), read }
+    }
+
+    /// The values the last refresh read.
+    pub fn readings(&self) -> &LiveReadings<'k, N, VALUE> {
+        &self.readings
+    }
+}
+
+impl<const N: usize, const VALUE: usize, F> LiveFields for LiveFn<'_, N, VALUE, F>
+where
+    F: FnMut(usize, &mut dyn fmt::Write) -> fmt::Result,
+{
+    fn refresh(&mut self) {
+        let read = &mut self.read;
+        for i in 0..N {
+            self.readings.record_with(i, |w| read(i, w));
+        }
+    }
+
+    fn len(&self) -> usize {
+        N
+    }
+
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        self.readings.field(i)
+    }
+}
+
+impl<const N: usize, const VALUE: usize, F> fmt::Debug for LiveFn<'_, N, VALUE, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveFn").field("readings", &self.readings).finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize, const VALUE: usize, F> defmt::Format for LiveFn<'_, N, VALUE, F> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "LiveFn {{ {} }}", self.readings);
+    }
+}
+
 #[cfg(feature = "defmt")]
 impl<const N: usize, const VALUE: usize> defmt::Format for LiveReadings<'_, N, VALUE> {
     fn format(&self, f: defmt::Formatter<'_>) {
@@ -187,6 +292,33 @@ mod tests {
         live.record(1, Ok::<_, ()>(7));
         live.clear();
         assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));
+    }
+
+    #[test]
+    fn a_closure_is_read_at_each_refresh_and_a_failed_or_long_value_is_unavailable() {
+        let mut calls = 0;
+        let mut live: LiveFn<'_, 3, 4, _> = LiveFn::new(["a", "b", "c"], |i, w| {
+            calls += 1;
+            match i {
+                0 => write!(w, "{}", calls),
+                1 => w.write_str("12345"),
+                _ => Err(fmt::Error),
+            }
+        });
+        assert_eq!(live.len(), 3);
+        assert_eq!(live.field(0), Some(("a", UNAVAILABLE)));
+        live.refresh();
+        assert_eq!(live.field(0), Some(("a", "1")));
+        assert_eq!(live.field(1), Some(("b", UNAVAILABLE)));
+        assert_eq!(live.field(2), Some(("c", UNAVAILABLE)));
+        assert_eq!(live.field(3), None);
+        // Each refresh reads every field again; the default refresh_watched
+        // reads them all, and refresh_unwatched reads none.
+        live.refresh_watched();
+        live.refresh_unwatched();
+        assert_eq!(live.field(0), Some(("a", "4")));
+        assert!(live.readings().is_available(0) && !live.readings().is_available(1));
+        assert!(std::format!("{live:?}").starts_with("LiveFn { readings: LiveReadings"));
     }
 
     #[test]

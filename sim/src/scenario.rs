@@ -849,7 +849,7 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
     )?;
     let engine = engine(buf.config()).map_err(|e| e.to_string())?;
     let conversation = parse_raw_context(&raw.context, number)?;
-    let agent_name = raw.config.agent_name.as_deref().unwrap_or("agent");
+    let agent_name = raw.config.agent_name.as_deref().unwrap_or(envaware::DEFAULT_AGENT_NAME);
     let step = Step {
         agent_name,
         // Every task's text is valid JSON (the line parsed) and a
@@ -861,7 +861,7 @@ fn evaluate_inner(line: &str, number: usize) -> Result<Evaluation, String> {
         )?,
         cur_iter: raw.cur_iter.unwrap_or(0),
         input_tokens: raw.config.input_tokens.unwrap_or(0),
-        context_size: raw.config.context_size.unwrap_or(128_000),
+        context_size: raw.config.context_size.unwrap_or(envaware::DEFAULT_CONTEXT_SIZE),
     };
     let mut clock = FixedClock::at(parse_now(&raw.now)?);
     let mut readings = raw.readings;

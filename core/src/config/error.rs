@@ -30,11 +30,22 @@ pub enum ConfigField {
     ReserveRatio,
     ContextBufferRatio,
     CompressionToolEnabled,
+    /// A session document's `agent_name` ([`ConfigBuf::load_session`](crate::ConfigBuf::load_session)).
+    AgentName,
+    /// A session document's `injection_config`, as a whole.
+    InjectionConfig,
+    /// A session document's `context_config`, as a whole.
+    ContextConfig,
+    /// A session document's `context_size`.
+    ContextSize,
 }
 
-/// The JSON object a [`ConfigField`] belongs to: the first part of its path.
+/// The JSON object a [`ConfigField`] belongs to: the first part of its
+/// path, or the session document itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Section {
+    /// The session document's top level (`agent_name`, ...).
+    Session,
     /// `injection_config`.
     Injection,
     /// `context_config`.
@@ -46,16 +57,24 @@ pub(crate) enum Section {
 /// The keys stand as literals, so that a program that never prints a path
 /// does not carry the paths' text.
 macro_rules! field_keys {
-    (injection_config { $($i:ident => $ik:literal,)* } context_config { $($c:ident => $ck:literal,)* }) => {
+    (
+        injection_config { $($i:ident => $ik:literal,)* }
+        context_config { $($c:ident => $ck:literal,)* }
+        session { $($s:ident => $sk:literal,)* }
+    ) => {
         impl ConfigField {
             /// Every field, in declaration order.
-            pub(crate) const ALL: [ConfigField; 19] = [$(ConfigField::$i,)* $(ConfigField::$c,)*];
+            pub(crate) const ALL: [ConfigField; 23] =
+                [$(ConfigField::$i,)* $(ConfigField::$c,)* $(ConfigField::$s,)*];
 
-            /// The field's path as written in JSON, e.g. `injection_config.template`.
+            /// The field's path as written in JSON, e.g.
+            /// `injection_config.template` (a session document's own keys,
+            /// `agent_name`, are their own path).
             pub fn path(self) -> &'static str {
                 match self {
                     $(ConfigField::$i => concat!("injection_config.", $ik),)*
                     $(ConfigField::$c => concat!("context_config.", $ck),)*
+                    $(ConfigField::$s => $sk,)*
                 }
             }
 
@@ -65,6 +84,7 @@ macro_rules! field_keys {
                 match (self, section) {
                     $((ConfigField::$i, Section::Injection) => Some($ik),)*
                     $((ConfigField::$c, Section::Context) => Some($ck),)*
+                    $((ConfigField::$s, Section::Session) => Some($sk),)*
                     _ => None,
                 }
             }
@@ -95,6 +115,12 @@ field_keys! {
         ReserveRatio => "reserve_ratio",
         ContextBufferRatio => "context_buffer_ratio",
         CompressionToolEnabled => "compression_tool_enabled",
+    }
+    session {
+        AgentName => "agent_name",
+        InjectionConfig => "injection_config",
+        ContextConfig => "context_config",
+        ContextSize => "context_size",
     }
 }
 

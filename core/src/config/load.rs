@@ -8,6 +8,8 @@ use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, S
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
 
+pub(crate) mod session;
+
 /// Deepest nesting accepted in a configuration document, unknown values
 /// included: as deep as the reader can check (a bit of stack a level),
 /// deeper than Python's `json.loads` reads (about 990 levels, then
@@ -62,6 +64,20 @@ pub enum LoadError {
         /// The key as written (cut to 32 bytes).
         key: ZoneName,
     },
+    /// A session document ([`ConfigBuf::load_session`]) holds a key it
+    /// does not have (`"context_sise"`, or the sim's `input_tokens`, a
+    /// step's value): refused rather than ignored, as a typo would
+    /// otherwise leave the default silently.
+    UnknownKey {
+        /// The key as written (cut to 32 bytes).
+        key: ZoneName,
+    },
+    /// A session document names one of its keys twice: the two
+    /// configurations would be merged, or one value silently dropped.
+    DuplicateKey {
+        /// The key.
+        field: ConfigField,
+    },
 }
 
 impl fmt::Display for LoadError {
@@ -86,6 +102,10 @@ impl fmt::Display for LoadError {
             LoadError::UnknownWatchKey { path, key } => {
                 write!(f, "{path}.{key}: unknown key (a watch has {WATCH_KEYS})")
             }
+            LoadError::UnknownKey { key } => {
+                write!(f, "{key}: unknown key (a session configuration has {})", session::KEYS)
+            }
+            LoadError::DuplicateKey { field } => write!(f, "{field}: given twice"),
         }
     }
 }
@@ -105,6 +125,8 @@ enum Fault {
     WatchValue { name: Span, param: Option<WatchParam>, expected: &'static str },
     TooManyWatches,
     UnknownWatchKey { name: Span, key: ZoneName },
+    UnknownKey { key: ZoneName },
+    DuplicateKey { field: ConfigField },
 }
 
 impl Fault {
@@ -126,6 +148,8 @@ impl Fault {
             Fault::UnknownWatchKey { name, key } => {
                 LoadError::UnknownWatchKey { path: WatchPath::new(name.of(arena), None), key }
             }
+            Fault::UnknownKey { key } => LoadError::UnknownKey { key },
+            Fault::DuplicateKey { field } => LoadError::DuplicateKey { field },
         }
     }
 }
@@ -291,21 +315,30 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
     /// only ever appended to it, so a failed load cuts it back to its
     /// length before the load, and the old spans stay as they were.
     fn load(&mut self, json_text: &str, section: Section) -> Result<(), LoadError> {
+        self.transaction(json_text, |next, arena, members| next.section(arena, section, members))
+    }
+
+    /// Reads the members of the object `json_text` with `read` into a copy
+    /// of the values and the arena, and keeps what it read only if it
+    /// succeeds (see [`load`](Self::load)).
+    fn transaction<R>(
+        &mut self,
+        json_text: &str,
+        read: impl FnOnce(
+            &mut Values<NAMES, FIELDS>,
+            &mut Arena<'_, TEXT>,
+            json::Members<'_>,
+        ) -> Result<R, Fault>,
+    ) -> Result<R, LoadError> {
         let members = object(json_text).map_err(|f| f.into_error(json_text, ""))?;
         let arena_len = self.text.len();
         let mut next = self.values.clone();
-        let mut arena = Arena(&mut self.text);
-        let read = members.into_iter().try_for_each(|(key, value)| {
-            match ConfigField::find(section, |k| key.eq_str(k)) {
-                Some(field) => next.member(&mut arena, field, value),
-                None => Ok(()), // unknown keys are ignored, as pydantic ignores them
-            }
-        });
+        let read = read(&mut next, &mut Arena(&mut self.text), members);
         // The error names a watch by its span in the arena: read before
         // the arena is cut back.
         let read = read.map_err(|f| f.into_error(json_text, &self.text));
         match read {
-            Ok(()) => self.values = next,
+            Ok(_) => self.values = next,
             // `arena_len` was a length of this string: a char boundary.
             Err(_) if self.text.is_char_boundary(arena_len) => self.text.truncate(arena_len),
             Err(_) => {}
@@ -315,6 +348,21 @@ impl<const TEXT: usize, const NAMES: usize, const FIELDS: usize> ConfigBuf<TEXT,
 }
 
 impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
+    /// Reads the members of a `section` object.
+    fn section<const TEXT: usize>(
+        &mut self,
+        arena: &mut Arena<'_, TEXT>,
+        section: Section,
+        members: json::Members<'_>,
+    ) -> Result<(), Fault> {
+        members.into_iter().try_for_each(|(key, value)| {
+            match ConfigField::find(section, |k| key.eq_str(k)) {
+                Some(field) => self.member(arena, field, value),
+                None => Ok(()), // unknown keys are ignored, as pydantic ignores them
+            }
+        })
+    }
+
     // Out of line: inlined, the copy `load` reads into was split into
     // scalars and put back together field by field.
     #[inline(never)]
@@ -356,6 +404,12 @@ impl<const NAMES: usize, const FIELDS: usize> Values<NAMES, FIELDS> {
             ConfigField::CompressionToolEnabled => {
                 self.context.compression_tool_enabled = lax_bool(value, field)?
             }
+            // A session document's own keys, read by `load_session`: never
+            // found in a section.
+            ConfigField::AgentName
+            | ConfigField::InjectionConfig
+            | ConfigField::ContextConfig
+            | ConfigField::ContextSize => {}
         }
         Ok(())
     }
@@ -1278,6 +1332,15 @@ mod tests {
             let mut buf: ConfigBuf<128, 2, 2> = ConfigBuf::with_capacity();
             let _ = buf.load_injection(doc);
             let _ = buf.load_context(doc);
+            let mut session: ConfigBuf<128, 2, 2> = ConfigBuf::with_capacity();
+            let wrapped = std::format!(
+                r#"{{"agent_name": "a", "injection_config": {doc}, "context_config": {doc}}}"#
+            );
+            for text in [doc, wrapped.as_str()] {
+                if let Ok(s) = session.load_session(text) {
+                    let _ = Engine::new(s.config);
+                }
+            }
             if let Ok(engine) = Engine::new(buf.config()) {
                 let step = Step {
                     agent_name: "a",

@@ -265,6 +265,29 @@ impl Default for InjectionConfig<'_> {
 }
 
 /// The fields of AgentScope's `ContextConfig` that the rules read or validate.
+///
+/// `ContextConfig::default()` is the reference's default, field by field:
+///
+/// | field | default | what it means |
+/// |---|---|---|
+/// | [`trigger_ratio`](Self::trigger_ratio) | `0.8` | AgentScope compresses the context once it holds more than this fraction of the model's context window. The `<context-length>` hint names `int(trigger_ratio * context_size)` as the trigger. Valid in `(0, 0.9]`. |
+/// | [`reserve_ratio`](Self::reserve_ratio) | `0.1` | The fraction of the window a compression keeps. envaware only validates it: in `(0, 0.9)` and below `trigger_ratio`. |
+/// | [`context_buffer_ratio`](Self::context_buffer_ratio) | `0.2` | How far ahead of the trigger the context length is injected: at the first iteration of a reply (`cur_iter == 0`), once `input_tokens > (trigger_ratio - context_buffer_ratio) * context_size`. Valid in `[0, 1]`, and below `trigger_ratio` while injection or the compression tool is on. The deprecated `injection_config.context_buffer_ratio` overrides it when set. |
+/// | [`compression_tool_enabled`](Self::compression_tool_enabled) | `false` | Whether the agent has the `CompressContext` tool: when on and no task is in progress, the `<context-length>` hint suggests the agent judge whether to compress now by calling it. |
+///
+/// With the defaults and a 128,000-token window the context length is
+/// injected above 76,800 input tokens ((0.8 - 0.2) * 128,000), naming a
+/// trigger of 102,400:
+///
+/// ```
+/// use envaware::ContextConfig;
+///
+/// let c = ContextConfig::default();
+/// assert_eq!(
+///     (c.trigger_ratio, c.reserve_ratio, c.context_buffer_ratio, c.compression_tool_enabled),
+///     (0.8, 0.1, 0.2, false)
+/// );
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct ContextConfig {

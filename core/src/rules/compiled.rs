@@ -605,10 +605,12 @@ mod tests {
                 Some(("context_config", _)) => {
                     (Section::Context, Section::Injection, "context_config")
                 }
+                None => (Section::Session, Section::Injection, ""),
                 _ => panic!("{field:?}: {}", field.path()),
             };
             let key = field.key_in(section).unwrap();
-            assert_eq!(std::format!("{name}.{key}"), field.path());
+            let path = if name.is_empty() { key.into() } else { std::format!("{name}.{key}") };
+            assert_eq!(path, field.path());
             assert_eq!(field.key_in(other), None);
             assert_eq!(ConfigField::find(section, |k| k == key), Some(field));
             assert_eq!(field.to_string(), field.path());
@@ -622,6 +624,8 @@ mod tests {
             Some(ConfigField::InjectionContextBufferRatio)
         );
         assert_eq!(ConfigField::find(Section::Injection, |k| k == "trigger_ratio"), None);
+        assert_eq!(ConfigField::find(Section::Session, |k| k == "trigger_ratio"), None);
+        assert_eq!(ConfigField::find(Section::Context, |k| k == "context_size"), None);
     }
 
     #[test]

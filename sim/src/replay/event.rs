@@ -320,3 +320,85 @@ fn parse_tasks(value: Value) -> Result<(Vec<Value>, TaskCounts), String> {
     let counts = scenario::count_tasks(&tasks)?;
     Ok((tasks, counts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::SimConfigBuf;
+    use envaware::{Config, DEFAULT_AGENT_NAME, DEFAULT_CONTEXT_SIZE};
+
+    /// What a configuration says, compared field by field: two buffers'
+    /// arenas differ (the core keeps the agent's name in its own).
+    fn summary(agent_name: &str, context_size: i64, config: Config<'_>) -> String {
+        let i = config.injection;
+        format!(
+            "{agent_name} {context_size} {} {} {} {} {} {:?} {:?} {:?} {:?} {:?}",
+            i.timezone,
+            i.time_format,
+            i.time_interval,
+            i.template,
+            i.tool_retries_limit,
+            i.task_tool_names.iter().collect::<Vec<_>>(),
+            i.extra_fields.iter().collect::<Vec<_>>(),
+            i.watch.iter().collect::<Vec<_>>(),
+            (i.inject_runtime_state, i.strict, i.context_buffer_ratio),
+            config.context,
+        )
+    }
+
+    /// `replay --config`'s reading of a file, from a new session.
+    fn by_the_sim(doc: &str) -> Option<String> {
+        let event = ConfigEvent::parse(doc, "").ok()?;
+        let mut buf = Box::new(SimConfigBuf::with_capacity());
+        let injection = event.injection_config.as_deref().map(RawValue::get);
+        let context = event.context_config.as_deref().map(RawValue::get);
+        scenario::load_config(&mut buf, injection, context).ok()?;
+        let name = event.agent_name.as_deref().unwrap_or(DEFAULT_AGENT_NAME);
+        Some(summary(name, event.context_size.unwrap_or(DEFAULT_CONTEXT_SIZE), buf.config()))
+    }
+
+    /// The core's `ConfigBuf::load_session`.
+    fn by_the_core(doc: &str) -> Option<String> {
+        let mut buf = Box::new(SimConfigBuf::with_capacity());
+        let s = buf.load_session(doc).ok()?;
+        Some(summary(s.agent_name, s.context_size, s.config))
+    }
+
+    /// The core's session loader and the sim read a configuration file
+    /// alike: the same values, the same documents refused. The one
+    /// difference is `input_tokens`, a step's value the sim's file may
+    /// hold and the core's session refuses.
+    #[test]
+    fn the_core_s_session_loader_reads_a_config_file_as_the_sim_does() {
+        for doc in [
+            include_str!("../../../examples/sprout.config.json"),
+            include_str!("../../../firmware/session-config.json"),
+            "{}",
+            r#"{"agent_name": null, "context_size": null, "injection_config": null}"#,
+            r#"{"agent_name": "R\u00f6ver", "context_size": -1, "context_config": {"trigger_ratio": "0.5"}}"#,
+            r#"{"injection_config": {"task_tool_names": ["A"], "unknown": [1]}, "context_size": 0}"#,
+        ] {
+            let sim = by_the_sim(doc);
+            assert!(sim.is_some(), "{doc}");
+            assert_eq!(by_the_core(doc), sim, "{doc}");
+        }
+        for bad in [
+            "[]",
+            "{",
+            r#"{"agent_name": 5}"#,
+            r#"{"agent_name": "\ud800"}"#,
+            r#"{"context_size": "4096"}"#,
+            r#"{"context_size": 1.0}"#,
+            r#"{"context_size": 9223372036854775808}"#,
+            r#"{"context_sise": 1}"#,
+            r#"{"context_size": 1, "context_size": 1}"#,
+            r#"{"injection_config": []}"#,
+            r#"{"context_config": 5}"#,
+            r#"{"injection_config": {"timezone": 5}}"#,
+        ] {
+            assert_eq!((by_the_sim(bad), by_the_core(bad)), (None, None), "{bad}");
+        }
+        let with_tokens = r#"{"agent_name": "a", "input_tokens": 5}"#;
+        assert!(by_the_sim(with_tokens).is_some() && by_the_core(with_tokens).is_none());
+    }
+}

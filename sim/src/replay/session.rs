@@ -98,10 +98,10 @@ pub(super) struct Session {
 impl Session {
     pub(super) fn new() -> Self {
         Session {
-            agent_name: "agent".into(),
+            agent_name: envaware::DEFAULT_AGENT_NAME.into(),
             injection_config: None,
             context_config: None,
-            context_size: 128_000,
+            context_size: envaware::DEFAULT_CONTEXT_SIZE,
             input_tokens: 0,
             tasks: Vec::new(),
             task_counts: TaskCounts::default(),
