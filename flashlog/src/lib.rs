@@ -32,8 +32,8 @@
 //! session.record(&Event::User { name: "operator" }, &mut buf, &mut log).await?;
 //!
 //! // After a reset: the log is read back into an empty context.
-//! let restored: Sprout<'_> =
-//!     log.restore_session(&engine, "Sprout", &mut buf, &mut scratch, |_, _| {}).await?;
+//! let mut restored = Sprout::new(&engine, "Sprout");
+//! log.restore_session(&mut restored, &mut buf, &mut scratch, |_, _| {}).await?;
 //! assert_eq!((restored.context().len(), restored.journal().items()), (1, 2));
 //! assert_eq!(restored.reply().next_iter, Some(0));
 //! # Ok(())

@@ -5,7 +5,7 @@ use core::future::Future;
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
 
 use envaware::journal::{ItemReader, ItemStore, Journal, LogError, Restore, Session};
-use envaware::{AgentContext, Engine, Timestamp};
+use envaware::{AgentContext, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
 
@@ -195,25 +195,24 @@ impl<S: NorFlash> SessionLog<S> {
         Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
     }
 
-    /// The [`Session`] the log holds, rebuilt in an empty context for
-    /// `agent_name` ([`Restore`]: every item checked, then applied).
-    /// `before_step` sees the context and the log's clock just before each
-    /// step item is applied, as the live session's step saw them.
+    /// Rebuilds `session` from the log, in place ([`Restore`]: emptied,
+    /// then every item checked, then applied). `before_step` sees the
+    /// context and the log's clock just before each step item is applied,
+    /// as the live session's step saw them.
     ///
     /// # Errors
     ///
     /// A log that cannot be read, that the journal refuses, or that is
-    /// empty: start a new session then ([`Session::start`], after
-    /// [`clear`](Self::clear) for a refused one).
+    /// empty: start the session anew then ([`Session::new`],
+    /// [`Session::start`], after [`clear`](Self::clear) for a refused log).
     pub async fn restore_session<'e, const M: usize, const B: usize, const T: usize>(
         &mut self,
-        engine: &Engine<'e>,
-        agent_name: &'e str,
+        session: &mut Session<'e, M, B, T>,
         buf: &mut [u8],
         scratch: &mut [u8],
         mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
-    ) -> Result<Session<'e, M, B, T>, RestoreError> {
-        let mut restore = Restore::new(engine, agent_name);
+    ) -> Result<(), RestoreError> {
+        let mut restore = Restore::new(session);
         self.two_passes(buf, |restoring, item| {
             if !restoring {
                 return restore.check(item);
@@ -274,8 +273,7 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
         buf: &mut [u8],
     ) -> Result<u32, RestoreError> {
         let dead = journal.dead_items();
-        if dead == 0 || self.queue.space_left().await.map_err(|_| RestoreError::Storage)? >= RESERVE
-        {
+        if dead == 0 || !self.low_on_room().await? {
             return Ok(0);
         }
         let n = journal.compaction_header(context, buf).map_err(|_| RestoreError::Storage)?;
@@ -289,7 +287,10 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
 }
 
 impl<S: MultiwriteNorFlash> SessionLog<S> {
-    /// [`make_room`](Self::make_room) for a [`Session`]'s log.
+    /// [`make_room`](Self::make_room)'s policy for a [`Session`]'s log: when
+    /// less than [`RESERVE`] is left and some items are dead, appends the
+    /// session's compaction header (a header the queue refuses leaves the
+    /// log and the session as they were), then pops the dead items.
     ///
     /// # Errors
     ///
@@ -299,8 +300,20 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
         session: &mut Session<'_, M, B, T>,
         buf: &mut [u8],
     ) -> Result<u32, RestoreError> {
-        let (journal, context) = session.compaction_parts();
-        self.make_room(journal, context, buf).await
+        if session.dead_items() == 0 || !self.low_on_room().await? {
+            return Ok(0);
+        }
+        let dead = session.compaction_header(buf, self).await.map_err(|_| RestoreError::Storage)?;
+        for _ in 0..dead {
+            self.queue.pop(buf).await.map_err(|_| RestoreError::Storage)?;
+            session.popped(1);
+        }
+        Ok(dead)
+    }
+
+    /// Whether less than [`RESERVE`] is left.
+    async fn low_on_room(&mut self) -> Result<bool, RestoreError> {
+        Ok(self.queue.space_left().await.map_err(|_| RestoreError::Storage)? < RESERVE)
     }
 }
 

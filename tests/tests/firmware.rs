@@ -789,7 +789,7 @@ fn the_device_s_log_checks_on_the_host(image: &[u8], session: &Path) {
 fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]) {
     let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
     let image = run.flash_log.as_ref().expect("the board dumps its log's region");
-    assert_eq!(image.len(), 8 * 1024);
+    assert_eq!(image.len(), 10 * 1024);
     let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
     let file = out.join("firmware-flash-log.bin");

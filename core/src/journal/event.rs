@@ -26,6 +26,11 @@ pub enum Event<'a> {
         /// Steps the session took before this header (written when not 0):
         /// a compacted log still knows how far its session went.
         steps: u64,
+        /// The configuration the log is written under (`settings`: the
+        /// session configuration file's `injection_config` and
+        /// `context_config`, the fields that differ from the defaults), so
+        /// that a replay needs no other file; `None` leaves it out.
+        settings: Option<&'a Config<'a>>,
     },
     /// `config`: the agent and the context window its steps had, where it
     /// changed (the desktop replay reads it).

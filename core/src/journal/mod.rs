@@ -303,6 +303,10 @@ pub struct Journal<const MESSAGES: usize> {
     restored: u32,
     /// Steps the session took, across compactions.
     steps: u64,
+    /// The position of the last header that carries the configuration
+    /// (`settings`): a compaction's header carries it again only when
+    /// that one is among the items popped.
+    settings_at: Option<u32>,
 }
 
 /// What the log last said, as the replay keeps it: `None` where it is
@@ -360,6 +364,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             last_header: None,
             restored: 0,
             steps: 0,
+            settings_at: None,
         }
     }
 
@@ -405,15 +410,18 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        self.write(
+        let n = self.write(
             &Event::Log {
                 header: self.header,
                 live: 0,
                 agent: context.agent_name(),
                 steps: self.steps,
+                settings: Some(context.engine().config().config()),
             },
             out,
-        )
+        )?;
+        self.settings_at = Some(self.items - 1);
+        Ok(n)
     }
 
     /// Writes `event` as the next item. The log says again, after a header,
@@ -741,22 +749,29 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        let live = self.items - self.dead_items();
-        self.write(
+        let dead = self.dead_items();
+        let carry = self.settings_at.is_none_or(|at| at < dead);
+        let n = self.write(
             &Event::Log {
                 header: self.header,
-                live,
+                live: self.items - dead,
                 agent: context.agent_name(),
                 steps: self.steps,
+                settings: carry.then(|| context.engine().config().config()),
             },
             out,
-        )
+        )?;
+        if carry {
+            self.settings_at = Some(self.items - 1);
+        }
+        Ok(n)
     }
 
     /// `count` items were popped from the front of the log.
     pub fn popped(&mut self, count: u32) {
         let count = count.min(self.items);
         self.items -= count;
+        self.settings_at = self.settings_at.and_then(|at| at.checked_sub(count));
         for position in self.created.iter_mut() {
             *position = position.saturating_sub(count);
         }
@@ -836,6 +851,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         if key.eq_str("log") {
             // The steps before it, popped or not, are in its count.
             self.steps = read_header(value).map_err(error)?.2;
+            if field(value, "settings").is_ok() {
+                self.settings_at = Some(index);
+            }
         }
         if index < needed_from || key.eq_str("log") {
             self.said = Said::default();

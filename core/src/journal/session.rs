@@ -210,12 +210,14 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
     where
         I: IntoIterator<Item = &'i [u8]> + Clone,
     {
-        let mut restore = Restore::new(engine, agent_name);
+        let mut session = Session::new(engine, agent_name);
+        let mut restore = Restore::new(&mut session);
         items.clone().into_iter().try_for_each(|item| restore.check(item))?;
         for item in items {
             restore.apply(item, scratch)?;
         }
-        restore.finish()
+        restore.finish()?;
+        Ok(session)
     }
 
     /// The context, to read: its decisions, its messages.
@@ -241,11 +243,43 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         }
     }
 
-    /// The journal and the context, for a store's compaction policy
-    /// (envaware-flashlog's `SessionLog::make_room`): the context only to
-    /// read.
-    pub fn compaction_parts(&mut self) -> (&mut Journal<M>, &AgentContext<'e, M, B, T>) {
-        (&mut self.journal, &self.context)
+    /// Items at the front of the log the context no longer needs
+    /// ([`Journal::dead_items`]).
+    pub fn dead_items(&self) -> u32 {
+        self.journal.dead_items()
+    }
+
+    /// When the store fills: appends the header a compaction writes
+    /// ([`Journal::compaction_header`]) and returns how many items to pop
+    /// from the front of the log, calling [`popped`](Self::popped) as they
+    /// are (a log cut at any point of it restores the same context). A
+    /// store's policy (envaware-flashlog's `SessionLog::make_room_for`)
+    /// calls it.
+    ///
+    /// # Errors
+    ///
+    /// When the header does not fit `buf` or the store refuses it: nothing
+    /// is to be popped then, and the log is as it was.
+    pub async fn compaction_header<S: ItemStore>(
+        &mut self,
+        buf: &mut [u8],
+        store: &mut S,
+    ) -> Result<u32, SessionError<S::Error>> {
+        let dead = self.journal.dead_items();
+        let saved =
+            (self.journal.next, self.journal.items, self.journal.said, self.journal.settings_at);
+        let n = self.journal.compaction_header(&self.context, buf)?;
+        if let Err(e) = store.append(&buf[..n]).await {
+            (self.journal.next, self.journal.items, self.journal.said, self.journal.settings_at) =
+                saved;
+            return Err(SessionError::Append(e));
+        }
+        Ok(dead)
+    }
+
+    /// `count` items were popped from the front of the log.
+    pub fn popped(&mut self, count: u32) {
+        self.journal.popped(count);
     }
 
     /// Logs `event`, then applies it. Any event but a header (`log`),
@@ -437,21 +471,28 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
     }
 }
 
-/// A [`Session`] being rebuilt from its log, item by item, for a store
+/// A [`Session`] being rebuilt from its log, item by item, in place (a
+/// device keeps one context: no second one on its stack), for a store
 /// read item by item (a flash queue read with async calls): every item is
 /// [`check`](Self::check)ed first (a log of another version or
 /// configuration is refused before anything is applied), then each is
-/// [`apply`](Self::apply)'d, oldest first; [`finish`](Self::finish) gives
-/// the session.
-#[derive(Debug, Clone)]
-pub struct Restore<'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
-    session: Session<'e, MESSAGES, BLOCKS, TEXT>,
+/// [`apply`](Self::apply)'d, oldest first; [`finish`](Self::finish) says
+/// whether the session is whole. After an error, start the session anew
+/// ([`Session::new`]).
+#[derive(Debug)]
+pub struct Restore<'s, 'e, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize> {
+    session: &'s mut Session<'e, MESSAGES, BLOCKS, TEXT>,
 }
 
-impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
-    /// A restore into an empty context for `agent_name`.
-    pub fn new(engine: &Engine<'e>, agent_name: &'e str) -> Self {
-        Restore { session: Session::new(engine, agent_name) }
+impl<'s, 'e, const M: usize, const B: usize, const T: usize> Restore<'s, 'e, M, B, T> {
+    /// A restore into `session`, which is emptied first (as
+    /// [`Session::new`] makes it).
+    pub fn new(session: &'s mut Session<'e, M, B, T>) -> Self {
+        let context = &session.context;
+        if !context.is_empty() || session.journal.items > 0 || session.journal.checker.items() > 0 {
+            *session = Session::new(context.engine(), context.agent_name());
+        }
+        Restore { session }
     }
 
     /// The first pass: reads `item`, the next of the log, for its number
@@ -472,7 +513,7 @@ impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
     ///
     /// A damaged item, or one [`check`](Self::check) did not read.
     pub fn apply(&mut self, item: &[u8], scratch: &mut [u8]) -> Result<bool, LogError> {
-        let session = &mut self.session;
+        let session = &mut *self.session;
         let applied = session.journal.restore_item(&mut session.context, item, scratch)?;
         match applied {
             Some((_, true)) => session.owed = None,
@@ -492,14 +533,14 @@ impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
         &self.session.journal
     }
 
-    /// The restored session, to go on with.
+    /// Whether the session is whole, to go on with.
     ///
     /// # Errors
     ///
     /// [`ItemError::MissingHeader`] when no item was checked (an empty log:
-    /// start a new session), [`ItemError::Unchecked`] when fewer items were
+    /// start the session), [`ItemError::Unchecked`] when fewer items were
     /// applied than checked.
-    pub fn finish(self) -> Result<Session<'e, M, B, T>, LogError> {
+    pub fn finish(self) -> Result<(), LogError> {
         let journal = &self.session.journal;
         let checked = journal.checker.items();
         if journal.last_header.is_none() {
@@ -508,6 +549,6 @@ impl<'e, const M: usize, const B: usize, const T: usize> Restore<'e, M, B, T> {
         if journal.items != checked {
             return Err(LogError { index: journal.items, kind: ItemError::Unchecked });
         }
-        Ok(self.session)
+        Ok(())
     }
 }

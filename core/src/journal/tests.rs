@@ -1,6 +1,7 @@
 extern crate std;
 
 use super::*;
+use crate::config::load::ConfigBuf;
 use crate::config::watch::WatchList;
 use crate::config::Config;
 use crate::config::ContextConfig;
@@ -130,7 +131,7 @@ fn restore<'e>(
 
 fn started(context: &Context<'_>) -> (Journal<6>, Vec<Vec<u8>>) {
     let mut journal = Journal::new(context);
-    let mut buf = [0u8; 128];
+    let mut buf = [0u8; 1024];
     let n = journal.start(context, &mut buf).unwrap();
     (journal, Vec::from([buf[..n].to_vec()]))
 }
@@ -257,7 +258,7 @@ fn items_are_the_replay_trace_format() {
     run_live(&mut live, &mut journal, &session()[..9], &mut log);
     let text: Vec<&str> = log.iter().map(|i| core::str::from_utf8(i).unwrap()).collect();
     let header =
-        format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{:016x}\",\"capacity\":{:?},\"live\":0,\"agent\":\"rover\"}}}}", journal.header().config, journal.header().capacity).replace(", ", ",");
+        format!("{{\"#\":0,\"log\":{{\"version\":2,\"config\":\"{:016x}\",\"capacity\":{:?},\"live\":0,\"agent\":\"rover\",\"settings\":{{\"agent_name\":\"rover\",\"injection_config\":{{}},\"context_config\":{{\"compression_tool_enabled\":true}}}}}}}}", journal.header().config, journal.header().capacity).replace(", ", ",");
     assert_eq!(text[0], header);
     assert_eq!(text[1], r##"{"#":1,"user":{"name":"operator \"ops\"","content":""}}"##);
     assert_eq!(text[2], r##"{"#":2,"config":{"agent_name":"rover","context_size":8192}}"##);
@@ -648,7 +649,8 @@ fn recording_errors_leave_the_context_and_the_log_unchanged() {
         .step(&mut live, &step(0, 1, 0), now(0), &mut (), &mut [0u8; 8], &mut [0u8; 1024])
         .unwrap_err();
     assert!(matches!(e, RecordError::Step(StepError::HintTooLong(_))), "{e}");
-    let header = Event::Log { header: journal.header(), live: 0, agent: AGENT, steps: 0 };
+    let header =
+        Event::Log { header: journal.header(), live: 0, agent: AGENT, steps: 0, settings: None };
     assert_eq!(
         journal.record(&mut live, &header, &mut [0u8; 128]).unwrap_err(),
         RecordError::NotRecordable
@@ -673,7 +675,7 @@ fn compaction_keeps_what_the_context_holds_at_every_cut() {
         run_live(&mut live, &mut journal, &ops[..split], &mut log);
         let dead = journal.dead_items() as usize;
         assert!(dead >= 1 && dead < log.len());
-        let mut buf = [0u8; 128];
+        let mut buf = [0u8; 1024];
         let n = journal.compaction_header(&live, &mut buf).unwrap();
         log.push(buf[..n].to_vec());
         let mut uninterrupted = Context::new(&engine, AGENT);
@@ -899,7 +901,13 @@ fn an_event_the_context_refuses_is_not_logged() {
     ));
     assert_eq!((store.items.len(), session.context().len()), (1, 0));
     // Nor a header.
-    let header = Event::Log { header: session.journal().header(), live: 0, agent: AGENT, steps: 0 };
+    let header = Event::Log {
+        header: session.journal().header(),
+        live: 0,
+        agent: AGENT,
+        steps: 0,
+        settings: None,
+    };
     assert!(matches!(
         run_op(&mut session, &Op::Ev(header), &mut store),
         Err(SessionError::Record(RecordError::NotRecordable))
@@ -917,7 +925,8 @@ fn an_empty_or_unfinished_restore_is_refused() {
     let mut store = Items::default();
     let mut session = started_session(&engine, &mut store);
     run_op(&mut session, &Op::Ev(Event::User { name: "operator" }), &mut store).unwrap();
-    let mut restore = Restore::<6, 24, 1024>::new(&engine, AGENT);
+    let mut restored = Logged::new(&engine, AGENT);
+    let mut restore = Restore::new(&mut restored);
     store.items.iter().try_for_each(|item| restore.check(item)).unwrap();
     let mut scratch = [0u8; 256];
     restore.apply(&store.items[0], &mut scratch).unwrap();
@@ -957,4 +966,52 @@ fn a_session_s_split_step_logs_what_its_whole_step_and_the_journal_log() {
     });
     assert_eq!(whole.items, log);
     assert_eq!(split.items, log);
+}
+
+#[test]
+fn the_header_s_settings_load_back_into_the_configuration_it_hashes() {
+    let documents = [
+        r#"{}"#,
+        // The firmware's configuration (firmware/session-config.json).
+        r#"{"agent_name": "Sprout", "context_config": {"compression_tool_enabled": true},
+            "injection_config": {"timezone": "Europe/Berlin", "time_interval": 0.01,
+              "watch": {"temperature": {"change": "2", "above": "28", "hysteresis": "0.5"}}}}"#,
+        // Every field away from its default.
+        r#"{"agent_name": "a \"quoted\" name", "injection_config": {
+              "inject_runtime_state": false, "timezone": "Asia/Kolkata",
+              "time_format": "%d.%m.%Y %H:%M", "time_interval": 0.1234567890123,
+              "context_buffer_ratio": 0.15, "tool_retries_limit": 5,
+              "tool_retries_hint": "again: {tool_name} ({count})",
+              "template": "<state>\n{runtime_state}\n</state>", "injection_source": "env",
+              "task_tool_names": ["Plan", "Todo\u00e9"], "extra_fields": {"robot": "R2", "site": "north"},
+              "emit_hint_event": false, "strict": true, "filtered_zone_falls_back_to_utc": true,
+              "watch": {"t": {"below": "-3.25"}, "rh": {"change": 5, "hysteresis": "0.125"}}},
+            "context_config": {"trigger_ratio": 0.7, "reserve_ratio": 0.05,
+              "context_buffer_ratio": 0.25, "compression_tool_enabled": true}}"#,
+    ];
+    for document in documents {
+        let mut written = ConfigBuf::<4096, 8, 8>::with_capacity();
+        let loaded = written.load_session(document).unwrap();
+        let engine = Engine::new(loaded.config).unwrap();
+        let context = Context::new(&engine, loaded.agent_name);
+        let (journal, log) = started(&context);
+        // As written (a JSON map of serde_json would sort the watches).
+        let item = core::str::from_utf8(&log[0]).unwrap();
+        let at = item.find(r#""settings":"#).unwrap();
+        let settings = &item[at + r#""settings":"#.len()..item.len() - 2];
+        let mut read = ConfigBuf::<4096, 8, 8>::with_capacity();
+        let back = read.load_session(&settings).unwrap();
+        assert_eq!(back.agent_name, loaded.agent_name);
+        assert_eq!(
+            Header::for_session(&back.config, back.agent_name, journal.header().capacity),
+            journal.header(),
+            "{settings}"
+        );
+        assert!(
+            document != "{}"
+                || settings
+                    == r#"{"agent_name":"agent","injection_config":{},"context_config":{}}"#,
+            "{settings}"
+        );
+    }
 }

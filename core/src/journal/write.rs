@@ -3,6 +3,8 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
 
 use super::*;
+use crate::config::watch::WatchList;
+use crate::config::{ExtraFields, StrList};
 use crate::conversation::{Role, SliceMessage};
 use crate::rules::TaskCounts;
 use crate::wire::{Content, Rfc3339};
@@ -29,8 +31,8 @@ pub(crate) struct EventOut<'e>(&'e Event<'e>, &'e Said);
 impl Serialize for EventOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self.0 {
-            Event::Log { header, live, agent, steps } => {
-                let mut m = s.serialize_struct("Log", 6)?;
+            Event::Log { header, live, agent, steps, settings } => {
+                let mut m = s.serialize_struct("Log", 7)?;
                 m.serialize_field("version", &header.version)?;
                 m.serialize_field("config", &Hex(header.config))?;
                 m.serialize_field("capacity", &header.capacity)?;
@@ -38,6 +40,9 @@ impl Serialize for EventOut<'_> {
                 m.serialize_field("agent", agent)?;
                 if steps > 0 {
                     m.serialize_field("steps", &steps)?;
+                }
+                if let Some(config) = settings {
+                    m.serialize_field("settings", &SettingsOut(config, agent))?;
                 }
                 m.end()
             }
@@ -134,5 +139,164 @@ impl Serialize for TasksOut {
             }
         }
         seq.end()
+    }
+}
+
+/// A configuration as the session configuration file writes it
+/// (`{"agent_name": …, "injection_config": {…}, "context_config": {…}}`,
+/// the fields that differ from the defaults): what `ConfigBuf::load_session` and
+/// `envaware-sim replay` load. Floats are written shortest-exact (ryu),
+/// watch bounds as decimal strings, so the loaded configuration hashes as
+/// this one.
+struct SettingsOut<'c>(&'c Config<'c>, &'c str);
+
+impl Serialize for SettingsOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_struct("Settings", 3)?;
+        m.serialize_field("agent_name", self.1)?;
+        m.serialize_field("injection_config", &InjectionOut(&self.0.injection))?;
+        m.serialize_field("context_config", &ContextOut(&self.0.context))?;
+        m.end()
+    }
+}
+
+struct InjectionOut<'c>(&'c InjectionConfig<'c>);
+
+impl Serialize for InjectionOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Destructured: a new field does not compile until it is written.
+        let InjectionConfig {
+            inject_runtime_state,
+            timezone,
+            time_format,
+            time_interval,
+            context_buffer_ratio,
+            tool_retries_limit,
+            tool_retries_hint,
+            template,
+            injection_source,
+            task_tool_names,
+            extra_fields,
+            emit_hint_event,
+            strict,
+            filtered_zone_falls_back_to_utc,
+            watch,
+        } = self.0;
+        let d = InjectionConfig::default();
+        let mut m = s.serialize_map(None)?;
+        for (key, value, default) in [
+            ("inject_runtime_state", inject_runtime_state, d.inject_runtime_state),
+            ("emit_hint_event", emit_hint_event, d.emit_hint_event),
+            ("strict", strict, d.strict),
+            (
+                "filtered_zone_falls_back_to_utc",
+                filtered_zone_falls_back_to_utc,
+                d.filtered_zone_falls_back_to_utc,
+            ),
+        ] {
+            if *value != default {
+                m.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value, default) in [
+            ("timezone", timezone, d.timezone),
+            ("time_format", time_format, d.time_format),
+            ("tool_retries_hint", tool_retries_hint, d.tool_retries_hint),
+            ("template", template, d.template),
+            ("injection_source", injection_source, d.injection_source),
+        ] {
+            if *value != default {
+                m.serialize_entry(key, value)?;
+            }
+        }
+        if time_interval.to_bits() != d.time_interval.to_bits() {
+            m.serialize_entry("time_interval", time_interval)?;
+        }
+        if let Some(ratio) = context_buffer_ratio {
+            m.serialize_entry("context_buffer_ratio", ratio)?;
+        }
+        if *tool_retries_limit != d.tool_retries_limit {
+            m.serialize_entry("tool_retries_limit", tool_retries_limit)?;
+        }
+        if !task_tool_names.iter().eq(d.task_tool_names.iter()) {
+            m.serialize_entry("task_tool_names", &Strings(task_tool_names))?;
+        }
+        if !extra_fields.is_empty() {
+            m.serialize_entry("extra_fields", &Fields(extra_fields))?;
+        }
+        if !watch.is_empty() {
+            m.serialize_entry("watch", &WatchesOut(watch))?;
+        }
+        m.end()
+    }
+}
+
+struct ContextOut<'c>(&'c ContextConfig);
+
+impl Serialize for ContextOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let ContextConfig {
+            trigger_ratio,
+            reserve_ratio,
+            context_buffer_ratio,
+            compression_tool_enabled,
+        } = self.0;
+        let d = ContextConfig::default();
+        let mut m = s.serialize_map(None)?;
+        for (key, value, default) in [
+            ("trigger_ratio", trigger_ratio, d.trigger_ratio),
+            ("reserve_ratio", reserve_ratio, d.reserve_ratio),
+            ("context_buffer_ratio", context_buffer_ratio, d.context_buffer_ratio),
+        ] {
+            if value.to_bits() != default.to_bits() {
+                m.serialize_entry(key, value)?;
+            }
+        }
+        if *compression_tool_enabled != d.compression_tool_enabled {
+            m.serialize_entry("compression_tool_enabled", compression_tool_enabled)?;
+        }
+        m.end()
+    }
+}
+
+struct Strings<'c>(&'c StrList<'c>);
+
+impl Serialize for Strings<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+struct Fields<'c>(&'c ExtraFields<'c>);
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter())
+    }
+}
+
+struct WatchesOut<'c>(&'c WatchList<'c>);
+
+impl Serialize for WatchesOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(name, watch)| (name, WatchOut(watch))))
+    }
+}
+
+struct WatchOut(Watch);
+
+impl Serialize for WatchOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Watch { change, above, below, hysteresis } = self.0;
+        let mut m = s.serialize_map(None)?;
+        for (key, bound) in [("change", change), ("above", above), ("below", below)] {
+            if let Some(bound) = bound {
+                m.serialize_entry(key, &format_args!("{bound}"))?;
+            }
+        }
+        if hysteresis != Watch::default().hysteresis {
+            m.serialize_entry("hysteresis", &format_args!("{hysteresis}"))?;
+        }
+        m.end()
     }
 }

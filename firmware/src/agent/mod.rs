@@ -88,23 +88,23 @@ pub struct Summary {
 /// 4 KiB of strings ([`Context`]).
 type Logged<'e> = Session<'e, 16, 48, 4096>;
 
-/// The session the log holds (see [`crate::log`]), restored; an empty or
-/// refused log starts a new one (a refused one with a warning, erased
-/// first).
-async fn resume<'e, S: MultiwriteNorFlash>(
+/// Restores `session` (new) from the log (see [`crate::log`]), in place;
+/// an empty or refused log starts a new one (a refused one with a
+/// warning, erased first).
+async fn resume<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
-    engine: &Engine<'e>,
+    session: &mut Logged<'_>,
     items: &mut [u8],
     scratch: &mut [u8],
     stream: &mut Stream,
-) -> Logged<'e> {
+) {
     let restored = log
-        .restore_session(engine, AGENT, items, scratch, |context, now| stream.stamp(context, now))
+        .restore_session(session, items, scratch, |context, now| stream.stamp(context, now))
         .await;
     match restored {
-        Ok(session) => {
+        Ok(()) => {
             info!("restored {=u32} events", session.journal().restored_events());
-            return session;
+            return;
         }
         // An empty log: a first boot.
         Err(RestoreError::Item(LogError { index: 0, kind: ItemError::MissingHeader })) => {}
@@ -116,11 +116,11 @@ async fn resume<'e, S: MultiwriteNorFlash>(
             }
         }
     }
-    let mut session = Logged::new(engine, AGENT);
+    let context = session.context();
+    *session = Logged::new(context.engine(), context.agent_name());
     if let Err(e) = session.start(items, log).await {
         error!("the log's header was not written: {}", e);
     }
-    session
 }
 
 /// The agent's state across its steps.
@@ -263,13 +263,18 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     for w in engine.config().warnings() {
         warn!("configuration: {}", w);
     }
-    let mut stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
-    let mut items = [0; crate::log::MAX_ITEM];
-    let mut hint_buf = [0; 1024];
-    let session = resume(log, &engine, &mut items, &mut hint_buf, &mut stream).await;
-    let first = usize::try_from(session.journal().steps()).unwrap_or(usize::MAX);
+    let stream = Stream::new(envaware::resolve_zone(TIMEZONE).unwrap_or(envaware::Zone::Utc));
     let live = SensorFields::new(uptime_ms);
-    let mut s = Agent { session, live, stream, hint_buf, items, summary };
+    let mut s = Agent {
+        session: Logged::new(&engine, AGENT),
+        live,
+        stream,
+        hint_buf: [0; 1024],
+        items: [0; crate::log::MAX_ITEM],
+        summary,
+    };
+    resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
+    let first = usize::try_from(s.session.journal().steps()).unwrap_or(usize::MAX);
     s.stream.start(output);
     pacer.told(s.told());
     // Last before the first idle time, as the uninterrupted session goes
