@@ -1000,7 +1000,7 @@ fn the_header_s_settings_load_back_into_the_configuration_it_hashes() {
         let at = item.find(r#""settings":"#).unwrap();
         let settings = &item[at + r#""settings":"#.len()..item.len() - 2];
         let mut read = ConfigBuf::<4096, 8, 8>::with_capacity();
-        let back = read.load_session(&settings).unwrap();
+        let back = read.load_session(settings).unwrap();
         assert_eq!(back.agent_name, loaded.agent_name);
         assert_eq!(
             Header::for_session(&back.config, back.agent_name, journal.header().capacity),
