@@ -184,7 +184,7 @@ fn a_log_header_of_another_version_or_configuration_is_refused_naming_both() {
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains(&format!(
-            "line 1: log.config: the log header's hash 0123456789abcdef, but the configuration replayed with hashes to {hash} (agent \"Sprout\", a context of 6 messages, 32 blocks, 2048 text bytes)"
+            "line 1: log.config: the log was written under the configuration that hashes to 0123456789abcdef, but the configuration in the log's settings hashes to {hash} (agent \"Sprout\", a context of 6 messages, 32 blocks, 2048 text bytes)"
         )),
         "{err}"
     );
@@ -203,19 +203,44 @@ fn a_log_header_of_another_version_or_configuration_is_refused_naming_both() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("a context of 16 messages, 48 blocks, 4096 text bytes"), "{err}");
 
-    // A log written under tool_retries_limit 5 refuses the default 3, and
-    // replays under its own.
+    // A log written under tool_retries_limit 5 replays under its own
+    // settings with no --config, and under the same given; another given
+    // is refused before any step, naming both hashes.
     let mut config = Config::default();
     config.injection.tool_retries_limit = 5;
     let five = device_log(config);
-    let (code, _, err) = replay_log("five.jsonl", &five, &[]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("line 1: log.config: the log header's hash"), "{err}");
-    let config = tmp("five.config.json");
-    std::fs::write(&config, r#"{"injection_config": {"tool_retries_limit": 5}}"#).unwrap();
-    let (code, out, err) = replay_log("five.jsonl", &five, &["--config", config.to_str().unwrap()]);
+    let five_hash: Value = serde_json::from_str(&five[0]).unwrap();
+    let five_hash = five_hash["log"]["config"].as_str().unwrap().to_string();
+    let (code, out, err) = replay_log("five.jsonl", &five, &[]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 4);
+    let config = tmp("five.config.json");
+    std::fs::write(&config, r#"{"injection_config": {"tool_retries_limit": 5}}"#).unwrap();
+    let (code, given, err) =
+        replay_log("five.jsonl", &five, &["--config", config.to_str().unwrap()]);
+    assert_eq!((code, given), (0, out), "{err}");
+    let defaults = tmp("defaults.config.json");
+    std::fs::write(&defaults, "{}").unwrap();
+    let (code, out, err) =
+        replay_log("five.jsonl", &five, &["--config", defaults.to_str().unwrap()]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(
+        err.contains(&format!(
+            "line 1: log.config: the log was written under the configuration that hashes to {five_hash}, but the configuration given with --config hashes to {hash}"
+        )),
+        "{err}"
+    );
+    // A log whose headers carry no settings (written before they did)
+    // needs --config.
+    let mut bare = five.clone();
+    let mut header: Value = serde_json::from_str(&bare[0]).unwrap();
+    header["log"].as_object_mut().unwrap().remove("settings");
+    bare[0] = header.to_string();
+    let (code, _, err) = replay_log("bare.jsonl", &bare, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the log's headers hold no configuration"), "{err}");
+    let (code, _, err) = replay_log("bare.jsonl", &bare, &["--config", config.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
 }
 
 /// `eval` on `lines`: each line's result.

@@ -796,17 +796,35 @@ fn replays_from_the_flash_image(run: &qemu::RunResult, device: &[Option<String>]
     std::fs::write(&file, image).expect("write the image");
     let config = needs::workspace().join("firmware/session-config.json");
     the_device_s_log_checks_on_the_host(image, &config);
-    let replay = std::process::Command::new(sim)
-        .args(["replay", "--json", "--flash"])
-        .arg(&file)
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .expect("run envaware-sim replay");
+    let replay_with = |config: Option<&std::path::Path>| {
+        let mut command = std::process::Command::new(&sim);
+        command.args(["replay", "--json", "--flash"]).arg(&file);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        command.output().expect("run envaware-sim replay")
+    };
+    // No --config: the log's header carries the device's configuration.
+    let replay = replay_with(None);
     assert!(
         replay.status.success(),
         "replay --flash failed: {}",
         String::from_utf8_lossy(&replay.stderr)
+    );
+    let given = replay_with(Some(&config));
+    assert!(given.status.success(), "{}", String::from_utf8_lossy(&given.stderr));
+    assert_eq!(given.stdout, replay.stdout, "--config with the device's configuration");
+    // Another configuration is refused before any step, naming both hashes.
+    let other = out.join("firmware-other-config.json");
+    std::fs::write(&other, r#"{"agent_name": "Sprout", "injection_config": {"timezone": "Europe/Berlin", "time_interval": 0.02}}"#)
+        .expect("write a configuration");
+    let refused = replay_with(Some(&other));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!((refused.status.code(), refused.stdout.len()), (Some(1), 0), "{said}");
+    assert!(
+        said.contains("log.config: the log was written under the configuration that hashes to ")
+            && said.contains(", but the configuration given with --config hashes to "),
+        "{said}"
     );
     let replayed: Vec<Option<String>> =
         json_lines(&replay.stdout).iter().map(|l| l["hint"].as_str().map(str::to_string)).collect();

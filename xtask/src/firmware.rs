@@ -300,14 +300,12 @@ fn save_flash_log(result: &qemu::RunResult) -> Result<(), String> {
         image.len(),
         path.display()
     );
-    // Decided again on the desktop: the replay stops on any step whose
-    // hint is not the one the device appended.
-    let config = firmware_dir().join("session-config.json");
+    // Decided again on the desktop, under the configuration the log's
+    // header carries: the replay stops on any step whose hint is not the
+    // one the device appended.
     let out = Command::new(crate::root().join("target/debug/envaware-sim"))
         .args(["replay", "--flash"])
         .arg(&path)
-        .arg("--config")
-        .arg(&config)
         .output()
         .map_err(|e| format!("envaware-sim replay --flash: cannot start: {e}"))?;
     let said = String::from_utf8_lossy(&out.stderr);
@@ -315,7 +313,7 @@ fn save_flash_log(result: &qemu::RunResult) -> Result<(), String> {
         return Err(format!("envaware-sim replay --flash {} failed: {said}", path.display()));
     }
     eprintln!("    replayed on the desktop, each hint the device's: {}", said.trim());
-    eprintln!("    replay it: cargo run -p envaware-sim -- replay --flash {} --config firmware/session-config.json", path.display());
+    eprintln!("    replay it: cargo run -p envaware-sim -- replay --flash {}", path.display());
     Ok(())
 }
 

@@ -42,7 +42,8 @@ impl Serialize for EventOut<'_> {
                     m.serialize_field("steps", &steps)?;
                 }
                 if let Some(config) = settings {
-                    m.serialize_field("settings", &SettingsOut(config, agent))?;
+                    let settings = SettingsOut(config, agent, self.1.config);
+                    m.serialize_field("settings", &settings)?;
                 }
                 m.end()
             }
@@ -148,14 +149,20 @@ impl Serialize for TasksOut {
 /// `envaware-sim replay` load. Floats are written shortest-exact (ryu),
 /// watch bounds as decimal strings, so the loaded configuration hashes as
 /// this one.
-struct SettingsOut<'c>(&'c Config<'c>, &'c str);
+/// With the context size the last step had, when the log says it (a
+/// compaction's header: the items kept before it may come after the
+/// `config` item that said it, popped).
+struct SettingsOut<'c>(&'c Config<'c>, &'c str, Option<i64>);
 
 impl Serialize for SettingsOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_struct("Settings", 3)?;
+        let mut m = s.serialize_struct("Settings", 4)?;
         m.serialize_field("agent_name", self.1)?;
         m.serialize_field("injection_config", &InjectionOut(&self.0.injection))?;
         m.serialize_field("context_config", &ContextOut(&self.0.context))?;
+        if let Some(context_size) = self.2 {
+            m.serialize_field("context_size", &context_size)?;
+        }
         m.end()
     }
 }

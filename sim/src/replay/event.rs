@@ -107,6 +107,9 @@ pub(super) struct LogHeader {
     /// which the hash covers.
     pub(super) capacity: [u64; 3],
     pub(super) agent: Option<String>,
+    /// The configuration the log was written under (`settings`, the
+    /// session configuration file's keys), as written.
+    pub(super) settings: Option<String>,
 }
 
 impl LogHeader {
@@ -158,7 +161,17 @@ impl LogHeader {
                 ))
             }
         };
-        Ok(LogHeader { version, config, capacity, agent })
+        let settings = match header.get("settings") {
+            None | Some(Value::Null) => None,
+            Some(settings @ Value::Object(_)) => Some(settings.to_string()),
+            Some(other) => {
+                return Err(format!(
+                    "log.settings: expected the configuration object, got {}",
+                    scenario::short_json(other)
+                ))
+            }
+        };
+        Ok(LogHeader { version, config, capacity, agent, settings })
     }
 }
 

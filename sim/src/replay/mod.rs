@@ -262,12 +262,61 @@ pub fn replay_with_records(
             let (input, lines) = lines::event_lines(text)?;
             // A device's session log (`envaware::journal`) has a header item.
             session.device_log = text.contains("\"log\":{\"version\"");
+            if session.device_log {
+                configure_from_log(&mut session, text)?;
+            }
             replay_trace(&mut session, lines, &mut Output { out, emit, opts })?;
             input
         }
     };
     let summary = Summary { cross_check: session.check, input, ..session.summary };
     Ok((summary, session.records))
+}
+
+/// Before a device log is replayed: without `--config`, the configuration
+/// its first header with `settings` carries, from the start (a compacted
+/// log's first items come before any header); either way the first
+/// header's hash is checked against it, so that a configuration that is
+/// not the device's is refused before any step is replayed.
+fn configure_from_log(session: &mut Session, text: &str) -> Result<(), ReplayError> {
+    let headers =
+        text.lines().enumerate().filter(|(_, line)| line.contains("\"log\":{")).filter_map(
+            |(index, line)| match read_line(line.trim()) {
+                Ok(Some(Event::Log(header))) => Some((index + 1, header)),
+                _ => None,
+            },
+        );
+    let mut first = None;
+    for (line, header) in headers {
+        let invalid = |message: String| ReplayError::Invalid { line, message };
+        if session.config_given {
+            first = Some((line, header));
+            break;
+        }
+        let Some(settings) = &header.settings else { continue };
+        let config = ConfigEvent::parse(settings, "log.settings.").map_err(invalid)?;
+        session.apply_config(config).map_err(|e| invalid(format!("log.settings: {e}")))?;
+        first = Some((line, header));
+        break;
+    }
+    let Some((line, header)) = first else {
+        return match session.config_given {
+            true => Ok(()),
+            false => Err(ReplayError::Invalid {
+                line: 0,
+                message: "the log's headers hold no configuration (a log written before they \
+                          did): give the device's configuration with --config"
+                    .into(),
+            }),
+        };
+    };
+    let invalid = |message: String| ReplayError::Invalid { line, message };
+    if let Some(name) = header.agent.clone() {
+        session.agent_name = name;
+    }
+    let buf = configuration(session, line)?;
+    let engine = scenario::engine(buf.config()).map_err(|e| invalid(e.to_string()))?;
+    session.check_header(&header, &engine).map_err(invalid)
 }
 
 /// The session before the first event, from the command-line options.
@@ -284,6 +333,7 @@ fn start(opts: &Options) -> Result<Session, String> {
             serde_json::from_str(config).map_err(|e| format!("--config: {e}"))?;
         let config = ConfigEvent::parse(raw.get(), "").map_err(|e| format!("--config: {e}"))?;
         session.apply_config(config).map_err(|e| format!("--config: {e}"))?;
+        session.config_given = true;
     }
     if let Some(name) = &opts.agent {
         session.agent_name.clone_from(name);

@@ -93,6 +93,8 @@ pub(super) struct Session {
     log_header: bool,
     /// Whether the trace is a device's log (it has a header somewhere).
     pub(super) device_log: bool,
+    /// The configuration came from `--config`, not from the log.
+    pub(super) config_given: bool,
 }
 
 impl Session {
@@ -122,6 +124,7 @@ impl Session {
             woken: None,
             log_header: false,
             device_log: false,
+            config_given: false,
         }
     }
 
@@ -255,7 +258,11 @@ impl Session {
     /// the replay replays with: the configuration, the agent, the context's
     /// capacities the header gives (the core's hash of them,
     /// `journal::Header::for_session`).
-    fn check_header(&self, header: &LogHeader, engine: &Engine<'_>) -> Result<(), String> {
+    pub(super) fn check_header(
+        &self,
+        header: &LogHeader,
+        engine: &Engine<'_>,
+    ) -> Result<(), String> {
         if header.version != u64::from(journal::VERSION) {
             return Err(format!(
                 "log.version: the log's format is version {}, this replay reads version {}",
@@ -270,10 +277,15 @@ impl Session {
             header.capacity,
         );
         if header.config != ours.config {
+            let source = if self.config_given {
+                "the configuration given with --config"
+            } else {
+                "the configuration in the log's settings"
+            };
             return Err(format!(
-                "log.config: the log header's hash {:016x}, but the configuration replayed with \
-                 hashes to {:016x} (agent {:?}, a context of {messages} messages, {blocks} blocks, \
-                 {text} text bytes): give the device's configuration with --config",
+                "log.config: the log was written under the configuration that hashes to \
+                 {:016x}, but {source} hashes to {:016x} (agent {:?}, a context of {messages} \
+                 messages, {blocks} blocks, {text} text bytes)",
                 header.config, ours.config, self.agent_name
             ));
         }
