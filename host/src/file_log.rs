@@ -242,7 +242,7 @@ impl FileLog {
     }
 
     /// The items, oldest first (from memory: see the [module docs](self#memory)).
-    pub fn items(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + '_ {
+    pub fn items(&self) -> impl ExactSizeIterator<Item = &[u8]> + DoubleEndedIterator + Clone + '_ {
         self.items.iter().map(Vec::as_slice)
     }
 
@@ -456,6 +456,18 @@ fn sync_dir(path: &Path) -> io::Result<()> {
     {
         let _ = path;
         Ok(())
+    }
+}
+
+/// A [`Session`](envaware::journal::Session) appends its items to the
+/// file, with the log's [`Sync`] policy.
+impl envaware::journal::ItemStore for FileLog {
+    type Error = FileLogError;
+    fn append(
+        &mut self,
+        item: &[u8],
+    ) -> impl std::future::Future<Output = Result<(), FileLogError>> {
+        std::future::ready(FileLog::append(self, item))
     }
 }
 

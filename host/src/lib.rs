@@ -8,47 +8,42 @@
 //!   [`file_log`] module's docs.
 //! - [`SystemClock`]: the wall clock of `std` as an [`envaware::Clock`].
 //!
-//! A session journaled to a file, then restored from it after a restart:
+//! - [`block_on`]: drives a [`Session`](envaware::journal::Session)'s
+//!   async calls on a thread (the file's appends complete at once).
+//!
+//! A session logged to a file, then restored from it after a restart:
 //!
 //! ```
-//! use envaware::journal::{Event, Journal};
-//! use envaware::{AgentContext, Clock, Config, Engine, StepInput};
-//! use envaware_host::{FileLog, Sync, SystemClock};
+//! use envaware::journal::{Event, Session};
+//! use envaware::{Clock, Config, Engine, StepInput};
+//! use envaware_host::{block_on, FileLog, Sync, SystemClock};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let dir = std::env::temp_dir().join(format!("envaware-host-doc-{}", std::process::id()));
 //! # std::fs::create_dir_all(&dir)?;
 //! let path = dir.join("session.log");
 //! # let _ = std::fs::remove_file(&path);
+//! type Rover<'e> = Session<'e, 8, 32, 2048>;
 //! let engine = Engine::new(Config::default())?;
-//! let mut context: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
-//! let mut journal = Journal::new(&context);
 //! let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
 //!
 //! let (mut log, opened) = FileLog::open(&path, Sync::EveryItem)?;
 //! assert_eq!((opened.items, opened.torn), (0, None));
-//! let n = journal.start(&context, &mut buf)?;
-//! log.append(&buf[..n])?;
-//! let items = journal.record(&mut context, &Event::User { name: "operator" }, &mut buf)?;
-//! items.iter(&buf).try_for_each(|item| log.append(item))?;
+//! let mut session = Rover::new(&engine, "rover");
+//! block_on(session.start(&mut buf, &mut log))?;
+//! block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
 //! let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
-//! let now = SystemClock.now();
-//! let (outcome, items) = journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf)?;
+//! let outcome =
+//!     block_on(session.step(&step, SystemClock.now(), &mut (), &mut hint, &mut buf, &mut log))?;
 //! assert!(outcome.hint.is_some()); // the first step tells the time
-//! items.iter(&buf).try_for_each(|item| log.append(item))?;
 //! drop(log);
 //!
-//! // After a restart: open the file (a torn tail is cut), check every
-//! // item, then restore them into an empty context.
+//! // After a restart: open the file (a torn tail is cut), and restore.
 //! let (log, opened) = FileLog::open(&path, Sync::EveryItem)?;
-//! assert_eq!(opened.items, log.len());
-//! let mut restored: AgentContext<'_, 8, 32, 2048> = AgentContext::new(&engine, "rover");
-//! let mut reader = Journal::new(&restored);
-//! log.items().try_for_each(|item| reader.check(item))?;
-//! for item in log.items() {
-//!     reader.restore(&mut restored, item, &mut buf)?;
-//! }
-//! assert_eq!(restored.len(), context.len());
+//! assert_eq!(opened.items, 6); // header, user, config, tasks, set_clock, step
+//! let restored = Rover::restore(&engine, "rover", log.items(), &mut buf)?;
+//! assert_eq!(restored.context().len(), session.context().len());
+//! assert_eq!(restored.reply().next_iter, Some(1));
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(())
 //! # }
@@ -61,8 +56,10 @@
     rustdoc::broken_intra_doc_links
 )]
 
+mod block_on;
 mod clock;
 pub mod file_log;
 
+pub use self::block_on::block_on;
 pub use self::clock::SystemClock;
 pub use self::file_log::{FileLog, FileLogError, Opened, Sync, TornTail};
