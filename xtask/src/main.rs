@@ -43,6 +43,7 @@ mod footprint;
 mod layers;
 mod mutants;
 mod nopanic;
+mod wear;
 
 /// Targets the core must build for with no allocator.
 const THUMB_TARGETS: &[&str] = &[
@@ -588,7 +589,8 @@ fn main() -> ExitCode {
         Some("nopanic") => nopanic::nopanic(&args[1..]),
         Some("mutants") => mutants::mutants(&args[1..]),
         Some("layers") => layers::layers(&args[1..]),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]>".into()),
+        Some("wear") => wear::wear(),
+        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
