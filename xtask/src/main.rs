@@ -216,6 +216,17 @@ fn test() -> Result<(), String> {
         "the noisy sensor example: read once per step, the reading that fired is the one told (checks its own outcomes)",
         cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "noisy_sensor"]),
     )?;
+    let log = std::env::temp_dir().join(format!("envaware-greenhouse-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    for run_number in ["first", "second (restores the first)"] {
+        run(
+            &format!("the host greenhouse example, {run_number} run: a Session in a FileLog (checks that the file restores it)"),
+            cargo()
+                .args(["run", "--locked", "-q", "-p", "envaware-host", "--example", "greenhouse", "--"])
+                .arg(&log),
+        )?;
+    }
+    let _ = std::fs::remove_file(&log);
     run(
         "cargo publish --dry-run -p envaware",
         cargo().args(["publish", "--locked", "--dry-run", "--allow-dirty", "-p", "envaware"]),
