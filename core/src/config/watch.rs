@@ -229,12 +229,17 @@ impl fmt::Display for Decimal {
         if fraction == 0 {
             return Ok(());
         }
-        let mut width = Self::FRACTION_DIGITS as usize;
+        let mut width = Self::FRACTION_DIGITS;
         while fraction.is_multiple_of(10) {
             fraction /= 10;
-            width -= 1;
+            width = width.saturating_sub(1);
         }
-        write!(f, ".{fraction:0width$}")
+        // The leading zeros by hand: a `{:0width$}` brings a panic site of
+        // core's padding into a device image (`cargo xtask nopanic`).
+        f.write_str(".")?;
+        let digits = fraction.checked_ilog10().map_or(1, |d| d + 1);
+        (digits..width).try_for_each(|_| f.write_str("0"))?;
+        write!(f, "{fraction}")
     }
 }
 
