@@ -351,6 +351,17 @@ impl Said {
     }
 }
 
+/// What writing an item changes in a [`Journal`], to put back when the
+/// store refuses the item.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    next: u32,
+    items: u32,
+    said: Said,
+    steps: u64,
+    settings_at: Option<u32>,
+}
+
 impl<const MESSAGES: usize> Journal<MESSAGES> {
     /// The journal of `context` (empty), before a log is started or read.
     pub fn new<const B: usize, const T: usize>(context: &AgentContext<'_, MESSAGES, B, T>) -> Self {
@@ -366,6 +377,23 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             steps: 0,
             settings_at: None,
         }
+    }
+
+    /// Where the log stands, before an item is written.
+    pub(crate) fn mark(&self) -> Mark {
+        let Journal { next, items, said, steps, settings_at, .. } = *self;
+        Mark { next, items, said, steps, settings_at }
+    }
+
+    /// Back to `mark`: the items written since are not in the log.
+    pub(crate) fn rewind(&mut self, mark: Mark) {
+        Mark {
+            next: self.next,
+            items: self.items,
+            said: self.said,
+            steps: self.steps,
+            settings_at: self.settings_at,
+        } = mark;
     }
 
     /// The header this journal writes and accepts.

@@ -184,13 +184,7 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<(), SessionError<S::Error>> {
-        let saved = (self.journal.next, self.journal.items, self.journal.said);
-        let n = self.journal.start(&self.context, buf)?;
-        if let Err(e) = store.append(&buf[..n]).await {
-            (self.journal.next, self.journal.items, self.journal.said) = saved;
-            return Err(SessionError::Append(e));
-        }
-        Ok(())
+        self.append(buf, store, |journal, context, buf| journal.start(context, buf)).await
     }
 
     /// The session rebuilt from its log's `items` (oldest first; read
@@ -266,14 +260,8 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         store: &mut S,
     ) -> Result<u32, SessionError<S::Error>> {
         let dead = self.journal.dead_items();
-        let saved =
-            (self.journal.next, self.journal.items, self.journal.said, self.journal.settings_at);
-        let n = self.journal.compaction_header(&self.context, buf)?;
-        if let Err(e) = store.append(&buf[..n]).await {
-            (self.journal.next, self.journal.items, self.journal.said, self.journal.settings_at) =
-                saved;
-            return Err(SessionError::Append(e));
-        }
+        self.append(buf, store, |journal, context, buf| journal.compaction_header(context, buf))
+            .await?;
         Ok(dead)
     }
 
@@ -434,18 +422,34 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         store: &mut S,
     ) -> Result<(), SessionError<S::Error>> {
         Journal::plan(&self.context, event)?;
-        let saved = (self.journal.next, self.journal.items, self.journal.said, self.journal.steps);
-        let n = self.journal.write(event, buf)?;
-        if let Err(e) = store.append(&buf[..n]).await {
-            (self.journal.next, self.journal.items, self.journal.said, self.journal.steps) = saved;
-            return Err(SessionError::Append(e));
-        }
+        self.append(buf, store, |journal, _, buf| journal.write(event, buf)).await?;
         let index = self.journal.items - 1;
         // `plan` said the context takes it.
         if self.journal.apply(&mut self.context, event, index)? > 0 {
             self.owed = Some(self.context.len());
             // The event is logged and applied; a refused note is owed.
             let _ = self.pay_owed(buf, store).await;
+        }
+        Ok(())
+    }
+
+    /// Writes an item with `write` into `buf` and appends it to `store`;
+    /// when the store refuses it, the journal is as it was before.
+    async fn append<S: ItemStore>(
+        &mut self,
+        buf: &mut [u8],
+        store: &mut S,
+        write: impl FnOnce(
+            &mut Journal<M>,
+            &AgentContext<'e, M, B, T>,
+            &mut [u8],
+        ) -> Result<usize, BufferFull>,
+    ) -> Result<(), SessionError<S::Error>> {
+        let mark = self.journal.mark();
+        let n = write(&mut self.journal, &self.context, buf)?;
+        if let Err(e) = store.append(&buf[..n]).await {
+            self.journal.rewind(mark);
+            return Err(SessionError::Append(e));
         }
         Ok(())
     }
@@ -458,12 +462,7 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
     ) -> Result<(), SessionError<S::Error>> {
         let Some(keep) = self.owed else { return Ok(()) };
         let event = Event::Compress { keep };
-        let saved = (self.journal.next, self.journal.items, self.journal.said);
-        let n = self.journal.write(&event, buf)?;
-        if let Err(e) = store.append(&buf[..n]).await {
-            (self.journal.next, self.journal.items, self.journal.said) = saved;
-            return Err(SessionError::Append(e));
-        }
+        self.append(buf, store, |journal, _, buf| journal.write(&event, buf)).await?;
         self.owed = None;
         let index = self.journal.items - 1;
         self.journal.apply(&mut self.context, &event, index)?;

@@ -1015,3 +1015,45 @@ fn the_header_s_settings_load_back_into_the_configuration_it_hashes() {
         );
     }
 }
+
+#[test]
+fn a_refused_compaction_header_leaves_no_gap_and_a_compaction_restores() {
+    let engine = engine();
+    let ops = session();
+    let mut store = Items::default();
+    let mut session = started_session(&engine, &mut store);
+    for op in &ops[..20] {
+        run_op(&mut session, op, &mut store).unwrap();
+    }
+    let dead = session.dead_items();
+    assert!(dead > 1, "{dead}");
+    let mut buf = [0u8; 1024];
+    store.refuse = Vec::from([store.appends]);
+    let refused = embassy_futures::block_on(session.compaction_header(&mut buf, &mut store));
+    assert!(matches!(refused, Err(SessionError::Append(_))));
+    assert_eq!(session.dead_items(), dead);
+    // The next item follows the last one in the log: no gap.
+    run_op(&mut session, &ops[20], &mut store).unwrap();
+    assert_eq!(
+        held(restore_session(&engine, &store.items).unwrap().context()),
+        held(session.context())
+    );
+    // A compaction: header appended, the dead items popped.
+    let popped =
+        embassy_futures::block_on(session.compaction_header(&mut buf, &mut store)).unwrap();
+    store.items.drain(..popped as usize);
+    session.popped(popped);
+    for op in &ops[21..] {
+        run_op(&mut session, op, &mut store).unwrap();
+    }
+    // The evicted count restarts from the compacted log (docs/reboot.md,
+    // "Compaction"): the messages and the decision are compared.
+    let messages = |context: &Context<'_>| {
+        let held = held(context);
+        let (store, decision) = held.split_once(", evicted_total").unwrap();
+        format!("{store} {}", decision.split_once("Decision").unwrap().1)
+    };
+    let restored = restore_session(&engine, &store.items).unwrap();
+    assert_eq!(messages(restored.context()), messages(session.context()));
+    assert_eq!(restored.reply(), session.reply());
+}
