@@ -6,7 +6,8 @@
 //! behind them are private, except [`args`] (tool-argument equality, for
 //! callers who compare arguments themselves), `wire` (feature `wire`:
 //! AgentScope JSON out) and `journal` (feature `journal`: the session as an
-//! append-only log, read back after a reset). Each type's page explains its concept.
+//! append-only log, read back after a reset; `journal::Session` owns a
+//! context and its log). Each type's page explains its concept.
 //!
 //! | concept | types |
 //! |---|---|

@@ -1,6 +1,13 @@
 //! The session as an append-only log, read back after a reset (feature
 //! `journal`; see `docs/reboot.md`).
 //!
+//! A [`Session`] owns an [`AgentContext`] and its log: each event is
+//! logged to an [`ItemStore`] before it is applied, and there is no other
+//! way to change the context; [`Session::restore`] (or [`Restore`], item by
+//! item) rebuilds it after a reset, with where the reply stood
+//! ([`Session::reply`]). Start there; the rest of this page is the
+//! [`Journal`] under it, for those who build their own owner.
+//!
 //! Every change of an [`AgentContext`] goes through a [`Journal`], which
 //! writes it as one item (a JSON object, the replay trace format of
 //! `envaware-sim replay`) into a caller's buffer; the caller appends the item
