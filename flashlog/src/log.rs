@@ -1,9 +1,7 @@
 //! The log: sequential-storage's queue over a [`NorFlash`], and the policy
 //! that makes room in it.
 
-use core::future::Future;
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
-
 use envaware::journal::{ItemReader, ItemStore, Journal, LogError, Restore, Session};
 use envaware::{AgentContext, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
@@ -244,8 +242,8 @@ impl<S: NorFlash> SessionLog<S> {
 /// A [`Session`] appends its items to the log.
 impl<S: NorFlash> ItemStore for SessionLog<S> {
     type Error = AppendError;
-    fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), AppendError>> {
-        SessionLog::append(self, item)
+    async fn append(&mut self, item: &[u8]) -> Result<(), AppendError> {
+        SessionLog::append(self, item).await
     }
 }
 

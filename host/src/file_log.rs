@@ -463,11 +463,8 @@ fn sync_dir(path: &Path) -> io::Result<()> {
 /// file, with the log's [`Sync`] policy.
 impl envaware::journal::ItemStore for FileLog {
     type Error = FileLogError;
-    fn append(
-        &mut self,
-        item: &[u8],
-    ) -> impl std::future::Future<Output = Result<(), FileLogError>> {
-        std::future::ready(FileLog::append(self, item))
+    async fn append(&mut self, item: &[u8]) -> Result<(), FileLogError> {
+        FileLog::append(self, item)
     }
 }
 

@@ -21,7 +21,7 @@ use std::ops::Range;
 
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
-use envaware::journal::{Event, Journal, LogError};
+use envaware::journal::{Event, ItemStore, LogError, Session, SessionError};
 use envaware::{
     AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts,
     Timestamp, ToolResultState,
@@ -218,12 +218,15 @@ fn now(seconds: i64) -> Option<Timestamp> {
     Some(Timestamp::from_unix_seconds(1_784_687_400 + seconds))
 }
 
-/// The device: its context, its journal and its log (the firmware's).
+/// The device: its context and journal (a `Session`, as the firmware's)
+/// and its log (the firmware's).
 struct Device<'e, const PAGES: usize> {
-    context: Context<'e>,
-    journal: Journal<6>,
+    session: Logged<'e>,
     log: Log<PAGES>,
 }
+
+/// The firmware's owner of its context and log, in this test's capacities.
+type Logged<'e> = Session<'e, 6, 32, 2048>;
 
 /// What the device wrote: each item, and the context just after it.
 #[derive(Default)]
@@ -254,6 +257,33 @@ impl From<StorageError> for DeviceError {
     }
 }
 
+/// The log, keeping a copy of each item it took: what one call of the
+/// session appended.
+struct Recording<'l, const PAGES: usize> {
+    log: &'l mut Log<PAGES>,
+    items: Vec<Vec<u8>>,
+}
+
+impl<const PAGES: usize> ItemStore for Recording<'_, PAGES> {
+    type Error = AppendError;
+    async fn append(&mut self, item: &[u8]) -> Result<(), AppendError> {
+        self.log.append(item).await?;
+        self.items.push(item.to_vec());
+        Ok(())
+    }
+}
+
+/// A store that takes every item: where a compaction's header is foretold.
+struct Kept(Vec<Vec<u8>>);
+
+impl ItemStore for Kept {
+    type Error = ();
+    async fn append(&mut self, item: &[u8]) -> Result<(), ()> {
+        self.0.push(item.to_vec());
+        Ok(())
+    }
+}
+
 impl<'e, const PAGES: usize> Device<'e, PAGES> {
     /// Boots on `flash`: restores the log if it holds one (else starts one).
     /// Returns the device, the events restored, and the error that made it
@@ -262,52 +292,59 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
         engine: &'e Engine<'e>,
         flash: CutFlash<PAGES>,
     ) -> Result<(Self, u32, Option<LogError>), DeviceError> {
-        let context = Context::new(engine, AGENT);
-        let journal = Journal::new(&context);
-        let mut device = Device { context, journal, log: SessionLog::new(flash) };
+        let mut device =
+            Device { session: Logged::new(engine, AGENT), log: SessionLog::new(flash) };
         let (mut buf, mut scratch) = ([0u8; MAX_ITEM], [0u8; MAX_ITEM]);
-        let restored = block_on(device.log.restore(
-            &mut device.journal,
-            &mut device.context,
+        let restored = block_on(device.log.restore_session(
+            &mut device.session,
             &mut buf,
             &mut scratch,
             |_, _| {},
         ));
         let error = match restored {
-            Ok(_) => None,
+            Ok(()) => None,
             Err(RestoreError::Storage) => return Err(DeviceError::Flash),
+            // An empty log: a first boot.
+            Err(RestoreError::Item(LogError {
+                index: 0,
+                kind: envaware::journal::ItemError::MissingHeader,
+            })) => {
+                device.session = Logged::new(engine, AGENT);
+                None
+            }
             Err(RestoreError::Item(e)) => {
-                device.context = Context::new(engine, AGENT);
-                device.journal = Journal::new(&device.context);
+                device.session = Logged::new(engine, AGENT);
                 Some(e)
             }
         };
-        if device.journal.items() == 0 {
+        if device.session.journal().items() == 0 {
             block_on(device.log.clear())?;
-            let n = device.journal.start(&device.context, &mut buf).expect("a header fits");
-            block_on(device.log.append(&buf[..n]))?;
+            match block_on(device.session.start(&mut buf, &mut device.log)) {
+                Ok(()) => {}
+                Err(SessionError::Append(e)) => return Err(e.into()),
+                Err(SessionError::Record(e)) => panic!("a header fits: {e}"),
+            }
         }
-        let restored = device.journal.restored_events();
+        let restored = device.session.journal().restored_events();
         Ok((device, restored, error))
     }
 
     /// Before an operation's items are numbered: the firmware's policy
-    /// (`SessionLog::make_room`) compacts the log when its region fills, so
-    /// that the compaction's header and the operation's items fit. The
-    /// header it appends is recorded in `written`, with the context at that
-    /// point: the journal's next header, foretold on a copy of the journal
-    /// (the torn check compares it with the item the log holds).
+    /// (`SessionLog::make_room_for`) compacts the log when its region
+    /// fills, so that the compaction's header and the operation's items
+    /// fit. The header it appends is recorded in `written`, with the
+    /// context at that point: the session's next header, foretold on a copy
+    /// of the session (the torn check compares it with the item the log
+    /// holds).
     fn make_room(&mut self, written: &mut Written<'e>) -> Result<(), DeviceError> {
         let mut header = [0u8; MAX_ITEM];
-        let n = self
-            .journal
-            .clone()
-            .compaction_header(&self.context, &mut header)
+        let mut foretold = Kept(Vec::new());
+        block_on(self.session.clone().compaction_header(&mut header, &mut foretold))
             .expect("a header fits");
         let mut buf = [0u8; MAX_ITEM];
-        match block_on(self.log.make_room(&mut self.journal, &self.context, &mut buf)) {
+        match block_on(self.log.make_room_for(&mut self.session, &mut buf)) {
             Ok(0) => {}
-            Ok(_) => written.items.push((header[..n].to_vec(), self.context.clone())),
+            Ok(_) => written.items.push((foretold.0.remove(0), self.session.context().clone())),
             Err(_) => return Err(DeviceError::Flash),
         }
         Ok(())
@@ -318,44 +355,40 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn run(&mut self, op: &Op, written: &mut Written<'e>) -> Result<Option<Stepped>, DeviceError> {
         self.make_room(written)?;
         let mut buf = [0u8; 2 * PAGE as usize];
-        if let Op::Step { seconds, cur_iter, tasks, tokens } = op {
+        let before = self.session.context().clone();
+        let mut log = Recording { log: &mut self.log, items: Vec::new() };
+        let result = if let Op::Step { seconds, cur_iter, tasks, tokens } = op {
             let mut hint = [0u8; 1024];
             let step = step(*cur_iter, *tasks, *tokens);
-            let before = self.context.clone();
-            let (outcome, items) = match self.journal.step(
-                &mut self.context,
+            let stepped = block_on(self.session.step(
                 &step,
                 now(*seconds),
                 &mut (),
                 &mut hint,
                 &mut buf,
-            ) {
-                Ok(done) => done,
-                Err(e) => return Ok(Some(Err(e.to_string()))),
-            };
-            let result = (outcome.decision, outcome.hint.map(str::to_string));
-            // What the step says before it leaves the context as it was; the
-            // step item (and the `compress` that may follow) hold its hint.
-            let mut stepped = false;
-            for item in items.iter(&buf) {
-                block_on(self.log.append(item))?;
-                stepped |= item.windows(7).any(|w| w == b"\"step\":");
-                written.items.push((
-                    item.to_vec(),
-                    if stepped { self.context.clone() } else { before.clone() },
-                ));
+                &mut log,
+            ));
+            match stepped {
+                Ok(outcome) => Some(Ok((outcome.decision, outcome.hint.map(str::to_string)))),
+                Err(SessionError::Append(e)) => return Err(e.into()),
+                Err(SessionError::Record(e)) => return Ok(Some(Err(e.to_string()))),
             }
-            return Ok(Some(Ok(result)));
-        }
-        if let Ok(items) =
-            with_event(op, |event| self.journal.record(&mut self.context, event, &mut buf))
-        {
-            for item in items.iter(&buf) {
-                block_on(self.log.append(item))?;
-                written.items.push((item.to_vec(), self.context.clone()));
+        } else {
+            match with_event(op, |event| block_on(self.session.record(event, &mut buf, &mut log))) {
+                Ok(()) | Err(SessionError::Record(_)) => None,
+                Err(SessionError::Append(e)) => return Err(e.into()),
             }
+        };
+        // What a step says before its `step` item leaves the context as it
+        // was; the step item (and the `compress` that may follow) hold its
+        // hint. An event's item is the context after it.
+        let mut stepped = !matches!(op, Op::Step { .. });
+        for item in log.items {
+            stepped |= item.windows(7).any(|w| w == b"\"step\":");
+            let context = if stepped { self.session.context().clone() } else { before.clone() };
+            written.items.push((item, context));
         }
-        Ok(None)
+        Ok(result)
     }
 }
 
@@ -383,7 +416,7 @@ fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
         Op::Result { id, tool, state } => f(&Event::ToolResult { id, name: tool, state: *state }),
         Op::Reply => f(&Event::Reply),
         Op::Compress(keep) => f(&Event::Compress { keep: *keep }),
-        Op::Step { .. } => unreachable!("steps go through Journal::step"),
+        Op::Step { .. } => unreachable!("steps go through Session::step"),
     }
 }
 
@@ -453,8 +486,7 @@ struct Figures {
 struct Snapshot<'e, const PAGES: usize> {
     mock: Mock<PAGES>,
     operations: u64,
-    context: Context<'e>,
-    journal: Journal<6>,
+    session: Logged<'e>,
 }
 
 impl<'e, const PAGES: usize> Device<'e, PAGES> {
@@ -463,8 +495,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
         Snapshot {
             mock: flash.mock.clone(),
             operations: flash.operations,
-            context: self.context.clone(),
-            journal: self.journal.clone(),
+            session: self.session.clone(),
         }
     }
 
@@ -473,11 +504,7 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn resume(snapshot: &Snapshot<'e, PAGES>, cut: (u64, bool)) -> Self {
         let mut flash = CutFlash::new(snapshot.mock.clone(), Some(cut));
         flash.operations = snapshot.operations;
-        Device {
-            context: snapshot.context.clone(),
-            journal: snapshot.journal.clone(),
-            log: SessionLog::new(flash),
-        }
+        Device { session: snapshot.session.clone(), log: SessionLog::new(flash) }
     }
 }
 
@@ -495,7 +522,7 @@ fn reference<'e, const PAGES: usize>(engine: &'e Engine<'e>, ops: &[Op]) -> Refe
         Device::<PAGES>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
     let mut written = Written::default();
     let header = read_back_items(&mut device).remove(0).1;
-    written.items.push((header, device.context.clone()));
+    written.items.push((header, device.session.context().clone()));
     let mut effects = Vec::new();
     let mut snapshots = Vec::new();
     for op in ops {
@@ -557,7 +584,7 @@ fn cut_and_check<'e, const PAGES: usize>(
         && !read_back_items(&mut restored)
             .iter()
             .all(|(m, bytes)| &written_before.items[*m as usize].0 == bytes)
-        || messages(&restored.context) != messages(expected);
+        || messages(restored.session.context()) != messages(expected);
     figures.torn += usize::from(torn);
     // Go on from the operation that item belongs to (its remaining items
     // were lost with the cut, or it was the last of its operation).
@@ -575,7 +602,7 @@ fn cut_and_check<'e, const PAGES: usize>(
     let (again, _, error) =
         Device::<PAGES>::boot(engine, CutFlash::new(flash, None)).expect("boots again");
     assert_eq!(error, None);
-    figures.torn += usize::from(messages(&again.context) != messages(&uninterrupted));
+    figures.torn += usize::from(messages(again.session.context()) != messages(&uninterrupted));
 }
 
 /// The items the log holds, with their numbers.

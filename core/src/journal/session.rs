@@ -9,9 +9,10 @@ use super::*;
 /// (envaware-flashlog's `SessionLog`), a host's file (envaware-host's
 /// `FileLog`), or a test's `Vec`.
 ///
-/// `append` is async because flash is; a store whose writes complete at
-/// once returns a ready future (`core::future::ready`), and a host drives
-/// the session with any `block_on` (embassy-futures', pollster's).
+/// `append` is async because flash is; implement it with `async fn` (a
+/// store whose writes complete at once never awaits), and a host drives
+/// the session with any `block_on` (embassy-futures', pollster's,
+/// envaware-host's).
 pub trait ItemStore {
     /// Why an item could not be appended.
     type Error;
@@ -112,15 +113,14 @@ pub struct Reply {
 /// use envaware::journal::{Event, ItemStore, Session};
 /// use envaware::{Config, Engine, StepInput, Timestamp};
 /// use embassy_futures::block_on;
-/// use core::future::{ready, Future};
 ///
 /// /// A host's log in memory: the device's flash queue, in a test.
 /// struct Items(Vec<Vec<u8>>);
 /// impl ItemStore for Items {
 ///     type Error = core::convert::Infallible;
-///     fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), Self::Error>> {
+///     async fn append(&mut self, item: &[u8]) -> Result<(), Self::Error> {
 ///         self.0.push(item.to_vec());
-///         ready(Ok(()))
+///         Ok(())
 ///     }
 /// }
 ///

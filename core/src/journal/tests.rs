@@ -753,16 +753,14 @@ struct Items {
 
 impl ItemStore for Items {
     type Error = usize;
-    fn append(&mut self, item: &[u8]) -> impl core::future::Future<Output = Result<(), usize>> {
+    async fn append(&mut self, item: &[u8]) -> Result<(), usize> {
         let n = self.appends;
         self.appends += 1;
-        let result = if self.refuse.contains(&n) {
-            Err(n)
-        } else {
-            self.items.push(item.to_vec());
-            Ok(())
-        };
-        core::future::ready(result)
+        if self.refuse.contains(&n) {
+            return Err(n);
+        }
+        self.items.push(item.to_vec());
+        Ok(())
     }
 }
 
