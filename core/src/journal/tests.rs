@@ -882,6 +882,7 @@ fn a_refused_append_leaves_the_context_as_it_was_and_the_log_restores_it() {
         assert_eq!(restored.reply(), live.reply(), "append {k}");
     }
     // Compress notes refused are owed, not an error: fewer than the appends.
+    std::println!("refused appends: {refused} errors of {} appends refused in turn", appends - 1);
     assert!(refused > appends / 2, "{refused} of {appends}");
 }
 
