@@ -159,7 +159,8 @@ pub fn stack_report(board: Board, qemu: &Path, elf: &Path) -> Result<(String, u6
     let report = String::from_utf8_lossy(&out.stdout).into_owned();
     let on = board.on();
     if !out.status.success() {
-        return Err(format!("the stack program on {on} failed ({})\n{report}", out.status));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("the stack program on {on} failed ({})\n{report}{stderr}", out.status));
     }
     let worst = report
         .lines()
