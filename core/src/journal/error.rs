@@ -138,6 +138,12 @@ pub enum RecordError {
     /// [`Journal::record`] was given a `log` event, which only
     /// [`Journal::start`] and [`Journal::compaction_header`] write.
     NotRecordable,
+    /// A `message` or `assistant` event of more blocks than a restore
+    /// reads back ([`MAX_EVENT_BLOCKS`]).
+    TooManyBlocks {
+        /// The event's blocks.
+        blocks: usize,
+    },
 }
 
 impl fmt::Display for RecordError {
@@ -148,6 +154,10 @@ impl fmt::Display for RecordError {
             RecordError::NotRecordable => {
                 f.write_str("a header is written by start or compaction_header")
             }
+            RecordError::TooManyBlocks { blocks } => write!(
+                f,
+                "an event of {blocks} blocks: a log item holds at most {MAX_EVENT_BLOCKS}"
+            ),
         }
     }
 }

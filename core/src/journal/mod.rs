@@ -258,6 +258,24 @@ fn hash_config(h: &mut Encoding<'_>, config: &Config<'_>) {
     }
 }
 
+/// Whether `config`'s settings load back into the same configuration: not
+/// when a configuration built in code repeats an extra field's key or a
+/// watch's name (a loader keeps one of each, so the hash would differ).
+fn settings_round_trip(config: &Config<'_>) -> bool {
+    let injection = &config.injection;
+    let extra = injection.extra_fields;
+    let keys_unique = (0..extra.len()).all(|i| {
+        let key = extra.get(i).map(|(k, _)| k);
+        (0..i).all(|j| extra.get(j).map(|(k, _)| k) != key)
+    });
+    let watch = &injection.watch;
+    let names_unique = (0..watch.len()).all(|i| {
+        let name = watch.get(i).map(|(n, _)| n);
+        (0..i).all(|j| watch.get(j).map(|(n, _)| n) != name)
+    });
+    keys_unique && names_unique
+}
+
 /// The items one call writes back to back into one buffer (a step: up to
 /// five).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -445,18 +463,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         context: &AgentContext<'_, MESSAGES, B, T>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        let n = self.write(
-            &Event::Log {
-                header: self.header,
-                live: 0,
-                agent: context.agent_name(),
-                steps: self.steps,
-                settings: Some(context.engine().config().config()),
-            },
-            out,
-        )?;
-        self.settings_at = Some(self.items - 1);
-        Ok(n)
+        self.write_header(context, 0, true, out)
     }
 
     /// Writes `event` as the next item. The log says again, after a header,
@@ -503,10 +510,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         &mut self,
         write: impl FnOnce(&mut Self) -> Result<R, RecordError>,
     ) -> Result<R, RecordError> {
-        let saved = (self.next, self.items, self.said, self.created.clone());
+        let saved = (self.mark(), self.created.clone());
         let result = write(self);
         if result.is_err() {
-            (self.next, self.items, self.said, self.created) = saved;
+            self.rewind(saved.0);
+            self.created = saved.1;
         }
         result
     }
@@ -521,6 +529,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         out: &mut [u8],
         items: &mut Items,
     ) -> Result<(), RecordError> {
+        Self::plan(context, event)?;
         self.push_item(event, out, items)?;
         if self.apply(context, event, self.items - 1)? > 0 {
             let kept = Event::Compress { keep: context.len() };
@@ -579,7 +588,14 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     fn plan<const B: usize, const T: usize>(
         context: &AgentContext<'_, MESSAGES, B, T>,
         event: &Event<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), RecordError> {
+        // What a restore can read back (`MAX_EVENT_BLOCKS`), else the log
+        // would hold an event the restore refuses.
+        if let Event::Message { blocks, .. } | Event::Assistant(blocks) = *event {
+            if blocks.len() > MAX_EVENT_BLOCKS {
+                return Err(RecordError::TooManyBlocks { blocks: blocks.len() });
+            }
+        }
         match *event {
             Event::User { name } => context.plan(false, name, &[Block::Other]),
             Event::Message { name, blocks, .. } => context.plan(false, name, blocks),
@@ -596,6 +612,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             _ => Ok(0),
         }
         .map(drop)
+        .map_err(RecordError::from)
     }
 
     /// One step, logged: writes `config`, `tasks` and `set_clock` items
@@ -786,20 +803,35 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<usize, BufferFull> {
         let dead = self.dead_items();
         let carry = self.settings_at.is_none_or(|at| at < dead);
-        let n = self.write(
-            &Event::Log {
-                header: self.header,
-                live: self.items - dead,
-                agent: context.agent_name(),
-                steps: self.steps,
-                settings: carry.then(|| context.engine().config().config()),
-            },
-            out,
-        )?;
-        if carry {
-            self.settings_at = Some(self.items - 1);
+        self.write_header(context, self.items - dead, carry, out)
+    }
+
+    /// Writes a header, with the configuration when `carry` and it fits
+    /// `out` (else without: the log still restores, and a replay asks for
+    /// `--config`).
+    fn write_header<const B: usize, const T: usize>(
+        &mut self,
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        live: u32,
+        carry: bool,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
+        let (journal_header, steps) = (self.header, self.steps);
+        let header = |settings| Event::Log {
+            header: journal_header,
+            live,
+            agent: context.agent_name(),
+            steps,
+            settings,
+        };
+        let config = context.engine().config().config();
+        if carry && settings_round_trip(config) {
+            if let Ok(n) = self.write(&header(Some(config)), out) {
+                self.settings_at = Some(self.items - 1);
+                return Ok(n);
+            }
         }
-        Ok(n)
+        self.write(&header(None), out)
     }
 
     /// `count` items were popped from the front of the log.

@@ -421,6 +421,8 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<(), SessionError<S::Error>> {
+        // A note an earlier eviction owes comes first, whatever the call.
+        self.pay_owed(buf, store).await?;
         Journal::plan(&self.context, event)?;
         self.append(buf, store, |journal, _, buf| journal.write(event, buf)).await?;
         let index = self.journal.items - 1;

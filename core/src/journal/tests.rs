@@ -9,6 +9,7 @@ use crate::conversation::{HintText, Role, ToolResultState};
 use crate::engine::Engine;
 use crate::json::{self, JsonError, JsonStr};
 use crate::wire::Rfc3339;
+use std::boxed::Box;
 use std::format;
 use std::string::{String, ToString};
 use std::vec::Vec;
@@ -971,6 +972,14 @@ fn a_session_s_split_step_logs_what_its_whole_step_and_the_journal_log() {
 fn the_header_s_settings_load_back_into_the_configuration_it_hashes() {
     let documents = [
         r#"{}"#,
+        // Infinity as the loaders read it (a text; without `python-floats`
+        // the exact-decimal path reads numbers only: a finite stand-in).
+        match cfg!(feature = "python-floats") {
+            true => {
+                r#"{"injection_config": {"time_interval": "inf"}, "context_config": {"trigger_ratio": 0.30000000000000004}}"#
+            }
+            false => r#"{"injection_config": {"time_interval": 1e6}}"#,
+        },
         // The firmware's configuration (firmware/session-config.json).
         r#"{"agent_name": "Sprout", "context_config": {"compression_tool_enabled": true},
             "injection_config": {"timezone": "Europe/Berlin", "time_interval": 0.01,
@@ -1061,4 +1070,74 @@ fn a_refused_compaction_header_leaves_no_gap_and_a_compaction_restores() {
     let restored = restore_session(&engine, &store.items).unwrap();
     assert_eq!(messages(restored.context()), messages(session.context()));
     assert_eq!(restored.reply(), session.reply());
+}
+
+#[test]
+fn a_split_step_around_a_refused_note_restores_and_too_many_blocks_are_refused() {
+    let engine = engine();
+    let ops = session();
+    // Until the context is full (6 messages): the next user message evicts.
+    let fill = |store: &mut Items| {
+        let mut session = started_session(&engine, store);
+        for op in &ops[..21] {
+            run_op(&mut session, op, store).unwrap();
+        }
+        assert_eq!(session.context().len(), 6);
+        session
+    };
+    let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
+    let mut split = |session: &mut Logged<'_>, store: &mut Items, refuse_note: bool| {
+        embassy_futures::block_on(async {
+            let input = step(0, 1, 100);
+            let decision = session.decide(&input, now(90), &(), &mut buf, store).await.unwrap();
+            if refuse_note {
+                // The user message's item goes, its `compress` note is refused.
+                store.refuse = Vec::from([store.appends + 1]);
+            }
+            session.record(&Event::User { name: "operator" }, &mut buf, store).await.unwrap();
+            session
+                .render_step(decision, &input, &mut (), &mut hint, &mut buf, store)
+                .await
+                .unwrap();
+            // The next event: a note still owed would be appended now.
+            session.record(&Event::Reply, &mut buf, store).await.unwrap();
+        });
+    };
+    let (mut clean, mut refused) = (Items::default(), Items::default());
+    let (mut a, mut b) = (fill(&mut clean), fill(&mut refused));
+    split(&mut a, &mut clean, false);
+    split(&mut b, &mut refused, true);
+    assert_eq!(held(b.context()), held(a.context()));
+    assert_eq!(
+        held(restore_session(&engine, &refused.items).unwrap().context()),
+        held(a.context())
+    );
+
+    // More blocks than a restore reads back: refused, nothing logged.
+    let blocks = [Block::Other; MAX_EVENT_BLOCKS + 1];
+    let items = clean.items.len();
+    let error = run_op(&mut a, &Op::Ev(Event::Assistant(Box::leak(Box::new(blocks)))), &mut clean);
+    assert!(matches!(error, Err(SessionError::Record(RecordError::TooManyBlocks { blocks: 17 }))));
+    assert_eq!(clean.items.len(), items);
+}
+
+#[test]
+fn a_configuration_too_long_or_repeating_a_key_is_logged_without_its_settings() {
+    let template = std::format!("<s>{}{{runtime_state}}</s>", "x".repeat(1500));
+    let mut config = Config::default();
+    config.injection.template = Box::leak(template.into_boxed_str());
+    let engine = Engine::new(config).unwrap();
+    let context = Context::new(&engine, AGENT);
+    let mut journal = Journal::new(&context);
+    let mut buf = [0u8; 1024];
+    let n = journal.start(&context, &mut buf).unwrap();
+    let item = core::str::from_utf8(&buf[..n]).unwrap();
+    assert!(!item.contains("settings"), "{item}");
+    // A key given twice in code: the loaders keep one, so no settings.
+    let mut config = Config::default();
+    config.injection.extra_fields = crate::ExtraFields::Slice(&[("a", "1"), ("a", "2")]);
+    let engine = Engine::new(config).unwrap();
+    let context = Context::new(&engine, AGENT);
+    let n = Journal::new(&context).start(&context, &mut buf).unwrap();
+    assert!(!core::str::from_utf8(&buf[..n]).unwrap().contains("settings"));
 }

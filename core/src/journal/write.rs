@@ -217,10 +217,10 @@ impl Serialize for InjectionOut<'_> {
             }
         }
         if time_interval.to_bits() != d.time_interval.to_bits() {
-            m.serialize_entry("time_interval", time_interval)?;
+            m.serialize_entry("time_interval", &Float(*time_interval))?;
         }
         if let Some(ratio) = context_buffer_ratio {
-            m.serialize_entry("context_buffer_ratio", ratio)?;
+            m.serialize_entry("context_buffer_ratio", &Float(*ratio))?;
         }
         if *tool_retries_limit != d.tool_retries_limit {
             m.serialize_entry("tool_retries_limit", tool_retries_limit)?;
@@ -256,7 +256,7 @@ impl Serialize for ContextOut<'_> {
             ("context_buffer_ratio", context_buffer_ratio, d.context_buffer_ratio),
         ] {
             if value.to_bits() != default.to_bits() {
-                m.serialize_entry(key, value)?;
+                m.serialize_entry(key, &Float(*value))?;
             }
         }
         if *compression_tool_enabled != d.compression_tool_enabled {
@@ -305,5 +305,20 @@ impl Serialize for WatchOut {
             m.serialize_entry("hysteresis", &format_args!("{hysteresis}"))?;
         }
         m.end()
+    }
+}
+
+/// A float as the loaders read it back: a number, or `"inf"`, `"-inf"`,
+/// `"nan"` (serde-json-core writes a non-finite one as `null`).
+struct Float(f64);
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            x if x.is_finite() => s.serialize_f64(x),
+            x if x.is_nan() => s.serialize_str("nan"),
+            x if x > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
     }
 }
