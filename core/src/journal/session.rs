@@ -285,7 +285,6 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         if matches!(event, Event::Log { .. }) {
             return Err(RecordError::NotRecordable.into());
         }
-        self.pay_owed(buf, store).await?;
         self.log(event, buf, store).await
     }
 
