@@ -94,7 +94,7 @@ fn view(b: &B) -> Block<'_> {
     match b {
         B::Text(_) => Block::Other,
         B::Hint { source, text } => {
-            Block::Hint { source: Some(source), text: HintText::Single(text) }
+            Block::Hint { source: Some(source), text: HintText::Single(text), created_at: None }
         }
         B::Call { id, name, input } => Block::ToolCall { id, name, input },
         B::Result { id, name } => Block::ToolResult { id, name, state: ToolResultState::Success },

@@ -42,6 +42,8 @@ const WATCH: [(&str, Watch); 1] = [(
         above: Decimal::new(28, 0),
         below: None,
         hysteresis: Decimal::new(5, 1).unwrap(),
+        min_interval: None,
+        max_interval: None,
     },
 )];
 

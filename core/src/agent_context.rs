@@ -9,6 +9,7 @@ use crate::live::LiveFields;
 use crate::render::HintTooLong;
 use crate::rules::{Decision, StepInput};
 use crate::store::{Appended, ContextStore, StoreError, StoredMessage};
+use crate::time::CreatedAt;
 use crate::tracker::Tracker;
 
 /// Why a tracked step could not append its hint.
@@ -272,18 +273,28 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
 
     /// Appends an injected hint as AgentScope's `_inject_runtime_state`
     /// does: a hint block with the configured `injection_source`, through
-    /// `append_context`'s rule.
-    pub fn append_hint(&mut self, hint: &str) -> Result<Appended, StoreError> {
-        self.agent(&[self.hint_block(hint)])
+    /// `append_context`'s rule. `at` is the step's instant
+    /// ([`Decision::now`]), the hint's `created_at`, from which a watch's
+    /// `min_interval` and `max_interval` count (`None` with no clock).
+    pub fn append_hint(
+        &mut self,
+        hint: &str,
+        at: Option<Timestamp>,
+    ) -> Result<Appended, StoreError> {
+        self.agent(&[self.hint_block(hint, at)])
     }
 
     /// The block [`append_hint`](Self::append_hint) appends for `hint`.
-    pub(crate) fn hint_block<'h>(&self, hint: &'h str) -> Block<'h>
+    pub(crate) fn hint_block<'h>(&self, hint: &'h str, at: Option<Timestamp>) -> Block<'h>
     where
         'a: 'h,
     {
         let source = self.engine().config().config().injection.injection_source;
-        Block::Hint { source: Some(source), text: HintText::Single(hint) }
+        Block::Hint {
+            source: Some(source),
+            text: HintText::Single(hint),
+            created_at: at.map(CreatedAt::Instant),
+        }
     }
 
     /// A compression: keeps only the `keep_newest` newest messages, and
@@ -367,7 +378,7 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
         let engine = *self.engine();
         let outcome = engine.render_read(decision, &self.store, live, out, read_before)?;
         if let Some(hint) = outcome.hint {
-            self.append_hint(hint)?;
+            self.append_hint(hint, decision.now)?;
         }
         Ok(outcome)
     }
@@ -522,7 +533,7 @@ mod tests {
         assert_eq!(context.agent(&[Block::Other]), Ok(Appended { evicted: 0 }));
         assert_eq!((context.is_empty(), context.sequence(0)), (false, Some(0)));
         context.tool_call("c1", "Bash", "{}").unwrap();
-        context.append_hint("<tasks>x</tasks>").unwrap();
+        context.append_hint("<tasks>x</tasks>", None).unwrap();
         assert_eq!(context.len(), 1);
         context.user("operator").unwrap();
         context.tool_call("c2", "Bash", "{}").unwrap();
@@ -531,7 +542,7 @@ mod tests {
         context.tool_result("c2", "Bash", ToolResultState::Error).unwrap();
         assert_eq!(context.len(), 4);
         context.observe(Role::Assistant, "other", &[Block::Other]).unwrap();
-        context.append_hint("<tasks>y</tasks>").unwrap();
+        context.append_hint("<tasks>y</tasks>", None).unwrap();
         assert_eq!(context.len(), 6);
         let newest = context.newest(0).unwrap();
         assert_eq!(
@@ -743,7 +754,14 @@ mod read_once {
 
     const ABOVE_28: [(&str, Watch); 1] = [(
         "temperature",
-        Watch { change: None, above: Decimal::new(28, 0), below: None, hysteresis: Decimal::ZERO },
+        Watch {
+            change: None,
+            above: Decimal::new(28, 0),
+            below: None,
+            hysteresis: Decimal::ZERO,
+            min_interval: None,
+            max_interval: None,
+        },
     )];
 
     fn engine() -> Engine<'static> {

@@ -1,5 +1,7 @@
 //! The conversation view: how the rules read an agent's context.
 
+use crate::time::CreatedAt;
+
 /// Who sent a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -108,6 +110,9 @@ pub enum Block<'a> {
         source: Option<&'a str>,
         /// The hint's text.
         text: HintText<'a>,
+        /// When the hint was created (`created_at`): the instant a watch's
+        /// time rules count from; `None` when unknown.
+        created_at: Option<CreatedAt>,
     },
     /// A tool call (`ToolCallBlock`).
     ToolCall {

@@ -123,7 +123,19 @@ impl<'a> Engine<'a> {
         conversation: &C,
         agent_name: &str,
     ) -> [Option<crate::config::watch::Decimal>; crate::config::watch::MAX_WATCHES] {
-        scan::told(&self.config, conversation, agent_name)
+        scan::told(&self.config, conversation, agent_name).map(|t| t.and_then(|t| t.value))
+    }
+
+    /// When each watched field was last told, by watch index: the
+    /// `created_at` of the hint [`told`](Self::told) reads (`None`: nothing
+    /// told, or a hint with no `created_at`), from which `min_interval`
+    /// and `max_interval` count.
+    pub fn told_at<C: Conversation>(
+        &self,
+        conversation: &C,
+        agent_name: &str,
+    ) -> [Option<crate::CreatedAt>; crate::config::watch::MAX_WATCHES] {
+        scan::told(&self.config, conversation, agent_name).map(|t| t.and_then(|t| t.at))
     }
 
     /// Reads the watched fields before a decision: [`LiveFields::refresh_watched`]
@@ -288,6 +300,7 @@ mod tests {
         let recorded = [Block::Hint {
             source: Some(crate::config::DEFAULT_INJECTION_SOURCE),
             text: HintText::Single("<current-time>2026-07-22T02:25:00</current-time>"),
+            created_at: None,
         }];
         let msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &recorded }];
         let (fresh, empty) = (SliceConversation(&msgs), SliceConversation(&[]));

@@ -110,8 +110,8 @@ pub use config::error::{ConfigError, ConfigField, Warning};
 pub use config::load::session::{SessionConfig, DEFAULT_AGENT_NAME, DEFAULT_CONTEXT_SIZE};
 pub use config::load::{ConfigBuf, LoadError};
 pub use config::watch::{
-    Decimal, Watch, WatchError, WatchList, WatchParam, WatchPath, WatchProblem, MAX_WATCHES,
-    MAX_WATCH_NAME,
+    Decimal, Interval, Watch, WatchError, WatchFire, WatchList, WatchParam, WatchPath,
+    WatchProblem, MAX_WATCHES, MAX_WATCH_NAME,
 };
 pub use config::{
     Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName,
@@ -132,5 +132,5 @@ pub use rules::{
     Warnings,
 };
 pub use store::{Appended, ContextStore, StoreError, StoredMessage};
-pub use time::{resolve_zone, TimeFormatError, Zone, DEFAULT_TIME_FORMAT};
+pub use time::{resolve_zone, CreatedAt, TimeFormatError, Zone, DEFAULT_TIME_FORMAT};
 pub use tracker::Tracker;

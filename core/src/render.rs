@@ -240,6 +240,7 @@ mod tests {
             tool_error: Some(ToolError { count: 10, result: 0 }),
             watch: crate::rules::watch::WatchSet::EMPTY,
             warnings: Warnings::default(),
+            now: Some(Timestamp::from_unix_seconds(NOW)),
         }
     }
 

@@ -5,6 +5,7 @@ use core::fmt;
 use heapless::{String, Vec};
 
 use crate::conversation::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use crate::time::CreatedAt;
 
 /// What an append did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,6 +74,8 @@ enum Kind {
     /// Strings: source (empty when absent), text.
     Hint {
         has_source: bool,
+        /// What kind of `created_at` the slot's `created_at` bits hold.
+        created_at: Stamp,
     },
     /// Strings: id, name, input.
     ToolCall,
@@ -81,12 +84,46 @@ enum Kind {
     Other,
 }
 
+/// Which [`CreatedAt`] a hint's slot holds (its 64 bits are the hint's
+/// unused third length and [`BlockSlot::high`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    None,
+    Instant,
+    WallClock,
+}
+
 /// One stored block: its kind, where its strings start, their lengths.
+/// A hint's `created_at` takes 9 bytes: the third length it does not use,
+/// `high` and a byte of its kind.
 #[derive(Debug, Clone, Copy)]
 struct BlockSlot {
     start: u32,
     lens: [u32; 3],
+    /// The high 32 bits of a hint's `created_at` (0 for other blocks).
+    high: u32,
     kind: Kind,
+}
+
+impl BlockSlot {
+    /// The created_at a hint's slot holds.
+    fn created_at(&self, stamp: Stamp) -> Option<CreatedAt> {
+        let micros = ((u64::from(self.high) << 32) | u64::from(self.lens[2])) as i64;
+        match stamp {
+            Stamp::None => None,
+            Stamp::Instant => Some(CreatedAt::Instant(crate::clock::Timestamp(micros))),
+            Stamp::WallClock => Some(CreatedAt::WallClock(micros)),
+        }
+    }
+}
+
+/// How a hint's `created_at` is kept: its kind and its 64 bits, split.
+fn stamp_of(created_at: Option<CreatedAt>) -> (Stamp, u64) {
+    match created_at {
+        None => (Stamp::None, 0),
+        Some(CreatedAt::Instant(at)) => (Stamp::Instant, at.0 as u64),
+        Some(CreatedAt::WallClock(wall)) => (Stamp::WallClock, wall as u64),
+    }
 }
 
 /// A fixed-capacity conversation: at most `MESSAGES` messages holding at
@@ -143,8 +180,8 @@ struct BlockSlot {
 ///
 /// The store holds its pools inline; its size does not depend on what is
 /// stored. With `W` the pointer width in bytes, `size_of::<ContextStore<M, B,
-/// T>>()` is `16·M + 20·B + T + 3·W + 4`, plus padding to `W`-byte
-/// alignment: on a 32-bit microcontroller, `16·M + 20·B + T + 16` with `T`
+/// T>>()` is `16·M + 24·B + T + 3·W + 4`, plus padding to `W`-byte
+/// alignment: on a 32-bit microcontroller, `16·M + 24·B + T + 16` with `T`
 /// rounded up to a multiple of 4. Positions in the arena are `u32`, so the
 /// slot sizes are the same on every target. Eviction moves the remaining
 /// data to the front of each pool (a `memmove`), in time linear in what is
@@ -432,8 +469,11 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
         for block in blocks {
             let start = to_u32(self.text.len());
             let (kind, parts): (Kind, [&[&str]; 3]) = match block {
-                Block::Hint { source, text } => (
-                    Kind::Hint { has_source: source.is_some() },
+                Block::Hint { source, text, created_at } => (
+                    Kind::Hint {
+                        has_source: source.is_some(),
+                        created_at: stamp_of(*created_at).0,
+                    },
                     [source.as_ref().map(core::slice::from_ref).unwrap_or(&[]), text.parts(), &[]],
                 ),
                 Block::ToolCall { id, name, input } => (
@@ -457,7 +497,12 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
                 }
                 *len = to_u32(pieces.iter().fold(0, |n, p| n.saturating_add(p.len())));
             }
-            self.blocks.push(BlockSlot { start, lens, kind }).ok()?;
+            let mut high = 0;
+            if let Block::Hint { created_at, .. } = block {
+                let bits = stamp_of(*created_at).1;
+                (lens[2], high) = (bits as u32, (bits >> 32) as u32);
+            }
+            self.blocks.push(BlockSlot { start, lens, high, kind }).ok()?;
         }
         Some(())
     }
@@ -528,11 +573,12 @@ impl Message for StoredMessage<'_> {
         let at = &mut at;
         let [a, b, c] = slot.lens;
         Some(match slot.kind {
-            Kind::Hint { has_source } => {
+            Kind::Hint { has_source, created_at } => {
                 let source = self.take(at, a);
                 Block::Hint {
                     source: has_source.then_some(source),
                     text: HintText::Single(self.take(at, b)),
+                    created_at: slot.created_at(created_at),
                 }
             }
             Kind::ToolCall => Block::ToolCall {
@@ -552,7 +598,7 @@ impl Message for StoredMessage<'_> {
 fn text_len(blocks: &[Block<'_>]) -> Option<usize> {
     blocks.iter().try_fold(0usize, |total, block| {
         let len = match block {
-            Block::Hint { source, text } => text
+            Block::Hint { source, text, .. } => text
                 .parts()
                 .iter()
                 .try_fold(source.map_or(0, str::len), |n, p| n.checked_add(p.len()))?,
@@ -614,7 +660,7 @@ mod tests {
 
     fn own(block: Block<'_>) -> Owned {
         match block {
-            Block::Hint { source, text } => {
+            Block::Hint { source, text, .. } => {
                 Owned::Hint { source: source.map(ToString::to_string), text: text.parts().concat() }
             }
             Block::ToolCall { id, name, input } => {
@@ -653,7 +699,7 @@ mod tests {
     }
 
     fn hint<'a>(text: &'a str) -> Block<'a> {
-        Block::Hint { source: Some("runtime"), text: HintText::Single(text) }
+        Block::Hint { source: Some("runtime"), text: HintText::Single(text), created_at: None }
     }
 
     #[test]
@@ -669,9 +715,13 @@ mod tests {
                 Role::Assistant,
                 "friday",
                 &[
-                    Block::Hint { source: Some("runtime"), text: HintText::Parts(&parts) },
-                    Block::Hint { source: Some(""), text: HintText::Single("a") },
-                    Block::Hint { source: None, text: HintText::Single("b") },
+                    Block::Hint {
+                        source: Some("runtime"),
+                        text: HintText::Parts(&parts),
+                        created_at: None,
+                    },
+                    Block::Hint { source: Some(""), text: HintText::Single("a"), created_at: None },
+                    Block::Hint { source: None, text: HintText::Single("b"), created_at: None },
                     Block::ToolCall { id: "c1", name: "read", input: "{\"p\": \"é😀\"}" },
                     Block::ToolResult { id: "c1", name: "read", state: ToolResultState::Denied },
                 ],
@@ -686,7 +736,7 @@ mod tests {
         assert_eq!((agent.role(), agent.name()), (Role::Assistant, "friday"));
         // A list hint is stored as the concatenation of its parts.
         match agent.block(0) {
-            Some(Block::Hint { source: Some("runtime"), text: HintText::Single(t) }) => {
+            Some(Block::Hint { source: Some("runtime"), text: HintText::Single(t), .. }) => {
                 assert_eq!(t, "<current-time>2026-05-09 12:00</current-time>")
             }
             other => panic!("unexpected {other:?}"),
@@ -857,7 +907,11 @@ mod tests {
             .push_message(
                 Role::User,
                 "",
-                &[Block::Hint { source: Some("0123456789a"), text: HintText::Parts(&parts) }],
+                &[Block::Hint {
+                    source: Some("0123456789a"),
+                    text: HintText::Parts(&parts),
+                    created_at: None,
+                }],
             )
             .unwrap_err();
         assert_eq!(err, StoreError::TooMuchText { needed: 17, capacity: 16 });
@@ -908,7 +962,7 @@ mod tests {
             .filter(|m| m.role() == Role::Assistant)
             .find_map(|m| {
                 (0..m.block_count()).rev().find_map(|b| match m.block(b) {
-                    Some(Block::Hint { source: Some("runtime"), text }) => {
+                    Some(Block::Hint { source: Some("runtime"), text, .. }) => {
                         let text = text.parts().concat();
                         text.contains("<current-time>").then_some(text)
                     }
@@ -971,10 +1025,10 @@ mod tests {
             let w = size_of::<usize>();
             let up = |n: usize, a: usize| n.div_ceil(a) * a;
             // Vec<MessageSlot>, Vec<BlockSlot>, String, the u32 counter.
-            up(up(16 * m + w, w) + up(20 * b + w, w) + up(t + w, w) + 4, w)
+            up(up(16 * m + w, w) + up(24 * b + w, w) + up(t + w, w) + 4, w)
         }
         assert_eq!(size_of::<MessageSlot>(), 16);
-        assert_eq!(size_of::<BlockSlot>(), 20);
+        assert_eq!(size_of::<BlockSlot>(), 24);
         assert_eq!(size_of::<ContextStore<1, 0, 0>>(), expected(1, 0, 0));
         assert_eq!(size_of::<ContextStore<8, 32, 2048>>(), expected(8, 32, 2048));
         assert_eq!(size_of::<ContextStore<3, 5, 7>>(), expected(3, 5, 7));
@@ -1030,12 +1084,16 @@ mod tests {
             .iter()
             .zip(&parts)
             .map(|(b, p)| match b {
-                In::Hint { source, parts } if parts.len() == 1 && p.len() == 1 => {
-                    Block::Hint { source: source.as_deref(), text: HintText::Single(&parts[0]) }
-                }
-                In::Hint { source, .. } => {
-                    Block::Hint { source: source.as_deref(), text: HintText::Parts(p) }
-                }
+                In::Hint { source, parts } if parts.len() == 1 && p.len() == 1 => Block::Hint {
+                    source: source.as_deref(),
+                    text: HintText::Single(&parts[0]),
+                    created_at: None,
+                },
+                In::Hint { source, .. } => Block::Hint {
+                    source: source.as_deref(),
+                    text: HintText::Parts(p),
+                    created_at: None,
+                },
                 In::Call { id, name, input } => Block::ToolCall { id, name, input },
                 In::Result { id, name, state } => Block::ToolResult { id, name, state: *state },
                 In::Other => Block::Other,

@@ -7,12 +7,13 @@ use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::live::LiveFields;
 use crate::render::HintTooLong;
-use crate::rules::scan::{self, TimeHint, TimeReading};
+use crate::rules::scan::{self, Telling, TimeHint, TimeReading};
 use crate::rules::time::read_time_hint;
 use crate::rules::tool_error::{applies, Streak};
 #[cfg(feature = "_bench-phases")]
 use crate::rules::ToolError;
 use crate::rules::{self, Decision, StepInput};
+use crate::time::CreatedAt;
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -23,11 +24,13 @@ struct At {
 }
 
 /// The newest hint that told a watched field: the position of its message,
-/// and the value it told (`None`: the tag holds no number).
+/// the value it told (`None`: the tag holds no number) and its
+/// `created_at`, from which the watch's time rules count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Told {
     message: u64,
     value: Option<Decimal>,
+    at: Option<CreatedAt>,
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
@@ -231,7 +234,7 @@ impl<'a> Tracker<'a> {
                     self.told.iter_mut().zip(cfg.config().injection.watch.iter())
                 {
                     if let Some(value) = scan::told_in(cfg, text, name) {
-                        *told = Some(Told { message, value });
+                        *told = Some(Told { message, value, at: scan::created_at(b) });
                     }
                 }
             }
@@ -299,7 +302,7 @@ impl<'a> Tracker<'a> {
             }
             self.aware_of_tasks()
         };
-        let told = || self.told.map(|t| t.and_then(|t| t.value));
+        let told = || self.told.map(|t| t.map(|t| Telling { value: t.value, at: t.at }));
         let tool_error = || self.streak.verdict(cfg);
         rules::decide_with(cfg, &step, now, readings, awareness, tool_error, told)
     }
@@ -384,11 +387,21 @@ mod tests {
 
     fn block_of<'a>(code: u8, texts: &'a [String; 4]) -> Block<'a> {
         match code {
-            0..=2 => {
-                Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[code as usize]) }
-            }
-            8 | 9 => Block::Hint { source: Some(SOURCE), text: HintText::Single(&texts[3]) },
-            3 => Block::Hint { source: Some("other"), text: HintText::Single(&texts[0]) },
+            0..=2 => Block::Hint {
+                source: Some(SOURCE),
+                text: HintText::Single(&texts[code as usize]),
+                created_at: None,
+            },
+            8 | 9 => Block::Hint {
+                source: Some(SOURCE),
+                text: HintText::Single(&texts[3]),
+                created_at: None,
+            },
+            3 => Block::Hint {
+                source: Some("other"),
+                text: HintText::Single(&texts[0]),
+                created_at: None,
+            },
             4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
             5 => Block::ToolCall { id: "c", name: "Bash", input: "{}" },
             6 => Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Error },
@@ -510,6 +523,7 @@ mod tests {
         let time = [Block::Hint {
             source: Some(SOURCE),
             text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+            created_at: None,
         }];
         let other = [Block::Other, Block::ToolCall { id: "c", name: "Bash", input: "{}" }];
         // Unfinished tasks the agent is not aware of: the scan cannot stop early.
@@ -643,7 +657,8 @@ mod tests {
         let text = std::format!(
             "{prefix}<current-time>2026-07-22T02:20:00</current-time>\n</system-reminder>"
         );
-        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text) }];
+        let blocks =
+            [Block::Hint { source: Some(SOURCE), text: HintText::Single(&text), created_at: None }];
         let msgs = [SliceMessage { role: Role::Assistant, name: AGENT, blocks: &blocks }];
         let conv = SliceConversation(&msgs);
         let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
@@ -704,6 +719,7 @@ mod tests {
         let time = [Block::Hint {
             source: Some(SOURCE),
             text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+            created_at: None,
         }];
         let msg = SliceMessage { role: Role::Assistant, name: AGENT, blocks: &time };
         let step = StepInput {

@@ -51,7 +51,7 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Seriali
 use crate::clock::Timestamp;
 use crate::conversation::{Block, HintText, Message};
 use crate::engine::Engine;
-use crate::time::{self, Zone};
+use crate::time::{self, CreatedAt, Zone};
 
 /// The JSON did not fit the buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn write_hint_block(
             id: BlockId::Own(id),
             source: Some(source),
             text: HintText::Single(hint),
-            at: Some(at),
+            at: Some(HintAt::Iso(at)),
         },
         out,
     )
@@ -160,10 +160,11 @@ pub fn write_hint_block(
 impl Engine<'_> {
     /// Writes `hint`, a hint this engine rendered, as the hint block
     /// AgentScope appends for it: with the configured `injection_source`,
-    /// and `at` (its `created_at` and `finished_at`) as the wall time in
-    /// the configured zone ([`ValidConfig::zone`](crate::ValidConfig::zone)),
-    /// the device's local time where AgentScope writes the host's. `id` is
-    /// the block's id. Returns the bytes written. Feature `wire`.
+    /// and `at`, the step's instant, as its `created_at` and `finished_at`
+    /// in UTC (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, [`CreatedAt`]): the instant a
+    /// watch's `min_interval` and `max_interval` count from, the same on
+    /// every host whatever its zone. `id` is the block's id. Returns the
+    /// bytes written. Feature `wire`.
     ///
     /// ```
     /// use envaware::{Config, Engine, FixedClock, InjectionConfig, StepInput, Timestamp, AgentContext};
@@ -180,7 +181,7 @@ impl Engine<'_> {
     /// let json = core::str::from_utf8(&json[..n])?;
     /// assert!(json.starts_with(r#"{"type":"hint","hint":"<system-reminder>"#));
     /// assert!(json.contains("<current-time>2026-07-22T04:30:00</current-time>"));
-    /// assert!(json.ends_with(r#""created_at":"2026-07-22T04:30:00","finished_at":"2026-07-22T04:30:00"}"#));
+    /// assert!(json.ends_with(r#""created_at":"2026-07-22T02:30:00.000000Z","finished_at":"2026-07-22T02:30:00.000000Z"}"#));
     /// # Ok::<(), Box<dyn core::error::Error>>(())
     /// ```
     ///
@@ -194,14 +195,13 @@ impl Engine<'_> {
         at: Timestamp,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        let config = self.config();
-        write_hint_block(
-            id,
-            config.config().injection.injection_source,
-            hint,
-            IsoTime { at, zone: config.zone() },
-            out,
-        )
+        let hint = HintOut {
+            id: BlockId::Own(id),
+            source: Some(self.config().config().injection.injection_source),
+            text: HintText::Single(hint),
+            at: Some(HintAt::Created(CreatedAt::Instant(at))),
+        };
+        to_slice(&hint, out)
     }
 }
 
@@ -262,9 +262,12 @@ impl<M: Message> Serialize for Content<'_, M> {
             let Some(block) = self.msg.block(index) else { continue };
             let id = BlockId::Derived(self.id, index);
             match block {
-                Block::Hint { source, text } => {
-                    seq.serialize_element(&HintOut { id, source, text, at: None })?
-                }
+                Block::Hint { source, text, created_at } => seq.serialize_element(&HintOut {
+                    id,
+                    source,
+                    text,
+                    at: created_at.map(HintAt::Created),
+                })?,
                 Block::ToolCall { id, name, input } => {
                     seq.serialize_element(&ToolCallOut { id, name, input })?
                 }
@@ -304,7 +307,24 @@ struct HintOut<'a> {
     id: BlockId<'a>,
     source: Option<&'a str>,
     text: HintText<'a>,
-    at: Option<IsoTime>,
+    at: Option<HintAt>,
+}
+
+/// A hint block's `created_at` and `finished_at`: a caller's local time,
+/// or a hint's own [`CreatedAt`] (`…Z` for the hints envaware appends).
+#[derive(Clone, Copy)]
+enum HintAt {
+    Iso(IsoTime),
+    Created(CreatedAt),
+}
+
+impl Serialize for HintAt {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            HintAt::Iso(at) => at.serialize(s),
+            HintAt::Created(at) => s.collect_str(at),
+        }
+    }
 }
 
 impl Serialize for HintOut<'_> {
@@ -446,22 +466,17 @@ mod tests {
     /// The engine's one call writes what [`write_hint_block`] writes with
     /// the configured source and zone (UTC when the zone fell back).
     #[test]
-    fn the_engines_hint_block_has_its_source_and_zone() {
+    fn the_engines_hint_block_has_its_source_and_its_instant_in_utc() {
         use crate::config::{Config, InjectionConfig};
         let source = "{\"label\": \"System\"}";
         let (at, hint) = (Timestamp::from_unix_micros(1_767_225_600_123_456), "<x>\"a\"\n</x>");
-        let berlin = time::resolve_zone("Europe/Berlin").unwrap();
         let mut outputs = std::vec::Vec::new();
-        for (timezone, zone) in [("Europe/Berlin", berlin), ("Mars/Olympus_Mons", Zone::Utc)] {
+        // Whatever the zone: the instant a watch's time rules count from.
+        for timezone in ["Europe/Berlin", "Mars/Olympus_Mons"] {
             let injection =
                 InjectionConfig { timezone, injection_source: source, ..Default::default() };
             let engine = Engine::new(Config { injection, ..Default::default() }).unwrap();
-            assert_eq!(engine.config().zone(), zone);
             let json = written(|b| engine.write_hint_block("h1", hint, at, b));
-            assert_eq!(
-                json,
-                written(|b| write_hint_block("h1", source, hint, IsoTime { at, zone }, b))
-            );
             let mut small = [0u8; 40];
             assert_eq!(
                 engine.write_hint_block("h1", hint, at, &mut small),
@@ -469,12 +484,13 @@ mod tests {
             );
             outputs.push(json);
         }
+        let utc = r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T00:00:00.123456Z","finished_at":"2026-01-01T00:00:00.123456Z"}"#;
+        assert_eq!(outputs, [utc, utc]);
+        // A caller's local time, as AgentScope writes the host's.
+        let berlin = time::resolve_zone("Europe/Berlin").unwrap();
         assert_eq!(
-            outputs,
-            [
-                r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T01:00:00.123456","finished_at":"2026-01-01T01:00:00.123456"}"#,
-                r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T00:00:00.123456","finished_at":"2026-01-01T00:00:00.123456"}"#,
-            ]
+            written(|b| write_hint_block("h1", source, hint, IsoTime { at, zone: berlin }, b)),
+            r#"{"type":"hint","hint":"<x>\"a\"\n</x>","id":"h1","source":"{\"label\": \"System\"}","created_at":"2026-01-01T01:00:00.123456","finished_at":"2026-01-01T01:00:00.123456"}"#
         );
     }
 
@@ -483,7 +499,7 @@ mod tests {
         let parts = ["<current-time>", "x</current-time>"];
         let blocks = [
             Block::Other,
-            Block::Hint { source: None, text: HintText::Parts(&parts) },
+            Block::Hint { source: None, text: HintText::Parts(&parts), created_at: None },
             Block::ToolResult { id: "c1", name: "Bash", state: ToolResultState::Error },
         ];
         let msg = SliceMessage { role: Role::Assistant, name: "a", blocks: &blocks };

@@ -83,7 +83,7 @@ pub fn approx(d: envaware::Decimal) -> f64 {
 /// reads back.
 pub fn tells_time<'b>(block: &'b OwnedBlock, source: &str) -> Option<&'b str> {
     match block {
-        OwnedBlock::Hint { source: Some(s), text }
+        OwnedBlock::Hint { source: Some(s), text, .. }
             if s == source && text.contains("<current-time>") =>
         {
             Some(text.as_str())

@@ -3,7 +3,7 @@
 
 use envaware::args::HostCapacity;
 use envaware::ConfigBuf;
-use envaware::{Block, Conversation, HintText, Message, Role, ToolResultState};
+use envaware::{Block, Conversation, CreatedAt, HintText, Message, Role, ToolResultState};
 use envaware::{
     Config, ConfigError, Engine, FixedClock, LiveFields, Step, TaskCounts, Timestamp, UNAVAILABLE,
 };
@@ -379,8 +379,9 @@ impl Serialize for Readings {
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum OwnedBlock {
-    /// A hint block.
-    Hint { source: Option<String>, text: String },
+    /// A hint block; `created_at` as the time rules read it (`None`:
+    /// missing or unreadable).
+    Hint { source: Option<String>, text: String, created_at: Option<CreatedAt> },
     /// A tool call block.
     ToolCall { id: String, name: String, input: String },
     /// A tool result block.
@@ -412,9 +413,11 @@ impl Message for OwnedMessage {
     }
     fn block(&self, index: usize) -> Option<Block<'_>> {
         Some(match self.blocks.get(index)? {
-            OwnedBlock::Hint { source, text } => {
-                Block::Hint { source: source.as_deref(), text: HintText::Single(text) }
-            }
+            OwnedBlock::Hint { source, text, created_at } => Block::Hint {
+                source: source.as_deref(),
+                text: HintText::Single(text),
+                created_at: *created_at,
+            },
             OwnedBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
             OwnedBlock::ToolResult { id, name, state } => {
                 Block::ToolResult { id, name, state: *state }
@@ -508,7 +511,11 @@ fn parse_block(block: &Value, at: &str) -> Result<OwnedBlock, String> {
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(_) => return Err(format!("{at}.source: expected a string or null")),
             };
-            OwnedBlock::Hint { source, text }
+            // Missing, not a string, or unreadable: an unknown instant, whose
+            // telling has an unknown age (the format's "Time rules").
+            let created_at =
+                block.get("created_at").and_then(Value::as_str).and_then(CreatedAt::parse);
+            OwnedBlock::Hint { source, text, created_at }
         }
         "tool_call" => OwnedBlock::ToolCall {
             id: str_field(block, "id", at)?.into(),

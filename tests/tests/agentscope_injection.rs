@@ -17,7 +17,11 @@ fn step(tasks: TaskCounts) -> Step<'static> {
 }
 
 fn hint_block(text: &str) -> Block<'_> {
-    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(text) }
+    Block::Hint {
+        source: Some(DEFAULT_INJECTION_SOURCE),
+        text: HintText::Single(text),
+        created_at: None,
+    }
 }
 
 fn assistant<'a>(blocks: &'a [Block<'a>]) -> SliceMessage<'a> {

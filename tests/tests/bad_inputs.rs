@@ -47,8 +47,11 @@ fn malformed_deep_unknown_and_oversized_configuration_json() {
 fn a_clock_that_goes_back_or_jumps_tells_the_time_again() {
     let engine = Engine::new(envaware::Config::default()).unwrap();
     let told = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>\n</system-reminder>";
-    let blocks =
-        [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(told) }];
+    let blocks = [Block::Hint {
+        source: Some(DEFAULT_INJECTION_SOURCE),
+        text: HintText::Single(told),
+        created_at: None,
+    }];
     let context = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &blocks }];
     let step = Step {
         agent_name: "rover",

@@ -25,7 +25,11 @@ fn step(pending: u64) -> Step<'static> {
 }
 
 fn our_hint(text: &str) -> Block<'_> {
-    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(text) }
+    Block::Hint {
+        source: Some(DEFAULT_INJECTION_SOURCE),
+        text: HintText::Single(text),
+        created_at: None,
+    }
 }
 
 #[test]

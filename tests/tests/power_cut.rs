@@ -401,15 +401,21 @@ fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
         Op::User => f(&Event::User { name: "operator" }),
         Op::Observe { name, hint } => {
             let blocks = [
-                Block::Hint { source: Some("runtime"), text: HintText::Single(hint) },
+                Block::Hint {
+                    source: Some("runtime"),
+                    text: HintText::Single(hint),
+                    created_at: None,
+                },
                 Block::Other,
             ];
             f(&Event::Message { role: Role::Assistant, name, blocks: &blocks })
         }
         Op::Agent(parts) => {
             let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let blocks =
-                [Block::Hint { source: None, text: HintText::Parts(&parts) }, Block::Other];
+            let blocks = [
+                Block::Hint { source: None, text: HintText::Parts(&parts), created_at: None },
+                Block::Other,
+            ];
             f(&Event::Assistant(&blocks))
         }
         Op::Call { id, tool, input } => f(&Event::ToolCall { id, name: tool, input }),
@@ -429,7 +435,11 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         }
         Op::Observe { name, hint } => {
             let blocks = [
-                Block::Hint { source: Some("runtime"), text: HintText::Single(hint) },
+                Block::Hint {
+                    source: Some("runtime"),
+                    text: HintText::Single(hint),
+                    created_at: None,
+                },
                 Block::Other,
             ];
             let _ = context.observe(Role::Assistant, name, &blocks);
@@ -437,7 +447,7 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         Op::Agent(parts) => {
             let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
             let _ = context.agent(&[
-                Block::Hint { source: None, text: HintText::Parts(&parts) },
+                Block::Hint { source: None, text: HintText::Parts(&parts), created_at: None },
                 Block::Other,
             ]);
         }

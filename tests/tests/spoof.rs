@@ -220,8 +220,11 @@ fn a_live_value_carrying_tags_withholds_the_time() {
             ..Default::default()
         })
         .unwrap();
-        let blocks =
-            [Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(&told) }];
+        let blocks = [Block::Hint {
+            source: Some(DEFAULT_INJECTION_SOURCE),
+            text: HintText::Single(&told),
+            created_at: None,
+        }];
         let context = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &blocks }];
         let step = Step {
             agent_name: "rover",

@@ -42,8 +42,9 @@ fn agentscope_reads_back_what_the_core_writes() {
         Block::Hint {
             source: Some("{\"label\": \"System\", \"sublabel\": \"Runtime State\"}"),
             text: HintText::Single("<system-reminder>\n<tasks>x</tasks>\n</system-reminder>"),
+            created_at: None,
         },
-        Block::Hint { source: None, text: HintText::Parts(&parts) },
+        Block::Hint { source: None, text: HintText::Parts(&parts), created_at: None },
     ];
     let messages = [
         (

@@ -3,7 +3,9 @@
 use core::fmt::{self, Write};
 
 use crate::config::error::{ConfigField, Section};
-use crate::config::watch::{Decimal, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES};
+use crate::config::watch::{
+    Decimal, Interval, Watch, WatchList, WatchParam, WatchPath, MAX_WATCHES,
+};
 use crate::config::{Config, ContextConfig, ExtraFields, InjectionConfig, Span, StrList, ZoneName};
 use crate::json::{self, JsonErrorKind, JsonStr, Kind, Value};
 use crate::text::py_strip;
@@ -155,7 +157,7 @@ impl Fault {
 }
 
 /// The keys a watch has, as [`LoadError::UnknownWatchKey`] lists them.
-const WATCH_KEYS: &str = "change, above, below, hysteresis";
+const WATCH_KEYS: &str = "change, above, below, hysteresis, min_interval, max_interval";
 
 /// Owned configuration storage: scalars, plus one text arena of `TEXT`
 /// bytes for the strings, up to `NAMES` task tool names and `FIELDS` extra
@@ -488,7 +490,8 @@ fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
         return Err(Fault::WatchValue {
             name,
             param: None,
-            expected: "an object with change, above, below or hysteresis",
+            expected:
+                "an object with change, above, below, hysteresis, min_interval or max_interval",
         });
     }
     let mut watch = Watch::default();
@@ -496,6 +499,23 @@ fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
         let Some(param) = WatchParam::ALL.into_iter().find(|p| key.eq_str(p.key())) else {
             return Err(Fault::UnknownWatchKey { name, key: ZoneName::new(key.raw()) });
         };
+        if let WatchParam::MinInterval | WatchParam::MaxInterval = param {
+            let interval = match item.kind() {
+                Kind::Null => None,
+                _ => Some(decimal(item).and_then(Interval::from_seconds).ok_or(
+                    Fault::WatchValue {
+                        name,
+                        param: Some(param),
+                        expected: "seconds (a JSON number or a decimal string, above 0 and at most 1e9, at most 6 fractional digits)",
+                    },
+                )?),
+            };
+            match param {
+                WatchParam::MinInterval => watch.min_interval = interval,
+                _ => watch.max_interval = interval,
+            }
+            continue;
+        }
         let number = match item.kind() {
             Kind::Null => None,
             _ => Some(decimal(item).ok_or(Fault::WatchValue {
@@ -509,6 +529,8 @@ fn watch(name: Span, value: Value<'_>) -> Result<Watch, Fault> {
             WatchParam::Above => watch.above = number,
             WatchParam::Below => watch.below = number,
             WatchParam::Hysteresis => watch.hysteresis = number.unwrap_or(Decimal::ZERO),
+            // Read above.
+            WatchParam::MinInterval | WatchParam::MaxInterval => {}
         }
     }
     Ok(watch)
@@ -803,8 +825,13 @@ mod tests {
         let d = |t: &str| Decimal::parse(t).unwrap();
         let w = c.injection.watch;
         assert_eq!(w.len(), 2);
-        let t =
-            Watch { change: Some(d("2")), above: Some(d("28")), below: None, hysteresis: d("0.5") };
+        let t = Watch {
+            change: Some(d("2")),
+            above: Some(d("28")),
+            below: None,
+            hysteresis: d("0.5"),
+            ..Default::default()
+        };
         assert_eq!(w.get(0), Some(("temperature", t)));
         assert_eq!(w.get(1), Some(("door", Watch { below: Some(d("-10")), ..Watch::default() })));
         assert!(crate::engine::Engine::new(c).is_ok());
@@ -817,7 +844,7 @@ mod tests {
     fn each_bad_watch_gives_its_typed_error_naming_the_path() {
         for (watch, message) in [
             (r#"[]"#, "injection_config.watch: expected an object of watches by live field name"),
-            (r#"{"t": 2}"#, "injection_config.watch.t: expected an object with change, above, below or hysteresis"),
+            (r#"{"t": 2}"#, "injection_config.watch.t: expected an object with change, above, below, hysteresis, min_interval or max_interval"),
             (r#"{"t": {"change": "two"}}"#, "injection_config.watch.t.change: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
             (r#"{"t": {"above": true}}"#, "injection_config.watch.t.above: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
             (r#"{"t": {"below": 1e400}}"#, "injection_config.watch.t.below: expected a decimal number (a JSON number or a decimal string, at most 19 integer and 18 fractional digits)"),
@@ -826,11 +853,11 @@ mod tests {
             (r#"{"temperature": {"change": -1}}"#, "injection_config.watch.temperature.change: must be greater than 0, got -1"),
             (r#"{"temperature": {"change": "0"}}"#, "injection_config.watch.temperature.change: must be greater than 0, got 0"),
             (r#"{"temperature": {"above": 28, "hysteresis": -0.5}}"#, "injection_config.watch.temperature.hysteresis: must be at least 0, got -0.5"),
-            (r#"{"temperature": {"hysteresis": 1}}"#, "injection_config.watch.temperature: needs at least one of change, above, below"),
+            (r#"{"temperature": {"hysteresis": 1}}"#, "injection_config.watch.temperature: needs at least one of change, above, below, min_interval, max_interval"),
             (r#"{"robot": {"change": 1}}"#, "injection_config.watch.robot: is an extra field, which never changes: only a live field can be watched"),
             (r#"{"tasks": {"change": 1}}"#, "injection_config.watch.tasks: is a built-in field (current-time, timezone, tasks, context-length, tool-error): only a live field can be watched"),
-            (r#"{"temperature": {"above": 28, "hysteresys": 0.5}}"#, "injection_config.watch.temperature.hysteresys: unknown key (a watch has change, above, below, hysteresis)"),
-            (r#"{"t": {"change": 1, "Change": 2}}"#, "injection_config.watch.t.Change: unknown key (a watch has change, above, below, hysteresis)"),
+            (r#"{"temperature": {"above": 28, "hysteresys": 0.5}}"#, "injection_config.watch.temperature.hysteresys: unknown key (a watch has change, above, below, hysteresis, min_interval, max_interval)"),
+            (r#"{"t": {"change": 1, "Change": 2}}"#, "injection_config.watch.t.Change: unknown key (a watch has change, above, below, hysteresis, min_interval, max_interval)"),
             (r#"{"a>b": {"change": 1}}"#, "injection_config.watch.a>b: a watched field's name may not contain '<' or '>'"),
             (r#"{"abcdefghijklmnopqrstuvwxyz0123456": {"change": 1}}"#, "injection_config.watch.abcdefghijklmnopqrstuvwxyz012345…: a watched field's name may be at most 32 bytes"),
         ] {

@@ -252,8 +252,59 @@ impl defmt::Format for Decimal {
     }
 }
 
+/// A time rule's interval: whole microseconds, above 0 and at most 10^9
+/// seconds (`min_interval`, `max_interval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Interval(i64);
+
+impl Interval {
+    /// The longest interval: 10^9 seconds.
+    pub const MAX: Interval = Interval(1_000_000_000 * 1_000_000);
+
+    /// `micros` microseconds; `None` unless `0 < micros <= 10^15`.
+    pub const fn from_micros(micros: i64) -> Option<Interval> {
+        if micros > 0 && micros <= Self::MAX.0 {
+            Some(Interval(micros))
+        } else {
+            None
+        }
+    }
+
+    /// `seconds` whole seconds; `None` unless `0 < seconds <= 10^9`.
+    pub const fn from_secs(seconds: i64) -> Option<Interval> {
+        Self::from_micros(seconds.saturating_mul(1_000_000))
+    }
+
+    /// A decimal number of seconds, exact to the microsecond; `None` when
+    /// it is out of range or has a non-zero digit past the sixth
+    /// fractional one.
+    pub fn from_seconds(seconds: Decimal) -> Option<Interval> {
+        // 10^12 units of 10^-18 are one microsecond.
+        const MICRO: i128 = ONE / 1_000_000;
+        let units = seconds.0;
+        if units % MICRO != 0 {
+            return None;
+        }
+        Self::from_micros(i64::try_from(units / MICRO).ok()?)
+    }
+
+    /// The interval in microseconds.
+    pub const fn micros(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Interval {
+    /// In seconds, the shortest exact text: `1800`, `0.5`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Decimal(i128::from(self.0) * (ONE / 1_000_000)).fmt(f)
+    }
+}
+
 /// One watched field's conditions. At least one of `change`, `above`,
-/// `below` is set (checked by [`Config::validate`](crate::Config::validate)).
+/// `below`, `min_interval`, `max_interval` is set (checked by
+/// [`Config::validate`](crate::Config::validate)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Watch {
@@ -267,20 +318,97 @@ pub struct Watch {
     pub below: Option<Decimal>,
     /// The band a crossing back must clear (>= 0).
     pub hysteresis: Decimal,
+    /// The floor: a value change sooner than this after the telling is
+    /// held back (*throttled*) until the interval has passed.
+    pub min_interval: Option<Interval>,
+    /// The heartbeat: the field is told again once the telling is this old,
+    /// or its age is unknown, even when the reading is steady.
+    pub max_interval: Option<Interval>,
+}
+
+/// Why a watch fired, or did not ([`Watch::fires`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WatchFire {
+    /// It did not fire.
+    Quiet,
+    /// The reading moved from the told value (or nothing was told).
+    Value,
+    /// `max_interval`: the telling is that old, or its age is unknown.
+    Heartbeat,
+    /// The reading moved, but the telling is younger than `min_interval`:
+    /// held back, not fired.
+    Throttled,
+}
+
+impl WatchFire {
+    /// Whether the watch fired (by value or heartbeat).
+    pub fn fired(self) -> bool {
+        matches!(self, WatchFire::Value | WatchFire::Heartbeat)
+    }
 }
 
 impl Watch {
-    /// Whether a watch with these conditions fires for `reading` (`v`),
-    /// given `told` (`t`, `None` when nothing was told): the one comparison
-    /// the full scan and the tracker both make.
-    pub fn fires(&self, reading: Option<Decimal>, told: Option<Decimal>) -> bool {
-        let Some(v) = reading else { return false }; // unavailable never fires
-        let Some(t) = told else { return true };
-        let changed = self.change.is_some_and(|c| v.distance(t) >= c);
-        let h = self.hysteresis;
-        let above = self.above.is_some_and(|a| (t <= a && a < v) || (t > a && v <= a.minus(h)));
-        let below = self.below.is_some_and(|b| (t >= b && b > v) || (t < b && v >= b.plus(h)));
-        changed || above || below
+    /// Why a watch with these conditions fires, or not, for `reading`
+    /// (`v`), given `told` (`t`, `None` when nothing was told) and the
+    /// `age` of the telling in microseconds (`None`: unknown, as with no
+    /// telling): the one comparison the full scan and the tracker both make.
+    ///
+    /// ```
+    /// use envaware::{Decimal, Interval, Watch, WatchFire};
+    ///
+    /// let minute = 60_000_000;
+    /// let w = Watch {
+    ///     change: Decimal::new(1, 0),
+    ///     min_interval: Interval::from_secs(60),
+    ///     max_interval: Interval::from_secs(1800),
+    ///     ..Default::default()
+    /// };
+    /// let (v, t) = (Decimal::new(25, 0), Decimal::new(23, 0));
+    /// assert_eq!(w.fires(v, t, Some(minute / 2)), WatchFire::Throttled);
+    /// assert_eq!(w.fires(v, t, Some(minute)), WatchFire::Value);
+    /// assert_eq!(w.fires(t, t, Some(10 * minute)), WatchFire::Quiet);
+    /// assert_eq!(w.fires(t, t, Some(30 * minute)), WatchFire::Heartbeat);
+    /// assert_eq!(w.fires(t, t, None), WatchFire::Heartbeat);
+    /// assert_eq!(w.fires(None, t, None), WatchFire::Quiet); // unavailable
+    /// ```
+    pub fn fires(
+        &self,
+        reading: Option<Decimal>,
+        told: Option<Decimal>,
+        age: Option<i64>,
+    ) -> WatchFire {
+        let Some(v) = reading else { return WatchFire::Quiet }; // unavailable never fires
+        let moved = match told {
+            None => true,
+            Some(t) => {
+                let changed = self.change.is_some_and(|c| v.distance(t) >= c);
+                let h = self.hysteresis;
+                let above =
+                    self.above.is_some_and(|a| (t <= a && a < v) || (t > a && v <= a.minus(h)));
+                let below =
+                    self.below.is_some_and(|b| (t >= b && b > v) || (t < b && v >= b.plus(h)));
+                changed || above || below
+            }
+        };
+        // Known and younger than the interval.
+        let younger = |i: Option<Interval>| i.is_some_and(|i| age.is_some_and(|a| a < i.0));
+        let throttled = moved && younger(self.min_interval);
+        if moved && !throttled {
+            WatchFire::Value
+        } else if self.max_interval.is_some() && !younger(self.max_interval) {
+            WatchFire::Heartbeat
+        } else if throttled {
+            WatchFire::Throttled
+        } else {
+            WatchFire::Quiet
+        }
+    }
+
+    /// Whether the watch has a time rule (only then does its decision read
+    /// the telling's age).
+    pub fn has_time_rule(&self) -> bool {
+        self.min_interval.is_some() || self.max_interval.is_some()
     }
 }
 
@@ -344,12 +472,22 @@ pub enum WatchParam {
     Below,
     /// `hysteresis`.
     Hysteresis,
+    /// `min_interval`.
+    MinInterval,
+    /// `max_interval`.
+    MaxInterval,
 }
 
 impl WatchParam {
     /// Every value, in the order the JSON loader reads keys.
-    pub(crate) const ALL: [WatchParam; 4] =
-        [WatchParam::Change, WatchParam::Above, WatchParam::Below, WatchParam::Hysteresis];
+    pub(crate) const ALL: [WatchParam; 6] = [
+        WatchParam::Change,
+        WatchParam::Above,
+        WatchParam::Below,
+        WatchParam::Hysteresis,
+        WatchParam::MinInterval,
+        WatchParam::MaxInterval,
+    ];
 
     /// The value's JSON key.
     pub fn key(self) -> &'static str {
@@ -358,6 +496,8 @@ impl WatchParam {
             WatchParam::Above => "above",
             WatchParam::Below => "below",
             WatchParam::Hysteresis => "hysteresis",
+            WatchParam::MinInterval => "min_interval",
+            WatchParam::MaxInterval => "max_interval",
         }
     }
 }
@@ -422,8 +562,12 @@ pub enum WatchProblem {
     NotPositive(Decimal),
     /// `hysteresis` is negative.
     Negative(Decimal),
-    /// None of `change`, `above`, `below` is set: it could never fire.
+    /// None of `change`, `above`, `below`, `min_interval`, `max_interval`
+    /// is set: it would be only "nothing told yet".
     NoCondition,
+    /// `min_interval` is not below `max_interval` (both in seconds): the
+    /// heartbeat would always come before the floor lifts.
+    IntervalsOutOfOrder(Interval, Interval),
     /// The field is an extra field: static, it never changes.
     ExtraField,
     /// The field is a built-in one (`current-time`, `tasks`, ...).
@@ -450,7 +594,8 @@ impl fmt::Display for WatchError {
         match self.problem {
             WatchProblem::NotPositive(v) => write!(f, "must be greater than 0, got {v}"),
             WatchProblem::Negative(v) => write!(f, "must be at least 0, got {v}"),
-            WatchProblem::NoCondition => f.write_str("needs at least one of change, above, below"),
+            WatchProblem::NoCondition => f.write_str("needs at least one of change, above, below, min_interval, max_interval"),
+            WatchProblem::IntervalsOutOfOrder(min, max) => write!(f, "must be less than max_interval ({max}), got {min}"),
             WatchProblem::ExtraField => f.write_str("is an extra field, which never changes: only a live field can be watched"),
             WatchProblem::BuiltinKey => f.write_str(
                 "is a built-in field (current-time, timezone, tasks, context-length, tool-error): only a live field can be watched",
@@ -482,8 +627,16 @@ pub(crate) fn validate(
         if extra.iter().any(|(k, _)| k == name) {
             return err(None, WatchProblem::ExtraField);
         }
-        if w.change.is_none() && w.above.is_none() && w.below.is_none() {
+        if w.change.is_none() && w.above.is_none() && w.below.is_none() && !w.has_time_rule() {
             return err(None, WatchProblem::NoCondition);
+        }
+        if let (Some(min), Some(max)) = (w.min_interval, w.max_interval) {
+            if min >= max {
+                return err(
+                    Some(WatchParam::MinInterval),
+                    WatchProblem::IntervalsOutOfOrder(min, max),
+                );
+            }
         }
         if let Some(c) = w.change.filter(|c| !c.is_positive()) {
             return err(Some(WatchParam::Change), WatchProblem::NotPositive(c));
@@ -643,11 +796,17 @@ mod tests {
     }
 
     fn watch(change: Option<&str>, above: Option<&str>, below: Option<&str>, h: &str) -> Watch {
-        Watch { change: change.map(d), above: above.map(d), below: below.map(d), hysteresis: d(h) }
+        Watch {
+            change: change.map(d),
+            above: above.map(d),
+            below: below.map(d),
+            hysteresis: d(h),
+            ..Default::default()
+        }
     }
 
     fn fires(w: &Watch, v: Option<&str>, t: Option<&str>) -> bool {
-        w.fires(v.map(d), t.map(d))
+        w.fires(v.map(d), t.map(d), None).fired()
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub enum Event<'a> {
         tokens: i64,
         /// The hint appended, if any.
         hint: Option<&'a str>,
+        /// The hint's `created_at`: the step's instant, written with a hint
+        /// (a compaction may pop the `set_clock` before it). Read back as
+        /// the clock the log set last when absent.
+        at: Option<Timestamp>,
     },
 }
 

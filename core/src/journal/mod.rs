@@ -249,12 +249,19 @@ fn hash_config(h: &mut Encoding<'_>, config: &Config<'_>) {
         h.text(value);
     }
     h.count(watch.len());
-    for (field, Watch { change, above, below, hysteresis }) in watch.iter() {
+    for (field, w) in watch.iter() {
+        let Watch { change, above, below, hysteresis, min_interval, max_interval } = w;
         h.text(field);
         for bound in [change, above, below] {
             h.optional(bound);
         }
         h.decimal(hysteresis);
+        // Only with a time rule, so a watch without one hashes as before.
+        if w.has_time_rule() {
+            for interval in [min_interval, max_interval] {
+                h.u64(interval.map_or(0, |i| i.micros() as u64));
+            }
+        }
     }
 }
 
@@ -554,7 +561,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             Event::Assistant(blocks) => context.agent(blocks)?.evicted,
             Event::ToolCall { id, name, input } => context.tool_call(id, name, input)?.evicted,
             Event::ToolResult { id, name, state } => context.tool_result(id, name, state)?.evicted,
-            Event::Step { hint: Some(hint), .. } => context.append_hint(hint)?.evicted,
+            Event::Step { hint: Some(hint), at, .. } => context.append_hint(hint, at)?.evicted,
             Event::Reply => {
                 context.new_reply();
                 0
@@ -607,7 +614,8 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 context.plan(true, "", &[Block::ToolResult { id, name, state }])
             }
             Event::Step { hint: Some(hint), .. } => {
-                context.plan(true, "", &[context.hint_block(hint)])
+                // Its instant takes no room: any will do to check it fits.
+                context.plan(true, "", &[context.hint_block(hint, None)])
             }
             _ => Ok(0),
         }
@@ -758,8 +766,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         if live.len() > 0 && self.said.readings != Some(readings.hash) {
             self.logged(context, &Event::Read(readings), items_out, items)?;
         }
-        let event =
-            Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
+        let event = Event::Step {
+            cur_iter: step.cur_iter,
+            tokens: step.input_tokens,
+            hint: outcome.hint,
+            at: decision.now,
+        };
         self.logged(context, &event, items_out, items)?;
         Ok(outcome)
     }

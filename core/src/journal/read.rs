@@ -7,6 +7,7 @@ use crate::clock::Timestamp;
 use crate::conversation::{Block, HintText, Role, ToolResultState};
 use crate::json::{self, JsonStr, Kind, Value};
 use crate::rules::TaskCounts;
+use crate::time::CreatedAt;
 
 /// An item's number and event, as [`ItemReader::read`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,7 +336,20 @@ pub(crate) fn read_event<'a: 'b, 'b>(
                 _ => Some(scratch.text(value, "hint")?),
             };
             let cur_iter = number_or(value, "cur_iter", said.iter)?;
-            Event::Step { cur_iter, tokens: number_or(value, "tokens", said.tokens)?, hint }
+            let at = match value.members().find(|(key, _)| key.eq_str("at")) {
+                None => said.clock.flatten(),
+                Some((_, at)) => Some(
+                    at.as_str()
+                        .and_then(|at| CreatedAt::parse(at.raw()))
+                        .and_then(|at| match at {
+                            CreatedAt::Instant(at) => Some(at),
+                            CreatedAt::WallClock(_) => None,
+                        })
+                        .ok_or(ItemError::Field("at"))?,
+                ),
+            };
+            let tokens = number_or(value, "tokens", said.tokens)?;
+            Event::Step { cur_iter, tokens, hint, at }
         }
         _ => return Err(ItemError::UnknownEvent),
     })
@@ -411,7 +425,13 @@ pub(crate) fn read_block<'a>(
                 }
                 _ => return Err(ItemError::Field("hint")),
             };
-            Block::Hint { source, text: HintText::Single(text) }
+            // A `created_at` that does not read is an unknown one, as in a
+            // context: the time rules then count its age as unknown.
+            let created_at = field(block, "created_at")
+                .ok()
+                .and_then(|at| at.as_str())
+                .and_then(|at| CreatedAt::parse(at.raw()));
+            Block::Hint { source, text: HintText::Single(text), created_at }
         }
         _ => return Err(ItemError::Field("type")),
     })

@@ -398,8 +398,12 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         let outcome = engine
             .render_read(decision, self.context.store(), live, hint_out, read_before)
             .map_err(|e| RecordError::Step(StepError::from(e)))?;
-        let event =
-            Event::Step { cur_iter: step.cur_iter, tokens: step.input_tokens, hint: outcome.hint };
+        let event = Event::Step {
+            cur_iter: step.cur_iter,
+            tokens: step.input_tokens,
+            hint: outcome.hint,
+            at: decision.now,
+        };
         let fields = Live(&*live);
         let readings = Readings::of(&fields);
         if live.len() > 0 && self.journal.said.readings != Some(readings.hash) {

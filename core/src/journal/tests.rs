@@ -45,7 +45,7 @@ const START: i64 = 1_784_687_400;
 fn session() -> Vec<Op> {
     static PARTS: [&str; 2] = ["<current-time>2026-01-01 00:00:00", "</current-time>"];
     static OBSERVED: [Block<'static>; 3] = [
-        Block::Hint { source: Some("runtime"), text: HintText::Parts(&PARTS) },
+        Block::Hint { source: Some("runtime"), text: HintText::Parts(&PARTS), created_at: None },
         Block::Other,
         Block::ToolCall { id: "s1", name: "TaskList", input: "{}" },
     ];
@@ -729,6 +729,7 @@ fn the_header_hash_is_pinned_by_its_documented_encoding() {
             above: Decimal::new(28, 0),
             below: None,
             hysteresis: Decimal::new(5, 1).unwrap(),
+            ..Default::default()
         },
     )];
     config.injection.watch = WatchList::Slice(&watch);

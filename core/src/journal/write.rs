@@ -104,8 +104,8 @@ impl Serialize for EventOut<'_> {
                 m.end()
             }
             // What the replay would assume is left out.
-            Event::Step { cur_iter, tokens, hint } => {
-                let mut m = s.serialize_struct("Step", 3)?;
+            Event::Step { cur_iter, tokens, hint, at } => {
+                let mut m = s.serialize_struct("Step", 4)?;
                 if self.1.iter != Some(cur_iter) {
                     m.serialize_field("cur_iter", &cur_iter)?;
                 }
@@ -113,6 +113,9 @@ impl Serialize for EventOut<'_> {
                     m.serialize_field("tokens", &tokens)?;
                 }
                 m.serialize_field("hint", &hint)?;
+                if let (Some(_), Some(at)) = (hint, at) {
+                    m.serialize_field("at", &Rfc3339(at))?;
+                }
                 m.end()
             }
         }
@@ -294,7 +297,7 @@ struct WatchOut(Watch);
 
 impl Serialize for WatchOut {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let Watch { change, above, below, hysteresis } = self.0;
+        let Watch { change, above, below, hysteresis, min_interval, max_interval } = self.0;
         let mut m = s.serialize_map(None)?;
         for (key, bound) in [("change", change), ("above", above), ("below", below)] {
             if let Some(bound) = bound {
@@ -303,6 +306,11 @@ impl Serialize for WatchOut {
         }
         if hysteresis != Watch::default().hysteresis {
             m.serialize_entry("hysteresis", &format_args!("{hysteresis}"))?;
+        }
+        for (key, interval) in [("min_interval", min_interval), ("max_interval", max_interval)] {
+            if let Some(interval) = interval {
+                m.serialize_entry(key, &format_args!("{interval}"))?;
+            }
         }
         m.end()
     }

@@ -261,6 +261,9 @@ pub struct Decision {
     pub watch: WatchSet,
     /// Warnings raised while deciding.
     pub warnings: Warnings,
+    /// The step's instant, the clock's reading (`None`: unset): a hint
+    /// appended for this decision carries it as its `created_at`.
+    pub now: Option<Timestamp>,
 }
 
 impl Decision {
@@ -272,6 +275,7 @@ impl Decision {
         tool_error: None,
         watch: WatchSet::EMPTY,
         warnings: Warnings(0),
+        now: None,
     };
 
     /// Whether any dimension fires (extra fields never trigger by themselves;
@@ -321,8 +325,9 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
 ) -> Decision {
     let mut warnings = config_warnings(cfg);
     if !cfg.config.injection.inject_runtime_state {
-        return Decision { warnings, ..Decision::NONE };
+        return Decision { warnings, now, ..Decision::NONE };
     }
+    let at = now;
     let (mut time, now) = clock_reading(cfg, now);
     let aware = awareness(&mut |hint| {
         if let Some(now) = now {
@@ -345,9 +350,17 @@ pub(crate) fn decide_with<L: LiveFields + ?Sized>(
     let watch = if no_fields || watches.is_empty() {
         WatchSet::EMPTY
     } else {
-        watched(cfg, readings, told)
+        watched(cfg, readings, at, told)
     };
-    Decision { time, tasks, context: context_length(cfg, step), tool_error, watch, warnings }
+    Decision {
+        time,
+        tasks,
+        context: context_length(cfg, step),
+        tool_error,
+        watch,
+        warnings,
+        now: at,
+    }
 }
 
 /// The warnings every decision of `cfg` carries.

@@ -9,6 +9,7 @@ use crate::config::watch::{Decimal, MAX_WATCHES, MAX_WATCH_NAME};
 use crate::config::RUNTIME_STATE_PLACEHOLDER;
 use crate::conversation::{Block, Conversation, HintText, Message, Role};
 use crate::text::{Joined, TagSpan};
+use crate::time::CreatedAt;
 
 /// What one block tells the scan.
 #[derive(Debug, Clone, Copy, Default)]
@@ -105,7 +106,7 @@ pub(crate) const TASKS_TAG: &str = "<tasks>";
 #[inline(always)]
 pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<HintText<'t>> {
     match block {
-        Block::Hint { source: Some(source), text }
+        Block::Hint { source: Some(source), text, .. }
             if source == cfg.config.injection.injection_source =>
         {
             Some(text)
@@ -114,9 +115,19 @@ pub(crate) fn our_hint<'t>(cfg: &ValidConfig<'_>, block: Block<'t>) -> Option<Hi
     }
 }
 
-/// What the context told of each watched field, by watch index: the told
-/// value, `None` when nothing was told.
-pub(crate) type Told = [Option<Decimal>; MAX_WATCHES];
+/// The telling of a watched field: what the newest hint of ours holding its
+/// tag told of it, and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Telling {
+    /// The told value (`None`: the tag holds no number).
+    pub(crate) value: Option<Decimal>,
+    /// The hint's `created_at`.
+    pub(crate) at: Option<CreatedAt>,
+}
+
+/// What the context told of each watched field, by watch index: `None`
+/// when no hint of ours holds its tag.
+pub(crate) type Told = [Option<Telling>; MAX_WATCHES];
 
 /// Scans the context newest first, as the reference's Step 1: calls
 /// `on_time_hint` with the newest hint of ours that records a time, and
@@ -270,20 +281,29 @@ pub(crate) fn scan_told<C: Conversation>(
             continue;
         }
         for b in (0..msg.block_count()).rev() {
-            let Some(text) = msg.block(b).and_then(|block| our_hint(cfg, block)) else { continue };
+            let Some(block) = msg.block(b) else { continue };
+            let Some(text) = our_hint(cfg, block) else { continue };
             for (i, (slot, (name, _))) in told.iter_mut().zip(watches.iter()).enumerate() {
                 let bit = 1 << i; // i < MAX_WATCHES <= 8
                 if unsettled & bit == 0 {
                     continue;
                 }
                 if let Some(value) = told_in(cfg, text, name) {
-                    *slot = value;
+                    *slot = Some(Telling { value, at: created_at(block) });
                     unsettled &= !bit;
                 }
             }
         }
     }
     told
+}
+
+/// A hint block's `created_at`.
+pub(crate) fn created_at(block: Block<'_>) -> Option<CreatedAt> {
+    match block {
+        Block::Hint { created_at, .. } => created_at,
+        _ => None,
+    }
 }
 
 /// Where the first field starts in a hint envaware rendered: after the

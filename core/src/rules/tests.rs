@@ -58,7 +58,7 @@ const NOW: i64 = 1_784_687_400; // 2026-07-22T02:30:00Z
 const SOURCE: &str = crate::config::DEFAULT_INJECTION_SOURCE;
 
 fn hint(text: &'static str) -> Block<'static> {
-    Block::Hint { source: Some(SOURCE), text: HintText::Single(text) }
+    Block::Hint { source: Some(SOURCE), text: HintText::Single(text), created_at: None }
 }
 
 /// `body` as envaware renders it with the default template.
@@ -184,10 +184,12 @@ fn the_newest_recorded_time_counts_and_other_sources_do_not() {
     let foreign = Block::Hint {
         source: Some("other"),
         text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+        created_at: None,
     };
     let unsourced = Block::Hint {
         source: None,
         text: HintText::Single("<current-time>2026-07-22T02:20:00</current-time>"),
+        created_at: None,
     };
     let cases: [(&[Block<'static>], bool); 5] = [
         (&[old, recent], false),
@@ -244,7 +246,8 @@ fn a_recorded_time_split_across_parts_is_read_back() {
         ][..],
         &["<current-", "time>2026-07-22T11:20:00</current-time>"],
     ] {
-        let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(parts) }];
+        let blocks =
+            [Block::Hint { source: Some(SOURCE), text: HintText::Parts(parts), created_at: None }];
         assert_eq!(
             decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time,
             TimeDecision::NotDue,
@@ -256,7 +259,11 @@ fn a_recorded_time_split_across_parts_is_read_back() {
         "<current-time>2026-07-22T11:20:00</current-time>\n<timezone>Europe/",
         "London</timezone>",
     ];
-    let blocks = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&SPLIT_ZONE) }];
+    let blocks = [Block::Hint {
+        source: Some(SOURCE),
+        text: HintText::Parts(&SPLIT_ZONE),
+        created_at: None,
+    }];
     assert!(matches!(
         decide_on(&engine, &[own(&blocks)], &step(), at(NOW)).time,
         TimeDecision::Inject(_)
@@ -895,8 +902,11 @@ mod scan_model {
         let name =
             prop_oneof![Just("TaskList"), Just("TaskLisx"), Just("Bash"), Just("TaskCreate")];
         prop_oneof![
-            (source, prop_oneof![text, framed_text])
-                .prop_map(|(source, text)| Block::Hint { source, text: HintText::Single(text) }),
+            (source, prop_oneof![text, framed_text]).prop_map(|(source, text)| Block::Hint {
+                source,
+                text: HintText::Single(text),
+                created_at: None
+            }),
             name.prop_map(|name| Block::ToolCall { id: "c", name, input: "{}" }),
             Just(Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Success }),
             Just(Block::Other),
@@ -982,7 +992,7 @@ mod scan_model {
             let cfg = engine.config();
             let calls = names.map(|name| Block::ToolCall { id: "c", name, input: "{}" });
             let hints = sources.iter().flat_map(|&source| {
-                texts.map(|t| Block::Hint { source, text: HintText::Single(t) })
+                texts.map(|t| Block::Hint { source, text: HintText::Single(t), created_at: None })
             });
             let result =
                 Block::ToolResult { id: "c", name: "TaskList", state: ToolResultState::Success };
@@ -991,23 +1001,31 @@ mod scan_model {
                 assert!(may_mark(cfg, block) || !(m.time || m.tasks), "{block:?}");
             }
             // Some may mark and mark nothing: a near source, a name's bit.
-            let near = Block::Hint { source: Some(NEAR_SOURCE), text: HintText::Single("<tasks>") };
+            let near = Block::Hint {
+                source: Some(NEAR_SOURCE),
+                text: HintText::Single("<tasks>"),
+                created_at: None,
+            };
             let lisx = Block::ToolCall { id: "c", name: "TaskLisx", input: "{}" };
             for block in [near, lisx] {
                 assert!(may_mark(cfg, block) && !marks(cfg, block).tasks, "{block:?}");
             }
             assert!(!may_mark(
                 cfg,
-                Block::Hint { source: Some("permission"), text: HintText::Single("<tasks>") }
+                Block::Hint {
+                    source: Some("permission"),
+                    text: HintText::Single("<tasks>"),
+                    created_at: None
+                }
             ));
             assert!(!may_mark(
                 cfg,
-                Block::Hint { source: None, text: HintText::Single("<tasks>") }
+                Block::Hint { source: None, text: HintText::Single("<tasks>"), created_at: None }
             ));
             assert!(!may_mark(cfg, result) && !may_mark(cfg, Block::Other));
             assert!(may_mark(
                 cfg,
-                Block::Hint { source: Some(SOURCE), text: HintText::Single("") }
+                Block::Hint { source: Some(SOURCE), text: HintText::Single(""), created_at: None }
             ));
             assert!(may_mark(cfg, Block::ToolCall { id: "c", name: "TaskList", input: "{}" }));
         }
@@ -1224,6 +1242,7 @@ fn the_told_value_is_the_newest_hint_of_ours_holding_the_tag() {
     let parts = [Block::Hint {
         source: Some(SOURCE),
         text: HintText::Parts(&["<tempera", "ture>2", "0</temperature>"]),
+        created_at: None,
     }];
     assert!(!watch_fires(&engine, &[own(&parts)], Some("21")));
 }
@@ -1250,6 +1269,7 @@ fn the_told_value_is_read_from_the_blocks_the_time_rule_reads() {
     let foreign = [Block::Hint {
         source: Some("other"),
         text: HintText::Single("<temperature>20</temperature>"),
+        created_at: None,
     }];
     assert!(watch_fires(&engine, &[own(&foreign)], Some("20")));
     let user = [SliceMessage { role: Role::User, name: AGENT, blocks: &told }];

@@ -1,37 +1,92 @@
 //! The watch dimension (envaware's own): a watched live reading that moved
-//! from what the context last told.
+//! from what the context last told, held back by `min_interval` or told
+//! again by `max_interval`.
 
 use super::compiled::ValidConfig;
-use super::scan::Told;
-use crate::config::watch::MAX_WATCHES;
+use super::scan::{Telling, Told};
+use crate::clock::Timestamp;
+use crate::config::watch::{WatchFire, MAX_WATCHES};
 use crate::live::{reading, LiveFields};
+use crate::time;
 
-/// Which watches fired, by their index in the configuration.
+/// Which watches fired, and why, by their index in the configuration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct WatchSet(u8);
+pub struct WatchSet {
+    /// One bit per watch that fired.
+    fired: u8,
+    /// Of those, the ones fired by their heartbeat (`max_interval`) only.
+    heartbeat: u8,
+    /// One bit per watch whose change `min_interval` held back.
+    throttled: u8,
+}
 
 const _: () = assert!(MAX_WATCHES <= 8, "one bit per watch in a u8");
 
 impl WatchSet {
     /// No watch fired.
-    pub const EMPTY: WatchSet = WatchSet(0);
+    pub const EMPTY: WatchSet = WatchSet { fired: 0, heartbeat: 0, throttled: 0 };
 
-    /// Marks watch `i` as fired (an index past [`MAX_WATCHES`] is ignored).
+    /// Marks watch `i` as fired by its value (an index past [`MAX_WATCHES`]
+    /// is ignored).
     pub fn insert(&mut self, i: usize) {
-        if i < MAX_WATCHES {
-            self.0 |= 1 << i;
+        self.set(i, WatchFire::Value);
+    }
+
+    /// Records why watch `i` fired, or did not (an index past
+    /// [`MAX_WATCHES`] is ignored).
+    pub fn set(&mut self, i: usize, why: WatchFire) {
+        if i >= MAX_WATCHES {
+            return;
+        }
+        let bit = 1 << i;
+        let (fired, heartbeat, throttled) = match why {
+            WatchFire::Quiet => (false, false, false),
+            WatchFire::Value => (true, false, false),
+            WatchFire::Heartbeat => (true, true, false),
+            WatchFire::Throttled => (false, false, true),
+        };
+        for (bits, on) in [
+            (&mut self.fired, fired),
+            (&mut self.heartbeat, heartbeat),
+            (&mut self.throttled, throttled),
+        ] {
+            *bits = if on { *bits | bit } else { *bits & !bit };
         }
     }
 
-    /// Whether watch `i` fired.
-    pub fn contains(&self, i: usize) -> bool {
-        i < MAX_WATCHES && self.0 & (1 << i) != 0
+    /// Why watch `i` fired, or did not.
+    pub fn get(&self, i: usize) -> WatchFire {
+        let on = |bits: u8| i < MAX_WATCHES && bits & (1 << i) != 0;
+        match (on(self.fired), on(self.heartbeat), on(self.throttled)) {
+            (true, true, _) => WatchFire::Heartbeat,
+            (true, false, _) => WatchFire::Value,
+            (false, _, true) => WatchFire::Throttled,
+            (false, _, false) => WatchFire::Quiet,
+        }
     }
 
-    /// Whether none fired.
+    /// Whether watch `i` fired (by value or heartbeat).
+    pub fn contains(&self, i: usize) -> bool {
+        self.get(i).fired()
+    }
+
+    /// Whether watch `i` fired by its heartbeat: the reading had not moved
+    /// (or its change was held back), but the telling was `max_interval`
+    /// old, or of unknown age.
+    pub fn heartbeat(&self, i: usize) -> bool {
+        self.get(i) == WatchFire::Heartbeat
+    }
+
+    /// Whether watch `i`'s change was held back by `min_interval` (it did
+    /// not fire).
+    pub fn throttled(&self, i: usize) -> bool {
+        self.get(i) == WatchFire::Throttled
+    }
+
+    /// Whether none fired (a throttled change is not a firing).
     pub fn is_empty(&self) -> bool {
-        self.0 == 0
+        self.fired == 0
     }
 
     /// The indices of the watches that fired, in configuration order.
@@ -40,20 +95,39 @@ impl WatchSet {
     }
 }
 
-/// The watches that fire for `readings`, given what was told. Out of line:
-/// the told values live in its frame only, never under the time rule's.
+/// The watches that fire for `readings` at `now`, given what was told.
+/// Out of line: the tellings live in its frame only, never under the time
+/// rule's.
 #[inline(never)]
 pub(crate) fn watched<L: LiveFields + ?Sized>(
     cfg: &ValidConfig<'_>,
     readings: &L,
+    now: Option<Timestamp>,
     told: impl FnOnce() -> Told,
 ) -> WatchSet {
     let told = told();
-    let mut fired = WatchSet::EMPTY;
-    for (i, ((name, w), told)) in cfg.config.injection.watch.iter().zip(&told).enumerate() {
-        if w.fires(reading(readings, name), *told) {
-            fired.insert(i);
-        }
+    let mut set = WatchSet::EMPTY;
+    for (i, ((name, w), telling)) in cfg.config.injection.watch.iter().zip(&told).enumerate() {
+        // The age is read only for a watch with a time rule.
+        let age = match (w.has_time_rule(), telling) {
+            (true, Some(telling)) => age(cfg, *telling, now),
+            _ => None,
+        };
+        set.set(i, w.fires(reading(readings, name), telling.and_then(|t| t.value), age));
     }
-    fired
+    set
+}
+
+/// The telling's age at `now`: unknown with no clock, no `created_at`, or
+/// one later than `now`.
+fn age(cfg: &ValidConfig<'_>, telling: Telling, now: Option<Timestamp>) -> Option<i64> {
+    let now = now?;
+    telling.at?.age(now, || wall_micros(cfg, now))
+}
+
+/// `now` on the configured zone's wall clock: what a `created_at` with no
+/// offset is compared with. Out of line: chrono's frame stays here.
+#[inline(never)]
+fn wall_micros(cfg: &ValidConfig<'_>, now: Timestamp) -> i64 {
+    time::local_naive(now, cfg.zone).and_utc().timestamp_micros()
 }

@@ -41,6 +41,7 @@
 //! device links neither.
 
 mod civil;
+mod created_at;
 mod format;
 mod hours;
 pub(crate) mod iana;
@@ -51,6 +52,7 @@ mod strptime;
 mod zone;
 pub(crate) mod zone_rules;
 
+pub use self::created_at::CreatedAt;
 #[cfg(any(test, feature = "wire"))]
 pub use self::format::format_time;
 pub use self::format::{check_format, push_time, ParseBack, TimeFormatError};

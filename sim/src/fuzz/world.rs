@@ -208,7 +208,7 @@ fn owned_block(b: &MBlock) -> OwnedBlock {
     match b {
         MBlock::Text(_) => OwnedBlock::Other,
         MBlock::Hint { source, text } => {
-            OwnedBlock::Hint { source: source.clone(), text: text.clone() }
+            OwnedBlock::Hint { source: source.clone(), text: text.clone(), created_at: None }
         }
         MBlock::ToolCall { id, name, input } => {
             OwnedBlock::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() }
@@ -237,9 +237,11 @@ fn block_json(b: &MBlock) -> Value {
 fn core_block(b: &MBlock) -> Block<'_> {
     match b {
         MBlock::Text(_) => Block::Other,
-        MBlock::Hint { source, text } => {
-            Block::Hint { source: source.as_deref(), text: HintText::Single(text) }
-        }
+        MBlock::Hint { source, text } => Block::Hint {
+            source: source.as_deref(),
+            text: HintText::Single(text),
+            created_at: None,
+        },
         MBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
         MBlock::ToolResult { id, name, state } => Block::ToolResult {
             id,

@@ -60,6 +60,9 @@ pub(super) struct StepEvent {
     /// `envaware::journal`): a text, or `null` for none. `None` only when
     /// the key is absent: `"hint": null` records that nothing was appended.
     pub(super) hint: Option<Option<String>>,
+    /// The instant the device's hint was appended at (`at`, with a hint):
+    /// its `created_at`.
+    pub(super) at: Option<Timestamp>,
 }
 
 impl StepEvent {
@@ -85,9 +88,23 @@ impl StepEvent {
                         format!("step.hint: expected a string, or null for none, got {got}")
                     })?);
                 }
+                "at" => {
+                    let at = scenario::optional(value, |r| scenario::string(r, "step.at"))
+                        .ok()
+                        .flatten();
+                    step.at = Some(match at.as_deref().and_then(envaware::CreatedAt::parse) {
+                        Some(envaware::CreatedAt::Instant(at)) => at,
+                        _ => {
+                            let got = scenario::short_text(value);
+                            return Err(format!(
+                                "step.at: expected an RFC 3339 time with offset, got {got}"
+                            ));
+                        }
+                    });
+                }
                 _ => {
                     return Err(format!(
-                        "step.{key}: unknown key (expected cur_iter, tokens or hint)"
+                        "step.{key}: unknown key (expected cur_iter, tokens, hint or at)"
                     ))
                 }
             }

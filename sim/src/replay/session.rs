@@ -86,6 +86,8 @@ pub(super) struct Session {
     clock_set: bool,
     /// The hint the device recorded for the step being run (its log).
     recorded: Option<Option<String>>,
+    /// The recorded step's `at`: its hint's instant.
+    recorded_at: Option<Timestamp>,
     /// The readings that woke the agent for the next step (`woken`).
     woken: Option<Map<String, Value>>,
     /// Whether a device log's header came: from there on its inputs are
@@ -121,6 +123,7 @@ impl Session {
             compressions: Vec::new(),
             clock_set: false,
             recorded: None,
+            recorded_at: None,
             woken: None,
             log_header: false,
             device_log: false,
@@ -247,6 +250,7 @@ impl Session {
                 }
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
                 self.recorded = step.hint;
+                self.recorded_at = step.at;
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
@@ -456,6 +460,10 @@ impl Session {
                 return Err(ReplayError::Invalid { line, message });
             }
             (ran.hint, ran.too_long) = (recorded, None);
+            // The device's instant for its hint, where the log says it.
+            if let Some(at) = self.recorded_at.take() {
+                ran.decision.now = Some(at);
+            }
         }
         self.summary.steps = number;
         self.record(decider, &ran, line);
@@ -635,10 +643,13 @@ impl Session {
         self.summary.hints += 1;
         let id = self.next_id("hint");
         let source = decider.engine().config().config().injection.injection_source;
-        self.append_to_agent(
-            vec![json!({"type": "hint", "id": id, "source": source, "hint": text})],
-            decider,
-        )
+        let mut block = json!({"type": "hint", "id": id, "source": source, "hint": text});
+        // The step's instant, as the device's hint carries it: a watch's
+        // time rules count from it.
+        if let Some(now) = ran.decision.now {
+            block["created_at"] = json!(envaware::CreatedAt::Instant(now).to_string());
+        }
+        self.append_to_agent(vec![block], decider)
     }
 }
 
