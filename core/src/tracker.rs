@@ -352,7 +352,7 @@ mod tests {
     }
 
     fn op() -> impl Strategy<Value = Op> {
-        let blocks = proptest::collection::vec(0u8..10, 0..4);
+        let blocks = proptest::collection::vec(0u8..11, 0..4);
         prop_oneof![
             Just(Op::User),
             (any::<bool>(), blocks.clone()).prop_map(|(name, blocks)| Op::Push { name, blocks }),
@@ -385,14 +385,26 @@ mod tests {
         }
     }
 
-    fn block_of<'a>(code: u8, texts: &'a [String; 4]) -> Block<'a> {
+    fn block_of<'a>(code: u8, texts: &'a [String; 4], now: Timestamp) -> Block<'a> {
         match code {
             0..=2 => Block::Hint {
                 source: Some(SOURCE),
                 text: HintText::Single(&texts[code as usize]),
                 created_at: None,
             },
-            8 | 9 => Block::Hint {
+            // Told at `now` (an instant), 5 minutes before on the wall
+            // clock, or with no created_at (an unknown age).
+            8 => Block::Hint {
+                source: Some(SOURCE),
+                text: HintText::Single(&texts[3]),
+                created_at: Some(CreatedAt::Instant(now)),
+            },
+            9 => Block::Hint {
+                source: Some(SOURCE),
+                text: HintText::Single(&texts[3]),
+                created_at: Some(CreatedAt::WallClock(now.0 - 300_000_000)),
+            },
+            10 => Block::Hint {
                 source: Some(SOURCE),
                 text: HintText::Single(&texts[3]),
                 created_at: None,
@@ -431,7 +443,7 @@ mod tests {
                 }
                 Op::Push { name, blocks } => {
                     let blocks: Vec<Block<'_>> =
-                        blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                        blocks.iter().map(|c| block_of(*c, &texts, now)).collect();
                     store
                         .push_message(Role::Assistant, if *name { AGENT } else { "other" }, &blocks)
                         .map(|a| (a, true, 0))
@@ -439,7 +451,7 @@ mod tests {
                 Op::Append { blocks } => {
                     let first = store.newest(0).map_or(0, |m| m.block_count());
                     let blocks: Vec<Block<'_>> =
-                        blocks.iter().map(|c| block_of(*c, &texts)).collect();
+                        blocks.iter().map(|c| block_of(*c, &texts, now)).collect();
                     store.append_blocks_to_last(&blocks).map(|a| (a, false, first))
                 }
                 Op::Compact(keep) => {
@@ -508,6 +520,21 @@ mod tests {
         #[test]
         fn tracker_matches_full_scan_with_a_watch(strict in any::<bool>(), ops in proptest::collection::vec(op(), 0..40)) {
             let w = crate::config::watch::Watch { change: Decimal::new(2, 0), above: Decimal::new(22, 0), hysteresis: Decimal::new(5, 1).unwrap_or_default(), ..Default::default() };
+            run(strict, crate::config::watch::WatchList::Slice(&[("temperature", w)]), &ops)?;
+        }
+
+        /// The same with time rules: the told instants kept as hints are
+        /// appended and evicted, the clock moving back and forth, decide
+        /// (value, heartbeat, throttled) as the scan reads them.
+        #[test]
+        fn tracker_matches_full_scan_with_time_rules(
+            strict in any::<bool>(),
+            rule in 0usize..3,
+            ops in proptest::collection::vec(op(), 0..40),
+        ) {
+            let minutes = |m: i64| crate::config::watch::Interval::from_secs(m * 60);
+            let (min_interval, max_interval) = [(minutes(10), None), (None, minutes(30)), (minutes(10), minutes(30))][rule];
+            let w = crate::config::watch::Watch { change: Decimal::new(2, 0), min_interval, max_interval, ..Default::default() };
             run(strict, crate::config::watch::WatchList::Slice(&[("temperature", w)]), &ops)?;
         }
     }
