@@ -28,7 +28,7 @@ use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
 use envaware::journal::{Event as JournalEvent, ItemError, LogError, Session};
-use envaware::{Clock, Decimal, Engine, StepInput, Timestamp, WatchList, MAX_WATCHES};
+use envaware::{Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList};
 
 use crate::log::{RestoreError, SessionLog};
 use crate::stream::Stream;
@@ -41,27 +41,47 @@ pub mod session;
 pub use self::fields::{SensorFields, UNAVAILABLE};
 #[cfg(feature = "defmt")]
 pub use self::ports::DefmtOutput;
-pub use self::ports::{Output, Pacer, Sensor, Woken};
+pub use self::ports::{watch_fire_name, Output, Pacer, Sensor, TellingAge, Told, Woken};
 pub use self::session::{
-    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS,
-    WATCH,
+    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, MAX_INTERVAL_SECS, MIN_INTERVAL_SECS,
+    SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
 };
 
-/// Whether a new `temperature` reading would fire a watch on the
-/// temperature, given what the context told (`told`, by watch index, as
-/// [`Engine::told`] gives it). The core's rule decides ([`Watch::fires`](envaware::Watch::fires)
-/// on the reading's leading decimal, as the core reads a live field); with
-/// no watch configured nothing wakes the agent.
-pub fn wakes(
-    watches: &WatchList<'_>,
-    told: &[Option<Decimal>; MAX_WATCHES],
-    temperature: &str,
-) -> bool {
+/// Why a new `temperature` reading would fire the temperature watch, or
+/// not, given what the context told (`told`: by watch index, as
+/// [`Engine::told`] gives it, with each telling's age now). The core's rule
+/// decides ([`Watch::fires`](envaware::Watch::fires) on the reading's
+/// leading decimal, as the core reads a live field); with no temperature
+/// watch configured it is quiet.
+///
+/// The environment wakes the agent only for [`WatchFire::Value`]: a
+/// change held back by `min_interval` waits for the floor to pass, and a
+/// heartbeat (`max_interval`) is told at the agent's next step, without
+/// a model call of its own (with no clock its age is unknown, and it would
+/// wake the agent at every sample).
+pub fn watch_fire(watches: &WatchList<'_>, told: &Told, temperature: &str) -> WatchFire {
     let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
     watches
         .iter()
-        .zip(told)
-        .any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
+        .zip(told.values.iter().zip(&told.ages))
+        .find(|((name, _), _)| *name == "temperature")
+        .map_or(WatchFire::Quiet, |((_, watch), (told, age))| watch.fires(value, *told, *age))
+}
+
+/// Whether a new `temperature` reading wakes the agent: it would fire the
+/// temperature watch by its value ([`watch_fire`]).
+pub fn wakes(watches: &WatchList<'_>, told: &Told, temperature: &str) -> bool {
+    watch_fire(watches, told, temperature) == WatchFire::Value
+}
+
+/// The age at `now` of a telling made at `at`: unknown for a wall-clock
+/// `created_at` (the device's own hints carry instants) or one later than
+/// `now`.
+fn age(at: Option<CreatedAt>, now: Option<Timestamp>) -> Option<i64> {
+    match (at?, now?) {
+        (CreatedAt::Instant(at), now) => now.0.checked_sub(at.0).filter(|a| *a >= 0),
+        (CreatedAt::WallClock(_), _) => None,
+    }
 }
 
 /// How a session ended.
@@ -170,7 +190,22 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         let refreshes_before = self.live.refreshes;
         // The clock is read once, so the stream carries the very time decided on.
         self.stream.before_step(output, self.session.context(), now, now, input.tasks);
-        let watched = !self.session.context().engine().config().config().injection.watch.is_empty();
+        let watches = self.session.context().engine().config().config().injection.watch;
+        let watched = !watches.is_empty();
+        // The temperature watch's telling, as this decision reads it: for
+        // the log, which says why the watch fired and how old the telling was.
+        let temperature_watch = watches.iter().position(|(name, _)| name == "temperature");
+        let telling = temperature_watch.map(|i| {
+            let context = self.session.context();
+            let told = context.engine().told(context.store(), AGENT)[i];
+            match told {
+                None => TellingAge::NeverTold,
+                Some(_) => {
+                    let at = context.engine().told_at(context.store(), AGENT)[i];
+                    age(at, now).map_or(TellingAge::Unknown, TellingAge::Micros)
+                }
+            }
+        });
         if watched {
             self.read(sensor, woken).await;
         }
@@ -183,14 +218,16 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         if !watched && decision.fires() {
             self.read(sensor, woken).await;
         }
-        let fired = !decision.watch.is_empty();
+        let why = temperature_watch.map(|i| decision.watch.get(i));
         let outcome = self
             .session
             .render_step(decision, input, &mut self.live, &mut self.hint_buf, &mut self.items, log)
             .await;
         match outcome {
             Ok(outcome) => {
-                output.watch(self.live.temperature(), fired);
+                if let (Some(why), Some(telling)) = (why, telling) {
+                    output.watch(self.live.temperature(), why, telling);
+                }
                 info!(
                     "decision read {=usize} messages of {=usize}",
                     self.session.context().messages_read(),
@@ -217,10 +254,12 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         }
     }
 
-    /// What the context tells of each watched field now, for the pacer.
-    fn told(&self) -> [Option<Decimal>; MAX_WATCHES] {
+    /// What the context tells of each watched field, and how old each
+    /// telling is at `now`, for the pacer.
+    fn told(&self, now: Option<Timestamp>) -> Told {
         let context = self.session.context();
-        context.engine().told(context.store(), AGENT)
+        let at = context.engine().told_at(context.store(), AGENT);
+        Told { values: context.engine().told(context.store(), AGENT), ages: at.map(|at| age(at, now)) }
     }
 }
 
@@ -276,7 +315,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
     let first = usize::try_from(s.session.journal().steps()).unwrap_or(usize::MAX);
     s.stream.start(output);
-    pacer.told(s.told());
+    pacer.told(s.told(clock.now()));
     // Last before the first idle time, as the uninterrupted session goes
     // from its last step's end to its next idle time (under `-icount`,
     // work is board time: a scan here would move the next deadline).
@@ -300,7 +339,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
                 context_size: CONTEXT_SIZE,
             };
             s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
-            pacer.told(s.told());
+            pacer.told(s.told(clock.now()));
             pacer.model_reply(None).await;
         }
         pacer.before_step(index);
@@ -331,7 +370,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             context_size: CONTEXT_SIZE,
         };
         s.step(&input, clock.now(), sensor, None, output, log).await;
-        pacer.told(s.told());
+        pacer.told(s.told(clock.now()));
         pacer.model_reply(Some(index)).await;
         s.summary.steps += 1;
         pacer.after_step(index);
