@@ -197,13 +197,12 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         let temperature_watch = watches.iter().position(|(name, _)| name == "temperature");
         let telling = temperature_watch.map(|i| {
             let context = self.session.context();
-            let told = context.engine().told(context.store(), AGENT)[i];
-            match told {
-                None => TellingAge::NeverTold,
-                Some(_) => {
-                    let at = context.engine().told_at(context.store(), AGENT)[i];
-                    age(at, now).map_or(TellingAge::Unknown, TellingAge::Micros)
-                }
+            let at = context.engine().told_at(context.store(), AGENT)[i];
+            match (at, context.engine().told(context.store(), AGENT)[i]) {
+                // No instant and no value: nothing told (or, as the core
+                // cannot tell these apart, `unavailable` told at no instant).
+                (None, None) => TellingAge::NeverTold,
+                (at, _) => age(at, now).map_or(TellingAge::Unknown, TellingAge::Micros),
             }
         });
         if watched {
@@ -259,7 +258,10 @@ impl<U: Fn() -> u32> Agent<'_, U> {
     fn told(&self, now: Option<Timestamp>) -> Told {
         let context = self.session.context();
         let at = context.engine().told_at(context.store(), AGENT);
-        Told { values: context.engine().told(context.store(), AGENT), ages: at.map(|at| age(at, now)) }
+        Told {
+            values: context.engine().told(context.store(), AGENT),
+            ages: at.map(|at| age(at, now)),
+        }
     }
 }
 
