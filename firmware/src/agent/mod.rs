@@ -27,8 +27,10 @@
 use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
-use envaware::journal::{Event as JournalEvent, ItemError, LogError, Session};
-use envaware::{Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList};
+use envaware::journal::{Event as JournalEvent, ItemError, ItemReader, LogError, Session};
+use envaware::{
+    Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
+};
 
 use crate::log::{RestoreError, SessionLog};
 use crate::stream::Stream;
@@ -110,21 +112,34 @@ type Logged<'e> = Session<'e, 16, 48, 4096>;
 
 /// Restores `session` (new) from the log (see [`crate::log`]), in place;
 /// an empty or refused log starts a new one (a refused one with a
-/// warning, erased first).
+/// warning, erased first). Returns the environment steps the restored log
+/// holds (each began with a `reply` event): the log's steps less these
+/// are the script's steps already run.
 async fn resume<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
     session: &mut Logged<'_>,
     items: &mut [u8],
     scratch: &mut [u8],
     stream: &mut Stream,
-) {
+) -> u64 {
     let restored = log
         .restore_session(session, items, scratch, |context, now| stream.stamp(context, now))
         .await;
     match restored {
         Ok(()) => {
             info!("restored {=u32} events", session.journal().restored_events());
-            return;
+            let mut heads = ItemReader::new();
+            let mut replies = 0;
+            let counted = log
+                .read_items(items, |item| {
+                    replies += u64::from(heads.read(item).is_ok_and(|h| h.event == "reply"));
+                    Ok::<(), ()>(())
+                })
+                .await;
+            if counted.is_err() {
+                error!("the log's environment steps could not be counted");
+            }
+            return replies;
         }
         // An empty log: a first boot.
         Err(RestoreError::Item(LogError { index: 0, kind: ItemError::MissingHeader })) => {}
@@ -141,6 +156,7 @@ async fn resume<S: MultiwriteNorFlash>(
     if let Err(e) = session.start(items, log).await {
         error!("the log's header was not written: {}", e);
     }
+    0
 }
 
 /// The agent's state across its steps.
@@ -256,12 +272,15 @@ impl<U: Fn() -> u32> Agent<'_, U> {
     /// What the context tells of each watched field, and how old each
     /// telling is at `now`, for the pacer.
     fn told(&self, now: Option<Timestamp>) -> Told {
+        let (values, at) = self.tellings();
+        Told { values, ages: at.map(|at| age(at, now)) }
+    }
+
+    /// What the context tells of each watched field, and when it was told.
+    fn tellings(&self) -> ([Option<Decimal>; MAX_WATCHES], [Option<CreatedAt>; MAX_WATCHES]) {
         let context = self.session.context();
-        let at = context.engine().told_at(context.store(), AGENT);
-        Told {
-            values: context.engine().told(context.store(), AGENT),
-            ages: at.map(|at| age(at, now)),
-        }
+        let engine = context.engine();
+        (engine.told(context.store(), AGENT), engine.told_at(context.store(), AGENT))
     }
 }
 
@@ -314,16 +333,21 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         items: [0; crate::log::MAX_ITEM],
         summary,
     };
-    resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
-    let first = usize::try_from(s.session.journal().steps()).unwrap_or(usize::MAX);
+    let environment =
+        resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
+    // The script's steps already run: the log's steps less its environment steps.
+    let logged = s.session.journal().steps().saturating_sub(environment);
+    let first = usize::try_from(logged).unwrap_or(usize::MAX);
     s.stream.start(output);
-    pacer.told(s.told(clock.now()));
+    let (values, at) = s.tellings();
     // Last before the first idle time, as the uninterrupted session goes
     // from its last step's end to its next idle time (under `-icount`,
-    // work is board time: a scan here would move the next deadline).
+    // work is board time: a scan here would move the next deadline). The
+    // tellings' ages are taken after it, on the clock put back.
     if first > 0 {
         pacer.resumed();
     }
+    pacer.told(Told { values, ages: at.map(|at| age(at, clock.now())) });
     for (index, step) in SCRIPT.iter().enumerate().skip(first) {
         while let Some(woken) = pacer.idle(index, step.wait_ms).await {
             let mut text: heapless::String<24> = heapless::String::new();
