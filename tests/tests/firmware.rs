@@ -516,9 +516,8 @@ fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
     assert_eq!(woke.status, Some(0), "{}\n{}", woke.log, woke.stderr);
     assert_eq!(woke.environment_set, [(6, 33_000)]);
     assert!(plain.environment_set.is_empty(), "{}", plain.log);
-    let headers = |log: &str| -> Vec<String> {
-        environment_steps(log).into_iter().map(|e| e.0).collect()
-    };
+    let headers =
+        |log: &str| -> Vec<String> { environment_steps(log).into_iter().map(|e| e.0).collect() };
     assert_eq!(
         headers(&plain.log),
         [
