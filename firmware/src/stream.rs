@@ -119,7 +119,22 @@ impl Serialize for WatchOut {
                 m.serialize_entry(key, &Decimal(v))?;
             }
         }
+        let intervals = [("min_interval", w.min_interval), ("max_interval", w.max_interval)];
+        for (key, value) in intervals {
+            if let Some(i) = value {
+                m.serialize_entry(key, &Seconds(i))?;
+            }
+        }
         m.end()
+    }
+}
+
+/// An interval as its exact text in seconds.
+struct Seconds(envaware::Interval);
+
+impl Serialize for Seconds {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
     }
 }
 

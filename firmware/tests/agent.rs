@@ -19,7 +19,8 @@ use embassy_futures::block_on;
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::Timestamp;
-use envaware_firmware::agent::{self, Output, Pacer, Summary, Woken, SCRIPT};
+use envaware::WatchFire;
+use envaware_firmware::agent::{self, Output, Pacer, Summary, TellingAge, Told, Woken, SCRIPT};
 use envaware_firmware::clock;
 use envaware_firmware::log::{RamFlash, SessionLog};
 use envaware_firmware::tmp105::{self, Temperature, Tmp105};
@@ -61,7 +62,9 @@ enum Paced {
 }
 
 /// Lets time pass on the board's millisecond counter, and records; wakes
-/// the agent once with `wake` (a reading) in the idle time before its step.
+/// the agent once with `wake` (a reading) in the idle time before its step,
+/// [`WAKE_AFTER_MS`] into it (the watch's floor, as the board's sensor task
+/// waits for it).
 struct RecordingPacer<'a> {
     ms: &'a Cell<u64>,
     calls: Vec<Paced>,
@@ -71,7 +74,13 @@ struct RecordingPacer<'a> {
     retained: &'a Cell<u64>,
     /// Wake the agent once, in the idle time before this step, with this reading.
     wake: Option<(usize, Temperature)>,
+    /// The idle time already let pass for the step being woken.
+    waited: u32,
 }
+
+/// How far into its idle time the pacer wakes the agent: the watch's
+/// floor (`min_interval`), after which a change is told.
+const WAKE_AFTER_MS: u32 = agent::MIN_INTERVAL_SECS as u32 * 1000;
 
 impl Pacer for RecordingPacer<'_> {
     fn before_step(&mut self, index: usize) {
@@ -80,10 +89,15 @@ impl Pacer for RecordingPacer<'_> {
 
     async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken> {
         if let Some((_, temperature)) = self.wake.take_if(|(before, _)| *before == index) {
+            let after = WAKE_AFTER_MS.min(ms);
+            self.ms.set(self.ms.get() + u64::from(after));
+            self.calls.push(Paced::Wait(after));
+            self.waited = after;
             return Some(Woken { temperature });
         }
-        self.ms.set(self.ms.get() + u64::from(ms));
-        self.calls.push(Paced::Wait(ms));
+        let rest = ms - core::mem::take(&mut self.waited);
+        self.ms.set(self.ms.get() + u64::from(rest));
+        self.calls.push(Paced::Wait(rest));
         None
     }
 
@@ -119,8 +133,9 @@ struct StepRecord {
     hint: Option<String>,
     /// `Some(sensor_read)` when the step injected nothing.
     no_injection: Option<bool>,
-    /// The temperature the watch compared, and whether it fired.
-    watch: Option<(String, bool)>,
+    /// The temperature the watch compared, why it fired or did not, and
+    /// the age of the telling it compared with.
+    watch: Option<(String, WatchFire, TellingAge)>,
     /// The streamed lines, parsed.
     stream: Vec<Value>,
 }
@@ -167,10 +182,10 @@ impl Output for Transcript {
         step.no_injection = Some(sensor_read);
     }
 
-    fn watch(&mut self, temperature: &str, fired: bool) {
+    fn watch(&mut self, temperature: &str, why: WatchFire, age: TellingAge) {
         let step = self.steps.last_mut().expect("a watch inside a step");
         assert!(step.watch.is_none(), "two watch decisions for one step");
-        step.watch = Some((temperature.to_string(), fired));
+        step.watch = Some((temperature.to_string(), why, age));
     }
 
     fn stream(&mut self, line: &str) {
@@ -245,7 +260,8 @@ fn session_with(
     let counter = || boot_ms.wrapping_add(ms.get() as u32);
     let mut clock = clock::wall_clock(|| u64::from(counter()));
     clock.set(Timestamp::from_unix_seconds(EPOCH));
-    let mut pacer = RecordingPacer { ms: &ms, calls: Vec::new(), wake, reset_after, retained };
+    let mut pacer =
+        RecordingPacer { ms: &ms, calls: Vec::new(), wake, reset_after, retained, waited: 0 };
     let mut transcript = Transcript::default();
     let mut log = SessionLog::new(RamFlash(flash));
     let mut sensor = Tmp105::new(mock.clone(), tmp105::DEFAULT_ADDRESS);
@@ -360,13 +376,24 @@ fn check_schedule(
     all
 }
 
+/// Why each step's temperature watch fired, or not, and the telling's age.
+fn why(s: &Session) -> Vec<(WatchFire, TellingAge)> {
+    s.transcript
+        .steps
+        .iter()
+        .map(|st| {
+            st.watch.as_ref().map_or((WatchFire::Quiet, TellingAge::NeverTold), |w| (w.1, w.2))
+        })
+        .collect()
+}
+
 /// The steps whose temperature watch fired.
 fn watch_fired(s: &Session) -> Vec<usize> {
     s.transcript
         .steps
         .iter()
         .enumerate()
-        .filter(|(_, st)| st.watch.as_ref().is_some_and(|w| w.1))
+        .filter(|(_, st)| st.watch.as_ref().is_some_and(|w| w.1.fired()))
         .map(|(i, _)| i)
         .collect()
 }
@@ -389,17 +416,40 @@ const READINGS: [[u8; 2]; 10] = [
 #[test]
 fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step() {
     let s = session(&answering(&READINGS));
-    let shown = ["21.5 °C", "21.5 °C", "30.0 °C", "30.0 °C", "-4.25 °C", "12.0625 °C"];
-    let hints = check_schedule(&s, &shown, &[]);
-    // Nothing told at step 0; 8.5 °C up at 5; 34.25 down at 7; 16.3125 up at 8.
-    assert_eq!(watch_fired(&s), [0, 5, 7, 8]);
+    let shown =
+        ["21.5 °C", "21.5 °C", "30.0 °C", "30.0 °C", "-4.25 °C", "12.0625 °C", "12.0625 °C"];
+    let hints = check_schedule(&s, &shown, &[9]);
+    // Nothing told at step 0; 8.5 °C up at 5; 34.25 down at 7; 16.3125 up
+    // at 8; at 9, 12 s after step 8 told it, the heartbeat (10 s) tells the
+    // steady 12.0625 °C again.
+    // 7 and 8 come 3 and 2 s after a telling: the floor (6 s) holds their
+    // changes back (their hints tell the readings anyway); 6 and 9 come 40
+    // and 12 s after one: the heartbeat (10 s) fires, the reading steady.
+    assert_eq!(watch_fired(&s), [0, 5, 6, 9]);
+    use TellingAge::{Micros, NeverTold};
+    use WatchFire::{Heartbeat, Quiet, Throttled, Value};
+    assert_eq!(
+        why(&s),
+        [
+            (Value, NeverTold),
+            (Quiet, Micros(1_000_000)),
+            (Quiet, Micros(2_000_000)),
+            (Quiet, Micros(3_500_000)),
+            (Quiet, Micros(5_000_000)),
+            (Value, Micros(6_500_000)),
+            (Heartbeat, Micros(40_000_000)),
+            (Throttled, Micros(3_000_000)),
+            (Throttled, Micros(2_000_000)),
+            (Heartbeat, Micros(12_000_000)),
+        ]
+    );
     // The compression at step 8 evicts 7 messages, and no decision reads
     // more than 2.
     assert_eq!(
         s.summary,
         Summary {
             steps: 10,
-            hints: 6,
+            hints: 7,
             reads: 10,
             failures: 0,
             evicted: 7,
@@ -516,10 +566,28 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
     t.extend(ok([0xFB, 0xC0]));
     let s = session(&t);
     let u = agent::UNAVAILABLE;
-    check_schedule(&s, &["25.5 °C", u, "25.5 °C", u, "30.0 °C", u, "-4.25 °C"], &[2]);
+    check_schedule(&s, &["25.5 °C", u, u, "30.0 °C", u, "-4.25 °C", "-4.25 °C"], &[9]);
     // 25.5 (nothing told), 25.5 again (step 1 told "unavailable"); at step
     // 6, step 5 told "unavailable"; at 8, step 7 did.
-    assert_eq!(watch_fired(&s), [0, 2, 6, 8]);
+    // Steps 2 to 4 come 2 to 5 s after step 1 told "unavailable": the
+    // floor holds the 25.5 °C back; at 8, 2 s after step 7 told
+    // "unavailable", too; at 9, 12 s after, the heartbeat tells it.
+    assert_eq!(watch_fired(&s), [0, 6, 9]);
+    assert_eq!(
+        why(&s).iter().map(|w| w.0).collect::<Vec<_>>(),
+        [
+            WatchFire::Value,
+            WatchFire::Quiet,
+            WatchFire::Throttled,
+            WatchFire::Throttled,
+            WatchFire::Throttled,
+            WatchFire::Quiet,
+            WatchFire::Value,
+            WatchFire::Quiet,
+            WatchFire::Throttled,
+            WatchFire::Heartbeat,
+        ]
+    );
     assert_eq!(
         s.summary,
         Summary {
@@ -537,10 +605,10 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
 /// The time the stream's `set_clock` carries at step `i`, in UTC.
 fn clock_at(i: usize) -> String {
     let ms = ms_at(i);
-    assert!(ms < 60_000, "the script fits in the first minute");
+    assert!(ms < 3_600_000, "the script fits in the first hour");
     let fraction =
         if ms.is_multiple_of(1000) { String::new() } else { format!(".{:06}", (ms % 1000) * 1000) };
-    format!("2026-01-01T00:00:{:02}{fraction}Z", ms / 1000)
+    format!("2026-01-01T00:{:02}:{:02}{fraction}Z", ms / 60_000, ms / 1000 % 60)
 }
 
 #[test]
@@ -595,7 +663,10 @@ fn the_stream_writes_each_step_as_agentscope_json_lines() {
         assert_eq!(injection["time_interval"], 0.01);
         assert_eq!(
             injection["watch"],
-            json!({"temperature": {"change": "2", "above": "28", "hysteresis": "0.5"}})
+            json!({"temperature": {
+                "change": "2", "above": "28", "hysteresis": "0.5",
+                "min_interval": "6", "max_interval": "10"
+            }})
         );
         // The live values the hint carried; a step without a hint read only
         // the temperature, and repeats the last uptime.
@@ -758,7 +829,9 @@ fn restored_steps(flash: &mut [u8]) -> Result<usize, envaware_firmware::log::Res
     ))
 }
 
-/// issue 22: the environment wakes the agent before step 7 with 33.0 °C.
+/// issue 22: the environment wakes the agent before step 6 with 33.0 °C,
+/// 6 s into the idle time (once the watch's floor has passed since step 5
+/// told the temperature).
 /// The agent starts a reply with no user message and takes an environment
 /// step whose hint tells the reading; the scripted steps' hints are those
 /// of the session nobody woke, and the sensor is not read for it.
@@ -769,21 +842,30 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
         0,
         &answering(&READINGS),
         &mut vec![0xFF; 16 * 1024],
-        Some((7, Temperature::from_register([0x21, 0x00]))),
+        Some((6, Temperature::from_register([0x21, 0x00]))),
     );
     let steps = &woke.transcript.steps;
     assert_eq!(steps.len(), SCRIPT.len() + 1);
-    let env = &steps[7];
+    let env = &steps[6];
     assert_eq!(env.woken.as_deref(), Some("33.0 °C"));
     let f = fields(env.hint.as_deref().expect("the environment step's hint"));
+    // The tool-error is told again: the environment's reply is a new one,
+    // and step 5's three failed calls are still the newest.
     assert_eq!(
         f,
         [
+            ("tool-error".to_string(), TOOL_ERROR.to_string()),
             ("temperature".to_string(), "33.0 °C".to_string()),
-            ("uptime".to_string(), format!("{}.{:03} s", ms_at(6) / 1000, ms_at(6) % 1000))
+            ("uptime".to_string(), {
+                let ms = ms_at(5) + WAKE_AFTER_MS;
+                format!("{}.{:03} s", ms / 1000, ms % 1000)
+            })
         ]
     );
-    assert_eq!(env.watch, Some(("33.0 °C".to_string(), true)));
+    assert_eq!(
+        env.watch,
+        Some(("33.0 °C".to_string(), WatchFire::Value, TellingAge::Micros(6_000_000)))
+    );
     // Streamed: a new reply, what woke it, then the step as any other.
     assert_eq!(
         env.stream[..3],
@@ -795,7 +877,7 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     );
     assert_eq!(
         env.stream.last(),
-        Some(&json!({"step": {"cur_iter": 0, "tokens": SCRIPT[6].input_tokens}}))
+        Some(&json!({"step": {"cur_iter": 0, "tokens": SCRIPT[5].input_tokens}}))
     );
     // The scripted steps: the same hints; the model awaited after each
     // step, the environment's included.
@@ -809,7 +891,9 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     };
     assert_eq!(scripted(&woke), scripted(&plain));
     assert!(
-        woke.paced.windows(2).any(|w| w == [Paced::Model(Some(6)), Paced::Model(None)]),
+        woke.paced
+            .windows(3)
+            .any(|w| w == [Paced::Model(Some(5)), Paced::Wait(WAKE_AFTER_MS), Paced::Model(None)]),
         "{:?}",
         woke.paced
     );
@@ -821,26 +905,42 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     );
 }
 
+const TOOL_ERROR: &str = "The last 3 calls to 'OpenVent' with the same arguments all failed. Stop retrying the same call as-is, check the error message and try a different approach.";
+
 /// Whether a reading wakes the agent is the core's watch rule against what
-/// the context told; with no watch, nothing wakes it.
+/// the context told and how long ago: only a value change past the floor
+/// (`min_interval`, 6 s) wakes it; a heartbeat waits for the next step;
+/// with no watch, nothing wakes it.
 #[test]
-fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires() {
+fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires_by_value() {
     let watches = agent::config().injection.watch;
-    let told = |t: Option<&str>| {
-        let mut told = [None; envaware::MAX_WATCHES];
-        told[0] = t.and_then(envaware::Decimal::parse);
+    let told = |t: Option<&str>, age_s: Option<i64>| {
+        let mut told = Told::default();
+        told.values[0] = t.and_then(envaware::Decimal::parse);
+        told.ages[0] = age_s.map(|s| s * 1_000_000);
         told
     };
-    assert!(agent::wakes(&watches, &told(None), "21.5 °C"), "nothing told");
+    let wakes = |t, age, reading| agent::wakes(&watches, &told(t, age), reading);
+    assert!(wakes(None, None, "21.5 °C"), "nothing told");
+    assert!(!wakes(Some("29.5"), Some(7), "31.0 °C"), "1.5 from 29.5, above 28 both");
+    assert!(wakes(Some("29.5"), Some(7), "33.0 °C"), "3.5 from 29.5");
+    assert!(wakes(Some("27.5"), Some(7), "28.0625 °C"), "crossing 28");
+    assert!(!wakes(None, None, agent::UNAVAILABLE), "unavailable never fires");
+    // The floor: 5 s after the telling the change is held back; at 6 s it wakes.
+    let fire = |t, age, reading| agent::watch_fire(&watches, &told(t, age), reading);
+    assert_eq!(fire(Some("29.5"), Some(5), "33.0 °C"), WatchFire::Throttled);
+    assert!(!wakes(Some("29.5"), Some(5), "33.0 °C"));
+    assert_eq!(fire(Some("29.5"), Some(6), "33.0 °C"), WatchFire::Value);
+    // The heartbeat fires at 10 s, or with no known age, but wakes nobody.
+    assert_eq!(fire(Some("29.5"), Some(10), "29.5 °C"), WatchFire::Heartbeat);
+    assert_eq!(fire(Some("29.5"), None, "29.5 °C"), WatchFire::Heartbeat);
+    assert!(!wakes(Some("29.5"), Some(10), "29.5 °C"));
+    assert!(!wakes(Some("29.5"), None, "29.5 °C"));
+    assert_eq!(fire(Some("29.5"), Some(9), "29.5 °C"), WatchFire::Quiet);
+    // The board counts the ages on from when it was told.
+    assert_eq!(told(Some("29.5"), Some(5)).later(1_000_000), told(Some("29.5"), Some(6)));
     assert!(
-        !agent::wakes(&watches, &told(Some("29.5")), "31.0 °C"),
-        "1.5 from 29.5, above 28 both"
-    );
-    assert!(agent::wakes(&watches, &told(Some("29.5")), "33.0 °C"), "3.5 from 29.5");
-    assert!(agent::wakes(&watches, &told(Some("27.5")), "28.0625 °C"), "crossing 28");
-    assert!(!agent::wakes(&watches, &told(None), agent::UNAVAILABLE), "unavailable never fires");
-    assert!(
-        !agent::wakes(&envaware::WatchList::EMPTY, &told(None), "33.0 °C"),
+        !agent::wakes(&envaware::WatchList::EMPTY, &told(None, None), "33.0 °C"),
         "no watch: nothing wakes the agent"
     );
 }

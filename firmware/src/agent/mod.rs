@@ -27,8 +27,10 @@
 use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
-use envaware::journal::{Event as JournalEvent, ItemError, LogError, Session};
-use envaware::{Clock, Decimal, Engine, StepInput, Timestamp, WatchList, MAX_WATCHES};
+use envaware::journal::{Event as JournalEvent, ItemError, ItemReader, LogError, Session};
+use envaware::{
+    Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
+};
 
 use crate::log::{RestoreError, SessionLog};
 use crate::stream::Stream;
@@ -41,26 +43,47 @@ pub mod session;
 pub use self::fields::{SensorFields, UNAVAILABLE};
 #[cfg(feature = "defmt")]
 pub use self::ports::DefmtOutput;
-pub use self::ports::{Output, Pacer, Sensor, Woken};
+pub use self::ports::{watch_fire_name, Output, Pacer, Sensor, TellingAge, Told, Woken};
 pub use self::session::{
-    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS,
-    WATCH,
+    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, MAX_INTERVAL_SECS, MIN_INTERVAL_SECS,
+    SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
 };
 
-/// Whether a new `temperature` reading would fire a watch on the
-/// temperature, given what the context told (`told`, by watch index, as
-/// [`Engine::told`] gives it). The core's rule decides ([`Watch::fires`](envaware::Watch::fires)
-/// on the reading's leading decimal, as the core reads a live field); with
-/// no watch configured nothing wakes the agent.
-pub fn wakes(
-    watches: &WatchList<'_>,
-    told: &[Option<Decimal>; MAX_WATCHES],
-    temperature: &str,
-) -> bool {
+/// Why a new `temperature` reading would fire the temperature watch, or
+/// not, given what the context told (`told`: by watch index, as
+/// [`Engine::told`] gives it, with each telling's age now). The core's rule
+/// decides ([`Watch::fires`](envaware::Watch::fires) on the reading's
+/// leading decimal, as the core reads a live field); with no temperature
+/// watch configured it is quiet.
+///
+/// The environment wakes the agent only for [`WatchFire::Value`]: a
+/// change held back by `min_interval` waits for the floor to pass, and a
+/// heartbeat (`max_interval`) is told at the agent's next step, without
+/// a model call of its own (with no clock its age is unknown, and it would
+/// wake the agent at every sample).
+pub fn watch_fire(watches: &WatchList<'_>, told: &Told, temperature: &str) -> WatchFire {
     let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
-    watches.iter().zip(told).any(|((name, watch), told)| {
-        name == "temperature" && watch.fires(value, *told, None).fired()
-    })
+    watches
+        .iter()
+        .zip(told.values.iter().zip(&told.ages))
+        .find(|((name, _), _)| *name == "temperature")
+        .map_or(WatchFire::Quiet, |((_, watch), (told, age))| watch.fires(value, *told, *age))
+}
+
+/// Whether a new `temperature` reading wakes the agent: it would fire the
+/// temperature watch by its value ([`watch_fire`]).
+pub fn wakes(watches: &WatchList<'_>, told: &Told, temperature: &str) -> bool {
+    watch_fire(watches, told, temperature) == WatchFire::Value
+}
+
+/// The age at `now` of a telling made at `at`: unknown for a wall-clock
+/// `created_at` (the device's own hints carry instants) or one later than
+/// `now`.
+fn age(at: Option<CreatedAt>, now: Option<Timestamp>) -> Option<i64> {
+    match (at?, now?) {
+        (CreatedAt::Instant(at), now) => now.0.checked_sub(at.0).filter(|a| *a >= 0),
+        (CreatedAt::WallClock(_), _) => None,
+    }
 }
 
 /// How a session ended.
@@ -89,21 +112,34 @@ type Logged<'e> = Session<'e, 16, 48, 4096>;
 
 /// Restores `session` (new) from the log (see [`crate::log`]), in place;
 /// an empty or refused log starts a new one (a refused one with a
-/// warning, erased first).
+/// warning, erased first). Returns the environment steps the restored log
+/// holds (each began with a `reply` event): the log's steps less these
+/// are the script's steps already run.
 async fn resume<S: MultiwriteNorFlash>(
     log: &mut SessionLog<S>,
     session: &mut Logged<'_>,
     items: &mut [u8],
     scratch: &mut [u8],
     stream: &mut Stream,
-) {
+) -> u64 {
     let restored = log
         .restore_session(session, items, scratch, |context, now| stream.stamp(context, now))
         .await;
     match restored {
         Ok(()) => {
             info!("restored {=u32} events", session.journal().restored_events());
-            return;
+            let mut heads = ItemReader::new();
+            let mut replies = 0;
+            let counted = log
+                .read_items(items, |item| {
+                    replies += u64::from(heads.read(item).is_ok_and(|h| h.event == "reply"));
+                    Ok::<(), ()>(())
+                })
+                .await;
+            if counted.is_err() {
+                error!("the log's environment steps could not be counted");
+            }
+            return replies;
         }
         // An empty log: a first boot.
         Err(RestoreError::Item(LogError { index: 0, kind: ItemError::MissingHeader })) => {}
@@ -120,6 +156,7 @@ async fn resume<S: MultiwriteNorFlash>(
     if let Err(e) = session.start(items, log).await {
         error!("the log's header was not written: {}", e);
     }
+    0
 }
 
 /// The agent's state across its steps.
@@ -169,7 +206,21 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         let refreshes_before = self.live.refreshes;
         // The clock is read once, so the stream carries the very time decided on.
         self.stream.before_step(output, self.session.context(), now, now, input.tasks);
-        let watched = !self.session.context().engine().config().config().injection.watch.is_empty();
+        let watches = self.session.context().engine().config().config().injection.watch;
+        let watched = !watches.is_empty();
+        // The temperature watch's telling, as this decision reads it: for
+        // the log, which says why the watch fired and how old the telling was.
+        let temperature_watch = watches.iter().position(|(name, _)| name == "temperature");
+        let telling = temperature_watch.map(|i| {
+            let context = self.session.context();
+            let at = context.engine().told_at(context.store(), AGENT)[i];
+            match (at, context.engine().told(context.store(), AGENT)[i]) {
+                // No instant and no value: nothing told (or, as the core
+                // cannot tell these apart, `unavailable` told at no instant).
+                (None, None) => TellingAge::NeverTold,
+                (at, _) => age(at, now).map_or(TellingAge::Unknown, TellingAge::Micros),
+            }
+        });
         if watched {
             self.read(sensor, woken).await;
         }
@@ -182,14 +233,16 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         if !watched && decision.fires() {
             self.read(sensor, woken).await;
         }
-        let fired = !decision.watch.is_empty();
+        let why = temperature_watch.map(|i| decision.watch.get(i));
         let outcome = self
             .session
             .render_step(decision, input, &mut self.live, &mut self.hint_buf, &mut self.items, log)
             .await;
         match outcome {
             Ok(outcome) => {
-                output.watch(self.live.temperature(), fired);
+                if let (Some(why), Some(telling)) = (why, telling) {
+                    output.watch(self.live.temperature(), why, telling);
+                }
                 info!(
                     "decision read {=usize} messages of {=usize}",
                     self.session.context().messages_read(),
@@ -216,10 +269,18 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         }
     }
 
-    /// What the context tells of each watched field now, for the pacer.
-    fn told(&self) -> [Option<Decimal>; MAX_WATCHES] {
+    /// What the context tells of each watched field, and how old each
+    /// telling is at `now`, for the pacer.
+    fn told(&self, now: Option<Timestamp>) -> Told {
+        let (values, at) = self.tellings();
+        Told { values, ages: at.map(|at| age(at, now)) }
+    }
+
+    /// What the context tells of each watched field, and when it was told.
+    fn tellings(&self) -> ([Option<Decimal>; MAX_WATCHES], [Option<CreatedAt>; MAX_WATCHES]) {
         let context = self.session.context();
-        context.engine().told(context.store(), AGENT)
+        let engine = context.engine();
+        (engine.told(context.store(), AGENT), engine.told_at(context.store(), AGENT))
     }
 }
 
@@ -272,16 +333,21 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         items: [0; crate::log::MAX_ITEM],
         summary,
     };
-    resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
-    let first = usize::try_from(s.session.journal().steps()).unwrap_or(usize::MAX);
+    let environment =
+        resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
+    // The script's steps already run: the log's steps less its environment steps.
+    let logged = s.session.journal().steps().saturating_sub(environment);
+    let first = usize::try_from(logged).unwrap_or(usize::MAX);
     s.stream.start(output);
-    pacer.told(s.told());
+    let (values, at) = s.tellings();
     // Last before the first idle time, as the uninterrupted session goes
     // from its last step's end to its next idle time (under `-icount`,
-    // work is board time: a scan here would move the next deadline).
+    // work is board time: a scan here would move the next deadline). The
+    // tellings' ages are taken after it, on the clock put back.
     if first > 0 {
         pacer.resumed();
     }
+    pacer.told(Told { values, ages: at.map(|at| age(at, clock.now())) });
     for (index, step) in SCRIPT.iter().enumerate().skip(first) {
         while let Some(woken) = pacer.idle(index, step.wait_ms).await {
             let mut text: heapless::String<24> = heapless::String::new();
@@ -299,7 +365,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
                 context_size: CONTEXT_SIZE,
             };
             s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
-            pacer.told(s.told());
+            pacer.told(s.told(clock.now()));
             pacer.model_reply(None).await;
         }
         pacer.before_step(index);
@@ -330,7 +396,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             context_size: CONTEXT_SIZE,
         };
         s.step(&input, clock.now(), sensor, None, output, log).await;
-        pacer.told(s.told());
+        pacer.told(s.told(clock.now()));
         pacer.model_reply(Some(index)).await;
         s.summary.steps += 1;
         pacer.after_step(index);

@@ -3,7 +3,7 @@
 //! steps (and wakes it, [`Woken`]) and the [`Output`] its transcript goes
 //! to; `DefmtOutput` (feature `defmt`) is the board's.
 
-use envaware::{Decimal, MAX_WATCHES};
+use envaware::{Decimal, WatchFire, MAX_WATCHES};
 
 #[cfg(doc)]
 use envaware::Engine;
@@ -28,9 +28,10 @@ pub trait Pacer {
     /// would take, while the sensors go on sampling.
     async fn model_reply(&mut self, index: Option<usize>);
     /// What the context now tells of each watched field (by watch index,
-    /// the core's [`Engine::told`]): a reading that would fire a watch
-    /// against it wakes the agent.
-    fn told(&mut self, told: [Option<Decimal>; MAX_WATCHES]) {
+    /// the core's [`Engine::told`]) and how old each telling is now: a
+    /// reading that would fire a watch by its value against it (not held
+    /// back by `min_interval`) wakes the agent.
+    fn told(&mut self, told: Told) {
         let _ = told;
     }
     /// Called once after the last step.
@@ -44,11 +45,53 @@ pub trait Pacer {
     fn resumed(&mut self) {}
 }
 
+/// What the context tells of each watched field, by watch index, and the
+/// age of each telling at the moment the pacer is given it (the board
+/// counts on from there).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Told {
+    /// The told values ([`Engine::told`]; `None`: nothing told).
+    pub values: [Option<Decimal>; MAX_WATCHES],
+    /// The tellings' ages in microseconds ([`Engine::told_at`] against the
+    /// clock; `None`: unknown).
+    pub ages: [Option<i64>; MAX_WATCHES],
+}
+
+impl Told {
+    /// The same tellings, `micros` microseconds later.
+    pub fn later(self, micros: i64) -> Told {
+        Told { values: self.values, ages: self.ages.map(|a| a.map(|a| a.saturating_add(micros))) }
+    }
+}
+
+/// How old the telling of a watched field was when a step decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TellingAge {
+    /// Nothing was told.
+    NeverTold,
+    /// Told, at an unknown instant (no clock, no `created_at`, or one later
+    /// than the step).
+    Unknown,
+    /// Told this many microseconds before the step.
+    Micros(i64),
+}
+
 /// The environment woke the agent: a watched reading moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Woken {
     /// The temperature that would fire the watch.
     pub temperature: Temperature,
+}
+
+/// The word for why a watch fired, or did not: `value`, `heartbeat`,
+/// `throttled`, `quiet`.
+pub fn watch_fire_name(why: WatchFire) -> &'static str {
+    match why {
+        WatchFire::Quiet => "quiet",
+        WatchFire::Value => "value",
+        WatchFire::Heartbeat => "heartbeat",
+        WatchFire::Throttled => "throttled",
+    }
 }
 
 /// The temperature sensor, as the agent awaits it: the board's sensor task
@@ -81,10 +124,11 @@ pub trait Output {
     /// only for a hint (the uptime) were read anyway (they must not be; the
     /// watched temperature is read at every step).
     fn no_injection(&mut self, sensor_read: bool);
-    /// Whether the temperature watch fired at this step, and the reading
-    /// it compared.
-    fn watch(&mut self, temperature: &str, fired: bool) {
-        let _ = (temperature, fired);
+    /// Why the temperature watch fired at this step, or did not (value,
+    /// heartbeat, throttled, quiet), the reading it compared and the age
+    /// of the telling it compared with.
+    fn watch(&mut self, temperature: &str, why: WatchFire, age: TellingAge) {
+        let _ = (temperature, why, age);
     }
     /// The environment woke the agent in the idle time before step
     /// `before`: an environment step begins, started by the `temperature`
@@ -97,8 +141,10 @@ pub trait Output {
 
 /// The transcript as defmt `println!` lines: `=== step N: note` (or
 /// `=== environment step before step N: woken by temperature: T`), the hint,
-/// `(no injection; uptime read: false)`, `watch temperature T: fired` or
-/// `quiet`, and each streamed line after
+/// `(no injection; uptime read: false)`, `watch temperature T: W, told
+/// A ago` (`W`: `value`, `heartbeat`, `throttled` or `quiet`; `A` in
+/// seconds to the millisecond, or `never told`, `told at an unknown time`),
+/// and each streamed line after
 /// [`PREFIX`](crate::stream::PREFIX).
 #[cfg(feature = "defmt")]
 #[derive(Debug, Default)]
@@ -118,12 +164,28 @@ impl Output for DefmtOutput {
         defmt::println!("(no injection; uptime read: {=bool})", sensor_read);
     }
 
-    fn watch(&mut self, temperature: &str, fired: bool) {
-        defmt::println!(
-            "watch temperature {=str}: {=str}",
-            temperature,
-            if fired { "fired" } else { "quiet" }
-        );
+    fn watch(&mut self, temperature: &str, why: WatchFire, age: TellingAge) {
+        let why = watch_fire_name(why);
+        match age {
+            TellingAge::NeverTold => {
+                defmt::println!("watch temperature {=str}: {=str}, never told", temperature, why)
+            }
+            TellingAge::Unknown => defmt::println!(
+                "watch temperature {=str}: {=str}, told at an unknown time",
+                temperature,
+                why
+            ),
+            TellingAge::Micros(us) => {
+                let ms = us / 1000;
+                defmt::println!(
+                    "watch temperature {=str}: {=str}, told {=i64}.{=i64:03} s ago",
+                    temperature,
+                    why,
+                    ms / 1000,
+                    ms % 1000
+                )
+            }
+        }
     }
 
     fn woken(&mut self, before: usize, temperature: &str) {

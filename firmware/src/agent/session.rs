@@ -14,13 +14,13 @@
 //! | 6    | 40 s later (beyond the 36 s interval)          | current-time, timezone              |
 //! | 7    | a long log fills the context                   | context-length                      |
 //! | 8    | the agent compresses: the store keeps 1 message| current-time, timezone, tasks       |
-//! | 9    | tasks done, the robot docks                    | (none)                              |
+//! | 9    | 12 s later: tasks done, the robot docks        | (none, unless the watch fires)      |
 //!
 //! The configuration matches `firmware/session-config.json`, which the
 //! simulator replays the device's log with.
 
 use envaware::{
-    AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, TaskCounts,
+    AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, Interval, TaskCounts,
     ToolResultState, Watch, WatchList,
 };
 
@@ -41,8 +41,23 @@ const fn decimal(mantissa: i64, scale: u32) -> Decimal {
     }
 }
 
+/// `seconds` as a watch's interval, in a constant.
+const fn seconds(seconds: i64) -> Option<Interval> {
+    Interval::from_secs(seconds)
+}
+
+/// The watch's floor: a change told sooner than this after the last
+/// telling is held back (throttled) until it has passed. Longer than the
+/// script's quick steps (2 to 3 s apart), so that a change between them waits.
+pub const MIN_INTERVAL_SECS: i64 = 6;
+/// The watch's heartbeat: a steady temperature is told again once the
+/// telling is this old (the script waits 12 s before its last step).
+pub const MAX_INTERVAL_SECS: i64 = 10;
+
 /// The temperature watch: told again after a change of 2.0 °C, or on
-/// crossing 28.0 °C (and back below 27.5 °C).
+/// crossing 28.0 °C (and back below 27.5 °C), but not sooner than 6 s
+/// after the last telling (`min_interval`); and at least every 10 s
+/// (`max_interval`), even when steady.
 pub const WATCH: [(&str, Watch); 1] = [(
     "temperature",
     Watch {
@@ -50,8 +65,8 @@ pub const WATCH: [(&str, Watch); 1] = [(
         above: Some(decimal(280, 1)),
         below: None,
         hysteresis: decimal(5, 1),
-        min_interval: None,
-        max_interval: None,
+        min_interval: seconds(MIN_INTERVAL_SECS),
+        max_interval: seconds(MAX_INTERVAL_SECS),
     },
 )];
 
@@ -215,7 +230,9 @@ pub const SCRIPT: &[ScriptStep] = &[
     },
     ScriptStep {
         note: "all tasks done: the robot docks",
-        wait_ms: 5_000,
+        // Longer than the watch's heartbeat (`max_interval`, 10 s): the
+        // steady temperature is told again.
+        wait_ms: 12_000,
         events: &[Event::Agent(&[
             call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
             result("c9", "TaskUpdate", Done),

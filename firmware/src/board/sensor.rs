@@ -11,8 +11,8 @@ use embassy_futures::select::{select, Either};
 use embassy_sync::blocking_mutex::raw::CriticalSectionRawMutex;
 use embassy_sync::signal::Signal;
 use embassy_time::{Duration, Instant, Timer};
-use envaware::{Decimal, MAX_WATCHES};
-use envaware_firmware::agent::{self, Woken};
+use envaware::WatchFire;
+use envaware_firmware::agent::{self, Told, Woken};
 use envaware_firmware::tmp105::{self, Temperature, Tmp105};
 
 use super::i2c::{I2c0, I2cError};
@@ -41,9 +41,19 @@ static READING: Signal<CriticalSectionRawMutex, Result<Temperature, tmp105::Erro
 /// A reading that would fire the watch: the environment wakes the agent.
 pub(super) static WAKE: Signal<CriticalSectionRawMutex, Woken> = Signal::new();
 /// What the agent's context told of each watched field (the core's
-/// `Engine::told`), for the sensor task to compare its readings with.
-pub(super) static TOLD: Mutex<Cell<[Option<Decimal>; MAX_WATCHES]>> =
-    Mutex::new(Cell::new([None; MAX_WATCHES]));
+/// `Engine::told`), with the tellings' ages, and the board's time when the
+/// agent said so: for the sensor task to compare its readings with.
+pub(super) static TOLD: Mutex<Cell<(Told, u64)>> = Mutex::new(Cell::new((
+    Told { values: [None; envaware::MAX_WATCHES], ages: [None; envaware::MAX_WATCHES] },
+    0,
+)));
+
+/// What the context told, with the tellings' ages now.
+fn told_now() -> Told {
+    let (told, at_ms) = critical_section::with(|cs| TOLD.borrow(cs).get());
+    let since = Instant::now().as_millis().saturating_sub(at_ms);
+    told.later(i64::try_from(since).unwrap_or(i64::MAX).saturating_mul(1000))
+}
 
 /// The agent's side of the sensor task: a reading taken when asked.
 #[derive(Debug)]
@@ -61,8 +71,10 @@ impl agent::Sensor for SensorLink {
 /// grid of board time (so a session restored after a reset samples when
 /// the uninterrupted one did), and reads it when the agent asks. A sample
 /// taken while the agent awaits its model is logged; one taken while it
-/// is idle that would fire its watch (the core's rule, through
-/// [`agent::wakes`]) wakes it.
+/// is idle that would fire its watch by its value (the core's rule,
+/// through [`agent::watch_fire`]) wakes it; one whose change the watch's
+/// floor (`min_interval`) holds back is logged, and wakes it once the
+/// floor has passed, if it still differs enough.
 #[embassy_executor::task]
 pub async fn sensor_task(i2c: I2c0) {
     let mut sensor = Tmp105::new(i2c, tmp105::DEFAULT_ADDRESS);
@@ -83,15 +95,18 @@ pub async fn sensor_task(i2c: I2c0) {
                         "sensor task: {=str} (sampled while the agent awaits its model)",
                         text
                     ),
-                    IDLE if agent::wakes(
-                        &watches,
-                        &critical_section::with(|cs| TOLD.borrow(cs).get()),
-                        &text,
-                    ) =>
-                    {
-                        defmt::info!("sensor task: {=str} would fire the temperature watch: waking the agent", text);
-                        WAKE.signal(Woken { temperature });
-                    }
+                    IDLE => match agent::watch_fire(&watches, &told_now(), &text) {
+                        WatchFire::Value => {
+                            defmt::info!("sensor task: {=str} would fire the temperature watch: waking the agent", text);
+                            WAKE.signal(Woken { temperature });
+                        }
+                        WatchFire::Throttled => defmt::info!(
+                            "sensor task: {=str} would fire the temperature watch, but its floor (min_interval) holds it back",
+                            text
+                        ),
+                        // A heartbeat is told at the next step.
+                        WatchFire::Heartbeat | WatchFire::Quiet => {}
+                    },
                     _ => {}
                 }
             }

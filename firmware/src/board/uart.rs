@@ -8,8 +8,7 @@ use core::sync::atomic::Ordering;
 use cortex_m::peripheral::SYST;
 use embassy_futures::select::{select, Either};
 use embassy_time::{Duration, Instant, Timer};
-use envaware::{Decimal, MAX_WATCHES};
-use envaware_firmware::agent::{self, Woken};
+use envaware_firmware::agent::{self, Told, Woken};
 
 use super::argument;
 use super::retained::retained;
@@ -34,7 +33,7 @@ const FR_TXFF: u32 = 1 << 5;
 ///
 /// Before the idle time of each step it sends `~` (the environment
 /// handshake): the host may change the temperature there (`cargo xtask demo
-/// --environment 7:33`), which the sensor task then finds on its own.
+/// --environment 6:33`), which the sensor task then finds on its own.
 ///
 /// With the `force-panic` or `force-hardfault` feature it panics or
 /// executes an undefined instruction right after the handshake of step 2,
@@ -139,8 +138,9 @@ impl agent::Pacer for Uart0Pacer {
         defmt::info!("model: replied");
     }
 
-    fn told(&mut self, told: [Option<Decimal>; MAX_WATCHES]) {
-        critical_section::with(|cs| TOLD.borrow(cs).set(told));
+    fn told(&mut self, told: Told) {
+        let at = Instant::now().as_millis();
+        critical_section::with(|cs| TOLD.borrow(cs).set((told, at)));
     }
 
     fn finished(&mut self) {
