@@ -134,7 +134,7 @@ impl<'a> Engine<'a> {
         &self,
         conversation: &C,
         agent_name: &str,
-    ) -> [Option<crate::CreatedAt>; crate::config::watch::MAX_WATCHES] {
+    ) -> [Option<crate::time::CreatedAt>; crate::config::watch::MAX_WATCHES] {
         scan::told(&self.config, conversation, agent_name).map(|t| t.and_then(|t| t.at))
     }
 
