@@ -67,10 +67,10 @@ fn state(s: u8) -> ToolResultState {
 fn block<'a>(b: &In<'a>, source: &'a str) -> Block<'a> {
     match b {
         In::Hint { ours: true, text, .. } => {
-            Block::Hint { source: Some(source), text: HintText::Single(text) }
+            Block::Hint { source: Some(source), text: HintText::Single(text), created_at: None }
         }
         In::Hint { source, text, .. } => {
-            Block::Hint { source: *source, text: HintText::Single(text) }
+            Block::Hint { source: *source, text: HintText::Single(text), created_at: None }
         }
         In::Call { id, name: n, input } => {
             Block::ToolCall { id: IDS[usize::from(*id) % 4], name: name(n), input }
@@ -192,8 +192,11 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(text) = hint {
                     // AgentScope appends the hint to the agent's own newest
                     // message, else to a new one.
-                    let hint =
-                        [Block::Hint { source: Some(source), text: HintText::Single(&text) }];
+                    let hint = [Block::Hint {
+                        source: Some(source),
+                        text: HintText::Single(&text),
+                        created_at: None,
+                    }];
                     let ours = store
                         .newest(0)
                         .is_some_and(|m| m.role() == Role::Assistant && m.name() == AGENT);

@@ -216,6 +216,10 @@ fn test() -> Result<(), String> {
         "the noisy sensor example: read once per step, the reading that fired is the one told (checks its own outcomes)",
         cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "noisy_sensor"]),
     )?;
+    run(
+        "the noisy floor example: min_interval holds back the changes sooner than it (checks its own outcomes)",
+        cargo().args(["run", "--locked", "-q", "-p", "envaware", "--example", "noisy_floor"]),
+    )?;
     let log = env::temp_dir().join(format!("envaware-greenhouse-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
     for run_number in ["first", "second (restores the first)"] {

@@ -740,6 +740,11 @@ fn the_header_hash_is_pinned_by_its_documented_encoding() {
     // Each part counts: the agent, a capacity, a watch bound.
     assert_ne!(Header::for_session(&config, "Sprouts", [16, 48, 4096]), header);
     assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4097]).config, header.config);
+    // A time rule counts; a watch with none hashes as before it existed.
+    let mut timed = watch;
+    timed[0].1.max_interval = crate::config::watch::Interval::from_secs(1800);
+    config.injection.watch = WatchList::Slice(&timed);
+    assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4096]).config, header.config);
     config.injection.watch = WatchList::EMPTY;
     assert_ne!(Header::for_session(&config, "Sprout", [16, 48, 4096]).config, header.config);
 }
@@ -994,7 +999,7 @@ fn the_header_s_settings_load_back_into_the_configuration_it_hashes() {
               "template": "<state>\n{runtime_state}\n</state>", "injection_source": "env",
               "task_tool_names": ["Plan", "Todo\u00e9"], "extra_fields": {"robot": "R2", "site": "north"},
               "emit_hint_event": false, "strict": true, "filtered_zone_falls_back_to_utc": true,
-              "watch": {"t": {"below": "-3.25"}, "rh": {"change": 5, "hysteresis": "0.125"}}},
+              "watch": {"t": {"below": "-3.25", "max_interval": 60}, "rh": {"change": 5, "hysteresis": "0.125", "min_interval": "0.000001", "max_interval": 1e9}}},
             "context_config": {"trigger_ratio": 0.7, "reserve_ratio": 0.05,
               "context_buffer_ratio": 0.25, "compression_tool_enabled": true}}"#,
     ];
@@ -1141,4 +1146,82 @@ fn a_configuration_too_long_or_repeating_a_key_is_logged_without_its_settings() 
     let context = Context::new(&engine, AGENT);
     let n = Journal::new(&context).start(&context, &mut buf).unwrap();
     assert!(!core::str::from_utf8(&buf[..n]).unwrap().contains("settings"));
+}
+
+/// A watch with a floor and a heartbeat: the told instants survive a reset
+/// at every item, so the restored session throttles and beats as the
+/// uninterrupted one, step for step.
+#[test]
+fn told_instants_survive_a_restore_with_a_heartbeat_and_a_floor() {
+    use crate::config::watch::{Interval, WatchFire::*};
+    let watch = [(
+        "temperature",
+        Watch {
+            change: Decimal::new(1, 0),
+            min_interval: Interval::from_secs(120),
+            max_interval: Interval::from_secs(240),
+            ..Default::default()
+        },
+    )];
+    let mut config = Config::default();
+    config.injection.watch = WatchList::Slice(&watch);
+    config.injection.time_interval = 24.0; // the watch alone fires
+    let engine = Engine::new(config).unwrap();
+    let mut temperatures = ["22 °C"; 13];
+    (temperatures[0], temperatures[12]) = ("20 °C", "24 °C");
+    // One user message and one step a minute: the hints do not pile up in
+    // one message.
+    let minute = |context: &mut Context<'_>,
+                  journal: &mut Journal<6>,
+                  i: usize,
+                  log: &mut Vec<Vec<u8>>| {
+        let mut buf = [0u8; 1024];
+        let items = journal.record(context, &Event::User { name: "operator" }, &mut buf).unwrap();
+        log.extend(items.iter(&buf).map(<[u8]>::to_vec));
+        let reading = Thermometer(temperatures[i].to_string());
+        let fired =
+            context.decide_with_readings(&step(0, 0, 100), now(i as i64), &reading).watch.get(0);
+        steps_at(context, journal, i as i64, &[temperatures[i]], log);
+        fired
+    };
+    let mut live = Context::new(&engine, AGENT);
+    let (mut journal, mut log) = started(&live);
+    let fires: Vec<_> =
+        (0..temperatures.len()).map(|i| minute(&mut live, &mut journal, i, &mut log)).collect();
+    // Told at 0; 22 at 1 is held back to 2; a steady 22 beats again
+    // (the small context's compactions also make the time be told again,
+    // which tells the field too and restarts both intervals).
+    assert_eq!(fires[..3], [Value, Throttled, Value]);
+    assert!(fires.contains(&Heartbeat), "{fires:?}");
+    // A step item with a hint carries its instant.
+    let text: Vec<String> = log.iter().map(|i| String::from_utf8(i.clone()).unwrap()).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("\"step\":") && t.ends_with(r#","at":"2026-07-22T02:32:00Z"}}"#)),
+        "{text:#?}"
+    );
+    for cut in 1..=log.len() {
+        let (mut restored, mut restored_journal) = restore(&engine, &log[..cut]).unwrap();
+        let done = text[..cut].iter().filter(|t| t.contains("\"step\":")).count();
+        // A cut between a user message and its step: finish that step.
+        let mut continued = log[..cut].to_vec();
+        if text[..cut].iter().filter(|t| t.contains("\"user\":")).count() > done {
+            steps_at(
+                &mut restored,
+                &mut restored_journal,
+                done as i64,
+                &[temperatures[done]],
+                &mut continued,
+            );
+        }
+        let rest: Vec<_> = (done + usize::from(continued.len() > cut)..temperatures.len())
+            .map(|i| minute(&mut restored, &mut restored_journal, i, &mut continued))
+            .collect();
+        assert_eq!(rest, fires[fires.len() - rest.len()..], "cut at item {cut}");
+        assert_eq!(
+            format!("{:?}", restored.store()),
+            format!("{:?}", live.store()),
+            "cut at item {cut}"
+        );
+    }
 }

@@ -58,10 +58,9 @@ pub fn wakes(
     temperature: &str,
 ) -> bool {
     let value = Decimal::leading(temperature.bytes()).map(|(d, _)| d);
-    watches
-        .iter()
-        .zip(told)
-        .any(|((name, watch), told)| name == "temperature" && watch.fires(value, *told))
+    watches.iter().zip(told).any(|((name, watch), told)| {
+        name == "temperature" && watch.fires(value, *told, None).fired()
+    })
 }
 
 /// How a session ended.

@@ -50,6 +50,8 @@ pub const WATCH: [(&str, Watch); 1] = [(
         above: Some(decimal(280, 1)),
         below: None,
         hysteresis: decimal(5, 1),
+        min_interval: None,
+        max_interval: None,
     },
 )];
 

@@ -13,6 +13,7 @@ use envaware::{Block, HintText, SliceConversation, SliceMessage};
 use envaware::{
     Config, Engine, FixedClock, Role, StepInput, TaskCounts, Timestamp, ToolResultState,
 };
+use envaware::{CreatedAt, Decimal, ExtraFields, InjectionConfig, Interval, Watch, WatchList};
 
 /// Counts the instructions of a case and prints `NAME: N instructions`.
 pub trait Meter {
@@ -35,7 +36,11 @@ const ARGUMENT: &str = r#"{"vent": 2, "percent": 40.5, "zones": ["north", "south
 // benchmark (`core/benches/decide.rs`).
 static FIRST: [Block<'static>; 2] = [
     Block::Other,
-    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(RECORDED) },
+    Block::Hint {
+        source: Some(DEFAULT_INJECTION_SOURCE),
+        text: HintText::Single(RECORDED),
+        created_at: None,
+    },
 ];
 static TASKS: [Block<'static>; 2] = [
     Block::ToolCall { id: "call_1", name: "TaskCreate", input: r#"{"subject": "water bed A"}"# },
@@ -43,12 +48,17 @@ static TASKS: [Block<'static>; 2] = [
 ];
 static USER: [Block<'static>; 1] = [Block::Other];
 static OURS: [Block<'static>; 2] = [
-    Block::Hint { source: Some(DEFAULT_INJECTION_SOURCE), text: HintText::Single(CONTEXT_HINT) },
+    Block::Hint {
+        source: Some(DEFAULT_INJECTION_SOURCE),
+        text: HintText::Single(CONTEXT_HINT),
+        created_at: None,
+    },
     Block::Other,
 ];
 static OTHERS: [Block<'static>; 1] = [Block::Hint {
     source: Some("permission"),
     text: HintText::Single("The user allowed `Move` for this session."),
+    created_at: None,
 }];
 static TOOL: [Block<'static>; 3] = [
     Block::Other,
@@ -126,6 +136,7 @@ pub fn run(bench: &impl Meter) {
             black_box(outcome.map(|o| o.hint.map(str::len)).ok());
         });
     }
+    watched(bench, &input, quiet);
     let conversation = SliceConversation(&large[..]);
     let tracker = Tracker::from_conversation(&engine, AGENT, &conversation);
     phases_of_a_decision(bench, &tracker, &conversation, &input, quiet);
@@ -201,4 +212,59 @@ fn phases_of_a_firing_step(
     phase("render: format the time", &mut || {
         black_box(phases::format_time(engine, black_box(due), &mut hint));
     });
+}
+
+/// The telling of the watched temperature: the oldest hint, told at
+/// `RECORDED_AT` (its `created_at`).
+static TOLD: [Block<'static>; 1] = [Block::Hint {
+    source: Some(DEFAULT_INJECTION_SOURCE),
+    text: HintText::Single(TOLD_TEXT),
+    created_at: Some(CreatedAt::Instant(Timestamp::from_unix_seconds(RECORDED_AT))),
+}];
+const TOLD_TEXT: &str = "<system-reminder>Treat the following as the ground truth at this point of the conversation. Anything stated earlier is outdated, and a later reminder, if any, supersedes this one:\n<current-time>2026-07-22T02:30:00</current-time>\n<timezone>UTC</timezone>\n<temperature>23.0 °C</temperature>\n</system-reminder>";
+
+/// The no-fire tracked decision at 128 messages with a temperature watch,
+/// without and with a time rule (`max_interval`): the rule reads the
+/// telling's age, a subtraction, and nothing else.
+fn watched(bench: &impl Meter, input: &StepInput, quiet: Timestamp) {
+    let mut messages = context::<128>();
+    messages[0].blocks = &TOLD;
+    let conversation = SliceConversation(&messages);
+    let readings = [("temperature", "23.4 °C")];
+    let live = ExtraFields::Slice(&readings);
+    for (label, max_interval) in [("", None), (", max_interval", Interval::from_secs(1800))] {
+        let watch = [(
+            "temperature",
+            Watch { change: Decimal::new(1, 0), max_interval, ..Watch::default() },
+        )];
+        let config = Config {
+            injection: InjectionConfig {
+                watch: WatchList::Slice(&watch),
+                ..InjectionConfig::default()
+            },
+            ..Config::default()
+        };
+        let Ok(engine) = Engine::new(config) else { bench.fail("the watch configuration") };
+        let tracker = Tracker::from_conversation(&engine, AGENT, &conversation);
+        let decision = tracker.decide_with_readings(&conversation, input, Some(quiet), &live);
+        if decision.fires()
+            || decision
+                != engine.decide_with_readings(
+                    &conversation,
+                    &input.for_agent(AGENT),
+                    Some(quiet),
+                    &live,
+                )
+        {
+            bench.fail("the watched quiet decision fires or differs from the scan");
+        }
+        bench.report("tracked, nothing to inject, messages=128, a watch", label, || {
+            black_box(tracker.decide_with_readings(
+                black_box(&conversation),
+                input,
+                Some(quiet),
+                &live,
+            ));
+        });
+    }
 }

@@ -64,14 +64,14 @@ fn step(agent_name: &str) -> Step<'_> {
 fn blocks() -> [Block<'static>; 4] {
     let parts: &'static [&'static str] = black_box(&["", ""]);
     [
-        Block::Hint { source: Some(text()), text: HintText::Parts(parts) },
+        Block::Hint { source: Some(text()), text: HintText::Parts(parts), created_at: None },
         Block::ToolCall { id: text(), name: text(), input: text() },
         Block::ToolResult {
             id: text(),
             name: text(),
             state: ToolResultState::from_name(text()).unwrap_or(ToolResultState::Error),
         },
-        Block::Hint { source: None, text: HintText::Single(text()) },
+        Block::Hint { source: None, text: HintText::Single(text()), created_at: None },
     ]
 }
 
@@ -93,8 +93,10 @@ fn entry_points() {
             above: d(text()),
             below: d(text()),
             hysteresis: d(text()).unwrap_or_default(),
+            min_interval: envaware::Interval::from_micros(number()),
+            max_interval: d(text()).and_then(envaware::Interval::from_seconds),
         };
-        watch.fires(d(text()), d(text()))
+        watch.fires(d(text()), d(text()), Some(number()))
     });
     sink(load_and_step());
     sink(tracked_and_wire());
@@ -162,7 +164,8 @@ fn tracked_and_wire() -> Option<usize> {
     sink(context.tool_call(text(), text(), text()));
     sink(context.tool_result(text(), text(), ToolResultState::Error));
     sink(context.observe(Role::Assistant, text(), &blocks()));
-    sink(context.append_hint(text()));
+    sink(context.append_hint(text(), Some(Timestamp(number()))));
+    sink(envaware::CreatedAt::parse(text()).map(|at| at.age(Timestamp(number()), || number())));
     context.new_reply();
     sink(context.compress(number() as usize));
     let mut live = LiveReadings::<2, 16>::new(["temperature", "uptime"]);

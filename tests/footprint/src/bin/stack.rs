@@ -319,7 +319,7 @@ fn fill_full(store: &mut Store, source: &'static str) -> bool {
         .push_message(
             Role::Assistant,
             "rover",
-            &[Block::Hint { source: Some(source), text: HintText::Single(hint) }],
+            &[Block::Hint { source: Some(source), text: HintText::Single(hint), created_at: None }],
         )
         .is_ok();
     let mut long = Text::<900>::new();
@@ -331,7 +331,7 @@ fn fill_full(store: &mut Store, source: &'static str) -> bool {
             .push_message(
                 role,
                 "rover",
-                &[Block::Other, Block::Hint { source: Some("other"), text }],
+                &[Block::Other, Block::Hint { source: Some("other"), text, created_at: None }],
             )
             .is_ok();
     }
@@ -399,7 +399,8 @@ fn main() -> ! {
         "</current-time>\n<timezone>Europe/",
         "Berlin</timezone>",
     ];
-    let parts_msg = [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&parts) }];
+    let parts_msg =
+        [Block::Hint { source: Some(SOURCE), text: HintText::Parts(&parts), created_at: None }];
     let slice_msgs = [SliceMessage { role: Role::Assistant, name: "rover", blocks: &parts_msg }];
 
     let mut worst = 0;
