@@ -108,6 +108,27 @@ fn a_throttle_that_holds_back_at_exactly_min_interval_is_caught() {
     assert_caught_as(Breakage::ThrottleInclusive, "differ: core Dims");
 }
 
+/// Every written step, replayed through `eval`, gets the model's result:
+/// the scenario lines carry all the model read (hints' `created_at` too).
+#[test]
+fn every_emitted_step_evals_to_the_models_result() {
+    let dir = std::env::temp_dir().join(format!("envaware-fuzz-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let emitted = dir.join("steps.jsonl");
+    let report =
+        fuzz::fuzz(&FuzzOptions { emit: Some(emitted.clone()), ..options(80, None) }).unwrap();
+    assert!(report.failure.is_none());
+    let text = std::fs::read_to_string(&emitted).unwrap();
+    let mut with_created_at = 0;
+    for line in text.lines() {
+        let (got, expected) = eval_and_expected(line);
+        assert_eq!(got, expected, "{line}");
+        with_created_at += usize::from(line.contains("\"created_at\""));
+    }
+    assert!(with_created_at > 100, "only {with_created_at} steps with a created_at");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_command_line_fuzzes_and_writes_a_session_eval_replays() {
     let bin = env!("CARGO_BIN_EXE_envaware-sim");
