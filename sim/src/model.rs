@@ -12,6 +12,14 @@
 //! made of integers, a few floats, strings, booleans, null, arrays and
 //! objects.
 //!
+//! envaware's watches are modelled from `../shared/scenario-format.md` the
+//! same way, time rules included: the model reads a hint's `created_at`
+//! itself (an instant with `Z` or an offset, or a wall time of the
+//! configured zone, subtracted as Python subtracts datetimes sharing one
+//! tzinfo), parses the intervals from their configured texts, and says why
+//! each watch fired ([`Dims::heartbeat`]) or was held back
+//! ([`Dims::throttled`]).
+//!
 //! [`Model::broken`] variants break one rule on purpose, to show the fuzzer
 //! catches it.
 

@@ -220,9 +220,9 @@ pub enum Foreign {
     },
     /// Our source: a watched field told, on a line of its own or not.
     Told {
-        /// Index into [`READ_FIELDS`].
+        /// Index into `READ_FIELDS`.
         field: usize,
-        /// Index into [`READ_VALUES`] (`None` is written `unavailable`).
+        /// Index into `READ_VALUES` (`None` is written `unavailable`).
         value: usize,
         /// Whether the tag starts a line of its own (strict mode reads it
         /// only there).
@@ -233,7 +233,7 @@ pub enum Foreign {
 /// How long before now a foreign hint's `created_at` is.
 #[derive(Debug, Clone, Copy)]
 pub enum Ago {
-    /// [`AGES`]`[i]`.
+    /// `AGES``[i]`.
     Table(usize),
     /// The first watch's `min_interval` (else `max_interval`: `max`) and
     /// `micros` more; just `micros` with no such interval.
@@ -257,11 +257,11 @@ pub enum ToldAt {
         /// Fractional digits written (the rest cut off).
         digits: u8,
     },
-    /// `ago` before now, with an offset ([`OFFSETS`]`[offset]`).
+    /// `ago` before now, with an offset (`OFFSETS``[offset]`).
     Offset {
         /// How long before now.
         ago: Ago,
-        /// Index into [`OFFSETS`].
+        /// Index into `OFFSETS`.
         offset: usize,
     },
     /// `ago` before now on the configured zone's wall clock, with no
@@ -272,9 +272,9 @@ pub enum ToldAt {
         /// Fractional digits written (the rest cut off).
         digits: u8,
     },
-    /// A wall time a zone repeats or skips ([`DST_WALLS`]), with no offset.
+    /// A wall time a zone repeats or skips (`DST_WALLS`), with no offset.
     DstWall(usize),
-    /// A text that is no `created_at` ([`UNREADABLE`]).
+    /// A text that is no `created_at` (`UNREADABLE`).
     Unreadable(usize),
 }
 
