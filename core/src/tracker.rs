@@ -70,7 +70,7 @@ struct Told {
 /// [`StepInput`](crate::StepInput), which names no agent.
 ///
 /// ```
-/// use envaware::{Block, Conversation, HintText, Role};
+/// use envaware::{Block, Conversation, CreatedAt, HintText, Role};
 /// use envaware::ContextStore;
 /// use envaware::Tracker;
 /// use envaware::{Config, Engine, FixedClock, StepInput, Timestamp};
@@ -84,10 +84,13 @@ struct Told {
 ///
 /// store.push_message(Role::User, "user", &[Block::Other])?;
 /// tracker.push_message(&store.newest(0).unwrap());
-/// let hint = tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?.hint.unwrap();
-/// // Append the hint as the agent's own message, and tell the tracker.
+/// let outcome = tracker.step(&store, &step, &mut clock, &mut (), &mut buf)?;
+/// let (hint, now) = (outcome.hint.unwrap(), outcome.decision.now);
+/// // Append the hint as the agent's own message, created at the step's
+/// // instant (a watch's time rules count from it), and tell the tracker.
 /// let source = engine.config().config().injection.injection_source;
-/// let hint_block = Block::Hint { source: Some(source), text: HintText::Single(hint) };
+/// let created_at = now.map(CreatedAt::Instant);
+/// let hint_block = Block::Hint { source: Some(source), text: HintText::Single(hint), created_at };
 /// let appended = store.push_message(Role::Assistant, "friday", &[hint_block])?;
 /// tracker.evict_oldest(appended.evicted);
 /// tracker.push_message(&store.newest(0).unwrap());

@@ -25,7 +25,7 @@ use xtask::needs;
 use xtask::qemu::{self, RunOptions, RunResult};
 
 /// As `xtask/src/firmware.rs` says why.
-const FLASH_BUDGET: u64 = 144 * 1024;
+const FLASH_BUDGET: u64 = 152 * 1024;
 
 /// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin.
 /// Fixed, because the date is input too: formatting and parsing another

@@ -65,6 +65,7 @@ const ROWS: &[(&str, &str, &[&str], &str)] = &[
     ("UTC only", UTC_FILTER, &[], "utc"),
     ("one DST zone (Europe/Berlin)", DST_FILTER, &[], "dst"),
     ("one DST zone + JSON configuration", DST_FILTER, &[], "dst-json"),
+    ("one DST zone + JSON configuration + a time-rule watch", DST_FILTER, &[], "dst-json-watch"),
     (
         "one DST zone + JSON configuration + `python-floats`",
         DST_FILTER,

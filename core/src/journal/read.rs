@@ -145,10 +145,27 @@ pub(crate) fn number_or<N: core::str::FromStr + Default>(
 /// [`Rfc3339`](crate::wire::Rfc3339) writes it: years 1 to 9999, as
 /// strftime's `%Y` writes them (no leading zeros).
 pub(crate) fn read_rfc3339(text: &str) -> Option<Timestamp> {
-    let (date_time, micros) = match text.strip_suffix('Z')?.split_once('.') {
+    read_wall_clock(text.strip_suffix('Z')?).map(Timestamp)
+}
+
+/// A hint block's `created_at` as the log writes it ([`CreatedAt`]'s
+/// `Display`): `…Z` an instant, else a wall clock. The reader of
+/// `set_clock`'s own form, not the general [`CreatedAt::parse`], so that a
+/// device links one.
+fn read_created_at(text: &str) -> Option<CreatedAt> {
+    match text.strip_suffix('Z') {
+        Some(instant) => read_wall_clock(instant).map(|at| CreatedAt::Instant(Timestamp(at))),
+        None => read_wall_clock(text).map(CreatedAt::WallClock),
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.ffffff]` as microseconds since 1970-01-01T00:00
+/// of that clock.
+fn read_wall_clock(text: &str) -> Option<i64> {
+    let (date_time, micros) = match text.split_once('.') {
         Some((dt, f)) if f.len() == 6 => (dt, digits(f)?),
         Some(_) => return None,
-        None => (text.strip_suffix('Z')?, 0),
+        None => (text, 0),
     };
     let (date, time) = date_time.split_once('T')?;
     let (year, month_day) = date.split_once('-')?;
@@ -166,7 +183,7 @@ pub(crate) fn read_rfc3339(text: &str) -> Option<Timestamp> {
         second,
         u32::try_from(micros).ok()?,
     )?;
-    Some(Timestamp(at.and_utc().timestamp_micros()))
+    Some(at.and_utc().timestamp_micros())
 }
 
 /// A run of ASCII digits (no sign, unlike `str::parse`).
@@ -340,11 +357,7 @@ pub(crate) fn read_event<'a: 'b, 'b>(
                 None => said.clock.flatten(),
                 Some((_, at)) => Some(
                     at.as_str()
-                        .and_then(|at| CreatedAt::parse(at.raw()))
-                        .and_then(|at| match at {
-                            CreatedAt::Instant(at) => Some(at),
-                            CreatedAt::WallClock(_) => None,
-                        })
+                        .and_then(|at| read_rfc3339(at.raw()))
                         .ok_or(ItemError::Field("at"))?,
                 ),
             };
@@ -430,7 +443,7 @@ pub(crate) fn read_block<'a>(
             let created_at = field(block, "created_at")
                 .ok()
                 .and_then(|at| at.as_str())
-                .and_then(|at| CreatedAt::parse(at.raw()));
+                .and_then(|at| read_created_at(at.raw()));
             Block::Hint { source, text: HintText::Single(text), created_at }
         }
         _ => return Err(ItemError::Field("type")),

