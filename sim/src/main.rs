@@ -88,7 +88,8 @@ struct FuzzArgs {
     #[arg(long, value_name = "FILE")]
     emit: Option<PathBuf>,
     /// Fuzz against a deliberately broken model (to see a failure):
-    /// `time-boundary` (`<` for `<=`) or `tool-arguments`.
+    /// `time-boundary` (`<` for `<=`), `tool-arguments` or
+    /// `throttle-inclusive` (a watch throttled at `age <= min_interval`).
     #[arg(long, hide = true)]
     broken: Option<String>,
     /// Fuzz your own configuration: a JSON file holding a `config` trace
@@ -213,6 +214,7 @@ fn fuzz_main(args: FuzzArgs) -> ExitCode {
         None => None,
         Some("time-boundary") => Some(envaware_sim::model::Breakage::TimeBoundaryStrict),
         Some("tool-arguments") => Some(envaware_sim::model::Breakage::ToolErrorIgnoresArguments),
+        Some("throttle-inclusive") => Some(envaware_sim::model::Breakage::ThrottleInclusive),
         Some(other) => {
             eprintln!("envaware-sim: unknown --broken {other:?}");
             return ExitCode::from(2);

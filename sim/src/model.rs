@@ -12,6 +12,14 @@
 //! made of integers, a few floats, strings, booleans, null, arrays and
 //! objects.
 //!
+//! envaware's watches are modelled from `../shared/scenario-format.md` the
+//! same way, time rules included: the model reads a hint's `created_at`
+//! itself (an instant with `Z` or an offset, or a wall time of the
+//! configured zone, subtracted as Python subtracts datetimes sharing one
+//! tzinfo), parses the intervals from their configured texts, and says why
+//! each watch fired ([`Dims::heartbeat`]) or was held back
+//! ([`Dims::throttled`]).
+//!
 //! [`Model::broken`] variants break one rule on purpose, to show the fuzzer
 //! catches it.
 
@@ -58,6 +66,8 @@ pub enum MBlock {
         source: Option<String>,
         /// Its text.
         text: String,
+        /// Its `created_at`, as written (any text; `None`: missing).
+        created_at: Option<String>,
     },
     /// A tool call.
     ToolCall {
@@ -142,6 +152,10 @@ pub struct MWatch {
     pub below: Option<String>,
     /// `hysteresis` (0 when absent).
     pub hysteresis: Option<String>,
+    /// `min_interval`, in seconds.
+    pub min_interval: Option<String>,
+    /// `max_interval`, in seconds.
+    pub max_interval: Option<String>,
 }
 
 /// What the step knows besides the context.
@@ -178,6 +192,10 @@ pub struct Dims {
     pub tool_error: bool,
     /// The watched fields whose watch fired, in configuration order.
     pub watch: Vec<String>,
+    /// Of those, the ones fired by their heartbeat (`max_interval`) only.
+    pub heartbeat: Vec<String>,
+    /// The watched fields whose change `min_interval` held back (not fired).
+    pub throttled: Vec<String>,
 }
 
 /// Warnings the model predicts.
@@ -213,6 +231,9 @@ pub enum Breakage {
     TimeBoundaryStrict,
     /// The tool-error streak ignores the arguments.
     ToolErrorIgnoresArguments,
+    /// A watch's change is throttled while `age <= min_interval`, where
+    /// the format has `age < min_interval`.
+    ThrottleInclusive,
 }
 
 /// The reference model.
@@ -371,7 +392,9 @@ fn scan<'c>(
         }
         for block in msg.blocks.iter().rev() {
             match block {
-                MBlock::Hint { source: Some(source), text } if *source == cfg.injection_source => {
+                MBlock::Hint { source: Some(source), text, .. }
+                    if *source == cfg.injection_source =>
+                {
                     // Strict mode reads a field only where envaware writes it.
                     let state = strict_state(cfg, text);
                     let records_time = match state {
@@ -505,10 +528,24 @@ fn leading_decimal(text: &str) -> Option<Dec> {
     Some(Dec { mantissa: if negative { -mantissa } else { mantissa }, scale: frac.len() as u32 })
 }
 
-/// The README's rule, on the values `v` (reading) and `t` (told).
-fn watch_fires(w: &MWatch, v: Option<Dec>, t: Option<Dec>) -> bool {
-    let (Some(v), t) = (v.map(Dec::units), t.map(Dec::units)) else { return false };
-    let Some(t) = t else { return true };
+/// Why a watch fired, or did not (the format's "Time rules").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fire {
+    /// It did not fire.
+    Quiet,
+    /// The value rule fired, not held back.
+    Value,
+    /// `max_interval`: the telling is that old, or of unknown age.
+    Heartbeat,
+    /// The value rule fired, but the telling is younger than `min_interval`.
+    Throttled,
+}
+
+/// The value rule alone (the format's "Environment-change triggers"), on
+/// the reading `v` and the told value `t`: `t` none fires.
+fn value_fires(w: &MWatch, v: Dec, t: Option<Dec>) -> bool {
+    let v = v.units();
+    let Some(t) = t.map(Dec::units) else { return true };
     let value = |s: &Option<String>| s.as_deref().and_then(leading_decimal).map(Dec::units);
     let h = value(&w.hysteresis).unwrap_or(0);
     let change = value(&w.change).is_some_and(|c| (v - t).abs() >= c);
@@ -517,17 +554,112 @@ fn watch_fires(w: &MWatch, v: Option<Dec>, t: Option<Dec>) -> bool {
     change || above || below
 }
 
-/// What the newest hint holding `<field>` told of it, found as the time
-/// rule finds its recorded time: `None` with no such hint, `Some(None)`
-/// when its content has no number.
-fn told(cfg: &MConfig, context: &[MMsg], step: &MStep, field: &str) -> Option<Option<Dec>> {
+/// An interval's text in microseconds: a decimal number (`"1800"`,
+/// `"0.5"`, `"60.000001"`), or a JSON number as serde_json writes it back
+/// (`1e-6`); `None` unless it is exact in microseconds.
+pub fn interval_micros(text: &str) -> Option<i64> {
+    let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (number, exponent) = match text.split_once(['e', 'E']) {
+        Some((n, e)) => {
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            (n, plain(digits).then(|| e.parse::<i32>().ok()).flatten()?)
+        }
+        None => (text, 0),
+    };
+    let whole = match number.split_once('.') {
+        Some((int, frac)) => plain(int) && plain(frac),
+        None => plain(number),
+    };
+    let d = leading_decimal(number).filter(|_| whole)?;
+    // mantissa × 10^(exponent − scale) seconds, in units of 10^-6.
+    let shift = 6 + exponent - d.scale as i32;
+    let micros = match shift {
+        s @ 0..=30 => d.mantissa.checked_mul(10i128.pow(s as u32))?,
+        _ if d.mantissa == 0 => 0,
+        _ => return None,
+    };
+    i64::try_from(micros).ok()
+}
+
+/// A `created_at`, as the time rules read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CreatedAt {
+    /// Written with `Z` or an offset: an instant, Unix microseconds.
+    Instant(i64),
+    /// Written with no offset: a wall time of the configured zone.
+    Wall(NaiveDateTime),
+}
+
+/// `YYYY-MM-DDTHH:MM:SS`, then `.` and 1–6 digits or nothing, then `Z`
+/// (RFC 3339 allows `z`), `±HH:MM` (hours 00–23, minutes 00–59) or nothing;
+/// a date and time Python's `datetime` holds (year 1 on, no second 60).
+fn parse_created_at(text: &str) -> Option<CreatedAt> {
+    const SHAPE: &[u8] = b"dddd-dd-ddTdd:dd:dd";
+    let b = text.as_bytes();
+    let fits = |part: &[u8], shape: &[u8]| {
+        part.len() == shape.len()
+            && part.iter().zip(shape).all(|(c, s)| match s {
+                b'd' => c.is_ascii_digit(),
+                _ => c == s,
+            })
+    };
+    if b.len() < SHAPE.len() || !fits(&b[..SHAPE.len()], SHAPE) {
+        return None;
+    }
+    let num = |from: usize, to: usize| text[from..to].parse::<u32>().ok();
+    let mut rest = &text[SHAPE.len()..];
+    let mut micros = 0;
+    if let Some(after) = rest.strip_prefix('.') {
+        let n = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if !(1..=6).contains(&n) {
+            return None;
+        }
+        micros = after[..n].parse::<u32>().ok()? * 10u32.pow(6 - n as u32);
+        rest = &after[n..];
+    }
+    let year = i32::try_from(num(0, 4)?).ok().filter(|y| *y >= 1)?;
+    let date = chrono::NaiveDate::from_ymd_opt(year, num(5, 7)?, num(8, 10)?)?;
+    let naive = date.and_hms_micro_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?, micros)?;
+    let offset_seconds = match rest {
+        "" => return Some(CreatedAt::Wall(naive)),
+        "Z" | "z" => 0,
+        _ if fits(rest.as_bytes(), b"+dd:dd") || fits(rest.as_bytes(), b"-dd:dd") => {
+            let (h, m) = (rest[1..3].parse::<i32>().ok()?, rest[4..6].parse::<i32>().ok()?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let seconds = h * 3600 + m * 60;
+            if rest.starts_with('-') {
+                -seconds
+            } else {
+                seconds
+            }
+        }
+        _ => return None,
+    };
+    let offset = FixedOffset::east_opt(offset_seconds)?;
+    let at = offset.from_local_datetime(&naive).single()?;
+    Some(CreatedAt::Instant(at.timestamp_micros()))
+}
+
+/// The newest hint holding a watched field's tag: the value it told
+/// (`None`: no number in it) and its `created_at` text (`None`: missing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Telling<'c> {
+    value: Option<Dec>,
+    created_at: Option<&'c str>,
+}
+
+/// The telling of `field`: the newest hint holding `<field>`, found as the
+/// time rule finds its recorded time; `None` with no such hint.
+fn told<'c>(cfg: &MConfig, context: &'c [MMsg], step: &MStep, field: &str) -> Option<Telling<'c>> {
     let (open, close) = (format!("<{field}>"), format!("</{field}>"));
     for msg in context.iter().rev() {
         if msg.role != "assistant" || (cfg.strict && msg.name != step.agent_name) {
             continue;
         }
         for block in msg.blocks.iter().rev() {
-            let MBlock::Hint { source: Some(source), text } = block else { continue };
+            let MBlock::Hint { source: Some(source), text, created_at } = block else { continue };
             if *source != cfg.injection_source {
                 continue;
             }
@@ -543,28 +675,126 @@ fn told(cfg: &MConfig, context: &[MMsg], step: &MStep, field: &str) -> Option<Op
             let Some(from) = from else { continue };
             let capture = regex_capture(from, &open, &close)
                 .filter(|c| !cfg.strict || from.starts_with(&format!("{open}{c}")));
-            return Some(capture.and_then(leading_decimal));
+            return Some(Telling {
+                value: capture.and_then(leading_decimal),
+                created_at: created_at.as_deref(),
+            });
         }
     }
     None
 }
 
-/// The watched fields whose watch fires at this step.
-fn fired_watches(cfg: &MConfig, context: &[MMsg], step: &MStep) -> Vec<String> {
-    let reading = |field: &str| {
-        step.readings.iter().rev().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref())
+/// The age of a telling at this step, in microseconds: `now − created_at`,
+/// an instant's real difference, or a wall time's difference from `now` on
+/// the configured zone's wall clock (Python's subtraction of two datetimes
+/// sharing one tzinfo). `None` (unknown) with no `created_at`, an
+/// unreadable one, or one later than `now`.
+fn telling_age(
+    cfg: &MConfig,
+    step: &MStep,
+    telling: &Telling<'_>,
+    notes: &mut Vec<&'static str>,
+) -> Option<i64> {
+    let Some(text) = telling.created_at else {
+        notes.push("telling without created_at");
+        return None;
     };
-    cfg.watch
-        .iter()
-        .filter(|(field, w)| {
-            watch_fires(
-                w,
-                reading(field).and_then(leading_decimal),
-                told(cfg, context, step, field).flatten(),
-            )
-        })
-        .map(|(field, _)| field.clone())
-        .collect()
+    let age = match parse_created_at(text) {
+        None => {
+            notes.push("telling's created_at unreadable");
+            return None;
+        }
+        Some(CreatedAt::Instant(at)) => step.now_micros - at,
+        Some(CreatedAt::Wall(naive)) => {
+            notes.push("telling's created_at a wall time");
+            let zone = resolve(&cfg.timezone);
+            let wall = (local_naive(step.now_micros, zone) - naive).num_microseconds()?;
+            if wall != step.now_micros - fold0_micros(naive, zone, &mut Vec::new()) {
+                notes.push("telling's wall-clock age differs from real (DST)");
+            }
+            wall
+        }
+    };
+    if age < 0 {
+        notes.push("telling's created_at later than now");
+        return None;
+    }
+    Some(age)
+}
+
+impl Model {
+    /// The format's rule for one watch: the reading `v`, the telling (none:
+    /// nothing told, so `t` is none and the age unknown) and its age.
+    fn watch_fires(&self, w: &MWatch, v: Option<Dec>, t: Option<Dec>, age: Option<i64>) -> Fire {
+        // An unavailable reading never fires, not even by heartbeat.
+        let Some(v) = v else { return Fire::Quiet };
+        let value = value_fires(w, v, t);
+        let min = w.min_interval.as_deref().and_then(interval_micros);
+        let max = w.max_interval.as_deref().and_then(interval_micros);
+        let throttled = value
+            && match (min, age) {
+                (Some(min), Some(age)) if self.broken == Some(Breakage::ThrottleInclusive) => {
+                    age <= min
+                }
+                (Some(min), Some(age)) => age < min,
+                _ => false,
+            };
+        let heartbeat = match (max, age) {
+            (Some(max), Some(age)) => age >= max,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if value && !throttled {
+            Fire::Value
+        } else if heartbeat {
+            Fire::Heartbeat
+        } else if throttled {
+            Fire::Throttled
+        } else {
+            Fire::Quiet
+        }
+    }
+
+    /// Each watched field and why its watch fired, or did not, at this step.
+    fn watches(
+        &self,
+        cfg: &MConfig,
+        context: &[MMsg],
+        step: &MStep,
+        notes: &mut Vec<&'static str>,
+    ) -> Vec<(String, Fire)> {
+        let reading = |field: &str| {
+            step.readings.iter().rev().find(|(k, _)| k == field).and_then(|(_, v)| v.as_deref())
+        };
+        let mut out = Vec::new();
+        for (field, w) in &cfg.watch {
+            let v = reading(field).and_then(leading_decimal);
+            let telling = told(cfg, context, step, field);
+            let timed = w.min_interval.is_some() || w.max_interval.is_some();
+            let age = match (&telling, timed && v.is_some()) {
+                (Some(telling), true) => telling_age(cfg, step, telling, notes),
+                _ => None,
+            };
+            let at = |interval: &Option<String>| {
+                interval.as_deref().and_then(interval_micros).is_some_and(|i| age == Some(i))
+            };
+            if at(&w.min_interval) {
+                notes.push("telling exactly min_interval old");
+            }
+            if at(&w.max_interval) {
+                notes.push("telling exactly max_interval old");
+            }
+            let fire = self.watch_fires(w, v, telling.and_then(|t| t.value), age);
+            match fire {
+                Fire::Heartbeat => notes.push("watch heartbeat"),
+                Fire::Throttled => notes.push("watch throttled"),
+                _ if timed && v.is_none() => notes.push("timed watch, reading unavailable"),
+                _ => {}
+            }
+            out.push((field.clone(), fire));
+        }
+        out
+    }
 }
 
 /// Strict mode's escaping of text it did not write: `<` and `>`.
@@ -667,8 +897,19 @@ impl Model {
             injections.push(("context-length".into(), hint));
         }
 
-        // envaware's watches: a watched reading that moved.
-        dims.watch = fired_watches(cfg, context, step);
+        // envaware's watches: a watched reading that moved, held back by
+        // `min_interval` or told again by `max_interval`.
+        for (field, fire) in self.watches(cfg, context, step, &mut notes) {
+            match fire {
+                Fire::Value => dims.watch.push(field),
+                Fire::Heartbeat => {
+                    dims.heartbeat.push(field.clone());
+                    dims.watch.push(field);
+                }
+                Fire::Throttled => dims.throttled.push(field),
+                Fire::Quiet => {}
+            }
+        }
         if !dims.watch.is_empty() {
             notes.push("watch fired");
         }
@@ -837,5 +1078,232 @@ mod tests {
             notes,
             &["recorded wall time skipped (DST)", "recorded wall time repeated (DST)"]
         );
+    }
+
+    fn config(zone: &str, watch: MWatch) -> MConfig {
+        MConfig {
+            inject_runtime_state: true,
+            timezone: zone.into(),
+            time_format: FORMATS[0].into(),
+            time_interval: 0.5,
+            injection_buffer_ratio: None,
+            tool_retries_limit: 3,
+            tool_retries_hint: "{tool_name} x{count}".into(),
+            template: "<r>\n{runtime_state}\n</r>".into(),
+            injection_source: "runtime".into(),
+            task_tool_names: vec!["TaskList".into()],
+            extra_fields: vec![],
+            emit_hint_event: false,
+            strict: false,
+            trigger_ratio: 0.8,
+            reserve_ratio: 0.1,
+            context_buffer_ratio: 0.2,
+            compression_tool_enabled: false,
+            watch: vec![("temperature".into(), watch)],
+        }
+    }
+
+    fn micros(rfc3339: &str) -> i64 {
+        DateTime::parse_from_rfc3339(rfc3339).expect("a time").timestamp_micros()
+    }
+
+    /// The watch's reason at `now`, the context telling `told` with
+    /// `created_at` (no telling at all when `told` is `None`).
+    fn reason_with(
+        model: Model,
+        cfg: &MConfig,
+        now: &str,
+        told: Option<(&str, Option<&str>)>,
+        reading: Option<&str>,
+    ) -> &'static str {
+        let context: Vec<MMsg> = told
+            .map(|(value, created_at)| MMsg {
+                role: "assistant",
+                name: "Friday".into(),
+                blocks: vec![MBlock::Hint {
+                    source: Some("runtime".into()),
+                    text: format!("<temperature>{value}</temperature>"),
+                    created_at: created_at.map(str::to_string),
+                }],
+            })
+            .into_iter()
+            .collect();
+        let step = MStep {
+            agent_name: "Friday".into(),
+            pending: 0,
+            in_progress: 0,
+            cur_iter: 0,
+            input_tokens: 0,
+            context_size: 128_000,
+            now_micros: micros(now),
+            readings: vec![("temperature".into(), reading.map(str::to_string))],
+        };
+        let dims = model.step(cfg, &context, &step).dims;
+        let field = vec!["temperature".to_string()];
+        match (dims.watch == field, dims.heartbeat == field, dims.throttled == field) {
+            (true, false, false) => "value",
+            (true, true, false) => "heartbeat",
+            (false, false, true) => "throttled",
+            (false, false, false) => "quiet",
+            other => panic!("inconsistent reasons {other:?}: {dims:?}"),
+        }
+    }
+
+    fn reason(
+        cfg: &MConfig,
+        now: &str,
+        told: Option<(&str, Option<&str>)>,
+        reading: Option<&str>,
+    ) -> &'static str {
+        reason_with(Model::FAITHFUL, cfg, now, told, reading)
+    }
+
+    fn watch(change: Option<&str>, min: Option<&str>, max: Option<&str>) -> MWatch {
+        MWatch {
+            change: change.map(str::to_string),
+            min_interval: min.map(str::to_string),
+            max_interval: max.map(str::to_string),
+            ..MWatch::default()
+        }
+    }
+
+    const NOW: &str = "2026-07-22T02:30:00Z";
+
+    #[test]
+    fn a_change_sooner_than_min_interval_is_throttled_and_fires_once_it_has_passed() {
+        let cfg = config("UTC", watch(Some("1"), Some("60"), None));
+        let told = |at: &'static str| Some(("20.0 °C", Some(at)));
+        let moved = Some("25.0 °C");
+        assert_eq!(reason(&cfg, NOW, told("2026-07-22T02:29:30.000000Z"), moved), "throttled");
+        assert_eq!(reason(&cfg, NOW, told("2026-07-22T02:29:00.000001Z"), moved), "throttled");
+        // Exactly min_interval old: not younger, so it fires.
+        assert_eq!(reason(&cfg, NOW, told("2026-07-22T02:29:00Z"), moved), "value");
+        assert_eq!(reason(&cfg, NOW, told("2026-07-22T02:28:59.999999Z"), moved), "value");
+        // A steady reading is quiet either way; nothing told fires.
+        assert_eq!(reason(&cfg, NOW, told("2026-07-22T02:29:30Z"), Some("20.5")), "quiet");
+        assert_eq!(reason(&cfg, NOW, None, moved), "value");
+        // The broken model holds it back at exactly the interval too.
+        let broken = Model { broken: Some(Breakage::ThrottleInclusive) };
+        assert_eq!(
+            reason_with(broken, &cfg, NOW, told("2026-07-22T02:29:00Z"), moved),
+            "throttled"
+        );
+    }
+
+    #[test]
+    fn max_interval_is_a_heartbeat_from_exactly_the_interval_and_with_an_unknown_age() {
+        let cfg = config("UTC", watch(None, None, Some("1800")));
+        let steady = Some("20.0 °C");
+        let told = |at: Option<&'static str>| Some(("20.0 °C", at));
+        assert_eq!(reason(&cfg, NOW, told(Some("2026-07-22T02:00:00.000001Z")), steady), "quiet");
+        assert_eq!(reason(&cfg, NOW, told(Some("2026-07-22T02:00:00Z")), steady), "heartbeat");
+        assert_eq!(reason(&cfg, NOW, told(Some("2026-07-22T01:00:00Z")), steady), "heartbeat");
+        // Unknown: missing, unreadable.
+        assert_eq!(reason(&cfg, NOW, told(None), steady), "heartbeat");
+        assert_eq!(reason(&cfg, NOW, told(Some("2026-07-22 02:00:00Z")), steady), "heartbeat");
+        assert_eq!(reason(&cfg, NOW, told(Some("yesterday")), steady), "heartbeat");
+        // Nothing told: the value rule fires (t is none), not the heartbeat.
+        assert_eq!(reason(&cfg, NOW, None, steady), "value");
+        // A change held back by min_interval still gets its heartbeat.
+        let both = config("UTC", watch(Some("1"), Some("60"), Some("1800")));
+        assert_eq!(reason(&both, NOW, told(None), Some("25")), "value");
+        assert_eq!(reason(&both, NOW, told(Some("2026-07-22T02:29:59Z")), Some("25")), "throttled");
+    }
+
+    #[test]
+    fn a_created_at_later_than_now_has_an_unknown_age() {
+        let cfg = config("UTC", watch(Some("1"), Some("60"), Some("1800")));
+        let told = Some(("20.0 °C", Some("2026-07-22T02:30:00.000001Z")));
+        // Not throttled (the age is unknown) and a heartbeat when steady.
+        assert_eq!(reason(&cfg, NOW, told, Some("25")), "value");
+        assert_eq!(reason(&cfg, NOW, told, Some("20")), "heartbeat");
+        // Now itself is age 0: known, and younger than both.
+        let at_now = Some(("20.0 °C", Some("2026-07-22T10:30:00+08:00")));
+        assert_eq!(reason(&cfg, NOW, at_now, Some("25")), "throttled");
+        assert_eq!(reason(&cfg, NOW, at_now, Some("20")), "quiet");
+    }
+
+    #[test]
+    fn a_created_at_without_offset_is_the_configured_zones_wall_clock_across_dst() {
+        // New York falls back at 06:00Z: 01:10 EST is 06:10Z; 00:50 EDT was
+        // 04:50Z, 80 minutes before, but 20 minutes on the wall clock.
+        let now = "2026-11-01T06:10:00Z";
+        let cfg = config("America/New_York", watch(Some("1"), Some("1800"), Some("3600")));
+        let wall = Some(("20.0", Some("2026-11-01T00:50:00")));
+        let instant = Some(("20.0", Some("2026-11-01T00:50:00-04:00")));
+        assert_eq!(reason(&cfg, now, wall, Some("25")), "throttled");
+        assert_eq!(reason(&cfg, now, wall, Some("20")), "quiet");
+        assert_eq!(reason(&cfg, now, instant, Some("25")), "value");
+        assert_eq!(reason(&cfg, now, instant, Some("20")), "heartbeat");
+        // 01:50 EDT (05:50Z) is later than 01:10 EST on the wall clock.
+        let later = Some(("20.0", Some("2026-11-01T01:50:00.5")));
+        assert_eq!(reason(&cfg, now, later, Some("20")), "heartbeat");
+        // An unknown zone reads the wall clock as UTC.
+        let mars = config("Mars/Olympus_Mons", watch(None, None, Some("3600")));
+        assert_eq!(
+            reason(&mars, now, Some(("20", Some("2026-11-01T05:10:00.000001"))), Some("20")),
+            "quiet"
+        );
+        assert_eq!(
+            reason(&mars, now, Some(("20", Some("2026-11-01T05:10:00"))), Some("20")),
+            "heartbeat"
+        );
+    }
+
+    #[test]
+    fn an_unavailable_reading_never_fires_not_even_by_heartbeat() {
+        let cfg = config("UTC", watch(Some("1"), None, Some("0.000001")));
+        for told in [None, Some(("20", None)), Some(("20", Some("2026-07-22T00:00:00Z")))] {
+            assert_eq!(reason(&cfg, NOW, told, None), "quiet");
+            assert_eq!(reason(&cfg, NOW, told, Some("open")), "quiet");
+        }
+    }
+
+    #[test]
+    fn created_at_reads_the_three_forms_and_nothing_else() {
+        let instant = |s: &str| match parse_created_at(s) {
+            Some(CreatedAt::Instant(t)) => Some(t),
+            _ => None,
+        };
+        let base = micros(NOW);
+        assert_eq!(instant("2026-07-22T02:30:00Z"), Some(base));
+        assert_eq!(instant("2026-07-22T02:30:00z"), Some(base));
+        assert_eq!(instant("2026-07-22T02:30:00.5Z"), Some(base + 500_000));
+        assert_eq!(instant("2026-07-22T02:30:00.000001Z"), Some(base + 1));
+        assert_eq!(instant("2026-07-22T08:00:00+05:30"), Some(base));
+        assert_eq!(instant("2026-07-21T21:30:00-05:00"), Some(base));
+        assert!(matches!(parse_created_at("2026-07-22T02:30:00.123456"), Some(CreatedAt::Wall(_))));
+        for bad in [
+            "",
+            "2026-07-22",
+            "2026-07-22T02:30",
+            "2026-07-22 02:30:00Z",
+            "2026-07-22T02:30:00.",
+            "2026-07-22T02:30:00.1234567",
+            "2026-07-22T02:30:00+0530",
+            "2026-07-22T02:30:00+24:00",
+            "2026-07-22T02:30:00-05:60",
+            "2026-07-22T02:30:00ZZ",
+            "2026-02-29T02:30:00Z",
+            "2026-07-22T23:59:60Z",
+            "0000-07-22T02:30:00",
+            "+2026-07-22T02:30:00Z",
+        ] {
+            assert_eq!(parse_created_at(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn intervals_are_exact_microseconds() {
+        assert_eq!(interval_micros("1800"), Some(1_800_000_000));
+        assert_eq!(interval_micros("0.5"), Some(500_000));
+        assert_eq!(interval_micros("60.000001"), Some(60_000_001));
+        assert_eq!(interval_micros("2.50"), Some(2_500_000));
+        assert_eq!(interval_micros("0.0000001"), None);
+        assert_eq!(interval_micros("1e3"), Some(1_000_000_000));
+        assert_eq!(interval_micros("1e-6"), Some(1));
+        assert_eq!(interval_micros("2.5E-1"), Some(250_000));
+        assert_eq!(interval_micros("1e-7"), None);
+        assert_eq!(interval_micros(" 5"), None);
     }
 }

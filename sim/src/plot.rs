@@ -13,7 +13,11 @@
 //!   clock jumps and DST changes marked;
 //! - with `injection_config.watch`, a lane for the watch and one panel per
 //!   watched field: its reading at each step, the value the context told
-//!   as a step line, and `above`/`below` with their hysteresis band.
+//!   as a step line, and `above`/`below` with their hysteresis band. Each
+//!   reading's mark says why: filled for a watch fired by value, filled in
+//!   another colour for a heartbeat (`max_interval`), hollow in a third for
+//!   a change `min_interval` held back, hollow for a quiet step; a legend
+//!   above the panel explains the four.
 //!
 //! Every mark is an SVG circle, and only marks are: plotters cannot attach
 //! a `<title>` (the tooltip a browser shows on hovering), so
@@ -111,6 +115,10 @@ pub const SIZE: (u32, u32) = (1200, 860);
 const WATCH_PANEL: u32 = 240;
 /// Watches and their readings.
 pub const WATCH: RGBColor = RGBColor(0xbc, 0xbd, 0x22);
+/// A watch fired by its heartbeat (`max_interval`).
+pub const HEARTBEAT: RGBColor = RGBColor(0x3d, 0x5a, 0x80);
+/// A watch's change held back by `min_interval`.
+pub const THROTTLED: RGBColor = RGBColor(0xe6, 0x55, 0x0d);
 
 /// Mark colours (the browser test looks for them in the rendered picture).
 pub const TIME: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
@@ -412,7 +420,10 @@ fn draw_lanes<DB: DrawingBackend>(
         if let (Some(lane), false) = (watch_lane, fired.is_empty()) {
             let list = fired
                 .iter()
-                .map(|w| format!("{} = {}", w.field, w.reading))
+                .map(|w| {
+                    let why = if w.heartbeat { " (heartbeat)" } else { "" };
+                    format!("{} = {}{why}", w.field, w.reading)
+                })
                 .collect::<Vec<_>>()
                 .join(", ");
             mark(lane, true, with_hint(format!("{}: {list}", step_head("watch", r)), r));
@@ -429,6 +440,8 @@ fn draw_watch<DB: DrawingBackend>(
     field: &str,
     titles: &mut Vec<String>,
 ) -> Result<(), String> {
+    let (legend, area) = area.split_vertically(20);
+    let area = &area;
     let of = |r: &StepRecord| r.watches.iter().find(|w| w.field == field).cloned();
     let points: Vec<(usize, WatchRecord)> =
         records.iter().enumerate().filter_map(|(i, r)| of(r).map(|w| (i, w))).collect();
@@ -500,21 +513,93 @@ fn draw_watch<DB: DrawingBackend>(
         let r = &records[*i];
         let Some(v) = w.value else { continue };
         let told = w.told.map_or("nothing told".to_string(), |t| format!("told {t}"));
-        let title = format!(
-            "{}: {} ({told}){}",
-            step_head(&format!("watch {field}"), r),
-            w.reading,
-            if w.fired { ", fired" } else { "" }
-        );
-        marks.push(Mark {
-            at: (r.step as f64, v),
-            color: WATCH,
-            filled: w.fired,
-            radius: 5,
-            title,
-        });
+        let kind = WatchMark::of(w);
+        let why = match kind {
+            WatchMark::Value => ", fired by value".to_string(),
+            WatchMark::Heartbeat => match w.max_interval {
+                Some(max) => format!(", fired by heartbeat (max_interval {max} s)"),
+                None => ", fired by heartbeat".to_string(),
+            },
+            WatchMark::Throttled => match w.min_interval {
+                Some(min) => format!(", throttled: told less than min_interval {min} s ago"),
+                None => ", throttled".to_string(),
+            },
+            WatchMark::Quiet => String::new(),
+        };
+        let title =
+            format!("{}: {} ({told}){why}", step_head(&format!("watch {field}"), r), w.reading,);
+        let (color, filled) = kind.style();
+        marks.push(Mark { at: (r.step as f64, v), color, filled, radius: 5, title });
     }
-    draw_marks(&mut chart, marks, titles)
+    draw_marks(&mut chart, marks, titles)?;
+    draw_watch_legend(&legend, titles)
+}
+
+/// How a watched field's reading is marked at a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WatchMark {
+    /// The value rule fired.
+    Value,
+    /// `max_interval` fired it.
+    Heartbeat,
+    /// `min_interval` held its change back.
+    Throttled,
+    /// It did not fire.
+    Quiet,
+}
+
+impl WatchMark {
+    const ALL: [WatchMark; 4] =
+        [WatchMark::Value, WatchMark::Heartbeat, WatchMark::Throttled, WatchMark::Quiet];
+
+    fn of(w: &WatchRecord) -> WatchMark {
+        match (w.fired, w.heartbeat, w.throttled) {
+            (true, true, _) => WatchMark::Heartbeat,
+            (true, false, _) => WatchMark::Value,
+            (false, _, true) => WatchMark::Throttled,
+            (false, _, false) => WatchMark::Quiet,
+        }
+    }
+
+    /// Colour, and whether filled: fired marks are filled, the others hollow.
+    fn style(self) -> (RGBColor, bool) {
+        match self {
+            WatchMark::Value => (WATCH, true),
+            WatchMark::Heartbeat => (HEARTBEAT, true),
+            WatchMark::Throttled => (THROTTLED, false),
+            WatchMark::Quiet => (WATCH, false),
+        }
+    }
+
+    /// The legend's label and its tooltip.
+    fn legend(self) -> (&'static str, &'static str) {
+        match self {
+            WatchMark::Value => ("fired by value", "legend: fired by value (the reading moved from the value told, or nothing was told)"),
+            WatchMark::Heartbeat => ("heartbeat (max_interval)", "legend: fired by heartbeat (the telling is max_interval old, or its age is unknown; the reading need not have moved)"),
+            WatchMark::Throttled => ("throttled (min_interval)", "legend: throttled (the reading moved, but was told less than min_interval ago: held back, not fired)"),
+            WatchMark::Quiet => ("quiet", "legend: quiet (the watch did not fire)"),
+        }
+    }
+}
+
+/// The legend of a watched field's panel: one mark of each kind, labelled.
+fn draw_watch_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    titles: &mut Vec<String>,
+) -> Result<(), String> {
+    let width = i32::try_from(area.dim_in_pixel().0).unwrap_or(i32::MAX);
+    let (step, y) = (200, 10);
+    let mut x = width.saturating_sub(step * WatchMark::ALL.len() as i32 + 30).max(10);
+    for kind in WatchMark::ALL {
+        let (color, filled) = kind.style();
+        let style = if filled { color.filled() } else { color.stroke_width(2) };
+        let (label, title) = kind.legend();
+        area.draw(&Circle::new((x, y), 5, style)).map_err(err)?;
+        titles.push(title.to_string());
+        area.draw(&Text::new(label, (x + 10, y - 7), (FONT, 13))).map_err(err)?;
+        x += step;
+    }
+    Ok(())
 }
 
 /// Points of a line in chart coordinates.

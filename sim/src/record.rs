@@ -69,8 +69,16 @@ pub struct WatchRecord {
     pub below: Option<f64>,
     /// `hysteresis`.
     pub hysteresis: f64,
-    /// Whether the watch fired.
+    /// Whether the watch fired (by value or heartbeat).
     pub fired: bool,
+    /// Whether it fired by its heartbeat (`max_interval`) only.
+    pub heartbeat: bool,
+    /// Whether `min_interval` held its change back (it did not fire).
+    pub throttled: bool,
+    /// `min_interval`, in seconds.
+    pub min_interval: Option<f64>,
+    /// `max_interval`, in seconds.
+    pub max_interval: Option<f64>,
 }
 
 /// A decimal, for drawing.

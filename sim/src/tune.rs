@@ -4,7 +4,9 @@
 //! Each session is written as a replay trace (the configuration, a start
 //! time, then user messages, tool calls that fail or succeed, plan changes,
 //! clock moves around `time_interval`, token counts around the reminder
-//! threshold, compressions and steps) and run through [`replay`], so what
+//! threshold, compressions and steps; with a watch, readings of the
+//! watched fields and clock moves onto its `min_interval`/`max_interval`)
+//! and run through [`replay`], so what
 //! is checked is exactly what `envaware-sim replay` does with the trace.
 //! With a hint capacity, a session where some hint does not fit is shrunk
 //! by proptest to a minimal trace that replays to the same `HintTooLong`.
@@ -52,6 +54,9 @@ pub enum Advance {
     Minutes(i32),
     /// Days ahead.
     Days(u32),
+    /// A watch's time rule (the `i`th of its `min_interval`s and
+    /// `max_interval`s, in turn) and a second either way, or not.
+    WatchInterval(usize, i32),
 }
 
 /// Token counts.
@@ -130,8 +135,12 @@ fn event_strategy() -> impl Strategy<Value = Event> {
 /// fields).
 fn session_strategy(max_events: usize, watching: bool) -> BoxedStrategy<Session> {
     let event = match watching {
-        true => prop_oneof![10 => event_strategy(), 1 => (0..READINGS.len()).prop_map(Event::Read)]
-            .boxed(),
+        true => prop_oneof![
+            10 => event_strategy(),
+            1 => (0..READINGS.len()).prop_map(Event::Read),
+            1 => (0usize..8, -1i32..=1).prop_map(|(i, d)| Event::Advance(Advance::WatchInterval(i, d))),
+        ]
+        .boxed(),
         false => event_strategy().boxed(),
     };
     (0..STARTS.len(), prop::collection::vec(event, 1..=max_events.max(1)))
@@ -145,9 +154,11 @@ const MAX_MOVE_SECONDS: f64 = 366.0 * 86_400.0;
 
 /// The configuration's numbers the sessions aim at, read by replaying one
 /// step with it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Aims {
     interval_seconds: f64,
+    /// The watches' `min_interval`s and `max_interval`s, in seconds.
+    watch_intervals: Vec<f64>,
     reminder_tokens: f64,
     trigger_tokens: i64,
 }
@@ -202,6 +213,11 @@ fn trace(config: &Value, session: &Session, aims: &Aims) -> String {
             }
             Event::Advance(a) => {
                 let seconds = match a {
+                    // No time rule: nothing to aim at.
+                    Advance::WatchInterval(_, _) if aims.watch_intervals.is_empty() => continue,
+                    Advance::WatchInterval(i, d) => {
+                        aims.watch_intervals[i % aims.watch_intervals.len()] + f64::from(d)
+                    }
                     Advance::Interval => aims.interval_seconds,
                     Advance::IntervalPlus(s) => aims.interval_seconds + f64::from(s),
                     Advance::Minutes(m) => f64::from(m) * 60.0,
@@ -275,6 +291,11 @@ pub struct TuneReport {
     pub fired: [u64; 5],
     /// Whether the configuration watches a field.
     pub watching: bool,
+    /// Whether a watch has a time rule (`min_interval`, `max_interval`).
+    pub timed: bool,
+    /// Steps at which a watch fired by its heartbeat, and at which one's
+    /// change was held back (throttled).
+    pub time_rules: [u64; 2],
     /// The longest hint.
     pub longest: Longest,
     /// Steps whose hint did not fit, and the sessions they were in.
@@ -325,11 +346,23 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
     let probe = format!("{}\n{{\"step\": {{}}}}\n", json!({"config": options.config}));
     let first = run(&probe, None).map_err(|e| e.replacen("line 1: ", "", 1))?;
     let aims = first.first().map_or(
-        Aims { interval_seconds: 1800.0, reminder_tokens: 0.0, trigger_tokens: 0 },
+        Aims {
+            interval_seconds: 1800.0,
+            watch_intervals: Vec::new(),
+            reminder_tokens: 0.0,
+            trigger_tokens: 0,
+        },
         |r| Aims {
             // An interval no clock move can reach (`inf`, `1e308`) is aimed
             // at with the longest move instead.
             interval_seconds: (r.time_interval_hours * 3600.0).min(MAX_MOVE_SECONDS),
+            watch_intervals: r
+                .watches
+                .iter()
+                .flat_map(|w| [w.min_interval, w.max_interval])
+                .flatten()
+                .map(|s| s.min(MAX_MOVE_SECONDS))
+                .collect(),
             reminder_tokens: r.reminder_tokens,
             trigger_tokens: r.trigger_tokens,
         },
@@ -339,8 +372,11 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
         seed_rng(options.seed),
     );
     let strategy = session_strategy(options.steps, !watched(&options.config).is_empty());
-    let mut report =
-        TuneReport { watching: !watched(&options.config).is_empty(), ..TuneReport::default() };
+    let mut report = TuneReport {
+        watching: !watched(&options.config).is_empty(),
+        timed: !aims.watch_intervals.is_empty(),
+        ..TuneReport::default()
+    };
     let mut failing = None;
     for case in 1..=options.cases {
         let tree = strategy.new_tree(&mut runner).map_err(|e| e.to_string())?;
@@ -358,6 +394,11 @@ pub fn tune(options: &TuneOptions) -> Result<TuneReport, String> {
                 r.watches.iter().any(|w| w.fired),
             ];
             for (count, f) in report.fired.iter_mut().zip(fired) {
+                *count += u64::from(f);
+            }
+            let why =
+                [r.watches.iter().any(|w| w.heartbeat), r.watches.iter().any(|w| w.throttled)];
+            for (count, f) in report.time_rules.iter_mut().zip(why) {
                 *count += u64::from(f);
             }
             if let Some(hint) = &r.hint {
@@ -452,6 +493,15 @@ pub fn summary(report: &TuneReport, capacity: Option<usize>) -> String {
         .map(|(d, n)| format!("{d} {:.1}", per100(n)))
         .collect();
     let _ = writeln!(s, "fired per 100 steps: {}", rates.join(", "));
+    if report.timed {
+        let [heartbeat, throttled] = report.time_rules;
+        let _ = writeln!(
+            s,
+            "watch time rules per 100 steps: heartbeat {:.1}, throttled {:.1}",
+            per100(heartbeat),
+            per100(throttled)
+        );
+    }
     let (session, step) = report.longest.at;
     let _ = writeln!(
         s,

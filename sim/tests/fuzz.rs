@@ -37,6 +37,15 @@ fn core_and_tracker_agree_with_the_model_and_every_dimension_fires() {
         "recorded time in the future",
         "recorded in another zone",
         "compressions",
+        // The watches' time rules.
+        "watch throttled",
+        "watch heartbeat",
+        "telling exactly min_interval old",
+        "telling exactly max_interval old",
+        "telling's created_at a wall time",
+        "telling's created_at later than now",
+        "telling's created_at unreadable",
+        "telling without created_at",
     ] {
         assert!(
             stats.fired.get(situation).copied().unwrap_or(0) > 0,
@@ -46,22 +55,32 @@ fn core_and_tracker_agree_with_the_model_and_every_dimension_fires() {
     }
 }
 
-/// The hint and event a scenario line's `eval` gives, and the model's.
+/// The hint and event (and, with a watch, the fired watches) a scenario
+/// line's `eval` gives, and the model's.
 fn eval_and_expected(line: &str) -> (Value, Value) {
-    let Evaluation::Hint { hint, event, .. } = scenario::evaluate(line) else {
+    let Evaluation::Hint { hint, event, watch, .. } = scenario::evaluate(line) else {
         panic!("eval rejects the written scenario: {line}")
     };
     let written: Value = serde_json::from_str(line).unwrap();
-    (serde_json::json!({"hint": hint, "event": event}), written["expected"].clone())
+    let mut got = serde_json::json!({"hint": hint, "event": event});
+    if let Some(watch) = watch {
+        got["watch"] = serde_json::json!(watch);
+    }
+    (got, written["expected"].clone())
 }
 
 fn assert_caught(broken: Breakage) {
+    assert_caught_as(broken, "hint differs");
+}
+
+/// `broken` is caught, shrunk, and the mismatch says `what`.
+fn assert_caught_as(broken: Breakage, what: &str) {
     let report = fuzz::fuzz(&options(500, Some(broken))).unwrap();
     let (case, mismatch) = report.failure.unwrap_or_else(|| panic!("{broken:?} went unnoticed"));
     let described = fuzz::describe(&case, &mismatch);
     // Shrunk: a handful of events, not the tens generated.
     assert!(case.events().len() <= 4, "not shrunk:\n{described}");
-    assert!(mismatch.message.contains("hint differs"), "{described}");
+    assert!(mismatch.message.contains(what), "{described}");
     // The written session replays through `eval`: every step agrees with the
     // model but the last, where the broken rule shows.
     let (last, earlier) = mismatch.scenarios.split_last().expect("at least the mismatching step");
@@ -81,6 +100,33 @@ fn a_strict_time_boundary_is_caught_with_a_shrunk_session() {
 #[test]
 fn a_tool_error_rule_ignoring_arguments_is_caught() {
     assert_caught(Breakage::ToolErrorIgnoresArguments);
+}
+
+#[test]
+fn a_throttle_that_holds_back_at_exactly_min_interval_is_caught() {
+    // The step's hint is there for the time anyway: the fired watches differ.
+    assert_caught_as(Breakage::ThrottleInclusive, "differ: core Dims");
+}
+
+/// Every written step, replayed through `eval`, gets the model's result:
+/// the scenario lines carry all the model read (hints' `created_at` too).
+#[test]
+fn every_emitted_step_evals_to_the_models_result() {
+    let dir = std::env::temp_dir().join(format!("envaware-fuzz-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let emitted = dir.join("steps.jsonl");
+    let report =
+        fuzz::fuzz(&FuzzOptions { emit: Some(emitted.clone()), ..options(80, None) }).unwrap();
+    assert!(report.failure.is_none());
+    let text = std::fs::read_to_string(&emitted).unwrap();
+    let mut with_created_at = 0;
+    for line in text.lines() {
+        let (got, expected) = eval_and_expected(line);
+        assert_eq!(got, expected, "{line}");
+        with_created_at += usize::from(line.contains("\"created_at\""));
+    }
+    assert!(with_created_at > 100, "only {with_created_at} steps with a created_at");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -174,9 +220,17 @@ fn the_model_agrees_with_agentscope() {
 
 /// A scenario for AgentScope: `readings` as extra fields after the
 /// configured ones (a key already there keeps its place; `null`:
-/// unavailable), and no `watch`.
+/// unavailable), no `watch`, and no hint's `created_at` (only the watches'
+/// time rules read it; AgentScope's own may refuse an unreadable one).
 fn readings_as_extra_fields(line: &str) -> String {
     let mut s: Value = serde_json::from_str(line).unwrap();
+    for msg in s["context"].as_array_mut().into_iter().flatten() {
+        for block in msg["content"].as_array_mut().into_iter().flatten() {
+            if let Some(b) = block.as_object_mut() {
+                b.remove("created_at");
+            }
+        }
+    }
     let readings = s.as_object_mut().and_then(|o| o.remove("readings")).unwrap_or_default();
     let injection = &mut s["injection_config"];
     if let Some(o) = injection.as_object_mut() {

@@ -394,3 +394,81 @@ fn characters_xml_forbids_are_replaced_and_the_picture_parses() {
         doc.descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
     assert!(texts.contains("ctrl\u{2407}name.trace.jsonl"), "the picture's title");
 }
+
+/// A watch with time rules: a change held back by `min_interval`, told
+/// once it has passed, a quiet step, then a heartbeat of `max_interval`.
+const TIMED: &str = r#"{"config": {"injection_config": {"time_interval": 24, "watch": {"temperature": {"change": 1, "min_interval": 600, "max_interval": "3600"}}}}}
+{"set_clock": "2026-07-22T02:00:00Z"}
+{"user": "go"}
+{"read": {"temperature": "20.0 °C"}}
+{"step": {}}
+{"advance": 300}
+{"read": {"temperature": "25.0 °C"}}
+{"step": {}}
+{"advance": 300}
+{"step": {}}
+{"advance": 1200}
+{"step": {}}
+{"advance": 3600}
+{"step": {}}
+"#;
+
+#[test]
+fn the_watch_panel_marks_value_fires_heartbeats_throttled_and_quiet_steps_apart_with_a_legend() {
+    let (path, svg_path) = (tmp("timed.trace.jsonl"), tmp("timed.svg"));
+    std::fs::write(&path, TIMED).unwrap();
+    let report = sim(&["replay", path.to_str().unwrap(), "--plot", svg_path.to_str().unwrap()]);
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let all = marks(&svg);
+    // The lanes still match the report (a throttled step fired nothing).
+    assert_eq!(
+        lane_marks(&all).keys().cloned().collect::<BTreeSet<_>>(),
+        fired(&report),
+        "{report}"
+    );
+    assert!(report.contains("  watch temperature throttled: "), "{report}");
+    assert!(report.contains("  fires: watch temperature (heartbeat)"), "{report}");
+
+    // The panel: each step's mark by why, its colour and fill its own.
+    let panel = |step: usize| {
+        let head = format!("watch temperature at step {step} ");
+        let found: Vec<&Mark> = all.iter().filter(|m| m.title.starts_with(&head)).collect();
+        assert_eq!(found.len(), 1, "one mark for step {step}: {found:?}");
+        let m = found[0];
+        let hollow = svg.split("<circle ").skip(1).any(|c| {
+            c.contains(&format!("cx=\"{}\" cy=\"{}\"", m.cx, m.cy)) && c.contains("fill=\"none\"")
+        });
+        (m.fill.clone(), !hollow, m.title.clone())
+    };
+    let (value, heartbeat, throttled, quiet) = (
+        ("#BCBD22", true, "fired by value"),
+        ("#3D5A80", true, "fired by heartbeat (max_interval 3600 s)"),
+        ("#E6550D", false, "throttled: told less than min_interval 600 s ago"),
+        ("#BCBD22", false, "(told 25)"),
+    );
+    for (step, (fill, filled, says)) in
+        [(1, value), (2, throttled), (3, value), (4, quiet), (5, heartbeat)]
+    {
+        let (got_fill, got_filled, title) = panel(step);
+        assert_eq!((got_fill.as_str(), got_filled), (fill, filled), "step {step}: {title}");
+        assert!(title.ends_with(says), "step {step}: {title}");
+    }
+
+    // The legend: one mark of each kind, styled as in the panel, explained.
+    for (start, (fill, _, _)) in [
+        ("legend: fired by value (", value),
+        ("legend: fired by heartbeat (", heartbeat),
+        ("legend: throttled (", throttled),
+        ("legend: quiet (", quiet),
+    ] {
+        let found: Vec<&Mark> = all.iter().filter(|m| m.title.starts_with(start)).collect();
+        assert_eq!(found.len(), 1, "{start}: {found:?}");
+        assert_eq!(found[0].fill, fill, "{start}");
+    }
+    // Each with its label beside it (plotters writes a text's content on a
+    // line of its own).
+    for label in ["fired by value", "heartbeat (max_interval)", "throttled (min_interval)", "quiet"]
+    {
+        assert!(svg.contains(&format!(">\n{label}\n</text>")), "legend label {label:?}");
+    }
+}

@@ -156,6 +156,32 @@ fn a_configuration_with_a_watch_is_fuzzed_with_readings() {
     );
 }
 
+/// Watches with time rules are fuzzed too: clock moves aim at their
+/// intervals, and the summary says how often a heartbeat fired and a
+/// change was held back.
+#[test]
+fn a_configuration_with_time_rules_is_fuzzed_and_their_rates_given() {
+    let config = tmp("timed.config.json");
+    let timed = r#"{"injection_config": {"time_interval": 24, "watch": {"temperature": {"change": 1.0, "min_interval": 600, "max_interval": "3600"}, "humidity": {"max_interval": 1800.5}}}}"#;
+    std::fs::write(&config, timed).unwrap();
+    let (code, out, err) = sim(&["fuzz", "--config", config.to_str().unwrap(), "--cases", "48"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let rates = out
+        .lines()
+        .find_map(|l| l.strip_prefix("watch time rules per 100 steps: "))
+        .unwrap_or_else(|| panic!("a time rules line in {out}"));
+    for (name, rate) in rates.split(", ").map(|r| r.split_once(' ').unwrap()) {
+        let rate: f64 = rate.parse().unwrap();
+        assert!(rate > 0.0 && rate <= 100.0, "{name}: {rate} in {out}");
+    }
+    // Without time rules, no such line.
+    std::fs::write(&config, r#"{"injection_config": {"watch": {"temperature": {"change": 1}}}}"#)
+        .unwrap();
+    let (code, out, _) = sim(&["fuzz", "--config", config.to_str().unwrap(), "--cases", "4"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("watch time rules"), "{out}");
+}
+
 #[test]
 fn an_invalid_configuration_is_named() {
     let config = tmp("bad.config.json");

@@ -39,6 +39,54 @@ pub(super) const WATCHES: &[&str] = &[
     r#"{"temperature": {"change": "2.0", "above": 28, "hysteresis": "0.5"}}"#,
     r#"{"temperature": {"below": "22.3", "hysteresis": 0.25}, "door": {"change": 1}}"#,
     r#"{"door": {"above": "0"}, "temperature": {"change": 0.05, "below": 20.3}}"#,
+    // The time rules: min only, max only (alone), both, each on its own.
+    r#"{"temperature": {"change": 2.0, "min_interval": 300}}"#,
+    r#"{"temperature": {"max_interval": "1800"}}"#,
+    r#"{"temperature": {"change": "0.5", "min_interval": "60.5", "max_interval": 3600}, "door": {"above": 0, "max_interval": 0.000001}}"#,
+    r#"{"door": {"change": 1, "min_interval": "1800"}, "temperature": {"below": 20.3, "hysteresis": 0.25, "min_interval": 60, "max_interval": "7200.000001"}}"#,
+    r#"{"temperature": {"min_interval": 60}}"#,
+];
+
+/// How long ago a foreign hint's `created_at` says it was told, in
+/// microseconds: on and around the time rules' intervals in [`WATCHES`],
+/// and in the future.
+pub(super) const AGES: &[i64] = &[
+    0,
+    1,
+    59_999_999,
+    60_000_000,
+    60_000_001,
+    60_500_000,
+    299_999_999,
+    300_000_000,
+    300_000_001,
+    1_799_999_999,
+    1_800_000_000,
+    3_600_000_000,
+    7_200_000_000,
+    7_200_000_001,
+    86_400_000_000,
+    -1,
+    -60_000_000,
+];
+
+/// Offsets a `created_at` is written with, in minutes.
+pub(super) const OFFSETS: &[i32] = &[0, 330, -300, 60, -720, 840, -59];
+
+/// `created_at` texts the time rules cannot read (the age is then unknown).
+pub(super) const UNREADABLE: &[&str] = &[
+    "",
+    "not a time",
+    "2026-07-22 02:30:00Z",
+    "2026-07-22T02:30:00.1234567Z",
+    "2026-07-22T02:30:00.Z",
+    "2026-07-22T02:30:00+0800",
+    "2026-07-22T02:30:00+24:00",
+    "2026-02-30T02:30:00Z",
+    "2026-07-22T24:00:00",
+    "2026-07-22T23:59:60Z",
+    "0000-01-01T00:00:00Z",
+    "2026-07-22T02:30Z",
 ];
 /// Live fields a `read` event sets; "battery" is also an extra field.
 pub(super) const READ_FIELDS: &[&str] = &["temperature", "door", "battery"];
@@ -170,6 +218,64 @@ pub enum Foreign {
         /// Minutes from now of the valid time, either way.
         minutes: i64,
     },
+    /// Our source: a watched field told, on a line of its own or not.
+    Told {
+        /// Index into `READ_FIELDS`.
+        field: usize,
+        /// Index into `READ_VALUES` (`None` is written `unavailable`).
+        value: usize,
+        /// Whether the tag starts a line of its own (strict mode reads it
+        /// only there).
+        own_line: bool,
+    },
+}
+
+/// How long before now a foreign hint's `created_at` is.
+#[derive(Debug, Clone, Copy)]
+pub enum Ago {
+    /// `AGES``[i]`.
+    Table(usize),
+    /// The first watch's `min_interval` (else `max_interval`: `max`) and
+    /// `micros` more; just `micros` with no such interval.
+    Interval {
+        /// The `max_interval` rather than the `min_interval`.
+        max: bool,
+        /// Microseconds more, either way.
+        micros: i64,
+    },
+}
+
+/// The `created_at` a foreign hint carries.
+#[derive(Debug, Clone, Copy)]
+pub enum ToldAt {
+    /// None.
+    Missing,
+    /// `ago` before now, with `Z` and `digits` (0–6) fractional digits.
+    Utc {
+        /// How long before now.
+        ago: Ago,
+        /// Fractional digits written (the rest cut off).
+        digits: u8,
+    },
+    /// `ago` before now, with an offset (`OFFSETS``[offset]`).
+    Offset {
+        /// How long before now.
+        ago: Ago,
+        /// Index into `OFFSETS`.
+        offset: usize,
+    },
+    /// `ago` before now on the configured zone's wall clock, with no
+    /// offset (as AgentScope writes it).
+    Wall {
+        /// How long before now.
+        ago: Ago,
+        /// Fractional digits written (the rest cut off).
+        digits: u8,
+    },
+    /// A wall time a zone repeats or skips (`DST_WALLS`), with no offset.
+    DstWall(usize),
+    /// A text that is no `created_at` (`UNREADABLE`).
+    Unreadable(usize),
 }
 
 /// A clock change.
@@ -186,6 +292,14 @@ pub enum Advance {
     Minutes(i64),
     /// A few microseconds.
     Micros(i64),
+    /// The first watch's `min_interval` (else `max_interval`: `max`), and
+    /// `micros` more: onto a time rule's boundary.
+    WatchInterval {
+        /// The `max_interval` rather than the `min_interval`.
+        max: bool,
+        /// Microseconds past it, either way.
+        micros: i64,
+    },
     /// Days ahead.
     Days(i64),
 }
@@ -246,6 +360,8 @@ pub enum Event {
         hint: Foreign,
         /// Whether another agent's message carries it.
         other_agent: bool,
+        /// Its `created_at`.
+        at: ToldAt,
     },
     /// A live reading changes (only read with a watch configured: the
     /// reference has no live fields).
@@ -310,7 +426,7 @@ fn config_strategy() -> impl Strategy<Value = CaseConfig> {
             prop::bool::weighted(0.2),
             any::<bool>(),
             idx(3),
-            prop::sample::select(vec![0usize, 0, 1, 2, 2, 3, 4]),
+            prop::sample::select(vec![0usize, 0, 1, 2, 2, 3, 4, 5, 6, 7, 7, 8, 9]),
         ),
     )
         .prop_map(|(a, b, c)| {
@@ -420,10 +536,34 @@ fn foreign_strategy() -> impl Strategy<Value = Foreign> {
         1 => Just(Foreign::Tasks),
         1 => Just(Foreign::OtherSource),
         1 => (-60i64..60).prop_map(|minutes| Foreign::Newline { minutes }),
+        5 => (idx(READ_FIELDS.len()), idx(READ_VALUES.len()), prop::bool::weighted(0.7))
+            .prop_map(|(field, value, own_line)| Foreign::Told { field, value, own_line }),
     ]
 }
 
-fn event_strategy(n_args: usize) -> impl Strategy<Value = Event> {
+fn ago_strategy() -> impl Strategy<Value = Ago> {
+    prop_oneof![
+        2 => idx(AGES.len()).prop_map(Ago::Table),
+        1 => (any::<bool>(), prop::sample::select(vec![0i64, 0, 1, -1, 2]))
+            .prop_map(|(max, micros)| Ago::Interval { max, micros }),
+    ]
+}
+
+fn told_at_strategy() -> impl Strategy<Value = ToldAt> {
+    let digits = prop::sample::select(vec![6u8, 6, 6, 0, 1, 3, 5]);
+    prop_oneof![
+        2 => Just(ToldAt::Missing),
+        4 => (ago_strategy(), digits.clone()).prop_map(|(ago, digits)| ToldAt::Utc { ago, digits }),
+        2 => (ago_strategy(), idx(OFFSETS.len())).prop_map(|(ago, offset)| ToldAt::Offset { ago, offset }),
+        3 => (ago_strategy(), digits).prop_map(|(ago, digits)| ToldAt::Wall { ago, digits }),
+        1 => idx(DST_WALLS.len()).prop_map(ToldAt::DstWall),
+        1 => idx(UNREADABLE.len()).prop_map(ToldAt::Unreadable),
+    ]
+}
+
+fn event_strategy(n_args: usize, watching: bool) -> impl Strategy<Value = Event> {
+    // With a watch, more readings, tellings and moves onto its intervals.
+    let w = |plain: u32, watched: u32| if watching { watched } else { plain };
     prop_oneof![
         12 => prop::sample::select(vec![0u64, 0, 0, 1, 2]).prop_map(|cur_iter| Event::Step { cur_iter }),
         2 => Just(Event::User),
@@ -436,12 +576,13 @@ fn event_strategy(n_args: usize) -> impl Strategy<Value = Event> {
             4 => (-90i64..240).prop_map(Advance::Minutes),
             1 => (1i64..1_000_000).prop_map(Advance::Micros),
             1 => (1i64..400).prop_map(Advance::Days),
+            w(0, 3) => (any::<bool>(), prop::sample::select(vec![0i64, 0, 1, -1, 2])).prop_map(|(max, micros)| Advance::WatchInterval { max, micros }),
         ]
         .prop_map(Event::Advance),
         1 => (0usize..4).prop_map(|keep| Event::Compress { keep }),
         2 => prop_oneof![Just(Tokens::Zero), (-2i64..3).prop_map(Tokens::NearThreshold), Just(Tokens::Full)].prop_map(Event::Tokens),
-        2 => (foreign_strategy(), prop::bool::weighted(0.3)).prop_map(|(hint, other_agent)| Event::Foreign { hint, other_agent }),
-        4 => (idx(READ_FIELDS.len()), idx(READ_VALUES.len())).prop_map(|(field, value)| Event::Read { field, value }),
+        w(2, 4) => (foreign_strategy(), prop::bool::weighted(0.3), told_at_strategy()).prop_map(|(hint, other_agent, at)| Event::Foreign { hint, other_agent, at }),
+        w(4, 8) => (idx(READ_FIELDS.len()), idx(READ_VALUES.len())).prop_map(|(field, value)| Event::Read { field, value }),
         1 => (idx(model::ZONES.len()), idx(model::FORMATS.len()), idx(INTERVALS.len()))
             .prop_map(|(zone, format, interval)| Event::Reconfigure { zone, format, interval }),
     ]
@@ -460,7 +601,8 @@ pub fn case_strategy(max_events: usize) -> impl Strategy<Value = Case> {
             let start_micros =
                 (STARTS[start] + minutes * 60) * 1_000_000 + if micros { 250_000 } else { 0 };
             let n = args.len();
-            prop::collection::vec(event_strategy(n), 1..=max_events.max(1)).prop_map(
+            let watching = config.watch != 0;
+            prop::collection::vec(event_strategy(n, watching), 1..=max_events.max(1)).prop_map(
                 move |events| Case {
                     config: config.clone(),
                     start_micros,

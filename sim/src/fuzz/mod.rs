@@ -6,10 +6,16 @@
 //! varying key order and formatting), task changes, clock advances (also
 //! backwards, across DST changes, and exactly onto the time boundary),
 //! compressions, token counts, configuration changes, hints written by
-//! someone else, and reasoning steps. At every step:
+//! someone else, and reasoning steps. With a watch (some with time rules:
+//! `min_interval` only, `max_interval` only, both), also readings, clock
+//! moves onto a time rule's interval, and foreign hints telling a watched
+//! field whose `created_at` is an instant (`Z` or an offset), a wall time
+//! of the configured zone, unreadable or missing; the hints the steps
+//! append carry the step's instant, as envaware writes it. At every step:
 //!
 //! - the core ([`Engine::step`](envaware::Engine::step), full scan of the context) must produce the
-//!   hint, event and warnings the model produces;
+//!   hint, event and warnings the model produces, and the same watches
+//!   fired, fired by heartbeat and throttled;
 //! - the incremental [`Tracker`](envaware::Tracker) must decide exactly as the full scan.
 //!
 //! proptest generates and shrinks the cases. On a mismatch the minimal
@@ -51,7 +57,8 @@ mod runner;
 mod world;
 
 pub use case::{
-    case_strategy, Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens,
+    case_strategy, Advance, Ago, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens,
+    ToldAt,
 };
 pub use runner::{
     describe, fuzz, summary, FuzzError, FuzzOptions, Report, DEFAULT_SHRINK_TIME, MAX_SHRINK_TIME,

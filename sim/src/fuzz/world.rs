@@ -5,16 +5,16 @@
 use std::collections::BTreeMap;
 
 use envaware::Tracker;
-use envaware::{Block, Conversation, HintText, Role, ToolResultState};
+use envaware::{Block, Conversation, CreatedAt, HintText, Role, ToolResultState};
 use envaware::{
     Engine, FixedClock, Outcome, StepInput, TaskCounts, TimeDecision, Timestamp, Warning,
 };
 use serde_json::{json, Map, Value};
 
 use super::case::{
-    Advance, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, BUFFERS,
-    CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS, INTERVALS, READ_FIELDS, READ_VALUES, SOURCES, STATES,
-    TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS, WATCHES,
+    Advance, Ago, ArgFormat, Call, Case, CaseConfig, Event, Foreign, TaskOp, Tokens, ToldAt, AGES,
+    BUFFERS, CONTEXT_SIZES, DST_WALLS, EXTRAS, HINTS, INTERVALS, OFFSETS, READ_FIELDS, READ_VALUES,
+    SOURCES, STATES, TASK_TOOLS, TEMPLATES, TOOLS, TRIGGERS, UNREADABLE, WATCHES,
 };
 use super::raw::raw_arguments;
 use super::{FuzzConfigBuf, FuzzStore, AGENT, OTHER_AGENT};
@@ -144,6 +144,8 @@ fn watches(json_text: &str) -> Vec<(String, MWatch)> {
         above: text(w, "above"),
         below: text(w, "below"),
         hysteresis: text(w, "hysteresis"),
+        min_interval: text(w, "min_interval"),
+        max_interval: text(w, "max_interval"),
     };
     fields.iter().map(|(field, w)| (field.clone(), watch(w))).collect()
 }
@@ -161,6 +163,8 @@ fn watch_json(watch: &[(String, MWatch)]) -> Value {
             ("above", &w.above),
             ("below", &w.below),
             ("hysteresis", &w.hysteresis),
+            ("min_interval", &w.min_interval),
+            ("max_interval", &w.max_interval),
         ];
         Value::Object(
             pairs.iter().filter_map(|(k, v)| value(v).map(|v| (k.to_string(), v))).collect(),
@@ -207,9 +211,11 @@ fn context_json(cfg: &MConfig) -> Value {
 fn owned_block(b: &MBlock) -> OwnedBlock {
     match b {
         MBlock::Text(_) => OwnedBlock::Other,
-        MBlock::Hint { source, text } => {
-            OwnedBlock::Hint { source: source.clone(), text: text.clone(), created_at: None }
-        }
+        MBlock::Hint { source, text, created_at } => OwnedBlock::Hint {
+            source: source.clone(),
+            text: text.clone(),
+            created_at: created_at.as_deref().and_then(CreatedAt::parse),
+        },
         MBlock::ToolCall { id, name, input } => {
             OwnedBlock::ToolCall { id: id.clone(), name: name.clone(), input: input.clone() }
         }
@@ -224,7 +230,13 @@ fn owned_block(b: &MBlock) -> OwnedBlock {
 fn block_json(b: &MBlock) -> Value {
     match b {
         MBlock::Text(t) => json!({"type": "text", "text": t}),
-        MBlock::Hint { source, text } => json!({"type": "hint", "source": source, "hint": text}),
+        MBlock::Hint { source, text, created_at } => {
+            let mut block = json!({"type": "hint", "source": source, "hint": text});
+            if let Some(at) = created_at {
+                block["created_at"] = json!(at);
+            }
+            block
+        }
         MBlock::ToolCall { id, name, input } => {
             json!({"type": "tool_call", "id": id, "name": name, "input": input})
         }
@@ -237,10 +249,10 @@ fn block_json(b: &MBlock) -> Value {
 fn core_block(b: &MBlock) -> Block<'_> {
     match b {
         MBlock::Text(_) => Block::Other,
-        MBlock::Hint { source, text } => Block::Hint {
+        MBlock::Hint { source, text, created_at } => Block::Hint {
             source: source.as_deref(),
             text: HintText::Single(text),
-            created_at: None,
+            created_at: created_at.as_deref().and_then(CreatedAt::parse),
         },
         MBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
         MBlock::ToolResult { id, name, state } => Block::ToolResult {
@@ -407,7 +419,67 @@ impl World {
                     self.cfg.timezone
                 ),
             ),
+            Foreign::Told { field, value, own_line } => {
+                let field = READ_FIELDS[*field];
+                let value = READ_VALUES[*value].unwrap_or("unavailable");
+                let before = if *own_line { "note\n" } else { "note " };
+                (source, format!("{before}<{field}>{value}</{field}>"))
+            }
         }
+    }
+
+    /// The first watch's `min_interval` (`max_interval` when `max`), in
+    /// microseconds.
+    fn watch_interval(&self, max: bool) -> Option<i64> {
+        let first = self.cfg.watch.iter().find_map(|(_, w)| match max {
+            true => w.max_interval.as_deref(),
+            false => w.min_interval.as_deref(),
+        });
+        first.and_then(model::interval_micros)
+    }
+
+    /// A foreign hint's `created_at` text, as drawn.
+    fn told_at_text(&self, at: ToldAt) -> Option<String> {
+        const FORMAT: &str = "%Y-%m-%dT%H:%M:%S.%f";
+        // `digits` fractional digits of a six-digit text, or none at all.
+        let cut = |text: String, digits: u8| match digits {
+            0 => text[..19].to_string(),
+            d => text[..20 + usize::from(d.min(6))].to_string(),
+        };
+        // An instant off the clock's range (a day from its ends) is left
+        // at the clock: every written text stays a four-digit year.
+        let ago = |a: Ago| {
+            let micros = match a {
+                Ago::Table(i) => AGES[i],
+                Ago::Interval { max, micros } => self.watch_interval(max).unwrap_or(0) + micros,
+            };
+            Some(self.now - micros).filter(|t| CLOCK_RANGE.contains(t))
+        };
+        Some(match at {
+            ToldAt::Missing => return None,
+            ToldAt::Utc { ago: i, digits } => {
+                let at = ago(i).unwrap_or(self.now);
+                format!("{}Z", cut(model::format_time(at, "UTC", FORMAT), digits))
+            }
+            ToldAt::Offset { ago: i, offset } => {
+                let minutes = OFFSETS[offset];
+                let at = ago(i).unwrap_or(self.now) + i64::from(minutes) * 60_000_000;
+                let sign = if minutes < 0 { '-' } else { '+' };
+                let m = minutes.unsigned_abs();
+                format!(
+                    "{}{sign}{:02}:{:02}",
+                    model::format_time(at, "UTC", FORMAT),
+                    m / 60,
+                    m % 60
+                )
+            }
+            ToldAt::Wall { ago: i, digits } => {
+                let at = ago(i).unwrap_or(self.now);
+                cut(model::format_time(at, &self.cfg.timezone, FORMAT), digits)
+            }
+            ToldAt::DstWall(i) => model::format_time(DST_WALLS[i].0 * 1_000_000, "UTC", FORMAT),
+            ToldAt::Unreadable(i) => UNREADABLE[i].to_string(),
+        })
     }
 
     /// Applies an event that is neither a step nor a reconfiguration (which
@@ -435,6 +507,9 @@ impl World {
                     Advance::Minutes(m) => m * 60_000_000,
                     Advance::Micros(m) => *m,
                     Advance::Days(d) => d * 86_400_000_000,
+                    Advance::WatchInterval { max, micros } => {
+                        self.watch_interval(*max).unwrap_or(0) + micros
+                    }
                 };
                 // A move off the clock's range is skipped: the written
                 // scenarios must stay RFC 3339 (years 0000–9999) and
@@ -456,9 +531,10 @@ impl World {
                     Tokens::Full => self.context_size,
                 };
             }
-            Event::Foreign { hint, other_agent } => {
+            Event::Foreign { hint, other_agent, at } => {
                 let (source, text) = self.foreign_text(hint);
-                let block = MBlock::Hint { source: Some(source), text };
+                let created_at = self.told_at_text(*at);
+                let block = MBlock::Hint { source: Some(source), text, created_at };
                 if *other_agent {
                     self.push("assistant", OTHER_AGENT, vec![block], tracker);
                 } else {
@@ -526,12 +602,23 @@ impl World {
 }
 
 fn model_dims(engine: &Engine<'_>, d: &envaware::Decision) -> Dims {
+    let watches = engine.config().config().injection.watch;
+    let named = |keep: fn(&envaware::WatchSet, usize) -> bool| -> Vec<String> {
+        watches
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(&d.watch, *i))
+            .map(|(_, (name, _))| name.to_string())
+            .collect()
+    };
     Dims {
         time: matches!(d.time, TimeDecision::Inject(_)),
         tasks: d.tasks.is_some(),
         context: d.context.is_some(),
         tool_error: d.tool_error.is_some(),
         watch: scenario::fired_watches(engine, d).unwrap_or_default(),
+        heartbeat: named(envaware::WatchSet::heartbeat),
+        throttled: named(envaware::WatchSet::throttled),
     }
 }
 
@@ -676,6 +763,10 @@ fn step(
         let block = MBlock::Hint {
             source: Some(world.cfg.injection_source.clone()),
             text: hint.to_string(),
+            // The step's instant, as envaware writes it on the hints it
+            // appends (`YYYY-MM-DDTHH:MM:SS.ffffffZ`): the watches' time
+            // rules count from it.
+            created_at: Some(rfc3339(world.now)),
         };
         world.append_own(vec![block], tracker);
     } else if world.cfg.inject_runtime_state {
@@ -712,8 +803,13 @@ fn compare(
         problems.push(format!("event differs: core {} model {}", outcome.event, expected.event));
     }
     let core_dims = model_dims(engine, &outcome.decision);
+    let watch_of = |d: &Dims| (d.watch.clone(), d.heartbeat.clone(), d.throttled.clone());
     if expected.hint.is_some() && core_dims != expected.dims {
         problems.push(format!("dimensions differ: core {core_dims:?} model {:?}", expected.dims));
+    } else if world.cfg.inject_runtime_state && watch_of(&core_dims) != watch_of(&expected.dims) {
+        // No hint: a throttled change (or none) must still be the model's.
+        problems
+            .push(format!("watch reasons differ: core {core_dims:?} model {:?}", expected.dims));
     }
     if core_warnings != expected.warnings {
         problems.push(format!(
@@ -825,6 +921,7 @@ mod tests {
             Event::Foreign {
                 hint: Foreign::Time { minutes: -20, zone: 2, tag: 1, label: 0, pad: false },
                 other_agent: false,
+                at: ToldAt::Missing,
             },
             step(),
             Event::Advance(Advance::Days(130)),

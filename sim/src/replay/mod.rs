@@ -871,4 +871,85 @@ mod tests {
             serde_json::from_slice::<Value>(&out).unwrap()["hint"].as_str().unwrap().to_string();
         assert!(hint.contains("You have 1 in-progress tasks"), "{hint}");
     }
+
+    /// A trace watching with time rules: a change held back by
+    /// `min_interval`, told once it has passed, and a heartbeat.
+    const TIMED: &str = r#"{"config": {"injection_config": {"time_interval": 24, "watch": {"temperature": {"change": 1, "min_interval": 600, "max_interval": "3600"}}}}}
+{"set_clock": "2026-07-22T02:00:00.25Z"}
+{"user": "go"}
+{"read": {"temperature": "20.0 °C"}}
+{"step": {}}
+{"advance": 300}
+{"read": {"temperature": "25.0 °C"}}
+{"step": {}}
+{"advance": 300}
+{"step": {}}
+{"advance": 3600}
+{"step": {}}"#;
+
+    #[test]
+    fn the_hints_a_replay_appends_carry_the_steps_instant_and_the_time_rules_count_from_it() {
+        let mut out = Vec::new();
+        let mut emit = Vec::new();
+        replay(TIMED, &Options { json: true, ..Options::default() }, &mut out, Some(&mut emit))
+            .unwrap();
+        let watch: Vec<Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["watch"].clone())
+            .collect();
+        // Nothing told; held back (told 300 s ago); 600 s: told; 3600 s: heartbeat.
+        assert_eq!(
+            watch,
+            [json!(["temperature"]), json!([]), json!(["temperature"]), json!(["temperature"])]
+        );
+        let scenarios: Vec<Value> = String::from_utf8(emit)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let hints = |s: &Value| -> Vec<Value> {
+            s["context"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|m| m["content"].as_array().unwrap().clone())
+                .filter(|b| b["type"] == "hint")
+                .map(|b| b["created_at"].clone())
+                .collect()
+        };
+        assert_eq!(
+            hints(&scenarios[3]),
+            [json!("2026-07-22T02:00:00.250000Z"), json!("2026-07-22T02:10:00.250000Z")]
+        );
+
+        // The readable report says why.
+        let mut out = Vec::new();
+        replay(TIMED, &Options::default(), &mut out, None).unwrap();
+        let report = String::from_utf8(out).unwrap();
+        assert!(report.contains("  no hint\n  watch temperature throttled: it moved, but was told less than min_interval 600 s ago\n"), "{report}");
+        assert!(report.contains("  fires: watch temperature (heartbeat); "), "{report}");
+    }
+
+    #[test]
+    fn with_no_clock_an_appended_hint_has_no_created_at() {
+        // The step with no clock writes no scenario; the next, with one,
+        // shows the first step's hint.
+        let trace = "{\"tasks\": [\"pending\"]}\n{\"user\": \"go\"}\n{\"step\": {}}\n\
+                     {\"set_clock\": \"2026-07-22T02:00:00Z\"}\n{\"step\": {}}";
+        let mut emit = Vec::new();
+        replay(
+            trace,
+            &Options { json: true, ..Options::default() },
+            &mut Vec::new(),
+            Some(&mut emit),
+        )
+        .unwrap();
+        let second: Value =
+            serde_json::from_str(String::from_utf8(emit).unwrap().lines().nth(1).unwrap()).unwrap();
+        let blocks = second["context"][1]["content"].as_array().unwrap();
+        assert_eq!(blocks[0]["type"], "hint");
+        assert!(blocks[0].get("created_at").is_none(), "{blocks:?}");
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+    }
 }

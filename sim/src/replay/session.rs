@@ -552,6 +552,7 @@ impl Session {
         }
         let told = engine.told(&self.context, &self.agent_name);
         let approx = |d: Option<envaware::Decimal>| d.map(record::approx);
+        let seconds = |i: envaware::Interval| i.micros() as f64 / 1e6;
         watches
             .iter()
             .enumerate()
@@ -567,6 +568,10 @@ impl Session {
                     below: approx(w.below),
                     hysteresis: record::approx(w.hysteresis),
                     fired: decision.watch.contains(i),
+                    heartbeat: decision.watch.heartbeat(i),
+                    throttled: decision.watch.throttled(i),
+                    min_interval: w.min_interval.map(seconds),
+                    max_interval: w.max_interval.map(seconds),
                 }
             })
             .collect()
@@ -616,6 +621,14 @@ impl Session {
                 let _ = writeln!(report, "  no hint{extra}");
             }
         }
+        // A time rule's reasons, only with one configured: a heartbeat is
+        // named on the `fires` line, a change held back here.
+        for (field, w) in ran.throttled.iter() {
+            let _ = writeln!(
+                report,
+                "  watch {field} throttled: it moved, but was told less than min_interval {w} s ago"
+            );
+        }
         for w in &ran.warnings {
             let _ = writeln!(report, "  warning: {w}");
         }
@@ -661,8 +674,11 @@ struct Ran {
     warnings: Vec<String>,
     /// With `--hint-capacity`: the hint did not fit the device's buffer.
     too_long: Option<HintTooLong>,
-    /// The watched fields whose watch fired.
+    /// The watched fields whose watch fired, `(heartbeat)` after those
+    /// fired by their `max_interval` only.
     watched: Vec<String>,
+    /// The watched fields whose change `min_interval` held back, and it.
+    throttled: Vec<(String, envaware::Interval)>,
 }
 
 /// Renders a decided step. With `hint_capacity` the first try is the
@@ -683,7 +699,18 @@ fn render(
         match engine.render_step(decision, context, readings, &mut text) {
             Ok(o) => {
                 let warnings = o.warnings.iter().map(|w| w.to_string()).collect();
-                let watched = scenario::fired_watches(engine, &o.decision).unwrap_or_default();
+                let watches = || engine.config().config().injection.watch.iter().enumerate();
+                let watched = watches()
+                    .filter(|(i, _)| o.decision.watch.contains(*i))
+                    .map(|(i, (name, _))| match o.decision.watch.heartbeat(i) {
+                        true => format!("{name} (heartbeat)"),
+                        false => name.to_string(),
+                    })
+                    .collect();
+                let throttled = watches()
+                    .filter(|(i, _)| o.decision.watch.throttled(*i))
+                    .filter_map(|(_, (name, w))| Some((name.to_string(), w.min_interval?)))
+                    .collect();
                 return Ran {
                     hint: o.hint.map(str::to_string),
                     decision: o.decision,
@@ -691,6 +718,7 @@ fn render(
                     warnings,
                     too_long,
                     watched,
+                    throttled,
                 };
             }
             Err(e) => {
