@@ -158,7 +158,7 @@ fn time_due(
     let now_micros = match (wall_clock, now.wall) {
         (false, _) => now.at.0,
         (true, Some(wall)) => wall,
-        (true, None) => naive_micros(time::local_naive(now.at, cfg.zone)),
+        (true, None) => wall_clock_micros(cfg, now.at),
     };
     !cfg.time_rule.not_due(now_micros, micros, cfg.config.injection.time_interval)
 }
@@ -183,6 +183,14 @@ fn python_now(rule: &TimeRule, now: Timestamp, zone: Zone) -> Option<Now> {
         return Some(Now { at: now, wall: rule.fixed_offset_micros.map(|off| now.0 + off) });
     }
     python_local(now, zone).map(|local| Now { at: now, wall: Some(naive_micros(local)) })
+}
+
+/// `now` on the configured zone's wall clock, as microseconds of a wall
+/// time read as UTC: what a recorded time or a `created_at` with no offset
+/// is compared with. Out of line: chrono's frame stays here.
+#[inline(never)]
+pub(crate) fn wall_clock_micros(cfg: &ValidConfig<'_>, now: Timestamp) -> i64 {
+    naive_micros(time::local_naive(now, cfg.zone))
 }
 
 /// Microseconds of a wall time read as UTC: the arithmetic Python does on

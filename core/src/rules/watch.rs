@@ -4,10 +4,10 @@
 
 use super::compiled::ValidConfig;
 use super::scan::{Telling, Told};
+use super::time::wall_clock_micros;
 use crate::clock::Timestamp;
 use crate::config::watch::{WatchFire, MAX_WATCHES};
 use crate::live::{reading, LiveFields};
-use crate::time;
 
 /// Which watches fired, and why, by their index in the configuration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,12 +122,5 @@ pub(crate) fn watched<L: LiveFields + ?Sized>(
 /// one later than `now`.
 fn age(cfg: &ValidConfig<'_>, telling: Telling, now: Option<Timestamp>) -> Option<i64> {
     let now = now?;
-    telling.at?.age(now, || wall_micros(cfg, now))
-}
-
-/// `now` on the configured zone's wall clock: what a `created_at` with no
-/// offset is compared with. Out of line: chrono's frame stays here.
-#[inline(never)]
-fn wall_micros(cfg: &ValidConfig<'_>, now: Timestamp) -> i64 {
-    time::local_naive(now, cfg.zone).and_utc().timestamp_micros()
+    telling.at?.age(now, || wall_clock_micros(cfg, now))
 }
