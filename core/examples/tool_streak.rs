@@ -25,8 +25,12 @@ const AGENT: &str = "rover";
 
 fn blocks<'a>(layout: &str, ids: &'a [String]) -> Vec<Block<'a>> {
     let call = |id: &'a String| Block::ToolCall { id, name: "Bash", input: r#"{"command": "ls"}"# };
-    let failed =
-        |id: &'a String| Block::ToolResult { id, name: "Bash", state: ToolResultState::Error };
+    let failed = |id: &'a String| Block::ToolResult {
+        id,
+        name: "Bash",
+        state: ToolResultState::Error,
+        output: "",
+    };
     match layout {
         "pairs" => ids.iter().flat_map(|id| [call(id), failed(id)]).collect(),
         "batch" => ids.iter().map(call).chain(ids.iter().map(failed)).collect(),

@@ -268,7 +268,7 @@ impl<'a, const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
         name: &str,
         state: ToolResultState,
     ) -> Result<Appended, StoreError> {
-        self.agent(&[Block::ToolResult { id, name, state }])
+        self.agent(&[Block::ToolResult { id, name, state, output: "" }])
     }
 
     /// Appends an injected hint as AgentScope's `_inject_runtime_state`

@@ -131,8 +131,16 @@ pub enum Block<'a> {
         name: &'a str,
         /// The execution state.
         state: ToolResultState,
+        /// The tool's output as the model is sent it (AgentScope's
+        /// `convert_tool_result_to_string`: a list's text blocks joined with
+        /// `"\n"`); the rules never read it, a request
+        /// ([`crate::openai`]) does. `""` when not kept.
+        output: &'a str,
     },
-    /// Any other block (text, thinking, data): kept, never read.
+    /// A text block (`TextBlock`): never read by the rules, sent in a
+    /// request ([`crate::openai`]).
+    Text(&'a str),
+    /// Any other block (thinking, data): kept, never read and never sent.
     Other,
 }
 

@@ -54,6 +54,9 @@ mod ieee;
 pub mod journal;
 mod json;
 mod live;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
+pub mod openai;
 #[cfg(feature = "_bench-phases")]
 #[doc(hidden)]
 pub mod phases;

@@ -79,8 +79,10 @@ enum Kind {
     },
     /// Strings: id, name, input.
     ToolCall,
-    /// Strings: id, name.
+    /// Strings: id, name, output.
     ToolResult(ToolResultState),
+    /// Strings: text.
+    Text,
     Other,
 }
 
@@ -206,6 +208,7 @@ fn stamp_of(created_at: Option<CreatedAt>) -> (Stamp, u64) {
 ///     id: "c1",
 ///     name: "read",
 ///     state: ToolResultState::Error,
+///     output: "no such file",
 /// }])?;
 /// assert_eq!(done.evicted, 0);
 ///
@@ -484,10 +487,15 @@ impl<const MESSAGES: usize, const BLOCKS: usize, const TEXT: usize>
                         core::slice::from_ref(input),
                     ],
                 ),
-                Block::ToolResult { id, name, state } => (
+                Block::ToolResult { id, name, state, output } => (
                     Kind::ToolResult(*state),
-                    [core::slice::from_ref(id), core::slice::from_ref(name), &[]],
+                    [
+                        core::slice::from_ref(id),
+                        core::slice::from_ref(name),
+                        core::slice::from_ref(output),
+                    ],
                 ),
+                Block::Text(text) => (Kind::Text, [core::slice::from_ref(text), &[], &[]]),
                 Block::Other => (Kind::Other, [&[], &[], &[]]),
             };
             let mut lens = [0u32; 3];
@@ -586,9 +594,13 @@ impl Message for StoredMessage<'_> {
                 name: self.take(at, b),
                 input: self.take(at, c),
             },
-            Kind::ToolResult(state) => {
-                Block::ToolResult { id: self.take(at, a), name: self.take(at, b), state }
-            }
+            Kind::ToolResult(state) => Block::ToolResult {
+                id: self.take(at, a),
+                name: self.take(at, b),
+                state,
+                output: self.take(at, c),
+            },
+            Kind::Text => Block::Text(self.take(at, a)),
             Kind::Other => Block::Other,
         })
     }
@@ -605,7 +617,10 @@ fn text_len(blocks: &[Block<'_>]) -> Option<usize> {
             Block::ToolCall { id, name, input } => {
                 id.len().checked_add(name.len())?.checked_add(input.len())?
             }
-            Block::ToolResult { id, name, .. } => id.len().checked_add(name.len())?,
+            Block::ToolResult { id, name, output, .. } => {
+                id.len().checked_add(name.len())?.checked_add(output.len())?
+            }
+            Block::Text(text) => text.len(),
             Block::Other => 0,
         };
         total.checked_add(len)
@@ -646,7 +661,8 @@ mod tests {
     enum Owned {
         Hint { source: Option<String>, text: String },
         Call { id: String, name: String, input: String },
-        Result { id: String, name: String, state: ToolResultState },
+        Result { id: String, name: String, state: ToolResultState, output: String },
+        Text(String),
         Other,
     }
 
@@ -666,9 +682,10 @@ mod tests {
             Block::ToolCall { id, name, input } => {
                 Owned::Call { id: id.into(), name: name.into(), input: input.into() }
             }
-            Block::ToolResult { id, name, state } => {
-                Owned::Result { id: id.into(), name: name.into(), state }
+            Block::ToolResult { id, name, state, output } => {
+                Owned::Result { id: id.into(), name: name.into(), state, output: output.into() }
             }
+            Block::Text(text) => Owned::Text(text.into()),
             Block::Other => Owned::Other,
         }
     }
@@ -723,7 +740,12 @@ mod tests {
                     Block::Hint { source: Some(""), text: HintText::Single("a"), created_at: None },
                     Block::Hint { source: None, text: HintText::Single("b"), created_at: None },
                     Block::ToolCall { id: "c1", name: "read", input: "{\"p\": \"é😀\"}" },
-                    Block::ToolResult { id: "c1", name: "read", state: ToolResultState::Denied },
+                    Block::ToolResult {
+                        id: "c1",
+                        name: "read",
+                        state: ToolResultState::Denied,
+                        output: "",
+                    },
                 ],
             )
             .unwrap();
@@ -754,7 +776,8 @@ mod tests {
                 Owned::Result {
                     id: "c1".into(),
                     name: "read".into(),
-                    state: ToolResultState::Denied
+                    state: ToolResultState::Denied,
+                    output: String::new()
                 },
             ]
         );
@@ -825,7 +848,8 @@ mod tests {
         let mut store: ContextStore<16, 16, 32> = ContextStore::new();
         // 4 + 7 + 8 bytes.
         store.push_message(Role::Assistant, "aaaa", &[hint("é😀é")]).unwrap();
-        let result = Block::ToolResult { id: "1", name: "t", state: ToolResultState::Error };
+        let result =
+            Block::ToolResult { id: "1", name: "t", state: ToolResultState::Error, output: "" };
         store.push_message(Role::Assistant, "b", &[result]).unwrap();
         assert_eq!(store.text_used(), 22);
         let call = Block::ToolCall { id: "", name: "", input: "0123456789😀" };
@@ -855,7 +879,8 @@ mod tests {
         store.push_message(Role::Assistant, "friday", &[Block::Other]).unwrap();
         assert_eq!(store.append_blocks_to_last(&[]), Ok(Appended { evicted: 0 }));
         assert_eq!(store.append_blocks_to_last(&[Block::Other]), Ok(Appended { evicted: 0 }));
-        let result = Block::ToolResult { id: "c1", name: "t", state: ToolResultState::Error };
+        let result =
+            Block::ToolResult { id: "c1", name: "t", state: ToolResultState::Error, output: "" };
         assert_eq!(
             store.append_blocks_to_last(&[result, Block::Other]),
             Ok(Appended { evicted: 1 })
@@ -988,6 +1013,7 @@ mod tests {
                 id: "c1",
                 name: "read",
                 state: ToolResultState::Success,
+                output: "",
             }])
             .unwrap();
         assert_eq!(recorded_time(&store).as_deref(), Some(injection));
@@ -1042,7 +1068,8 @@ mod tests {
     enum In {
         Hint { source: Option<String>, parts: Vec<String> },
         Call { id: String, name: String, input: String },
-        Result { id: String, name: String, state: ToolResultState },
+        Result { id: String, name: String, state: ToolResultState, output: String },
+        Text(String),
         Other,
     }
 
@@ -1055,9 +1082,13 @@ mod tests {
                 In::Call { id, name, input } => {
                     Owned::Call { id: id.clone(), name: name.clone(), input: input.clone() }
                 }
-                In::Result { id, name, state } => {
-                    Owned::Result { id: id.clone(), name: name.clone(), state: *state }
-                }
+                In::Result { id, name, state, output } => Owned::Result {
+                    id: id.clone(),
+                    name: name.clone(),
+                    state: *state,
+                    output: output.clone(),
+                },
+                In::Text(text) => Owned::Text(text.clone()),
                 In::Other => Owned::Other,
             }
         }
@@ -1095,7 +1126,10 @@ mod tests {
                     created_at: None,
                 },
                 In::Call { id, name, input } => Block::ToolCall { id, name, input },
-                In::Result { id, name, state } => Block::ToolResult { id, name, state: *state },
+                In::Result { id, name, state, output } => {
+                    Block::ToolResult { id, name, state: *state, output }
+                }
+                In::Text(text) => Block::Text(text),
                 In::Other => Block::Other,
             })
             .collect();
@@ -1118,7 +1152,8 @@ mod tests {
                         source.as_ref().map_or(0, String::len) + text.len()
                     }
                     Owned::Call { id, name, input } => id.len() + name.len() + input.len(),
-                    Owned::Result { id, name, .. } => id.len() + name.len(),
+                    Owned::Result { id, name, output, .. } => id.len() + name.len() + output.len(),
+                    Owned::Text(text) => text.len(),
                     Owned::Other => 0,
                 })
                 .sum::<usize>()
@@ -1245,7 +1280,13 @@ mod tests {
             (proptest::option::of(text()), proptest::collection::vec(text(), 0..4))
                 .prop_map(|(source, parts)| In::Hint { source, parts }),
             (text(), text(), text()).prop_map(|(id, name, input)| In::Call { id, name, input }),
-            (text(), text(), state()).prop_map(|(id, name, state)| In::Result { id, name, state }),
+            (text(), text(), state(), text()).prop_map(|(id, name, state, output)| In::Result {
+                id,
+                name,
+                state,
+                output
+            }),
+            text().prop_map(In::Text),
             Just(In::Other),
         ]
     }

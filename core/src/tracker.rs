@@ -419,7 +419,12 @@ mod tests {
             },
             4 => Block::ToolCall { id: "c", name: "TaskCreate", input: "{}" },
             5 => Block::ToolCall { id: "c", name: "Bash", input: "{}" },
-            6 => Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Error },
+            6 => Block::ToolResult {
+                id: "c",
+                name: "Bash",
+                state: ToolResultState::Error,
+                output: "",
+            },
             _ => Block::Other,
         }
     }
@@ -716,7 +721,8 @@ mod tests {
     #[test]
     fn the_newest_message_s_tool_error_lasts_until_it_is_evicted() {
         let engine = Engine::new(Config::default()).unwrap();
-        let failed = |id| Block::ToolResult { id, name: "Bash", state: ToolResultState::Error };
+        let failed =
+            |id| Block::ToolResult { id, name: "Bash", state: ToolResultState::Error, output: "" };
         let call = |id| Block::ToolCall { id, name: "Bash", input: "{}" };
         let streak = [call("a"), failed("a"), call("b"), failed("b"), call("c"), failed("c")];
         let msgs = [

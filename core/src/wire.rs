@@ -271,9 +271,10 @@ impl<M: Message> Serialize for Content<'_, M> {
                 Block::ToolCall { id, name, input } => {
                     seq.serialize_element(&ToolCallOut { id, name, input })?
                 }
-                Block::ToolResult { id, name, state } => {
-                    seq.serialize_element(&ToolResultOut { id, name, state: state.name() })?
+                Block::ToolResult { id, name, state, output } => {
+                    seq.serialize_element(&ToolResultOut { id, name, state: state.name(), output })?
                 }
+                Block::Text(text) => seq.serialize_element(&TextOut { id, text })?,
                 Block::Other => seq.serialize_element(&TextOut { id, text: "" })?,
             }
         }
@@ -413,6 +414,7 @@ struct ToolResultOut<'a> {
     id: &'a str,
     name: &'a str,
     state: &'a str,
+    output: &'a str,
 }
 
 impl Serialize for ToolResultOut<'_> {
@@ -421,7 +423,7 @@ impl Serialize for ToolResultOut<'_> {
         m.serialize_field("type", "tool_result")?;
         m.serialize_field("id", self.id)?;
         m.serialize_field("name", self.name)?;
-        m.serialize_field("output", "")?;
+        m.serialize_field("output", self.output)?;
         m.serialize_field("state", self.state)?;
         m.end()
     }
@@ -500,7 +502,7 @@ mod tests {
         let blocks = [
             Block::Other,
             Block::Hint { source: None, text: HintText::Parts(&parts), created_at: None },
-            Block::ToolResult { id: "c1", name: "Bash", state: ToolResultState::Error },
+            Block::ToolResult { id: "c1", name: "Bash", state: ToolResultState::Error, output: "" },
         ];
         let msg = SliceMessage { role: Role::Assistant, name: "a", blocks: &blocks };
         let meta =

@@ -75,9 +75,12 @@ fn block<'a>(b: &In<'a>, source: &'a str) -> Block<'a> {
         In::Call { id, name: n, input } => {
             Block::ToolCall { id: IDS[usize::from(*id) % 4], name: name(n), input }
         }
-        In::Result { id, name: n, state: s } => {
-            Block::ToolResult { id: IDS[usize::from(*id) % 4], name: name(n), state: state(*s) }
-        }
+        In::Result { id, name: n, state: s } => Block::ToolResult {
+            id: IDS[usize::from(*id) % 4],
+            name: name(n),
+            state: state(*s),
+            output: "",
+        },
         In::Other => Block::Other,
     }
 }

@@ -12,4 +12,5 @@
 pub mod flash;
 pub mod fuzz;
 pub mod model;
+pub mod request;
 pub mod scenario;

@@ -20,7 +20,7 @@ mod record;
 mod replay;
 mod tune;
 
-use envaware_sim::{fuzz, scenario};
+use envaware_sim::{fuzz, request, scenario};
 
 /// Most sessions `fuzz` runs: it bounds the run's time.
 const MAX_CASES: u64 = 1_000_000;
@@ -356,6 +356,11 @@ struct ReplayArgs {
     /// xtask demo` saves it): its items are replayed as a session log.
     #[arg(long)]
     flash: bool,
+    /// With --json: add to each step's line the model request as it stands
+    /// after the step's hint (`"request"`: the `messages` array; `openai`:
+    /// Chat Completions, as AgentScope's `OpenAIChatFormatter`).
+    #[arg(long, value_name = "FORMAT", requires = "json")]
+    request: Option<replay::RequestFormat>,
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -405,6 +410,7 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         tokens: args.tokens,
         hint_capacity: args.hint_capacity,
         full_scan: args.full_scan,
+        request: args.request,
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -420,7 +420,7 @@ impl Message for OwnedMessage {
             },
             OwnedBlock::ToolCall { id, name, input } => Block::ToolCall { id, name, input },
             OwnedBlock::ToolResult { id, name, state } => {
-                Block::ToolResult { id, name, state: *state }
+                Block::ToolResult { id, name, state: *state, output: "" }
             }
             OwnedBlock::Other => Block::Other,
         })

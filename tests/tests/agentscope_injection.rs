@@ -214,15 +214,30 @@ fn the_same_failing_call_in_another_key_order_is_reported() {
     let blocks = [
         hint_block(&recorded),
         Block::ToolCall { id: "a", name: "Bash", input: r#"{"cmd": "ls", "cwd": "/"}"# },
-        Block::ToolResult { id: "a", name: "Bash", state: envaware::ToolResultState::Error },
+        Block::ToolResult {
+            id: "a",
+            name: "Bash",
+            state: envaware::ToolResultState::Error,
+            output: "",
+        },
         Block::ToolCall { id: "b", name: "Bash", input: r#"{"cwd":"/","cmd":"ls"}"# },
-        Block::ToolResult { id: "b", name: "Bash", state: envaware::ToolResultState::Error },
+        Block::ToolResult {
+            id: "b",
+            name: "Bash",
+            state: envaware::ToolResultState::Error,
+            output: "",
+        },
         Block::ToolCall {
             id: "c",
             name: "Bash",
             input: "  {\"cmd\" : \"ls\", \"cwd\": \"\\/\"}\n",
         },
-        Block::ToolResult { id: "c", name: "Bash", state: envaware::ToolResultState::Error },
+        Block::ToolResult {
+            id: "c",
+            name: "Bash",
+            state: envaware::ToolResultState::Error,
+            output: "",
+        },
     ];
     let context = [assistant(&blocks)];
     let (hint, _) =

@@ -38,7 +38,7 @@ fn agentscope_reads_back_what_the_core_writes() {
             name: "OpenVent",
             input: "{\"vent\": 2, \"note\": \"é\\n\\u2028\"}",
         },
-        Block::ToolResult { id: "c1", name: "OpenVent", state: ToolResultState::Error },
+        Block::ToolResult { id: "c1", name: "OpenVent", state: ToolResultState::Error, output: "" },
         Block::Hint {
             source: Some("{\"label\": \"System\", \"sublabel\": \"Runtime State\"}"),
             text: HintText::Single("<system-reminder>\n<tasks>x</tasks>\n</system-reminder>"),

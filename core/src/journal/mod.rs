@@ -611,7 +611,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 context.plan(true, "", &[Block::ToolCall { id, name, input }])
             }
             Event::ToolResult { id, name, state } => {
-                context.plan(true, "", &[Block::ToolResult { id, name, state }])
+                context.plan(true, "", &[Block::ToolResult { id, name, state, output: "" }])
             }
             Event::Step { hint: Some(hint), .. } => {
                 // Its instant takes no room: any will do to check it fits.

@@ -405,7 +405,12 @@ pub(crate) fn read_block<'a>(
 ) -> Result<Block<'a>, ItemError> {
     let kind = field(block, "type")?.as_str().ok_or(ItemError::Field("type"))?;
     Ok(match kind.raw() {
-        "text" => Block::Other,
+        // The writer writes a block it keeps no data of ([`Block::Other`])
+        // as an empty text: read back as that, never sent in a request.
+        "text" => match scratch.text(block, "text")? {
+            "" => Block::Other,
+            text => Block::Text(text),
+        },
         "tool_call" => Block::ToolCall {
             id: scratch.text(block, "id")?,
             name: scratch.text(block, "name")?,
@@ -418,6 +423,7 @@ pub(crate) fn read_block<'a>(
                 id: scratch.text(block, "id")?,
                 name: scratch.text(block, "name")?,
                 state: state.ok_or(ItemError::Field("state"))?,
+                output: scratch.text(block, "output")?,
             }
         }
         "hint" => {

@@ -51,7 +51,7 @@ fn session() -> Vec<Op> {
     ];
     static OWN: [Block<'static>; 2] = [
         Block::Other,
-        Block::ToolResult { id: "x", name: "Drive", state: ToolResultState::Denied },
+        Block::ToolResult { id: "x", name: "Drive", state: ToolResultState::Denied, output: "" },
     ];
     let call = |id, input| Op::Ev(Event::ToolCall { id, name: "Drive", input });
     let result = |id, state| Op::Ev(Event::ToolResult { id, name: "Drive", state });

@@ -39,7 +39,7 @@ fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'sta
 }
 
 fn failed(id: &'static str, name: &'static str) -> Block<'static> {
-    Block::ToolResult { id, name, state: ToolResultState::Error }
+    Block::ToolResult { id, name, state: ToolResultState::Error, output: "" }
 }
 
 /// The decision of the scan and of a tracker that observed `blocks` as
@@ -751,7 +751,7 @@ fn the_streak_counts_only_the_same_tool_failing_with_the_same_arguments() {
     assert_eq!(tool_error_of(&engine, AGENT, &other), None);
     // A success last: nothing.
     let mut ok = four;
-    ok[7] = Block::ToolResult { id: "d", name: "T", state: ToolResultState::Success };
+    ok[7] = Block::ToolResult { id: "d", name: "T", state: ToolResultState::Success, output: "" };
     assert_eq!(tool_error_of(&engine, AGENT, &ok), None);
     // Someone else's message, or a user's: nothing.
     assert_eq!(tool_error_of(&engine, "other", &four), None);
@@ -766,7 +766,7 @@ fn tool_error_model(blocks: &[Block<'_>], limit: u64) -> Option<ToolError> {
         .iter()
         .enumerate()
         .filter_map(|(i, b)| match *b {
-            Block::ToolResult { id, name, state } => Some((i, id, name, state)),
+            Block::ToolResult { id, name, state, .. } => Some((i, id, name, state)),
             _ => None,
         })
         .collect();
@@ -908,7 +908,12 @@ mod scan_model {
                 created_at: None
             }),
             name.prop_map(|name| Block::ToolCall { id: "c", name, input: "{}" }),
-            Just(Block::ToolResult { id: "c", name: "Bash", state: ToolResultState::Success }),
+            Just(Block::ToolResult {
+                id: "c",
+                name: "Bash",
+                state: ToolResultState::Success,
+                output: ""
+            }),
             Just(Block::Other),
         ]
     }
@@ -994,8 +999,12 @@ mod scan_model {
             let hints = sources.iter().flat_map(|&source| {
                 texts.map(|t| Block::Hint { source, text: HintText::Single(t), created_at: None })
             });
-            let result =
-                Block::ToolResult { id: "c", name: "TaskList", state: ToolResultState::Success };
+            let result = Block::ToolResult {
+                id: "c",
+                name: "TaskList",
+                state: ToolResultState::Success,
+                output: "",
+            };
             for block in calls.into_iter().chain(hints).chain([result, Block::Other]) {
                 let m = marks(cfg, block);
                 assert!(may_mark(cfg, block) || !(m.time || m.tasks), "{block:?}");
@@ -1050,7 +1059,12 @@ mod lookup_model {
                 name,
                 input
             }),
-            (id, name, state).prop_map(|(id, name, state)| Block::ToolResult { id, name, state }),
+            (id, name, state).prop_map(|(id, name, state)| Block::ToolResult {
+                id,
+                name,
+                state,
+                output: ""
+            }),
         ]
     }
 
@@ -1122,6 +1136,7 @@ mod lookup_model {
                         id: IDS[n],
                         name: "T",
                         state: ToolResultState::Success,
+                        output: "",
                     }),
                     _ => blocks.extend([call(IDS[n], "U", input), failed(IDS[n], "U")]),
                 }

@@ -47,7 +47,7 @@ fn tool_results<M: Message>(
     end: usize,
 ) -> impl Iterator<Item = (usize, &str, &str, ToolResultState)> {
     (0..end.min(msg.block_count())).rev().filter_map(move |b| match msg.block(b) {
-        Some(Block::ToolResult { id, name, state }) => Some((b, id, name, state)),
+        Some(Block::ToolResult { id, name, state, .. }) => Some((b, id, name, state)),
         _ => None,
     })
 }
@@ -338,7 +338,7 @@ impl Streak {
                     self.newest = self.called(cfg, msg, newest, id, key, b);
                 }
             }
-            Some(Block::ToolResult { id, name, state }) => {
+            Some(Block::ToolResult { id, name, state, .. }) => {
                 self.newest = match state {
                     ToolResultState::Error => Some(self.failed(cfg, msg, id, name, b)),
                     _ => None,

@@ -117,7 +117,7 @@ const fn call(id: &'static str, name: &'static str, input: &'static str) -> Bloc
 }
 
 const fn result(id: &'static str, name: &'static str, state: ToolResultState) -> Block<'static> {
-    Block::ToolResult { id, name, state }
+    Block::ToolResult { id, name, state, output: "" }
 }
 
 use ToolResultState::{Error as Failed, Success as Done};

@@ -259,6 +259,7 @@ fn core_block(b: &MBlock) -> Block<'_> {
             id,
             name,
             state: ToolResultState::from_name(state).unwrap_or(ToolResultState::Running),
+            output: "",
         },
     }
 }

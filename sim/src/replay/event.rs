@@ -17,6 +17,8 @@ pub(super) struct ConfigEvent {
     pub(super) context_config: Option<Box<RawValue>>,
     pub(super) context_size: Option<i64>,
     pub(super) input_tokens: Option<i64>,
+    /// The agent's system prompt (`replay --request`); `null` is `""`.
+    pub(super) system_prompt: Option<String>,
 }
 
 impl ConfigEvent {
@@ -33,10 +35,16 @@ impl ConfigEvent {
                 None => e.message(1),
             })?;
         let mut keys = scenario::ConfigKeys::default();
+        let mut system_prompt = None;
         for (key, value) in members.unique(at)? {
-            if !keys.take(key, value, at)? {
+            if key == "system_prompt" {
+                let path = format!("{at}{key}");
+                let prompt: Option<String> =
+                    scenario::optional(value, |r| scenario::string(r, &path))?;
+                system_prompt = Some(prompt.unwrap_or_default());
+            } else if !keys.take(key, value, at)? {
                 return Err(format!(
-                    "{at}{key}: unknown key (expected {})",
+                    "{at}{key}: unknown key (expected {} or system_prompt)",
                     scenario::ConfigKeys::KEYS
                 ));
             }
@@ -47,6 +55,7 @@ impl ConfigEvent {
             context_config: keys.context_config.map(ToOwned::to_owned),
             context_size: keys.context_size,
             input_tokens: keys.input_tokens,
+            system_prompt,
         })
     }
 }
@@ -201,6 +210,8 @@ pub(super) enum UserEvent {
 /// One event of a trace ("Replay traces" in docs/sim.md).
 pub(super) enum Event {
     Config(ConfigEvent),
+    /// The compressed summary (`None`: cleared), sent after the system prompt.
+    Summary(Option<String>),
     /// `None`: the clock is unset.
     SetClock(Option<Timestamp>),
     /// Microseconds, possibly negative.
@@ -315,6 +326,11 @@ impl Event {
                 _ => return Err("compress: expected the number of newest messages to keep, or \"all\"".into()),
             }),
             "log" => Event::Log(LogHeader::parse(&value)?),
+            "summary" => Event::Summary(match value {
+                Value::Null => None,
+                Value::String(s) => Some(s),
+                other => return Err(format!("summary: expected a text or null, got {}", scenario::short_json(&other))),
+            }),
             "read" => Event::Read(scenario::Readings::from_json(&value, "read")?),
             "woken" => match value {
                 Value::Object(m) if m.values().all(Value::is_string) => Event::Woken(m),

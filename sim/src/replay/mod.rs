@@ -89,6 +89,16 @@ pub struct Options {
     pub hint_capacity: Option<usize>,
     /// Decide by the full scan alone, as before the tracker (no cross-check).
     pub full_scan: bool,
+    /// With `json`: add each step's model request (`"request"`, the
+    /// `messages` array after the step's hint) to its line.
+    pub request: Option<RequestFormat>,
+}
+
+/// The wire format `--request` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RequestFormat {
+    /// OpenAI Chat Completions, as AgentScope 2.0.11's `OpenAIChatFormatter`.
+    Openai,
 }
 
 /// Reads a hint capacity, in bytes, within [`HINT_CAPACITY`] (the command

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::context::Context;
 use super::decide::{CrossCheck, Decider};
 use super::event::{ConfigEvent, Event, LogHeader, UserEvent};
-use super::{Options, ReplayError, Summary};
+use super::{Options, ReplayError, RequestFormat, Summary};
 use crate::record::{self, format_instant, StepRecord, WatchRecord};
 use crate::scenario::{self, Evaluation, Readings, SimConfigBuf};
 
@@ -44,6 +44,15 @@ struct ScenarioOut<'a> {
     #[serde(skip_serializing_if = "readings_empty")]
     readings: &'a Readings,
     context: &'a VecDeque<Value>,
+    // The replay's own, ignored by `eval`: what the step's request is made
+    // of besides the context (`replay --request`), and the reply the
+    // step's hint joins (AgentScope's `reply_id`), so that the reference
+    // can run the whole step (tests/reference/formatter.py).
+    reply_id: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    system_prompt: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<&'a str>,
 }
 
 fn readings_empty(r: &&Readings) -> bool {
@@ -97,6 +106,10 @@ pub(super) struct Session {
     pub(super) device_log: bool,
     /// The configuration came from `--config`, not from the log.
     pub(super) config_given: bool,
+    /// The agent's system prompt, the request's first message.
+    system_prompt: String,
+    /// The compressed summary, sent after the system prompt when set.
+    compressed_summary: Option<String>,
 }
 
 impl Session {
@@ -128,6 +141,8 @@ impl Session {
             log_header: false,
             device_log: false,
             config_given: false,
+            system_prompt: String::new(),
+            compressed_summary: None,
         }
     }
 
@@ -162,6 +177,9 @@ impl Session {
         }
         if let Some(n) = event.input_tokens {
             self.input_tokens = n;
+        }
+        if let Some(prompt) = event.system_prompt {
+            self.system_prompt = prompt;
         }
         let mut buf = Box::new(SimConfigBuf::with_capacity());
         self.load(&mut buf)?;
@@ -217,6 +235,7 @@ impl Session {
         let invalid = |message: String| ReplayError::Invalid { line, message };
         match event {
             Event::Config(config) => self.apply_config(config).map_err(invalid)?,
+            Event::Summary(summary) => self.compressed_summary = summary,
             Event::SetClock(clock) => {
                 self.clock_set = true;
                 self.clock = clock;
@@ -486,12 +505,27 @@ impl Session {
             if let (Some(w), Value::Object(m)) = (woken, &mut json_line) {
                 m.insert("woken".into(), Value::Object(w));
             }
+            // The request is the context after the step's hint: appended
+            // first, the line printed even when that fails.
+            let appended = self.append_hint(ran, decider);
+            if let (Some(RequestFormat::Openai), Ok(()), Value::Object(m)) =
+                (opts.request, &appended, &mut json_line)
+            {
+                let request = crate::request::openai_messages(
+                    &self.system_prompt,
+                    self.compressed_summary.as_deref(),
+                    self.context.json(),
+                )
+                .map_err(|message| ReplayError::Invalid { line, message })?;
+                m.insert("request".into(), request);
+            }
             serde_json::to_writer(&mut *out, &json_line).map_err(io::Error::from)?;
             writeln!(out)?;
+            appended.map_err(|message| ReplayError::Invalid { line, message })
         } else {
             out.write_all(self.report(&ran, cur_iter, line, woken.as_ref()).as_bytes())?;
+            self.append_hint(ran, decider).map_err(|message| ReplayError::Invalid { line, message })
         }
-        self.append_hint(ran, decider).map_err(|message| ReplayError::Invalid { line, message })
     }
 
     /// The step's scenario (format v1) for `--emit-scenarios`. A step with
@@ -510,6 +544,9 @@ impl Session {
                 tasks: &self.tasks,
                 readings: &self.readings,
                 context: self.context.json(),
+                reply_id: self.reply_id(),
+                system_prompt: &self.system_prompt,
+                summary: self.compressed_summary.as_deref(),
             };
             serde_json::to_writer(&mut *emit, &scenario).map_err(io::Error::from)?;
         }

@@ -44,7 +44,12 @@ static FIRST: [Block<'static>; 2] = [
 ];
 static TASKS: [Block<'static>; 2] = [
     Block::ToolCall { id: "call_1", name: "TaskCreate", input: r#"{"subject": "water bed A"}"# },
-    Block::ToolResult { id: "call_1", name: "TaskCreate", state: ToolResultState::Success },
+    Block::ToolResult {
+        id: "call_1",
+        name: "TaskCreate",
+        state: ToolResultState::Success,
+        output: "",
+    },
 ];
 static USER: [Block<'static>; 1] = [Block::Other];
 static OURS: [Block<'static>; 2] = [
@@ -67,7 +72,7 @@ static TOOL: [Block<'static>; 3] = [
         name: "Move",
         input: r#"{"x": 1.5, "y": -2, "speed": "slow"}"#,
     },
-    Block::ToolResult { id: "call_9", name: "Move", state: ToolResultState::Success },
+    Block::ToolResult { id: "call_9", name: "Move", state: ToolResultState::Success, output: "" },
 ];
 
 /// A context of `N` messages whose only time hint is the oldest.

@@ -20,7 +20,8 @@ pub fn one_step(config: Config<'_>) -> usize {
 pub fn one_step_with<L: LiveFields + ?Sized>(config: Config<'_>, live: &mut L) -> usize {
     let mut store: ContextStore<8, 32, 1024> = ContextStore::new();
     let input = black_box("{\"vent\": 2, \"angle\": 45.5}");
-    let fail = |id| Block::ToolResult { id, name: "OpenVent", state: ToolResultState::Error };
+    let fail =
+        |id| Block::ToolResult { id, name: "OpenVent", state: ToolResultState::Error, output: "" };
     let blocks = [
         Block::ToolCall { id: "1", name: "OpenVent", input },
         fail("1"),

@@ -70,6 +70,7 @@ fn blocks() -> [Block<'static>; 4] {
             id: text(),
             name: text(),
             state: ToolResultState::from_name(text()).unwrap_or(ToolResultState::Error),
+            output: "",
         },
         Block::Hint { source: None, text: HintText::Single(text()), created_at: None },
     ]
