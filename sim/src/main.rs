@@ -361,6 +361,11 @@ struct ReplayArgs {
     /// Chat Completions, as AgentScope's `OpenAIChatFormatter`).
     #[arg(long, value_name = "FORMAT", requires = "json")]
     request: Option<replay::RequestFormat>,
+    /// Print, instead of the report, how much of each step's OpenAI request
+    /// the next step's request starts with byte for byte (what a prompt
+    /// cache reuses), and why the rest is not.
+    #[arg(long, conflicts_with_all = ["json", "emit_scenarios", "plot"])]
+    prompt_cache: bool,
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -403,15 +408,28 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         None => None,
     };
     let opts = replay::Options {
-        json: args.json,
+        json: args.json || args.prompt_cache,
         now: args.now,
         agent: args.agent,
         config,
         tokens: args.tokens,
         hint_capacity: args.hint_capacity,
         full_scan: args.full_scan,
-        request: args.request,
+        request: if args.prompt_cache { Some(replay::RequestFormat::Openai) } else { args.request },
     };
+    if args.prompt_cache {
+        let mut lines = Vec::new();
+        let result = replay::replay(text, &opts, &mut lines, None);
+        let parsed: Vec<serde_json::Value> = String::from_utf8_lossy(&lines)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        print!("{}", request::cache_report(&request::cache_steps(&parsed)));
+        return match result {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => fail(e.to_string(), 1),
+        };
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let result = replay::replay_with_records(

@@ -2,15 +2,18 @@
 """Generates replay traces for the request differential test
 (tests/tests/openai_request.rs, tests/reference/formatter.py).
 
-Usage: ``gen_requests.py SEED SESSIONS STEPS`` writes one trace to
-standard output: SESSIONS sessions (each starts from an empty context with
+Usage: ``gen_requests.py SEED SESSIONS STEPS [steady]`` writes one trace
+to standard output: SESSIONS sessions (each starts from an empty context with
 a ``context`` event) of about STEPS steps, whose events reach every case of
 AgentScope's ``OpenAIChatFormatter`` that a text context has: text, empty
 text and thinking blocks, string and list hints (with no part, one, or
 several), tool calls gathered with text, tool results (string and list
 outputs) that cut a message in several, messages with nothing to send,
 other agents' and system messages, the compressed summary set and cleared,
-system prompts with characters JSON must escape, compressions.
+system prompts with characters JSON must escape, compressions. With
+``steady`` the system prompt and the summary change only where a session
+starts, as in an agent's real session (the prompt-cache figures,
+docs/openai.md).
 """
 import json
 import random
@@ -47,9 +50,10 @@ def output(rng):
 
 
 class Gen:
-    def __init__(self, rng):
+    def __init__(self, rng, steady):
         self.rng = rng
         self.calls = 0
+        self.steady = steady
 
     def call_block(self):
         self.calls += 1
@@ -103,6 +107,8 @@ class Gen:
             else:
                 msg = {"name": "Scout", "role": "assistant", "content": self.blocks()}
             return {"message": msg}
+        if self.steady and r < 0.70:
+            return {"step": {}}
         if r < 0.67:
             return {"summary": rng.choice([None, "", "<system-info>earlier</system-info>",
                                            text(rng)])}
@@ -121,10 +127,11 @@ class Gen:
 
 def main(argv):
     seed, sessions, steps = (int(a) for a in argv[1:4])
+    steady = argv[4:5] == ["steady"]
     rng = random.Random(seed)
     out = sys.stdout
     for s in range(sessions):
-        gen = Gen(rng)
+        gen = Gen(rng, steady)
         injection = rng.choice([{}, {"timezone": "Asia/Shanghai", "time_interval": 0.5},
                                 {"inject_runtime_state": False}, {"tool_retries_limit": 3}])
         out.write(json.dumps({"config": {"agent_name": "Rover",
