@@ -97,7 +97,9 @@ fn view(b: &B) -> Block<'_> {
             Block::Hint { source: Some(source), text: HintText::Single(text), created_at: None }
         }
         B::Call { id, name, input } => Block::ToolCall { id, name, input },
-        B::Result { id, name } => Block::ToolResult { id, name, state: ToolResultState::Success },
+        B::Result { id, name } => {
+            Block::ToolResult { id, name, state: ToolResultState::Success, output: "" }
+        }
     }
 }
 
