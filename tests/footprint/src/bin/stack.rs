@@ -298,7 +298,8 @@ fn argument(shape: usize, t: &mut Text<4400>) -> core::fmt::Result {
 /// A context ending in three failed calls with `input`, after a user turn.
 fn fill_failing_calls(store: &mut Store, input: &str) -> bool {
     store.clear();
-    let fail = |id| Block::ToolResult { id, name: "OpenVent", state: ToolResultState::Error };
+    let fail =
+        |id| Block::ToolResult { id, name: "OpenVent", state: ToolResultState::Error, output: "" };
     let blocks = [
         Block::ToolCall { id: "call-1", name: "OpenVent", input },
         fail("call-1"),
