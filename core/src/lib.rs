@@ -105,6 +105,9 @@ mod documentation {
     mod reboot {}
     #[doc = include_str!("../../firmware/README.md")]
     mod firmware {}
+    #[cfg(feature = "openai")]
+    #[doc = include_str!("../../docs/openai.md")]
+    mod openai {}
 }
 
 pub use agent_context::{AgentContext, StepError};

@@ -172,6 +172,19 @@ fn test() -> Result<(), String> {
         )?;
     }
     run(
+        "build the core with the request writer (openai) for thumbv7m-none-eabi",
+        cargo().args([
+            "build",
+            "--locked",
+            "-p",
+            "envaware",
+            "--features",
+            "openai,journal",
+            "--target",
+            THUMB_TARGETS[0],
+        ]),
+    )?;
+    run(
         "build the core with defmt for thumbv7m-none-eabi",
         cargo().args([
             "build",
@@ -191,7 +204,7 @@ fn test() -> Result<(), String> {
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     run(
-        "cargo doc (core with defmt, wire and journal, warnings denied)",
+        "cargo doc (core with defmt, wire, journal and openai, warnings denied)",
         cargo()
             .args([
                 "doc",
@@ -200,7 +213,7 @@ fn test() -> Result<(), String> {
                 "envaware",
                 "--no-deps",
                 "--features",
-                "defmt,wire,journal",
+                "defmt,wire,journal,openai",
             ])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
