@@ -1,7 +1,5 @@
 //! Reading items back: the parser of each event.
 
-use core::fmt;
-
 use super::*;
 use crate::clock::Timestamp;
 use crate::conversation::{Block, HintText, Role, ToolResultState};
@@ -241,31 +239,12 @@ impl<'a> Scratch<'a> {
         mut parts: impl Iterator<Item = JsonStr<'a>>,
     ) -> Result<Option<&'a str>, ItemError> {
         let Some(first) = parts.next() else { return Ok(None) };
-        let rest = core::mem::take(&mut self.rest);
-        let mut cursor = Cursor { buf: rest, len: 0 };
-        for part in core::iter::once(first).chain(parts) {
-            part.write_to(&mut cursor).map_err(|_| ItemError::ScratchFull)?;
-        }
-        let Cursor { buf, len } = cursor;
-        let (done, rest) = buf.split_at_mut_checked(len).ok_or(ItemError::ScratchFull)?;
-        self.rest = rest;
-        core::str::from_utf8(done).map(Some).map_err(|_| ItemError::NotUtf8)
-    }
-}
-
-pub(crate) struct Cursor<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl fmt::Write for Cursor<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
-        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
-        // Equal lengths; a zip keeps the copy free of a length check.
-        dst.iter_mut().zip(s.bytes()).for_each(|(d, b)| *d = b);
-        self.len = end;
-        Ok(())
+        json::decode_into(&mut self.rest, core::iter::once(first).chain(parts)).map(Some).map_err(
+            |e| match e {
+                json::DecodeError::Full => ItemError::ScratchFull,
+                json::DecodeError::NotUtf8 => ItemError::NotUtf8,
+            },
+        )
     }
 }
 

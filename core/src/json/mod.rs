@@ -31,6 +31,52 @@ pub(crate) use self::value::{
 };
 pub use self::value::{JsonStr, Members, Value};
 
+/// Why [`decode_into`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// The strings do not fit what is left of the buffer.
+    Full,
+    /// A string holds a lone surrogate, which UTF-8 cannot hold.
+    NotUtf8,
+}
+
+/// Decodes `parts` one after the other into the front of `*rest`, which
+/// then starts after them; the decoded text borrows the buffer, so that
+/// strings with escapes need no heap.
+pub(crate) fn decode_into<'a, 'p>(
+    rest: &mut &'a mut [u8],
+    parts: impl Iterator<Item = JsonStr<'p>>,
+) -> Result<&'a str, DecodeError> {
+    let buf = core::mem::take(rest);
+    let mut cursor = Cursor { buf, len: 0 };
+    for part in parts {
+        part.write_to(&mut cursor).map_err(|e| match e {
+            StrError::LoneSurrogate => DecodeError::NotUtf8,
+            _ => DecodeError::Full,
+        })?;
+    }
+    let Cursor { buf, len } = cursor;
+    let (done, left) = buf.split_at_mut_checked(len).ok_or(DecodeError::Full)?;
+    *rest = left;
+    core::str::from_utf8(done).map_err(|_| DecodeError::NotUtf8)
+}
+
+struct Cursor<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl fmt::Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
+        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        // Equal lengths; a zip keeps the copy free of a length check.
+        dst.iter_mut().zip(s.bytes()).for_each(|(d, b)| *d = b);
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// The deepest nesting [`parse`] can track: a larger `max_depth` acts as this.
 ///
 /// Tracking costs one bit per level (128 bytes of stack in all).

@@ -9,6 +9,11 @@
 //! [`AgentContext::agent`](crate::AgentContext::agent) and
 //! [`AgentContext::observe`](crate::AgentContext::observe) to send them).
 
-mod request;
+pub(crate) mod request;
+mod response;
 
 pub use request::ChatRequest;
+pub use response::{ChatResponse, ResponseError, ResponsePath, MAX_TOOL_CALLS};
+
+#[cfg(test)]
+mod tests;

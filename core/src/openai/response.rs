@@ -1,0 +1,348 @@
+//! The model's reply: a Chat Completions response read back into the
+//! blocks AgentScope 2.0.11's `OpenAIChatModel._parse_completion_response`
+//! makes of it.
+
+use core::fmt;
+
+use crate::conversation::Block;
+use crate::json::{self, DecodeError, JsonErrorKind, JsonStr, Kind, Value};
+
+/// The most tool calls one reply may hold.
+pub const MAX_TOOL_CALLS: usize = 8;
+
+/// How deep a response may nest (a reply's own fields are 6 deep; tool
+/// arguments are a string).
+const MAX_DEPTH: usize = 32;
+
+/// A non-streaming Chat Completions response, read.
+///
+/// [`blocks`](Self::blocks) are what AgentScope appends for the reply, in
+/// its order: a thinking block (as [`Block::Other`]) when the message has a
+/// non-empty `reasoning_content` (or `reasoning`), a [`Block::Text`] when
+/// `content` is not empty, then one [`Block::ToolCall`] per tool call
+/// (`id`, `function.name`, `function.arguments` as raw text). Append them
+/// with one [`AgentContext::agent`](crate::AgentContext::agent) call: the
+/// store takes all or nothing. A response with no choice has no block.
+///
+/// Strings are borrowed from the body, or, when they hold escapes, decoded
+/// into the `scratch` buffer given to [`parse`](Self::parse).
+///
+/// ```
+/// use envaware::openai::ChatResponse;
+/// use envaware::Block;
+///
+/// let body = br#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Opening \"vent\" 2.",
+///   "tool_calls":[{"id":"c1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}}]},
+///   "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":120,"completion_tokens":9,"total_tokens":129}}"#;
+/// let mut scratch = [0u8; 64];
+/// let reply = ChatResponse::parse(body, &mut scratch).unwrap();
+/// assert!(matches!(reply.blocks(), [Block::Text("Opening \"vent\" 2."), Block::ToolCall { id: "c1", name: "OpenVent", input: "{\"vent\": 2}" }]));
+/// assert_eq!(reply.finish_reason(), Some("tool_calls"));
+/// assert_eq!(reply.prompt_tokens(), Some(120));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ChatResponse<'a> {
+    blocks: [Block<'a>; MAX_TOOL_CALLS + 2],
+    len: usize,
+    finish_reason: Option<&'a str>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// Where in a response a [`ResponseError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ResponsePath {
+    /// The whole body.
+    Body,
+    /// `choices`.
+    Choices,
+    /// `choices[0]`.
+    Choice,
+    /// `choices[0].message`.
+    Message,
+    /// `choices[0].message.<field>` (`content`, `reasoning_content`,
+    /// `tool_calls`).
+    MessageField(&'static str),
+    /// `choices[0].finish_reason`.
+    FinishReason,
+    /// `choices[0].message.tool_calls[i]`.
+    ToolCall(usize),
+    /// `choices[0].message.tool_calls[i].<field>` (`id`, `function`,
+    /// `function.name`, `function.arguments`).
+    ToolCallField(usize, &'static str),
+    /// `usage.<field>`.
+    Usage(&'static str),
+}
+
+impl fmt::Display for ResponsePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Body => f.write_str("the response"),
+            Self::Choices => f.write_str("choices"),
+            Self::Choice => f.write_str("choices[0]"),
+            Self::Message => f.write_str("choices[0].message"),
+            Self::MessageField(name) => write!(f, "choices[0].message.{name}"),
+            Self::FinishReason => f.write_str("choices[0].finish_reason"),
+            Self::ToolCall(i) => write!(f, "choices[0].message.tool_calls[{i}]"),
+            Self::ToolCallField(i, name) => write!(f, "choices[0].message.tool_calls[{i}].{name}"),
+            Self::Usage("") => f.write_str("usage"),
+            Self::Usage(name) => write!(f, "usage.{name}"),
+        }
+    }
+}
+
+/// Why a response was refused: nothing of it is appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ResponseError {
+    /// The body is not UTF-8.
+    NotUtf8,
+    /// The body is not JSON.
+    Json {
+        /// What is wrong.
+        kind: JsonErrorKind,
+        /// The byte of the body where it was found.
+        offset: usize,
+    },
+    /// A field is missing or has the wrong type.
+    Expected {
+        /// Where.
+        path: ResponsePath,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// More tool calls than [`MAX_TOOL_CALLS`].
+    TooManyToolCalls {
+        /// How many the reply holds.
+        count: usize,
+    },
+    /// A string with escapes does not fit what is left of the scratch
+    /// buffer, or holds a lone surrogate.
+    Scratch {
+        /// The string.
+        path: ResponsePath,
+        /// The buffer's size.
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for ResponseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotUtf8 => f.write_str("the response is not UTF-8"),
+            Self::Json { kind, offset } => {
+                write!(f, "the response is not JSON: {kind} at byte {offset}")
+            }
+            Self::Expected { path, expected } => write!(f, "{path}: expected {expected}"),
+            Self::TooManyToolCalls { count } => write!(
+                f,
+                "choices[0].message.tool_calls: {count} tool calls, at most {MAX_TOOL_CALLS} fit"
+            ),
+            Self::Scratch { path, capacity } => write!(
+                f,
+                "{path}: the decoded string does not fit the {capacity}-byte scratch buffer (or holds a lone surrogate)"
+            ),
+        }
+    }
+}
+
+impl<'a> ChatResponse<'a> {
+    /// Reads a response body. Strings with escapes are decoded into
+    /// `scratch`; the reply's texts never need more than the body's size.
+    ///
+    /// # Errors
+    ///
+    /// A [`ResponseError`] naming the field; a field AgentScope does not
+    /// read is not checked.
+    pub fn parse(body: &'a [u8], scratch: &'a mut [u8]) -> Result<Self, ResponseError> {
+        let capacity = scratch.len();
+        let text = core::str::from_utf8(body).map_err(|_| ResponseError::NotUtf8)?;
+        let root = json::parse(text, MAX_DEPTH)
+            .map_err(|e| ResponseError::Json { kind: e.kind, offset: e.offset })?;
+        let mut reply = ChatResponse {
+            blocks: [Block::Other; MAX_TOOL_CALLS + 2],
+            len: 0,
+            finish_reason: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        };
+        let mut read = Reader { scratch, capacity };
+        object(root, ResponsePath::Body)?;
+        if let Some(usage) = member(root, "usage").filter(|u| u.kind() != Kind::Null) {
+            object(usage, ResponsePath::Usage(""))?;
+            reply.prompt_tokens = count(usage, "prompt_tokens")?;
+            reply.completion_tokens = count(usage, "completion_tokens")?;
+        }
+        let choices = member(root, "choices").filter(|c| c.kind() != Kind::Null);
+        let Some(choice) = choices.map(|c| array(c, ResponsePath::Choices)).transpose()? else {
+            return Ok(reply);
+        };
+        let Some(choice) = choice.items().next() else { return Ok(reply) };
+        object(choice, ResponsePath::Choice)?;
+        reply.finish_reason = match member(choice, "finish_reason") {
+            None => None,
+            Some(v) if v.kind() == Kind::Null => None,
+            Some(v) => Some(read.str(v, ResponsePath::FinishReason)?),
+        };
+        let message = member(choice, "message").ok_or(ResponseError::Expected {
+            path: ResponsePath::Message,
+            expected: "an object",
+        })?;
+        object(message, ResponsePath::Message)?;
+        let reasoning = ["reasoning_content", "reasoning"]
+            .into_iter()
+            .find_map(|name| member(message, name).filter(|v| v.kind() == Kind::String));
+        if reasoning.and_then(|r| r.as_str()).is_some_and(|s| !s.raw().is_empty()) {
+            reply.push(Block::Other);
+        }
+        if let Some(content) = read.optional_str(message, "content")? {
+            if !content.is_empty() {
+                reply.push(Block::Text(content));
+            }
+        }
+        let calls = member(message, "tool_calls").filter(|c| c.kind() != Kind::Null);
+        if let Some(calls) = calls {
+            array(calls, ResponsePath::MessageField("tool_calls"))?;
+            let count = calls.items().count();
+            if count > MAX_TOOL_CALLS {
+                return Err(ResponseError::TooManyToolCalls { count });
+            }
+            for (i, call) in calls.items().enumerate() {
+                object(call, ResponsePath::ToolCall(i))?;
+                let id = read.field_str(call, "id", ResponsePath::ToolCallField(i, "id"))?;
+                let function = member(call, "function").ok_or(ResponseError::Expected {
+                    path: ResponsePath::ToolCallField(i, "function"),
+                    expected: "an object",
+                })?;
+                object(function, ResponsePath::ToolCallField(i, "function"))?;
+                let name = read.field_str(
+                    function,
+                    "name",
+                    ResponsePath::ToolCallField(i, "function.name"),
+                )?;
+                let input = read.field_str(
+                    function,
+                    "arguments",
+                    ResponsePath::ToolCallField(i, "function.arguments"),
+                )?;
+                reply.push(Block::ToolCall { id, name, input });
+            }
+        }
+        Ok(reply)
+    }
+
+    fn push(&mut self, block: Block<'a>) {
+        if let Some(slot) = self.blocks.get_mut(self.len) {
+            *slot = block;
+            self.len += 1;
+        }
+    }
+
+    /// The blocks AgentScope appends for this reply, in order.
+    pub fn blocks(&self) -> &[Block<'a>] {
+        self.blocks.get(..self.len).unwrap_or_default()
+    }
+
+    /// The reply's text, if it has one.
+    pub fn text(&self) -> Option<&'a str> {
+        self.blocks().iter().find_map(|b| match b {
+            Block::Text(t) => Some(*t),
+            _ => None,
+        })
+    }
+
+    /// `choices[0].finish_reason` (`"stop"`, `"tool_calls"`, `"length"`…).
+    pub fn finish_reason(&self) -> Option<&'a str> {
+        self.finish_reason
+    }
+
+    /// `usage.prompt_tokens`: the next step's input tokens, for the
+    /// context-length rule.
+    pub fn prompt_tokens(&self) -> Option<u64> {
+        self.prompt_tokens
+    }
+
+    /// `usage.completion_tokens`.
+    pub fn completion_tokens(&self) -> Option<u64> {
+        self.completion_tokens
+    }
+}
+
+/// Reads strings, decoding those with escapes into the scratch buffer.
+struct Reader<'s> {
+    scratch: &'s mut [u8],
+    capacity: usize,
+}
+
+impl<'s> Reader<'s> {
+    fn str(&mut self, value: Value<'s>, path: ResponsePath) -> Result<&'s str, ResponseError> {
+        let s: JsonStr<'s> =
+            value.as_str().ok_or(ResponseError::Expected { path, expected: "a string" })?;
+        if !s.raw().contains('\\') {
+            return Ok(s.raw());
+        }
+        json::decode_into(&mut self.scratch, core::iter::once(s)).map_err(|e| match e {
+            DecodeError::Full | DecodeError::NotUtf8 => {
+                ResponseError::Scratch { path, capacity: self.capacity }
+            }
+        })
+    }
+
+    fn field_str(
+        &mut self,
+        object: Value<'s>,
+        name: &'static str,
+        path: ResponsePath,
+    ) -> Result<&'s str, ResponseError> {
+        let value =
+            member(object, name).ok_or(ResponseError::Expected { path, expected: "a string" })?;
+        self.str(value, path)
+    }
+
+    /// A message field that is a string, `null` or absent.
+    fn optional_str(
+        &mut self,
+        message: Value<'s>,
+        name: &'static str,
+    ) -> Result<Option<&'s str>, ResponseError> {
+        match member(message, name) {
+            None => Ok(None),
+            Some(v) if v.kind() == Kind::Null => Ok(None),
+            Some(v) => self.str(v, ResponsePath::MessageField(name)).map(Some),
+        }
+    }
+}
+
+/// Member `name` of an object: the last one, as Python's `json` keeps.
+fn member<'a>(object: Value<'a>, name: &str) -> Option<Value<'a>> {
+    object.members().filter(|(key, _)| key.eq_str(name)).last().map(|(_, v)| v)
+}
+
+fn object(value: Value<'_>, path: ResponsePath) -> Result<(), ResponseError> {
+    match value.kind() {
+        Kind::Object => Ok(()),
+        _ => Err(ResponseError::Expected { path, expected: "an object" }),
+    }
+}
+
+fn array(value: Value<'_>, path: ResponsePath) -> Result<Value<'_>, ResponseError> {
+    match value.kind() {
+        Kind::Array => Ok(value),
+        _ => Err(ResponseError::Expected { path, expected: "an array" }),
+    }
+}
+
+/// A token count: absent or `null` is `None`.
+fn count(usage: Value<'_>, name: &'static str) -> Result<Option<u64>, ResponseError> {
+    match member(usage, name) {
+        None => Ok(None),
+        Some(v) if v.kind() == Kind::Null => Ok(None),
+        Some(v) => {
+            v.number_text().and_then(|n| n.parse().ok()).map(Some).ok_or(ResponseError::Expected {
+                path: ResponsePath::Usage(name),
+                expected: "a whole number",
+            })
+        }
+    }
+}
