@@ -149,6 +149,75 @@ pub fn run(bench: &impl Meter) {
     bench.report("argument_key, bytes=", "118", || {
         black_box(argument_key(black_box(ARGUMENT)));
     });
+    model_request(bench, &conversation);
+}
+
+/// Counts the bytes written, as a UART would take them.
+struct Counted(usize);
+
+impl embedded_io::ErrorType for Counted {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.0 += black_box(buf).len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// A model's reply with text and a tool call, as a server sends it.
+const RESPONSE: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Opening vent 2 to 40 %, the greenhouse is at 29.5 \u00b0C.","tool_calls":[{"id":"call_10","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2, \"percent\": 40}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1480,"completion_tokens":31,"total_tokens":1511}}"#;
+
+/// The model request for the 128-message context (written whole into a
+/// counting writer) and the reply read back: the labels carry the bytes.
+fn model_request(bench: &impl Meter, conversation: &SliceConversation<'_>) {
+    use envaware::openai::{ChatRequest, ChatResponse};
+    let request =
+        ChatRequest { model: "m", system_prompt: "You are Sprout.", ..ChatRequest::default() };
+    let bytes = request.body_len(conversation);
+    let mut label = Label::default();
+    bench.report("openai request body, messages=128, bytes=", label.number(bytes), || {
+        let mut out = Counted(0);
+        let _ = request.write_body(black_box(conversation), &mut out);
+        black_box(out.0);
+    });
+    let mut scratch = [0u8; 128];
+    match ChatResponse::parse(RESPONSE.as_bytes(), &mut scratch) {
+        Ok(reply) if reply.blocks().len() == 2 => {}
+        Ok(_) => bench.fail("the model's reply does not read as a text and a call"),
+        Err(_) => bench.fail("the model's reply is refused"),
+    }
+    let mut label = Label::default();
+    bench.report("openai response parse, bytes=", label.number(RESPONSE.len()), || {
+        let mut scratch = [0u8; 128];
+        let reply = ChatResponse::parse(black_box(RESPONSE.as_bytes()), &mut scratch);
+        black_box(reply.map(|r| r.blocks().len()).ok());
+    });
+}
+
+/// A number written as a label, with no heap.
+#[derive(Default)]
+struct Label {
+    buf: [u8; 20],
+}
+
+impl Label {
+    fn number(&mut self, mut n: usize) -> &str {
+        let mut at = self.buf.len();
+        loop {
+            at -= 1;
+            self.buf[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        core::str::from_utf8(&self.buf[at..]).unwrap_or("?")
+    }
 }
 
 /// The phases of the tracked decision where nothing fires, in the order
