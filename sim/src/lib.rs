@@ -1,6 +1,7 @@
 //! envaware-sim as a library: the scenario format, the fuzzer with its
-//! independent reference model, and a device's log read from its flash. The `envaware-sim` binary is a thin
-//! command line over these.
+//! independent reference model, a device's log read from its flash, and a
+//! scripted Chat Completions server (the stand-in for a model endpoint).
+//! The `envaware-sim` binary is a thin command line over these.
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,
@@ -12,5 +13,6 @@
 pub mod flash;
 pub mod fuzz;
 pub mod model;
+pub mod model_server;
 pub mod request;
 pub mod scenario;

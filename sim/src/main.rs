@@ -20,7 +20,7 @@ mod record;
 mod replay;
 mod tune;
 
-use envaware_sim::{fuzz, request, scenario};
+use envaware_sim::{fuzz, model_server, request, scenario};
 
 /// Most sessions `fuzz` runs: it bounds the run's time.
 const MAX_CASES: u64 = 1_000_000;
@@ -62,6 +62,43 @@ enum Command {
     /// incremental tracker against the full scan). Shrinks a mismatch and
     /// writes it as scenario JSON Lines for `eval`.
     Fuzz(FuzzArgs),
+    /// Serve scripted OpenAI Chat Completions replies on 127.0.0.1: the
+    /// stand-in for a model endpoint (no model runs). Prints `listening on
+    /// 127.0.0.1:PORT`, then answers each request with the script's next
+    /// line; stops by itself after --max-requests or --idle-timeout.
+    ModelServer(ModelServerArgs),
+}
+
+/// `envaware-sim model-server`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ModelServerArgs {
+    /// The replies, JSON Lines, one per request in order: `{"content":
+    /// "text"}`, `{"tool_calls": [{"id", "name", "arguments"}]}` (content
+    /// too if wanted) or `{"status": 500, "body": "..."}`.
+    #[arg(long, value_name = "FILE")]
+    script: PathBuf,
+    /// The port on 127.0.0.1; 0 is any free port.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    port: u16,
+    /// Append one JSON line per request to FILE: `{"n", "path", "request",
+    /// "reply", "status"}`, flushed each time.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Exit 0 after answering N requests (any status).
+    #[arg(long, value_name = "N", value_parser = in_range::<1, { u64::MAX }>)]
+    max_requests: Option<u64>,
+    /// Exit 0 when no connection or data has come for SECS seconds
+    /// (fractions allowed); also each connection's read timeout.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = idle_timeout)]
+    idle_timeout: std::time::Duration,
+}
+
+/// `--idle-timeout`: seconds, fractions allowed, from a millisecond to a day.
+fn idle_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.001..=86_400.0).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err("expected seconds in 0.001..=86400".into()),
+    }
 }
 
 #[derive(clap::Args)]
@@ -490,11 +527,56 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
     }
 }
 
+/// Runs `envaware-sim model-server`: exit 0 when it stopped by itself, 2
+/// on a bad script, a log or port it cannot open, or an I/O error.
+fn model_server_main(args: ModelServerArgs) -> ExitCode {
+    let fail = |what: String| {
+        eprintln!("envaware-sim model-server: {what}");
+        ExitCode::from(2)
+    };
+    let text = match std::fs::read_to_string(&args.script) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("cannot read {}: {e}", args.script.display())),
+    };
+    let script = match model_server::Script::parse(&text) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{}: {e}", args.script.display())),
+    };
+    let log = match &args.log {
+        Some(path) => match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            Ok(f) => Some(f),
+            Err(e) => return fail(format!("cannot open {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let server = match model_server::Server::bind(args.port) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot bind 127.0.0.1:{}: {e}", args.port)),
+    };
+    // The one line on standard output: a caller reads the port from it.
+    if !print_out(&format!("listening on 127.0.0.1:{}\n", server.port())) {
+        return ExitCode::from(2);
+    }
+    let options = model_server::ServeOptions {
+        log,
+        max_requests: args.max_requests,
+        idle_timeout: args.idle_timeout,
+    };
+    match server.serve(script, options) {
+        Ok(summary) => {
+            eprintln!("envaware-sim model-server: {summary}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e.to_string()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Replay(args) => replay_main(args),
         Command::Fuzz(args) => fuzz_main(args),
+        Command::ModelServer(args) => model_server_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {
