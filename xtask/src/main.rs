@@ -41,6 +41,7 @@ mod demo_args;
 mod firmware;
 mod footprint;
 mod layers;
+mod model;
 mod mutants;
 mod nopanic;
 mod wear;
@@ -300,6 +301,7 @@ fn test() -> Result<(), String> {
         ]),
     )?;
     run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))?;
+    chat_example()?;
     // The timeline test opens the SVG in a real browser.
     let chromium = firmware::ensure_apt_tool(
         env::var_os("ENVAWARE_CHROMIUM").map_or_else(|| "chromium".into(), PathBuf::from),
@@ -627,4 +629,41 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The host chat example against the scripted model server: two requests
+/// (a tool call, then the answer), each checked in the server's log.
+fn chat_example() -> Result<(), String> {
+    let log = root().join("target/chat-requests.jsonl");
+    let server = model::ModelServer::start(
+        &root().join("target/debug/envaware-sim"),
+        &root().join("examples/chat.script.jsonl"),
+        &log,
+        2,
+    )?;
+    let endpoint = format!("http://127.0.0.1:{}/v1", server.port);
+    run(
+        "the host chat example against the scripted model server (a tool call, then the answer)",
+        cargo()
+            .args(["run", "--locked", "-q", "-p", "envaware-host", "--example", "chat", "--"])
+            .args(["--endpoint", &endpoint, "--model", "scripted"]),
+    )?;
+    server.wait()?;
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let requests: Vec<serde_json::Value> =
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let messages =
+        |n: usize| requests.get(n).and_then(|r| r["request"]["messages"].as_array().cloned());
+    let (Some(first), Some(second)) = (messages(0), messages(1)) else {
+        return Err(format!("the model server logged {} requests, not 2", requests.len()));
+    };
+    // The first request carries the step's hint as a user message with no
+    // name; the second, the call and its result after it.
+    let hint = first.last().filter(|m| m["role"] == "user" && m.get("name").is_none());
+    let result = second.last().filter(|m| m["role"] == "tool" && m["content"] == "23.5 °C");
+    if hint.is_none() || result.is_none() || second.len() != first.len() + 2 {
+        return Err(format!("the chat example's requests are not as expected: {text}"));
+    }
+    println!("the chat example's 2 requests: the hint, then the tool call and its result");
+    Ok(())
 }

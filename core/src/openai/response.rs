@@ -346,3 +346,5 @@ fn count(usage: Value<'_>, name: &'static str) -> Result<Option<u64>, ResponseEr
         }
     }
 }
+
+impl core::error::Error for ResponseError {}
