@@ -483,6 +483,7 @@ fn main() -> ! {
         failed = true;
     }
     println!("decision stack (worst case): {worst} B");
+    failed |= !request_path(&mut store, &mut hint);
     semihosting::process::exit(i32::from(failed))
 }
 
@@ -526,6 +527,79 @@ fn zone_checks() -> bool {
         with("Europe/Berlin", false).is_ok_and(|e| e.config().warnings().next().is_none()),
     );
     failed
+}
+
+// ------------------------------------------------------------ the request
+
+/// Counts what the request writer writes, as a UART takes it.
+struct Counted(usize);
+
+impl embedded_io::ErrorType for Counted {
+    type Error = core::convert::Infallible;
+}
+
+impl embedded_io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+        self.0 += black_box(buf).len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// A reply with a text and two tool calls, every string escaped.
+const REPLY: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"\u2026","content":"Opening vent 2: 29.5 \u00b0C.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}},{"id":"call_2","type":"function","function":{"name":"ReadTemperature","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1480,"completion_tokens":31}}"#;
+
+fn model_request(run: &mut Run<'_>) -> usize {
+    let request = envaware::openai::ChatRequest {
+        model: "m",
+        system_prompt: "You are Sprout.",
+        summary: Some("<system-info>earlier</system-info>"),
+        tools: Some("[]"),
+        stream: false,
+    };
+    let mut out = Counted(0);
+    match request.write_body(run.store, &mut out) {
+        Ok(()) => out.0,
+        Err(never) => match never {},
+    }
+}
+
+fn model_reply(run: &mut Run<'_>) -> usize {
+    // The hint buffer is the scratch buffer: an I/O buffer, outside the frame.
+    match envaware::openai::ChatResponse::parse(REPLY.as_bytes(), run.hint) {
+        Ok(reply) => reply.blocks().len(),
+        Err(_) => 0,
+    }
+}
+
+/// The model request over the full store and a reply parsed back: their
+/// stack, apart from the I/O buffers (the writer's sink, the scratch).
+fn request_path(store: &mut Store, hint: &mut [u8]) -> bool {
+    let engine = match Engine::new(Config::default()) {
+        Ok(e) => e,
+        Err(_) => return false,
+    };
+    let filled = fill_full(store, SOURCE);
+    let input =
+        StepInput { tasks: TaskCounts::default(), cur_iter: 0, input_tokens: 0, context_size: 1 };
+    let mut run = Run {
+        engine,
+        tracker: Tracker::from_conversation(&engine, "rover", &*store),
+        store,
+        slice: SliceConversation(&[]),
+        step: input.for_agent("rover"),
+        input,
+        live: Sensors { reads: 0, values: [const { Text::new() }; 6] },
+        hint,
+    };
+    let (request, bytes) = measure(model_request, &mut run);
+    let (reply, blocks) = measure(model_reply, &mut run);
+    println!("stack model request, full store: {request} B (body {bytes} B)");
+    println!("stack model reply, 2 calls, escapes: {reply} B ({blocks} blocks)");
+    println!("request path stack (worst case): {} B", request.max(reply));
+    filled && bytes > 1 && blocks == 4
 }
 
 #[panic_handler]
