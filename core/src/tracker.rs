@@ -2,7 +2,7 @@
 //! context's length.
 
 use crate::clock::{Clock, Timestamp};
-use crate::config::watch::MAX_WATCHES;
+use crate::config::watch::{Decimal, MAX_WATCHES};
 use crate::conversation::{Conversation, Message};
 use crate::engine::{Engine, Outcome};
 use crate::live::LiveFields;
@@ -13,6 +13,7 @@ use crate::rules::tool_error::{applies, Streak};
 #[cfg(feature = "_bench-phases")]
 use crate::rules::ToolError;
 use crate::rules::{self, Decision, StepInput};
+use crate::time::CreatedAt;
 
 /// The newest time hint: the position of its message (counted from the
 /// first message ever observed), and what it records, read when observed.
@@ -23,11 +24,15 @@ struct At {
 }
 
 /// The newest hint that told a watched field: the position of its message,
-/// and what it told (the value and its `created_at`).
+/// the value it told (`None`: the tag holds no number) and its
+/// `created_at`, from which the watch's time rules count. Flat rather than
+/// holding a `scan::Telling`: the nested layout cost the watched decision
+/// about 620 more instructions on a Cortex-M3 (core/CHANGELOG.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Told {
     message: u64,
-    telling: Telling,
+    value: Option<Decimal>,
+    at: Option<CreatedAt>,
 }
 
 /// Tracks what the rules' context scan would find, as the context changes.
@@ -234,8 +239,7 @@ impl<'a> Tracker<'a> {
                     self.told.iter_mut().zip(cfg.config().injection.watch.iter())
                 {
                     if let Some(value) = scan::told_in(cfg, text, name) {
-                        let telling = Telling { value, at: scan::created_at(b) };
-                        *told = Some(Told { message, telling });
+                        *told = Some(Told { message, value, at: scan::created_at(b) });
                     }
                 }
             }
@@ -303,7 +307,7 @@ impl<'a> Tracker<'a> {
             }
             self.aware_of_tasks()
         };
-        let told = || self.told.map(|t| t.map(|t| t.telling));
+        let told = || self.told.map(|t| t.map(|t| Telling { value: t.value, at: t.at }));
         let tool_error = || self.streak.verdict(cfg);
         rules::decide_with(cfg, &step, now, readings, awareness, tool_error, told)
     }
@@ -330,14 +334,12 @@ impl<'a> Tracker<'a> {
 mod tests {
     use super::*;
     use crate::clock::FixedClock;
-    use crate::config::watch::Decimal;
     use crate::config::{Config, StrList};
     use crate::conversation::{
         Block, Counted, HintText, Role, SliceConversation, SliceMessage, ToolResultState,
     };
     use crate::rules::TaskCounts;
     use crate::store::ContextStore;
-    use crate::time::CreatedAt;
     use proptest::prelude::*;
     use std::string::String;
     use std::vec::Vec;
