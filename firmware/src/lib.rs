@@ -12,7 +12,8 @@
 //!   the output;
 //! - [`log`]: the session's log (`envaware::journal`) in sequential-storage's
 //!   queue, read back after a reset;
-//! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop.
+//! - [`stream`]: the session streamed as AgentScope JSON, for replay on a desktop;
+//! - [`http`]: the model call, one HTTP/1.1 exchange over any byte stream.
 //!
 //! With the `defmt` feature (the default, the board) the log and the
 //! transcript go out through defmt ([`agent::DefmtOutput`]); without it
@@ -26,6 +27,7 @@ mod fmt;
 
 pub mod agent;
 pub mod clock;
+pub mod http;
 pub mod limits;
 pub mod stream;
 pub mod tmp105;

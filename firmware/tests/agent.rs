@@ -101,8 +101,16 @@ impl Pacer for RecordingPacer<'_> {
         None
     }
 
-    async fn model_reply(&mut self, index: Option<usize>) {
+    async fn model_reply<C: envaware::Conversation>(
+        &mut self,
+        index: Option<usize>,
+        _request: &envaware::openai::ChatRequest<'_>,
+        _context: &C,
+        _body: &mut [u8],
+    ) -> Option<Result<envaware_firmware::http::Exchanged, envaware_firmware::http::ExchangeError>>
+    {
         self.calls.push(Paced::Model(index));
+        None
     }
 
     fn finished(&mut self) {

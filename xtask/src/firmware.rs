@@ -23,7 +23,10 @@ pub const TARGET: &str = "thumbv7m-none-eabi";
 /// and from 144 KiB with the watch's time rules (each hint's `created_at`
 /// in the store, the log and the wire, the age in the decision: +3.6 KB
 /// on an image that had 1.7 KB to spare; docs/watch.md).
-pub const FLASH_BUDGET: u64 = 152 * 1024;
+/// Raised from 152 KiB to 192 KiB with the model exchange (issue 36: the
+/// core's OpenAI request writer and response reader, the HTTP exchange,
+/// UART1: +16.6 KB on an image that had 3.9 KB to spare).
+pub const FLASH_BUDGET: u64 = 192 * 1024;
 /// RAM budget: data + bss + uninit + the measured peak stack; raised from
 /// 16 KiB with the session log, whose 8 KiB region (the board's "flash"
 /// under QEMU, in `.uninit`) is counted here, and its buffers on the stack;
@@ -250,6 +253,7 @@ fn run_options(
         epoch: None,
         reset_after,
         environment_milli: environment,
+        model_port: None,
     })
 }
 
@@ -265,8 +269,33 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         options.environment_milli,
     )?;
     build(false)?;
+    crate::run(
+        "build envaware-sim",
+        crate::cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]),
+    )?;
+    let sim = crate::root().join("target/debug/envaware-sim");
+    let demo_dir = crate::root().join("target/demo");
+    std::fs::create_dir_all(&demo_dir).map_err(|e| format!("target/demo: {e}"))?;
+    // The model server UART1 talks to: one reply per request (a step, an
+    // environment step), bounded by the script's length and an idle time.
+    let server_log = demo_dir.join("model-requests.jsonl");
+    let script = xtask::model::script();
+    let replies = std::fs::read_to_string(&script)
+        .map_err(|e| format!("{}: {e}", script.display()))?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    let server = xtask::model::ModelServer::start(&sim, &script, &server_log, replies, 60)?;
+    eprintln!(
+        "==> the model server (envaware-sim model-server --script {}) listens on 127.0.0.1:{}; UART1 connects to it",
+        script.display(),
+        server.port
+    );
+    let opts = RunOptions { model_port: Some(server.port), ..opts };
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
-    let result = qemu::run(&opts)?;
+    let result = qemu::run(&opts);
+    server.stop();
+    let result = result?;
     let shown: Vec<String> =
         result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
     eprintln!("==> {} steps; temperature per step: {}", result.steps, shown.join(", "));
@@ -279,11 +308,19 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         trace.display(),
         trace.display()
     );
-    crate::run(
-        "build envaware-sim",
-        crate::cargo().args(["build", "--locked", "--quiet", "-p", "envaware-sim"]),
-    )?;
     save_flash_log(&result)?;
+    // Each request the device sent, against the replay of its own log.
+    let model_trace = demo_dir.join("model-session.trace.jsonl");
+    let rows = xtask::model::check(&sim, &model_trace, &server_log, &result.log)?;
+    eprintln!(
+        "==> the model exchange ({}): each request's messages against `envaware-sim replay --json --request openai {}` at that step",
+        server_log.display(),
+        model_trace.display()
+    );
+    eprint!("{}", xtask::model::table(&rows));
+    if rows.is_empty() || rows.iter().any(|r| !r.matches) {
+        return Err("the device's requests are not the replay's".into());
+    }
     crate::timeline(&trace, &crate::root().join("target/demo/firmware-timeline.svg"))?;
     match result.status {
         Some(0) if result.finished => Ok(()),

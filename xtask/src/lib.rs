@@ -1,5 +1,5 @@
 //! What `cargo xtask` shares with the workspace's tests: the QEMU runner
-//! that drives the firmware ([`qemu`]), used by `cargo xtask demo`/`size`
+//! that drives the firmware ([`qemu`]) and its model server ([`model`]), used by `cargo xtask demo`/`size`
 //! and by `tests/tests/firmware.rs`; the boards the core's stack and
 //! instruction-count programs run on ([`boards`]); and where the tests find the tools
 //! they need beyond Rust, skipping without them except under `cargo xtask
@@ -14,4 +14,5 @@
 
 pub mod boards;
 pub use envaware_test_support::needs;
+pub mod model;
 pub mod qemu;

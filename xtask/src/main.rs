@@ -41,7 +41,6 @@ mod demo_args;
 mod firmware;
 mod footprint;
 mod layers;
-mod model;
 mod mutants;
 mod nopanic;
 mod wear;
@@ -635,11 +634,12 @@ fn main() -> ExitCode {
 /// (a tool call, then the answer), each checked in the server's log.
 fn chat_example() -> Result<(), String> {
     let log = root().join("target/chat-requests.jsonl");
-    let server = model::ModelServer::start(
+    let server = xtask::model::ModelServer::start(
         &root().join("target/debug/envaware-sim"),
         &root().join("examples/chat.script.jsonl"),
         &log,
         2,
+        30,
     )?;
     let endpoint = format!("http://127.0.0.1:{}/v1", server.port);
     run(
@@ -648,7 +648,7 @@ fn chat_example() -> Result<(), String> {
             .args(["run", "--locked", "-q", "-p", "envaware-host", "--example", "chat", "--"])
             .args(["--endpoint", &endpoint, "--model", "scripted"]),
     )?;
-    server.wait()?;
+    server.stop();
     let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let requests: Vec<serde_json::Value> =
         text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();

@@ -77,6 +77,11 @@ pub struct RunOptions {
     /// of the idle time before step `N` (the board's `~` handshake), where
     /// the firmware's sensor task finds it on its own; none changes nothing.
     pub environment_milli: Vec<(usize, i32)>,
+    /// The model server's TCP port on 127.0.0.1: QEMU connects UART1 to it
+    /// (the board's second `-serial`) and the firmware is told `model=1`,
+    /// so each model call is a real HTTP exchange. `None`: no model (the
+    /// firmware's scripted delay only, nothing sent).
+    pub model_port: Option<u16>,
 }
 
 /// What a run produced.
@@ -280,10 +285,13 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
     // path as the semihosting command line; then the optional start time.
     let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
     let reset = opts.reset_after.map(|n| format!(",arg=reset-after={n}")).unwrap_or_default();
+    let model = if opts.model_port.is_some() { ",arg=model=1" } else { "" };
     // The board dumps its log's region at the end (read back by `run`).
     args.extend([
         "-semihosting-config".into(),
-        format!("enable=on,target=native,arg=envaware-firmware{epoch}{reset},arg=dump-log=1"),
+        format!(
+            "enable=on,target=native,arg=envaware-firmware{epoch}{reset}{model},arg=dump-log=1"
+        ),
     ]);
     args.extend([
         "-chardev".into(),
@@ -291,6 +299,17 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
         "-serial".into(),
         "chardev:uart0".into(),
     ]);
+    // The second `-serial` is UART1 (the board's UARTs take them in
+    // order): the model's link, a TCP client of the model server, as an AT
+    // Wi-Fi or cellular module's transparent socket (no TLS, no DNS).
+    if let Some(port) = opts.model_port {
+        args.extend([
+            "-chardev".into(),
+            format!("socket,id=uart1,host=127.0.0.1,port={port},server=off"),
+            "-serial".into(),
+            "chardev:uart1".into(),
+        ]);
+    }
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
     if sensor {
         args.extend(["-device".into(), SENSOR_DEVICE.into()]);

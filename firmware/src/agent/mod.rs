@@ -28,10 +28,12 @@ use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
 use envaware::journal::{Event as JournalEvent, ItemError, ItemReader, LogError, Session};
+use envaware::openai::ChatResponse;
 use envaware::{
     Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
 };
 
+use crate::http::{ExchangeError, Exchanged};
 use crate::log::{RestoreError, SessionLog};
 use crate::stream::Stream;
 use crate::tmp105::Temperature;
@@ -45,8 +47,8 @@ pub use self::fields::{SensorFields, UNAVAILABLE};
 pub use self::ports::DefmtOutput;
 pub use self::ports::{watch_fire_name, Output, Pacer, Sensor, TellingAge, Told, Woken};
 pub use self::session::{
-    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, MAX_INTERVAL_SECS, MIN_INTERVAL_SECS,
-    SCRIPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
+    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, MAX_INTERVAL_SECS, MAX_REPLY,
+    MIN_INTERVAL_SECS, MODEL, REQUEST, SCRIPT, SYSTEM_PROMPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
 };
 
 /// Why a new `temperature` reading would fire the temperature watch, or
@@ -179,6 +181,40 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         self.summary.compactions += make_room(log, &mut self.session, &mut self.items).await;
         if let Err(e) = self.session.record(event, &mut self.items, log).await {
             error!("not recorded: {}", e);
+        }
+    }
+
+    /// Appends the model's reply (`body[..received]`, read by the pacer's
+    /// exchange) to the context, through the log: all its blocks or, when
+    /// the exchange failed or the body is refused, nothing (logged).
+    async fn reply<S: MultiwriteNorFlash>(
+        &mut self,
+        exchanged: Result<Exchanged, ExchangeError>,
+        body: &[u8],
+        scratch: &mut [u8],
+        log: &mut SessionLog<S>,
+    ) {
+        let exchanged = match exchanged {
+            Ok(exchanged) => exchanged,
+            Err(e) => {
+                return error!("model: no reply ({}): the step goes on without one", e);
+            }
+        };
+        let body = body.get(..exchanged.received).unwrap_or_default();
+        match ChatResponse::parse(body, scratch) {
+            Ok(reply) => {
+                info!(
+                    "model: {=usize} bytes sent, {=usize} bytes received, {=usize} blocks, finish_reason {=str}",
+                    exchanged.sent,
+                    exchanged.received,
+                    reply.blocks().len(),
+                    reply.finish_reason().unwrap_or("(none)")
+                );
+                if !reply.blocks().is_empty() {
+                    self.record(&JournalEvent::Assistant(reply.blocks()), log).await;
+                }
+            }
+            Err(e) => error!("model: the reply is refused, nothing appended: {}", e),
         }
     }
 
@@ -333,6 +369,9 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         items: [0; crate::log::MAX_ITEM],
         summary,
     };
+    // The model's reply, and the scratch its escaped strings decode into.
+    let mut body = [0u8; MAX_REPLY];
+    let mut scratch = [0u8; 512];
     let environment =
         resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
     // The script's steps already run: the log's steps less its environment steps.
@@ -366,7 +405,11 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             };
             s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
             pacer.told(s.told(clock.now()));
-            pacer.model_reply(None).await;
+            let exchanged =
+                pacer.model_reply(None, &REQUEST, s.session.context().store(), &mut body).await;
+            if let Some(exchanged) = exchanged {
+                s.reply(exchanged, &body, &mut scratch, log).await;
+            }
         }
         pacer.before_step(index);
         output.step(index, step.note);
@@ -397,7 +440,14 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         };
         s.step(&input, clock.now(), sensor, None, output, log).await;
         pacer.told(s.told(clock.now()));
-        pacer.model_reply(Some(index)).await;
+        let exchanged =
+            pacer.model_reply(Some(index), &REQUEST, s.session.context().store(), &mut body).await;
+        // Only with a model: without one, the step's end takes the board
+        // exactly the time it took before the exchange came in (under
+        // `-icount`, work is board time; the reset test compares uptimes).
+        if let Some(exchanged) = exchanged {
+            s.reply(exchanged, &body, &mut scratch, log).await;
+        }
         s.summary.steps += 1;
         pacer.after_step(index);
     }

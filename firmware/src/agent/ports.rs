@@ -3,11 +3,13 @@
 //! steps (and wakes it, [`Woken`]) and the [`Output`] its transcript goes
 //! to; `DefmtOutput` (feature `defmt`) is the board's.
 
-use envaware::{Decimal, WatchFire, MAX_WATCHES};
+use envaware::openai::ChatRequest;
+use envaware::{Conversation, Decimal, WatchFire, MAX_WATCHES};
 
 #[cfg(doc)]
 use envaware::Engine;
 
+use crate::http::{ExchangeError, Exchanged};
 use crate::tmp105::{self, Temperature, Tmp105};
 
 /// What the agent's surroundings do between steps; the board provides it.
@@ -25,8 +27,17 @@ pub trait Pacer {
     async fn idle(&mut self, index: usize, ms: u32) -> Option<Woken>;
     /// The model's reply to the prompt that step `index` (`None`: an
     /// environment step) sent: a scripted delay, as a call over a network
-    /// would take, while the sensors go on sampling.
-    async fn model_reply(&mut self, index: Option<usize>);
+    /// would take, while the sensors go on sampling; and, on a board with
+    /// a model attached, the call itself: `request` over `context` sent
+    /// with [`crate::http::exchange`], the response's body read into `body`.
+    /// `None`: no model attached (the delay only, nothing is appended).
+    async fn model_reply<C: Conversation>(
+        &mut self,
+        index: Option<usize>,
+        request: &ChatRequest<'_>,
+        context: &C,
+        body: &mut [u8],
+    ) -> Option<Result<Exchanged, ExchangeError>>;
     /// What the context now tells of each watched field (by watch index,
     /// the core's [`Engine::told`]) and how old each telling is now: a
     /// reading that would fire a watch by its value against it (not held

@@ -19,6 +19,7 @@
 //! The configuration matches `firmware/session-config.json`, which the
 //! simulator replays the device's log with.
 
+use envaware::openai::ChatRequest;
 use envaware::{
     AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, Interval, TaskCounts,
     ToolResultState, Watch, WatchList,
@@ -26,6 +27,20 @@ use envaware::{
 
 /// The agent's name.
 pub const AGENT: &str = "Sprout";
+/// The model the demo's requests name (the scripted server ignores it).
+pub const MODEL: &str = "envaware-demo";
+/// The agent's system prompt: the first message of every request.
+pub const SYSTEM_PROMPT: &str = "You are Sprout, a greenhouse robot.";
+/// The request each step sends its model (no tools, no streaming).
+pub const REQUEST: ChatRequest<'static> = ChatRequest {
+    model: MODEL,
+    system_prompt: SYSTEM_PROMPT,
+    summary: None,
+    tools: None,
+    stream: false,
+};
+/// The largest response body the agent reads (a larger one is refused).
+pub const MAX_REPLY: usize = 2048;
 /// The zone the hints are written in (the only one compiled in besides UTC).
 pub const TIMEZONE: &str = "Europe/Berlin";
 /// Hours after which the time is injected again: 36 seconds, so that the

@@ -8,7 +8,10 @@ use core::sync::atomic::Ordering;
 use cortex_m::peripheral::SYST;
 use embassy_futures::select::{select, Either};
 use embassy_time::{Duration, Instant, Timer};
+use envaware::openai::ChatRequest;
+use envaware::Conversation;
 use envaware_firmware::agent::{self, Told, Woken};
+use envaware_firmware::http::{self, ExchangeError, Exchanged};
 
 use super::argument;
 use super::retained::retained;
@@ -18,6 +21,12 @@ use super::time::{uptime_ms, TICKS};
 use super::wall_clock;
 
 const UART0: usize = 0x4000_C000;
+/// UART1: the model's link (QEMU connects it to a TCP socket).
+const UART1: usize = 0x4000_D000;
+const UART_LCRH: usize = 0x2C;
+/// How long, in the board's milliseconds, the model's link may stay
+/// silent (or full) before the exchange gives up (see [`Uart1`]).
+pub(super) const MODEL_TIMEOUT_MS: u32 = 60_000;
 const UART_DR: usize = 0x00;
 const UART_FR: usize = 0x18;
 const UART_CTL: usize = 0x30;
@@ -45,6 +54,9 @@ pub struct Uart0Pacer {
     reset_after: Option<usize>,
     /// The step whose idle time runs, and when it ends.
     idle: Option<(usize, Instant)>,
+    /// `model=1` on the semihosting command line: a model server is
+    /// connected to UART1, and each model call is a real exchange.
+    model: bool,
 }
 
 impl core::fmt::Debug for Uart0Pacer {
@@ -57,7 +69,15 @@ impl Uart0Pacer {
     pub(super) fn new(syst: SYST) -> Self {
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
-        Uart0Pacer { syst, reset_after: argument(b"reset-after="), idle: None }
+        let model = argument::<u8>(b"model=") == Some(1);
+        if model {
+            // 8 bits, FIFOs on (16 bytes each way); UARTEN | TXE | RXE.
+            unsafe {
+                write_volatile((UART1 + UART_LCRH) as *mut u32, 0x70);
+                write_volatile((UART1 + UART_CTL) as *mut u32, 0x301);
+            }
+        }
+        Uart0Pacer { syst, reset_after: argument(b"reset-after="), idle: None, model }
     }
 
     fn put(&mut self, byte: u8) {
@@ -120,7 +140,25 @@ impl agent::Pacer for Uart0Pacer {
         woken
     }
 
-    async fn model_reply(&mut self, index: Option<usize>) {
+    async fn model_reply<C: Conversation>(
+        &mut self,
+        index: Option<usize>,
+        request: &ChatRequest<'_>,
+        context: &C,
+        body: &mut [u8],
+    ) -> Option<Result<Exchanged, ExchangeError>> {
+        // The exchange first, on the board's time stopped: its tick's
+        // interrupt is off (the counter runs, for the link's timeout), so
+        // the host's latency moves no timer and no uptime; the tick's
+        // phase starts afresh after it, the same in every run.
+        let exchanged = self.model.then(|| {
+            self.syst.disable_interrupt();
+            let mut link = Uart1 { syst: &mut self.syst, left_ms: MODEL_TIMEOUT_MS };
+            let exchanged = http::exchange(&mut link, request, context, body);
+            self.syst.clear_current();
+            self.syst.enable_interrupt();
+            exchanged
+        });
         match index {
             Some(i) => defmt::info!(
                 "model: the prompt of step {=usize} sent, awaiting the reply ({=u64} ms)",
@@ -136,6 +174,7 @@ impl agent::Pacer for Uart0Pacer {
         Timer::after_millis(MODEL_REPLY_MS).await;
         STATE.store(BUSY, Ordering::Relaxed);
         defmt::info!("model: replied");
+        exchanged
     }
 
     fn told(&mut self, told: Told) {
@@ -180,5 +219,77 @@ impl agent::Pacer for Uart0Pacer {
             // the reset).
             self.syst.clear_current();
         }
+    }
+}
+
+/// UART1 as a blocking byte stream, the model's link: QEMU connects it to
+/// a TCP socket (`-chardev socket,…` then the second `-serial`), as an AT
+/// Wi-Fi or cellular module's transparent mode would (no TLS, no DNS).
+///
+/// It busy-waits on the FIFO flags, as UART0 does, with SysTick's
+/// interrupt off: each wrap of the counter (a millisecond of the board's
+/// time) is taken from `left_ms`, and when none is left the read or write
+/// fails with [`LinkTimeout`]: a dead or silent server costs the step
+/// [`MODEL_TIMEOUT_MS`] and no reply, never the run.
+struct Uart1<'a> {
+    syst: &'a mut SYST,
+    left_ms: u32,
+}
+
+/// The model's link stayed silent (or full) for [`MODEL_TIMEOUT_MS`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LinkTimeout;
+
+impl embedded_io::Error for LinkTimeout {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::ErrorKind::TimedOut
+    }
+}
+
+impl Uart1<'_> {
+    /// Waits until `flag` of UART1's flag register is clear.
+    fn wait_clear(&mut self, flag: u32) -> Result<(), LinkTimeout> {
+        while unsafe { read_volatile((UART1 + UART_FR) as *const u32) } & flag != 0 {
+            if self.syst.has_wrapped() {
+                self.left_ms = self.left_ms.checked_sub(1).ok_or(LinkTimeout)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl embedded_io::ErrorType for Uart1<'_> {
+    type Error = LinkTimeout;
+}
+
+impl embedded_io::Read for Uart1<'_> {
+    /// At least one byte (waiting for it), then what else the FIFO holds.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, LinkTimeout> {
+        let Some((first, rest)) = buf.split_first_mut() else { return Ok(0) };
+        self.wait_clear(FR_RXFE)?;
+        *first = unsafe { read_volatile((UART1 + UART_DR) as *const u32) } as u8;
+        let mut n = 1;
+        for slot in rest {
+            if unsafe { read_volatile((UART1 + UART_FR) as *const u32) } & FR_RXFE != 0 {
+                break;
+            }
+            *slot = unsafe { read_volatile((UART1 + UART_DR) as *const u32) } as u8;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+impl embedded_io::Write for Uart1<'_> {
+    fn write(&mut self, buf: &[u8]) -> Result<usize, LinkTimeout> {
+        for &byte in buf {
+            self.wait_clear(FR_TXFF)?;
+            unsafe { write_volatile((UART1 + UART_DR) as *mut u32, u32::from(byte)) };
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> Result<(), LinkTimeout> {
+        Ok(())
     }
 }
