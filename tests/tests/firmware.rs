@@ -944,10 +944,12 @@ fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() 
     // back as it was at the reset (its wall clock is the boot's epoch plus
     // that counter), and the restore stamps the messages it reads back with
     // the times the log gives, so the stream and its work are the same.
-    // Up to step 8. Step 9's hint comes 2 ms of board time later after the
-    // reset (measured: uptime 72.578 s against 72.576 s; the log's
+    // Up to step 8. Step 9's hint comes a millisecond of board time later
+    // after the reset (measured: uptime 72.579 s against 72.578 s; the log's
     // compaction at step 9 runs on a log read back after the reset; not
-    // explained further yet), so its uptime is left out there.
+    // explained further yet), so its uptime is left out there. (The board
+    // reads its command line before its tick starts: read in board time, a
+    // longer line, with `reset-after`, moved every uptime by a ms.)
     assert_eq!(after[5..9], before[5..9]);
     let masked = |h: &Option<String>| h.as_deref().map(without_uptime);
     assert_eq!(masked(&after[9]), masked(&before[9]));

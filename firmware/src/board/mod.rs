@@ -75,10 +75,11 @@ impl Board {
     pub fn take() -> Board {
         let core = cortex_m::Peripherals::take().expect("Board::take is called once");
         let mut syst = core.SYST;
+        let arguments = Uart0Pacer::arguments();
         systick_start(&mut syst);
         Board {
             i2c: I2c0::new(),
-            pacer: Uart0Pacer::new(syst),
+            pacer: Uart0Pacer::new(syst, arguments),
             log: envaware_firmware::log::RamFlash(log_region()),
         }
     }

@@ -59,6 +59,13 @@ pub struct Uart0Pacer {
     model: bool,
 }
 
+/// What the semihosting command line tells the pacer.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PacerArguments {
+    model: bool,
+    reset_after: Option<usize>,
+}
+
 impl core::fmt::Debug for Uart0Pacer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("Uart0Pacer")
@@ -66,10 +73,22 @@ impl core::fmt::Debug for Uart0Pacer {
 }
 
 impl Uart0Pacer {
-    pub(super) fn new(syst: SYST) -> Self {
+    /// The pacer's arguments: `model=1`, `reset-after=N`. Read before the
+    /// millisecond tick starts ([`super::Board::take`]): under `-icount`
+    /// reading the command line is board time, and it takes longer for a
+    /// longer line, so read later it would move every uptime of a run with
+    /// `reset-after` against one without.
+    pub(super) fn arguments() -> PacerArguments {
+        PacerArguments {
+            model: argument::<u8>(b"model=") == Some(1),
+            reset_after: argument(b"reset-after="),
+        }
+    }
+
+    pub(super) fn new(syst: SYST, arguments: PacerArguments) -> Self {
+        let PacerArguments { model, reset_after } = arguments;
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
-        let model = argument::<u8>(b"model=") == Some(1);
         if model {
             // 8 bits, FIFOs on (16 bytes each way); UARTEN | TXE | RXE.
             unsafe {
@@ -77,7 +96,7 @@ impl Uart0Pacer {
                 write_volatile((UART1 + UART_CTL) as *mut u32, 0x301);
             }
         }
-        Uart0Pacer { syst, reset_after: argument(b"reset-after="), idle: None, model }
+        Uart0Pacer { syst, reset_after, idle: None, model }
     }
 
     fn put(&mut self, byte: u8) {
