@@ -134,11 +134,11 @@ pub enum Block<'a> {
         /// The tool's output as the model is sent it (AgentScope's
         /// `convert_tool_result_to_string`: a list's text blocks joined with
         /// `"\n"`); the rules never read it, a request
-        /// ([`crate::openai`]) does. `""` when not kept.
+        /// (module `openai`, feature `openai`) does. `""` when not kept.
         output: &'a str,
     },
     /// A text block (`TextBlock`): never read by the rules, sent in a
-    /// request ([`crate::openai`]).
+    /// request (module `openai`, feature `openai`).
     Text(&'a str),
     /// Any other block (thinking, data): kept, never read and never sent.
     Other,

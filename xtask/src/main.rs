@@ -619,7 +619,9 @@ fn main() -> ExitCode {
         Some("mutants") => mutants::mutants(&args[1..]),
         Some("layers") => layers::layers(&args[1..]),
         Some("wear") => wear::wear(),
-        _ => Err("usage: cargo xtask <test|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear>".into()),
+        Some("chat") => run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))
+            .and_then(|()| chat_example()),
+        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
