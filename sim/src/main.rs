@@ -396,7 +396,7 @@ struct ReplayArgs {
     /// With --json: add to each step's line the model request as it stands
     /// after the step's hint (`"request"`: the `messages` array; `openai`:
     /// Chat Completions, as AgentScope's `OpenAIChatFormatter`).
-    #[arg(long, value_name = "FORMAT", requires = "json")]
+    #[arg(long, value_name = "FORMAT", requires = "json", value_parser = replay::parse_request_format)]
     request: Option<replay::RequestFormat>,
     /// Print, instead of the report, how much of each step's OpenAI request
     /// the next step's request starts with byte for byte (what a prompt

@@ -16,13 +16,20 @@ mod replay;
 mod scenario {
     pub use envaware_sim::scenario::*;
 }
+/// What the replay modules read as `crate::request`.
+mod request {
+    pub use envaware_sim::request::*;
+}
 
 fuzz_target!(|data: &[u8]| {
     let (text, _) = replay::utf8_prefix(data);
-    for (json, hint_capacity) in [(false, None), (true, Some(64))] {
+    for (json, hint_capacity, request) in
+        [(false, None, None), (true, Some(64), Some(replay::RequestFormat::Openai))]
+    {
         let opts = replay::Options {
             json,
             hint_capacity,
+            request,
             now: Some("2026-07-22T02:30:00Z".into()),
             ..replay::Options::default()
         };

@@ -95,10 +95,18 @@ pub struct Options {
 }
 
 /// The wire format `--request` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestFormat {
     /// OpenAI Chat Completions, as AgentScope 2.0.11's `OpenAIChatFormatter`.
     Openai,
+}
+
+/// Reads `--request`'s value (the command line's parser).
+pub fn parse_request_format(text: &str) -> Result<RequestFormat, String> {
+    match text {
+        "openai" => Ok(RequestFormat::Openai),
+        other => Err(format!("{other:?}: the only request format is openai")),
+    }
 }
 
 /// Reads a hint capacity, in bytes, within [`HINT_CAPACITY`] (the command
