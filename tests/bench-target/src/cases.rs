@@ -152,38 +152,20 @@ pub fn run(bench: &impl Meter) {
     model_request(bench, &conversation);
 }
 
-/// Counts the bytes written, as a UART would take them.
-struct Counted(usize);
-
-impl embedded_io::ErrorType for Counted {
-    type Error = core::convert::Infallible;
-}
-
-impl embedded_io::Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
-        self.0 += black_box(buf).len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-}
-
 /// A model's reply with text and a tool call, as a server sends it.
 const RESPONSE: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Opening vent 2 to 40 %, the greenhouse is at 29.5 \u00b0C.","tool_calls":[{"id":"call_10","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2, \"percent\": 40}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1480,"completion_tokens":31,"total_tokens":1511}}"#;
 
-/// The model request for the 128-message context (written whole into a
-/// counting writer) and the reply read back: the labels carry the bytes.
+/// The model request for the 128-message context (written whole into the
+/// core's counting writer, `body_len`) and the reply read back: the labels carry the bytes.
 fn model_request(bench: &impl Meter, conversation: &SliceConversation<'_>) {
     use envaware::openai::{ChatRequest, ChatResponse};
     let request =
         ChatRequest { model: "m", system_prompt: "You are Sprout.", ..ChatRequest::default() };
     let bytes = request.body_len(conversation);
     let mut label = Label::default();
+    // `body_len` writes the whole body into a counting writer.
     bench.report("openai request body, messages=128, bytes=", label.number(bytes), || {
-        let mut out = Counted(0);
-        let _ = request.write_body(black_box(conversation), &mut out);
-        black_box(out.0);
+        black_box(request.body_len(black_box(conversation)));
     });
     let mut scratch = [0u8; 128];
     match ChatResponse::parse(RESPONSE.as_bytes(), &mut scratch) {
