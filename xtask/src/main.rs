@@ -652,8 +652,7 @@ fn chat_example() -> Result<(), String> {
     )?;
     server.stop();
     let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let requests: Vec<serde_json::Value> =
-        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let requests = xtask::model::json_lines(&text)?;
     let messages =
         |n: usize| requests.get(n).and_then(|r| r["request"]["messages"].as_array().cloned());
     let (Some(first), Some(second)) = (messages(0), messages(1)) else {
