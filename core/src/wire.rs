@@ -64,7 +64,7 @@ pub struct BufferFull {
 
 impl fmt::Display for BufferFull {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the JSON does not fit the {}-byte buffer", self.capacity)
+        write!(f, "the output does not fit the {}-byte buffer", self.capacity)
     }
 }
 
@@ -447,7 +447,7 @@ mod tests {
         use std::string::ToString;
         assert_eq!(
             BufferFull { capacity: 64 }.to_string(),
-            "the JSON does not fit the 64-byte buffer"
+            "the output does not fit the 64-byte buffer"
         );
     }
 

@@ -2,7 +2,7 @@
 //! that makes room in it.
 
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
-use envaware::journal::{ItemReader, ItemStore, Journal, LogError, Restore, Session};
+use envaware::journal::{ItemStore, Journal, LogError, Restore, Session};
 use envaware::{AgentContext, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
@@ -164,9 +164,8 @@ impl<S: NorFlash> SessionLog<S> {
     /// Reads the log back into `context` (empty) through `journal`, in two
     /// passes (`Journal::check`, then `Journal::restore`). Returns the
     /// steps the session took before the reset (`Journal::steps`: also
-    /// those a compaction popped). `before_step` sees the context and the
-    /// log's clock just before each step item is applied, as the live
-    /// session's step saw them.
+    /// those a compaction popped). `scratch` holds each step's hint as it
+    /// is rendered again (as long as the longest hint).
     ///
     /// # Errors
     ///
@@ -178,16 +177,10 @@ impl<S: NorFlash> SessionLog<S> {
         context: &mut AgentContext<'e, M, B, T>,
         buf: &mut [u8],
         scratch: &mut [u8],
-        mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
     ) -> Result<usize, RestoreError> {
-        self.two_passes(buf, |restoring, item| {
-            if !restoring {
-                return journal.check(item);
-            }
-            if is_step(item) {
-                before_step(context, journal.clock());
-            }
-            journal.restore(context, item, scratch).map(drop)
+        self.two_passes(buf, |restoring, item| match restoring {
+            false => journal.check(item),
+            true => journal.restore(context, item, scratch).map(drop),
         })
         .await?;
         Ok(usize::try_from(journal.steps()).unwrap_or(usize::MAX))
@@ -195,8 +188,9 @@ impl<S: NorFlash> SessionLog<S> {
 
     /// Rebuilds `session` from the log, in place ([`Restore`]: emptied,
     /// then every item checked, then applied). `before_step` sees the
-    /// context and the log's clock just before each step item is applied,
-    /// as the live session's step saw them.
+    /// context and the step's instant just before each step item is
+    /// applied, as the live session's step saw them. `scratch` holds each
+    /// step's hint as it is rendered again (as long as the longest hint).
     ///
     /// # Errors
     ///
@@ -211,14 +205,9 @@ impl<S: NorFlash> SessionLog<S> {
         mut before_step: impl FnMut(&AgentContext<'e, M, B, T>, Option<Timestamp>),
     ) -> Result<(), RestoreError> {
         let mut restore = Restore::new(session);
-        self.two_passes(buf, |restoring, item| {
-            if !restoring {
-                return restore.check(item);
-            }
-            if is_step(item) {
-                before_step(restore.context(), restore.journal().clock());
-            }
-            restore.apply(item, scratch).map(drop)
+        self.two_passes(buf, |restoring, item| match restoring {
+            false => restore.check(item),
+            true => restore.apply_seeing(item, scratch, &mut before_step).map(drop),
         })
         .await?;
         restore.finish().map_err(RestoreError::Item)
@@ -313,10 +302,4 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
     async fn low_on_room(&mut self) -> Result<bool, RestoreError> {
         Ok(self.queue.space_left().await.map_err(|_| RestoreError::Storage)? < RESERVE)
     }
-}
-
-/// Whether `item` (`{"#":n,"step":…}`) is a step, as the journal's reader
-/// of items reads it.
-fn is_step(item: &[u8]) -> bool {
-    ItemReader::new().read(item).is_ok_and(|head| head.event == "step")
 }

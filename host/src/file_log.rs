@@ -2,17 +2,37 @@
 //!
 //! # The file
 //!
-//! Records back to back, from byte 0, nothing else (no file header):
+//! A header, then records back to back:
+//!
+//! | bytes | what |
+//! |---|---|
+//! | 16 | [`MAGIC`], `envaware log v1` and a line feed |
+//! | 8 | the file's salt: random, chosen when the file is made |
+//! | 4 | CRC-32 of the magic and the salt, little-endian |
+//!
+//! and for each item:
 //!
 //! | bytes | what |
 //! |---|---|
 //! | 4 | the item's length `n`, `u32` little-endian |
 //! | `n` | the item, any bytes |
-//! | 4 | CRC-32 (ISO-HDLC, as zlib's `crc32`) of the 4 length bytes and the item, little-endian |
+//! | 4 | CRC-32 (ISO-HDLC, as zlib's `crc32`) of the salt, the 4 length bytes and the item, little-endian |
+//!
+//! The salt makes a record's CRC depend on the file: an item may hold any
+//! bytes, a whole record included, and that inner record's CRC is not one
+//! of this file's unless its writer knew the salt (see the rule's limit
+//! below).
+//!
+//! A file shorter than the header that holds a prefix of it (a power cut
+//! while the file was made) is an empty log: its header is written again.
+//! Any other file that does not start with [`MAGIC`] is refused
+//! ([`FileLogError::NotALog`]); a header whose CRC fails is damage
+//! ([`FileLogError::Corrupt`] at byte 0: a salt read wrong would make
+//! every record look torn).
 //!
 //! # Torn tail or damage: the rule
 //!
-//! [`FileLog::open`] reads the records from byte 0. Let `p` be the offset
+//! [`FileLog::open`] reads the records from the end of the header. Let `p` be the offset
 //! of the first record that is not whole and valid: fewer than 8 bytes left,
 //! a declared length that runs past the end of the file, or a CRC that does
 //! not match.
@@ -35,11 +55,11 @@
 //! the records after it; the cost is one length read per offset and a CRC
 //! only where the declared record fits in the file.
 //!
-//! The limit of the rule: an item whose bytes hold a whole framed record of
-//! their own, torn after that inner record, is refused as damage (a
-//! refusal, never a loss). Journal items are JSON text, in which any four
-//! bytes read as a length of at least 0x2020_2020 (539 MB), so for them
-//! this cannot happen.
+//! The limit of the rule: an item whose bytes hold a whole record of their
+//! own, with a CRC of this file's salt, torn after that inner record, is
+//! refused as damage (a refusal, never a loss). Without the salt, a writer
+//! of an item (a model's tool arguments, say) hits the right CRC with a
+//! chance of 2^-32 per record it plants.
 //!
 //! # Durability: [`Sync`]
 //!
@@ -68,6 +88,12 @@ use std::path::{Path, PathBuf};
 
 /// Bytes of a record around its item: the length and the CRC.
 const FRAME: usize = 8;
+
+/// What a log file starts with.
+pub const MAGIC: [u8; 16] = *b"envaware log v1\n";
+
+/// The file's header: [`MAGIC`], the salt and their CRC.
+const HEADER: usize = MAGIC.len() + 8 + 4;
 
 /// When appended items reach the disk (see the [module docs](self#durability-sync)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +153,12 @@ pub enum FileLogError {
         /// The item's length.
         len: usize,
     },
+    /// The file does not start with [`MAGIC`]: not a log of this format (a
+    /// log written before the file had a header, or another file).
+    NotALog {
+        /// The file.
+        path: PathBuf,
+    },
     /// An earlier append or sync failed and its bytes may be in the file:
     /// the log refuses to append after them. Open the file again to read
     /// what it holds.
@@ -157,6 +189,9 @@ impl fmt::Display for FileLogError {
                     path.display()
                 )
             }
+            FileLogError::NotALog { path } => {
+                write!(f, "{}: {}", path.display(), ReadError::NotALog)
+            }
             FileLogError::Poisoned { path, offset } => write!(
                 f,
                 "{}: an earlier append or sync failed after byte {offset}: open the file again",
@@ -180,6 +215,7 @@ impl std::error::Error for FileLogError {
 pub struct FileLog {
     path: PathBuf,
     file: File,
+    salt: [u8; 8],
     items: Vec<Vec<u8>>,
     /// The end of the last whole record: where the next is appended.
     end: u64,
@@ -220,9 +256,21 @@ impl FileLog {
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(io("read", 0))?;
-        let (items, end, tail) = scan(&bytes);
-        let end = end as u64;
-        let torn = match tail {
+        if bytes.len() < HEADER && MAGIC.starts_with(&bytes[..bytes.len().min(MAGIC.len())]) {
+            // A new file, or one cut while it was made: an empty log.
+            let header = header(&new_salt());
+            file.set_len(0).map_err(io("write the header", 0))?;
+            file.write_all(&header).map_err(io("write the header", 0))?;
+            file.sync_all().map_err(io("sync the header", 0))?;
+            bytes = header;
+        }
+        let read = match read_records(&bytes) {
+            Ok(read) => read,
+            Err(ReadError::NotALog) => return Err(FileLogError::NotALog { path }),
+            Err(ReadError::DamagedHeader) => return Err(FileLogError::Corrupt { path, offset: 0 }),
+        };
+        let end = read.end as u64;
+        let torn = match read.tail {
             Tail::Clean => None,
             Tail::Damaged => return Err(FileLogError::Corrupt { path, offset: end }),
             Tail::Torn => {
@@ -231,9 +279,10 @@ impl FileLog {
                 Some(TornTail { offset: end, dropped_bytes: bytes.len() as u64 - end })
             }
         };
-        let items: Vec<Vec<u8>> = items.into_iter().map(|item| bytes[item].to_vec()).collect();
+        let salt = read.salt;
+        let items: Vec<Vec<u8>> = read.items.into_iter().map(|item| bytes[item].to_vec()).collect();
         let opened = Opened { items: items.len(), torn };
-        Ok((FileLog { path, file, items, end, sync, poisoned: false }, opened))
+        Ok((FileLog { path, file, salt, items, end, sync, poisoned: false }, opened))
     }
 
     /// The file.
@@ -280,7 +329,7 @@ impl FileLog {
         if self.poisoned {
             return Err(FileLogError::Poisoned { path: self.path.clone(), offset: self.end });
         }
-        let record = record(item)
+        let record = record(&self.salt, item)
             .ok_or_else(|| FileLogError::TooLong { path: self.path.clone(), len: item.len() })?;
         if let Err(source) = self.file.write_all(&record) {
             self.poisoned = self.file.set_len(self.end).is_err();
@@ -341,10 +390,10 @@ impl FileLog {
             }
             _ => {}
         }
-        let mut bytes = Vec::new();
+        let mut bytes = header(&self.salt);
         for item in &self.items[keep_from..] {
             // Every item kept was appended, so its length fits a record.
-            bytes.extend(record(item).ok_or_else(|| FileLogError::TooLong {
+            bytes.extend(record(&self.salt, item).ok_or_else(|| FileLogError::TooLong {
                 path: self.path.clone(),
                 len: item.len(),
             })?);
@@ -389,10 +438,33 @@ impl FileLog {
     }
 }
 
-/// The record of `item`, or `None` when it is too long for one.
-fn record(item: &[u8]) -> Option<Vec<u8>> {
+/// A file's header for `salt`.
+fn header(salt: &[u8; 8]) -> Vec<u8> {
+    let mut header = MAGIC.to_vec();
+    header.extend_from_slice(salt);
+    let crc = crc32fast::hash(&header);
+    header.extend_from_slice(&crc.to_le_bytes());
+    header
+}
+
+/// A random salt for a new file (std's hasher keys are random per process).
+fn new_salt() -> [u8; 8] {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish().to_le_bytes()
+}
+
+/// The record of `item` in a file of `salt`, or `None` when it is too long
+/// for one.
+fn record(salt: &[u8; 8], item: &[u8]) -> Option<Vec<u8>> {
     let len = u32::try_from(item.len()).ok()?.to_le_bytes();
     let mut crc = crc32fast::Hasher::new();
+    crc.update(salt);
     crc.update(&len);
     crc.update(item);
     let mut record = Vec::with_capacity(item.len() + FRAME);
@@ -404,41 +476,94 @@ fn record(item: &[u8]) -> Option<Vec<u8>> {
 
 /// How a file's records end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tail {
+pub enum Tail {
     /// At the end of the file.
     Clean,
-    /// With a torn tail.
+    /// With a torn tail (what a power cut leaves of the last appends).
     Torn,
     /// With a damaged record that has a valid record after it.
     Damaged,
 }
 
-/// The item of the whole, valid record at `at`, and the record's end.
-fn record_at(bytes: &[u8], at: usize) -> Option<(std::ops::Range<usize>, usize)> {
-    let len = bytes.get(at..at.checked_add(4)?)?;
-    let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
-    let item = at + 4..(at + 4).checked_add(len)?;
-    let end = item.end.checked_add(4)?;
-    let stored = u32::from_le_bytes(bytes.get(item.end..end)?.try_into().ok()?);
-    (crc32fast::hash(&bytes[at..item.end]) == stored).then_some((item, end))
+/// A log file's records, read without changing the file
+/// ([`read_records`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Records {
+    /// The file's salt.
+    salt: [u8; 8],
+    /// Where each whole record's item is in the bytes.
+    pub items: Vec<std::ops::Range<usize>>,
+    /// The end of the last whole record.
+    pub end: usize,
+    /// What follows it.
+    pub tail: Tail,
 }
 
-/// Reads `bytes` as records: the items' ranges, the end of the last whole
-/// record, and what follows it (the rule in the module docs).
-fn scan(bytes: &[u8]) -> (Vec<std::ops::Range<usize>>, usize, Tail) {
-    let (mut items, mut at) = (Vec::new(), 0);
-    while let Some((item, end)) = record_at(bytes, at) {
+/// Why [`read_records`] cannot read a file's records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// The file does not start with [`MAGIC`]: not a log of this format.
+    NotALog,
+    /// The header's CRC fails: its salt cannot be trusted.
+    DamagedHeader,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReadError::NotALog => {
+                r#"not an envaware log file (it does not start with "envaware log v1\n")"#
+            }
+            ReadError::DamagedHeader => "the log file's header is damaged (its CRC fails)",
+        })
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Reads a log file's bytes as records, as [`FileLog::open`] does but
+/// without cutting anything: a reader's view (`envaware-sim replay` reads
+/// a host's log with it). The items are `bytes[range]`.
+///
+/// # Errors
+///
+/// When the bytes do not start with [`MAGIC`], or the header's CRC fails.
+pub fn read_records(bytes: &[u8]) -> Result<Records, ReadError> {
+    let head = bytes.get(..HEADER).ok_or(ReadError::NotALog)?;
+    if head[..MAGIC.len()] != MAGIC {
+        return Err(ReadError::NotALog);
+    }
+    let mut salt = [0u8; 8];
+    salt.copy_from_slice(&head[MAGIC.len()..MAGIC.len() + 8]);
+    if header(&salt) != head {
+        return Err(ReadError::DamagedHeader);
+    }
+    let (mut items, mut at) = (Vec::new(), HEADER);
+    while let Some((item, end)) = record_at(&salt, bytes, at) {
         items.push(item);
         at = end;
     }
     let tail = if at == bytes.len() {
         Tail::Clean
-    } else if (at + 1..bytes.len()).any(|later| record_at(bytes, later).is_some()) {
+    } else if (at + 1..bytes.len()).any(|later| record_at(&salt, bytes, later).is_some()) {
         Tail::Damaged
     } else {
         Tail::Torn
     };
-    (items, at, tail)
+    Ok(Records { salt, items, end: at, tail })
+}
+
+/// The item of the whole, valid record at `at`, and the record's end.
+fn record_at(salt: &[u8; 8], bytes: &[u8], at: usize) -> Option<(std::ops::Range<usize>, usize)> {
+    let len = bytes.get(at..at.checked_add(4)?)?;
+    let len = u32::from_le_bytes(len.try_into().ok()?) as usize;
+    let item = at + 4..(at + 4).checked_add(len)?;
+    let end = item.end.checked_add(4)?;
+    let stored = u32::from_le_bytes(bytes.get(item.end..end)?.try_into().ok()?);
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(salt);
+    crc.update(&bytes[at..item.end]);
+    (crc.finalize() == stored).then_some((item, end))
 }
 
 /// Syncs the directory that holds `path`, so that a new name in it survives
@@ -472,48 +597,87 @@ impl envaware::journal::ItemStore for FileLog {
 mod tests {
     use super::*;
 
+    const SALT: [u8; 8] = *b"saltsalt";
+
     fn file(items: &[&[u8]]) -> Vec<u8> {
-        items.iter().flat_map(|item| record(item).unwrap()).collect()
+        let mut bytes = header(&SALT);
+        bytes.extend(items.iter().flat_map(|item| record(&SALT, item).unwrap()));
+        bytes
     }
 
     #[test]
-    fn a_record_is_length_item_and_crc_of_both() {
-        let r = record(b"ab").unwrap();
+    fn a_record_is_length_item_and_crc_of_salt_and_both() {
+        let r = record(&SALT, b"ab").unwrap();
         assert_eq!(&r[..6], b"\x02\0\0\0ab");
-        assert_eq!(r[6..], crc32fast::hash(b"\x02\0\0\0ab").to_le_bytes());
+        assert_eq!(r[6..], crc32fast::hash(b"saltsalt\x02\0\0\0ab").to_le_bytes());
         // zlib's crc32 of "123456789" (the ISO-HDLC check value).
         assert_eq!(crc32fast::hash(b"123456789"), 0xcbf4_3926);
-        assert_eq!(record(b"").unwrap().len(), FRAME);
+        assert_eq!(record(&SALT, b"").unwrap().len(), FRAME);
+        // Another file's salt: the same record is not valid there.
+        let other = *b"pepper!!";
+        let mut bytes = file(&[]);
+        bytes.extend(record(&other, b"ab").unwrap());
+        assert_eq!(read_records(&bytes).unwrap().tail, Tail::Torn);
     }
 
     #[test]
     fn every_prefix_of_a_file_is_whole_records_and_a_torn_tail() {
         let bytes = file(&[b"one", b"", b"three", &[0, 0, 0, 0, 0xff]]);
-        let ends = [11, 19, 32, 45];
-        for cut in 0..=bytes.len() {
-            let (items, end, tail) = scan(&bytes[..cut]);
+        let ends = [11, 19, 32, 45].map(|e| e + HEADER);
+        for cut in HEADER..=bytes.len() {
+            let read = read_records(&bytes[..cut]).unwrap();
             let whole = ends.iter().filter(|&&e| e <= cut).count();
-            assert_eq!(items.len(), whole, "cut {cut}");
-            assert_eq!(end, if whole == 0 { 0 } else { ends[whole - 1] }, "cut {cut}");
-            assert_eq!(tail, if end == cut { Tail::Clean } else { Tail::Torn }, "cut {cut}");
+            assert_eq!(read.items.len(), whole, "cut {cut}");
+            assert_eq!(read.end, if whole == 0 { HEADER } else { ends[whole - 1] }, "cut {cut}");
+            let clean = if read.end == cut { Tail::Clean } else { Tail::Torn };
+            assert_eq!(read.tail, clean, "cut {cut}");
         }
+        // Shorter than the header, or another start: not a log.
+        assert_eq!(read_records(&bytes[..HEADER - 1]), Err(ReadError::NotALog));
+        let mut other = bytes.clone();
+        other[0] = b'E';
+        assert_eq!(read_records(&other), Err(ReadError::NotALog));
+        // A salt damaged: refused, not every record cut as torn.
+        let mut salted = bytes.clone();
+        salted[MAGIC.len()] ^= 1;
+        assert_eq!(read_records(&salted), Err(ReadError::DamagedHeader));
     }
 
     #[test]
     fn zeros_after_the_last_record_are_a_torn_tail() {
         let mut bytes = file(&[b"one", b"two"]);
         bytes.extend([0; 100]);
-        assert_eq!(scan(&bytes).2, Tail::Torn);
+        assert_eq!(read_records(&bytes).unwrap().tail, Tail::Torn);
     }
 
     #[test]
     fn a_damaged_length_does_not_hide_the_records_after_it() {
         let mut bytes = file(&[b"one", b"two", b"three"]);
-        bytes[11 + 3] = 0x7f; // the second record's length now runs past the end
-        let (items, end, tail) = scan(&bytes);
-        assert_eq!((items.len(), items[0].clone(), end, tail), (1, 4..7, 11, Tail::Damaged));
-        bytes[11 + 3] = 0;
-        bytes[11] = 1; // shorter: its CRC is now read from its item
-        assert_eq!(scan(&bytes).2, Tail::Damaged);
+        let second = HEADER + 11;
+        bytes[second + 3] = 0x7f; // the second record's length now runs past the end
+        let read = read_records(&bytes).unwrap();
+        assert_eq!(
+            (read.items.len(), read.items[0].clone(), read.end, read.tail),
+            (1, HEADER + 4..HEADER + 7, second, Tail::Damaged)
+        );
+        bytes[second + 3] = 0;
+        bytes[second] = 1; // shorter: its CRC is now read from its item
+        assert_eq!(read_records(&bytes).unwrap().tail, Tail::Damaged);
+    }
+
+    #[test]
+    fn an_item_holding_a_record_of_another_salt_is_torn_like_any_other() {
+        // A model's tool arguments may hold anything: a whole record with a
+        // CRC a writer could compute without the salt.
+        let mut inner = 3u32.to_le_bytes().to_vec();
+        inner.extend_from_slice(b"abc");
+        inner.extend(crc32fast::hash(&inner).to_le_bytes());
+        let mut outer = Vec::from(*b"xx");
+        outer.extend_from_slice(&inner);
+        let bytes = file(&[b"one", &outer]);
+        // Cut inside the outer record, just after the inner one: torn, not
+        // damaged.
+        let cut = bytes.len() - 4;
+        assert_eq!(read_records(&bytes[..cut]).unwrap().tail, Tail::Torn);
     }
 }

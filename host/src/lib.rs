@@ -1,11 +1,13 @@
 //! envaware on a host: what a device has and a desktop does not.
 //!
 //! - [`FileLog`]: the journal's store, an append-only file of framed,
-//!   CRC-checked records, one [`envaware::journal`] item each; a torn tail
+//!   CRC-checked records, one [`envaware::journal`] item each, after a
+//!   header ([`MAGIC`] and the file's salt); a torn tail
 //!   (what a power cut leaves of the last appends) is cut when the file is
 //!   opened, damage in the middle is refused ([`FileLogError::Corrupt`]).
 //!   The file's format and the rule that tells the two apart are in the
-//!   [`file_log`] module's docs.
+//!   [`file_log`] module's docs; [`read_records`] reads a file's records
+//!   without changing it.
 //! - [`SystemClock`]: the wall clock of `std` as an [`envaware::Clock`].
 //!
 //! - [`block_on`]: drives a [`Session`](envaware::journal::Session)'s
@@ -40,7 +42,7 @@
 //!
 //! // After a restart: open the file (a torn tail is cut), and restore.
 //! let (log, opened) = FileLog::open(&path, Sync::EveryItem)?;
-//! assert_eq!(opened.items, 6); // header, user, config, tasks, set_clock, step
+//! assert_eq!(opened.items, 3); // the header, the user message, the step
 //! let restored = Rover::restore(&engine, "rover", log.items(), &mut buf)?;
 //! assert_eq!(restored.context().len(), session.context().len());
 //! assert_eq!(restored.reply().next_iter, Some(1));
@@ -62,4 +64,6 @@ pub mod file_log;
 
 pub use self::block_on::block_on;
 pub use self::clock::SystemClock;
-pub use self::file_log::{FileLog, FileLogError, Opened, Sync, TornTail};
+pub use self::file_log::{
+    read_records, FileLog, FileLogError, Opened, ReadError, Records, Sync, Tail, TornTail, MAGIC,
+};

@@ -4,7 +4,10 @@
 use std::fs;
 use std::path::PathBuf;
 
-use envaware_host::{FileLog, FileLogError, Opened, Sync, TornTail};
+use envaware_host::{FileLog, FileLogError, Opened, Sync, TornTail, MAGIC};
+
+/// The file's header: the magic and the salt.
+const HEADER: usize = MAGIC.len() + 12;
 
 /// A fresh directory for one test, under Cargo's target directory.
 fn dir(test: &str) -> PathBuf {
@@ -42,7 +45,8 @@ fn items_appended_are_read_back_after_reopening() {
         log.sync().expect("syncs");
         let len = log.file_len();
         assert_eq!(len, fs::metadata(&path).unwrap().len());
-        assert_eq!(len as usize, items().iter().map(|i| i.len() + 8).sum::<usize>());
+        assert_eq!(len as usize, HEADER + items().iter().map(|i| i.len() + 8).sum::<usize>());
+        assert_eq!(fs::read(&path).unwrap()[..MAGIC.len()], MAGIC);
         drop(log);
         let (mut log, opened) = FileLog::open(&path, sync).expect("reopens");
         assert_eq!(opened, Opened { items: 5, torn: None });
@@ -86,23 +90,37 @@ fn a_flipped_byte_in_the_middle_is_refused_naming_its_record() {
     append_all(&mut log, &items());
     drop(log);
     let good = fs::read(&path).unwrap();
-    // The records' offsets: 0, 24, 32, 46, 61 (the 5000-byte item).
-    let starts = [0u64, 24, 32, 46, 61];
+    // The records' offsets after the header: 0, 24, 32, 46, 61 (the
+    // 5000-byte item).
+    let starts = [0u64, 24, 32, 46, 61].map(|s| s + HEADER as u64);
+    let last = starts[4];
     // Every byte of the first four records, and some of the fifth's, but
-    // not in the last record (a damaged last record is a torn tail).
-    for at in (0..61).chain([61, 62, 63, 64, 65, 3000]) {
+    // not in the last record (a damaged last record is a torn tail); and
+    // the header's magic and salt.
+    let first = starts[0] as usize;
+    for at in
+        (0..first).chain(first..last as usize).chain([0, 1, 2, 3, 3000].map(|b| b + last as usize))
+    {
         let mut bytes = good.clone();
         bytes[at] ^= 0x20;
         fs::write(&path, &bytes).unwrap();
-        let record = *starts.iter().rev().find(|&&s| s <= at as u64).unwrap();
+        let record = starts.iter().rev().find(|&&s| s <= at as u64).copied();
         match FileLog::open(&path, Sync::Never) {
-            Err(FileLogError::Corrupt { path: named, offset }) if record < 61 => {
-                assert_eq!((named.as_path(), offset), (path.as_path(), record), "byte {at}");
+            // The magic: not a log; the salt or the header's CRC: damage at
+            // byte 0 (read with a wrong salt, every record would look torn).
+            Err(FileLogError::NotALog { path: named }) if at < MAGIC.len() => {
+                assert_eq!(named, path, "byte {at}");
             }
-            Ok((log, opened)) if record == 61 => {
+            Err(FileLogError::Corrupt { path: named, offset: 0 }) if record.is_none() => {
+                assert_eq!(named, path, "byte {at}");
+            }
+            Err(FileLogError::Corrupt { path: named, offset }) if record < Some(last) => {
+                assert_eq!((named.as_path(), Some(offset)), (path.as_path(), record), "byte {at}");
+            }
+            Ok((log, opened)) if record == Some(last) => {
                 // The last record damaged: a torn tail, cut.
                 assert_eq!(log.len(), 4, "byte {at}");
-                assert_eq!(opened.torn, Some(TornTail { offset: 61, dropped_bytes: 5008 }));
+                assert_eq!(opened.torn, Some(TornTail { offset: last, dropped_bytes: 5008 }));
                 fs::write(&path, &good).unwrap();
                 continue;
             }
@@ -113,15 +131,16 @@ fn a_flipped_byte_in_the_middle_is_refused_naming_its_record() {
     }
     fs::write(&path, &good).unwrap();
     let mut bytes = good.clone();
-    bytes[40] ^= 1;
+    bytes[HEADER + 40] ^= 1;
     fs::write(&path, &bytes).unwrap();
     let error = FileLog::open(&path, Sync::Never).unwrap_err();
     assert_eq!(
         error.to_string(),
         format!(
-            "{}: damaged record at byte 32, with a valid record after it (not a torn tail: \
+            "{}: damaged record at byte {}, with a valid record after it (not a torn tail: \
              nothing cut)",
-            path.display()
+            path.display(),
+            HEADER + 32
         )
     );
 }
@@ -163,6 +182,17 @@ fn errors_name_the_file() {
     assert!(matches!(error, FileLogError::Io { action: "open", offset: 0, .. }), "{error:?}");
     assert!(error.to_string().starts_with(&format!("{}: open at byte 0: ", dir.display())));
     assert!(std::error::Error::source(&error).is_some());
+    // A file that is not a log (a log of before the file's header, say).
+    let text = dir.join("items.jsonl");
+    fs::write(&text, b"{\"#\":0,\"log\":{\"version\":2}}\n").unwrap();
+    let error = FileLog::open(&text, Sync::Never).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "{}: not an envaware log file (it does not start with \"envaware log v1\\n\")",
+            text.display()
+        )
+    );
     // A missing directory.
     let missing = dir.join("no such dir").join("session.log");
     let error = FileLog::open(&missing, Sync::Never).unwrap_err();

@@ -1,18 +1,19 @@
-//! A power cut at every byte of a journal's file: generated sessions are
-//! journaled (`envaware::journal::Journal`) into a `FileLog`; for every
-//! length `L` from 0 to the file's, a copy cut to `L` bytes is opened, and
+//! A power cut at every byte of a session's file: generated sessions are
+//! logged by their owner (`envaware::journal::Session`) into a `FileLog`;
+//! for every length `L` from 0 to the file's, a copy cut to `L` bytes is
+//! opened, and
 //!
 //! - the items read back are exactly the first `k` items written (`k`
 //!   whole records fit in `L` bytes; no damaged item is ever applied), the
 //!   torn tail cut is `L` less the end of the `k`th record, and the file
 //!   is cut to that end;
-//! - the `k` items restore (`Journal::check` over all, then
-//!   `Journal::restore` each) into an empty context holding the messages
-//!   the live session held after its `k`th item;
-//! - the restored device goes on with the session from the first event it
-//!   lost, appending to the same file, beside the session that never went
-//!   through the cut: every later decision and hint must be the same, and
-//!   the file then reopens whole and restores the same context.
+//! - the `k` items restore (`Session::restore`) into the messages the live
+//!   session held after its `k`th item, each hint rendered again from its
+//!   step item byte for byte as the device appended it;
+//! - the restored session goes on from the first event it lost, appending
+//!   to the same file, beside the session that never went through the cut:
+//!   every later decision and hint must be the same, and the file then
+//!   reopens whole and restores the same context.
 //!
 //! Every cut that reads back the same `k` items leaves the same file and
 //! the same items (both checked byte for byte for every cut), which are all
@@ -28,14 +29,19 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use envaware::journal::{Event, Journal};
+use envaware::journal::{Event, Session, SessionError};
 use envaware::{
-    AgentContext, Config, Decision, Engine, StepInput, TaskCounts, Timestamp, ToolResultState,
+    AgentContext, Block, Config, Decision, Engine, Message as _, StepInput, TaskCounts, Timestamp,
+    ToolResultState,
 };
-use envaware_host::{FileLog, Sync};
+use envaware_host::{block_on, FileLog, FileLogError, Sync};
 
 const AGENT: &str = "rover";
 type Context<'a> = AgentContext<'a, 8, 32, 2048>;
+type Logged<'a> = Session<'a, 8, 32, 2048>;
+
+/// The file's header: its magic and salt.
+const HEADER: u64 = envaware_host::MAGIC.len() as u64 + 12;
 
 /// One event of a generated session.
 #[derive(Debug, Clone)]
@@ -126,110 +132,97 @@ fn now(seconds: i64) -> Option<Timestamp> {
     Some(Timestamp::from_unix_seconds(1_784_687_400 + seconds))
 }
 
-/// A device: its context and journal.
-struct Device<'e> {
-    context: Context<'e>,
-    journal: Journal<8>,
-}
-
-impl<'e> Device<'e> {
-    /// Runs `op` through the journal; returns a step's outcome and the items
-    /// written, each with whether the context had changed by it (a step's
-    /// `config`, `tasks` and clock items come before it does).
-    fn run(&mut self, op: &Op) -> (Option<Stepped>, Vec<(Vec<u8>, bool)>) {
-        let mut buf = [0u8; 4096];
-        if let Op::Step { seconds, cur_iter, tasks, tokens } = *op {
-            let mut hint = [0u8; 1024];
-            let step = StepInput { tasks, cur_iter, input_tokens: tokens, context_size: 8192 };
-            let (outcome, items) = match self.journal.step(
-                &mut self.context,
-                &step,
-                now(seconds),
-                &mut (),
-                &mut hint,
-                &mut buf,
-            ) {
-                Ok(done) => done,
-                Err(e) => return (Some(Err(e.to_string())), Vec::new()),
-            };
-            let result = (outcome.decision, outcome.hint.map(str::to_string));
-            let mut stepped = false;
-            let items = items
-                .iter(&buf)
-                .map(|item| {
-                    stepped |= key(item) == "step";
-                    (item.to_vec(), stepped)
-                })
-                .collect();
-            return (Some(Ok(result)), items);
-        }
-        let event = match op {
-            Op::User => Event::User { name: "operator" },
-            Op::Call { id, tool, input } => Event::ToolCall { id, name: tool, input },
-            Op::Result { id, tool, state } => Event::ToolResult { id, name: tool, state: *state },
-            Op::Reply => Event::Reply,
-            Op::Compress(keep) => Event::Compress { keep: *keep },
-            Op::Step { .. } => unreachable!("above"),
-        };
-        // An event the context refuses writes no item, as it is not applied.
-        let items = self.journal.record(&mut self.context, &event, &mut buf).ok();
-        (
-            None,
-            items.iter().flat_map(|items| items.iter(&buf)).map(|i| (i.to_vec(), true)).collect(),
-        )
+/// Runs `op` through `session` into `log`: a step's outcome (an event the
+/// context refuses is not logged, and is not an error here).
+fn run(session: &mut Logged<'_>, op: &Op, log: &mut FileLog) -> Option<Stepped> {
+    let mut buf = [0u8; 4096];
+    if let Op::Step { seconds, cur_iter, tasks, tokens } = *op {
+        let mut hint = [0u8; 1024];
+        let step = StepInput { tasks, cur_iter, input_tokens: tokens, context_size: 8192 };
+        let stepped =
+            block_on(session.step(&step, now(seconds), &mut (), &mut hint, &mut buf, log));
+        return Some(
+            stepped
+                .map(|outcome| (outcome.decision, outcome.hint.map(str::to_string)))
+                .map_err(|e| e.to_string()),
+        );
+    }
+    let event = match op {
+        Op::User => Event::User { name: "operator" },
+        Op::Call { id, tool, input } => Event::ToolCall { id, name: tool, input },
+        Op::Result { id, tool, state } => Event::ToolResult { id, name: tool, state: *state },
+        Op::Reply => Event::Reply,
+        Op::Compress(keep) => Event::Compress { keep: *keep },
+        Op::Step { .. } => unreachable!("above"),
+    };
+    match block_on(session.record(&event, &mut buf, log)) {
+        Ok(()) | Err(SessionError::Record(_)) => None,
+        Err(e @ SessionError::Append(_)) => panic!("the file refused an item: {e}"),
     }
 }
 
-/// An item's event: the key after its number.
-fn key(item: &[u8]) -> &str {
-    let text = std::str::from_utf8(item).expect("items are UTF-8");
-    let key = &text[text.find(",\"").expect("an event") + 2..];
-    &key[..key.find('"').expect("a key")]
-}
-
-/// The messages a context holds, as text.
+/// The messages a context holds, as text (hints included).
 fn messages(context: &Context<'_>) -> Vec<String> {
     (0..context.len()).map(|i| format!("{:?}", context.newest(i))).collect()
+}
+
+/// The hints of ours a context holds, their text.
+fn own_hints(context: &Context<'_>, source: &str) -> Vec<String> {
+    (0..context.len())
+        .filter_map(|i| context.newest(i))
+        .flat_map(|m| {
+            (0..m.block_count()).filter_map(move |b| match m.block(b) {
+                Some(Block::Hint { source: Some(s), text, .. }) if s == source => {
+                    Some(text.parts().concat())
+                }
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 /// The session as it ran without a cut.
 struct Live<'e> {
     ops: Vec<Op>,
-    /// Every item written, and the context just after it.
-    items: Vec<(Vec<u8>, Context<'e>)>,
-    /// For each event: the item that applies it (or, when it wrote none, the
-    /// item before it); it is lost when that item is.
+    /// After each item written: the context.
+    after: Vec<Context<'e>>,
+    /// For each event: the number of items in the log once it was logged
+    /// (it is lost when the log holds fewer).
     effects: Vec<usize>,
     /// For each event: a step's outcome.
     outcomes: Vec<Option<Stepped>>,
+    /// The file's bytes, and the end of each record in it.
+    bytes: Vec<u8>,
+    ends: Vec<u64>,
 }
 
 fn live<'e>(engine: &'e Engine<'e>, ops: Vec<Op>, path: &Path) -> Live<'e> {
-    let context = Context::new(engine, AGENT);
-    let mut device = Device { journal: Journal::new(&context), context };
-    let mut buf = [0u8; 1024];
-    let n = device.journal.start(&device.context, &mut buf).expect("a header fits");
-    let mut items = vec![(buf[..n].to_vec(), device.context.clone())];
-    let (mut effects, mut outcomes) = (Vec::new(), Vec::new());
-    for op in &ops {
-        let before = device.context.clone();
-        let (outcome, written) = device.run(op);
-        let first = items.len();
-        for (item, changed) in written {
-            items.push((item, if changed { device.context.clone() } else { before.clone() }));
-        }
-        let effect = (first..items.len()).find(|&i| {
-            !["log", "config", "tasks", "set_clock", "advance", "read"].contains(&key(&items[i].0))
-        });
-        effects.push(effect.unwrap_or(first - 1));
-        outcomes.push(outcome);
-    }
     let _ = fs::remove_file(path);
     let (mut log, _) = FileLog::open(path, Sync::EveryItem).expect("creates the log");
-    for (item, _) in &items {
-        log.append(item).expect("appends");
+    let header = log.file_len();
+    let mut session = Logged::new(engine, AGENT);
+    let mut buf = [0u8; 1024];
+    block_on(session.start(&mut buf, &mut log)).expect("a header fits");
+    let mut after = vec![session.context().clone()];
+    let (mut effects, mut outcomes) = (Vec::new(), Vec::new());
+    for op in &ops {
+        let before = log.len();
+        outcomes.push(run(&mut session, op, &mut log));
+        // An event and its `compress` note: the note changes no message.
+        after.resize(log.len(), session.context().clone());
+        effects.push(if log.len() > before { before + 1 } else { before });
     }
-    Live { ops, items, effects, outcomes }
+    drop(log);
+    let bytes = fs::read(path).expect("reads the log");
+    let (log, _) = FileLog::open(path, Sync::Never).expect("reopens");
+    let ends = log
+        .items()
+        .scan(header, |end, item| {
+            *end += item.len() as u64 + 8;
+            Some(*end)
+        })
+        .collect();
+    Live { ops, after, effects, outcomes, bytes, ends }
 }
 
 #[derive(Debug, Default)]
@@ -246,53 +239,61 @@ struct Figures {
     prefixes_continued: usize,
     steps_compared: usize,
     tool_error_hints: usize,
+    hints_restored: usize,
+    hints_differing: usize,
     differing: usize,
 }
 
-/// Restores `log` into an empty context; returns the device and the
-/// events restored.
-fn restore<'e>(engine: &'e Engine<'e>, log: &FileLog) -> (Device<'e>, u32) {
-    let mut context = Context::new(engine, AGENT);
-    let mut journal = Journal::new(&context);
+/// Restores the session from `log`'s items; `None` for an empty log.
+fn restore<'e>(engine: &'e Engine<'e>, log: &FileLog) -> Option<(Logged<'e>, u32)> {
     let mut scratch = [0u8; 4096];
-    for item in log.items() {
-        journal.check(item).expect("every item read back checks");
+    match Logged::restore(engine, AGENT, log.items(), &mut scratch) {
+        Ok(session) => {
+            let events = session.journal().restored_events();
+            Some((session, events))
+        }
+        Err(e) if log.is_empty() => {
+            assert_eq!(e.kind, envaware::journal::ItemError::MissingHeader);
+            None
+        }
+        Err(e) => panic!("every item read back restores: {e}"),
     }
-    for item in log.items() {
-        journal.restore(&mut context, item, &mut scratch).expect("every item read back restores");
-    }
-    let events = journal.restored_events();
-    (Device { context, journal }, events)
 }
 
 /// Goes on from the first event the `k` items read back lost, appending to
 /// `log`; counts the decisions that differ from the uninterrupted session.
-fn continue_session(engine: &Engine<'_>, live: &Live<'_>, mut log: FileLog, figures: &mut Figures) {
+fn continue_session(
+    engine: &Engine<'_>,
+    live: &Live<'_>,
+    mut log: FileLog,
+    figures: &mut Figures,
+) -> Result<(), FileLogError> {
     let path = log.path().to_path_buf();
     let k = log.len();
-    let (mut device, _) = restore(engine, &log);
-    if k == 0 {
-        let mut buf = [0u8; 1024];
-        let n = device.journal.start(&device.context, &mut buf).expect("a header fits");
-        log.append(&buf[..n]).expect("appends");
-    }
-    let next = live.effects.iter().position(|&effect| effect >= k).unwrap_or(live.ops.len());
-    for (op, want) in live.ops[next..].iter().zip(&live.outcomes[next..]) {
-        let (got, items) = device.run(op);
-        for (item, _) in items {
-            log.append(&item).expect("appends");
+    let mut session = match restore(engine, &log) {
+        Some((session, _)) => session,
+        None => {
+            let mut session = Logged::new(engine, AGENT);
+            let mut buf = [0u8; 1024];
+            block_on(session.start(&mut buf, &mut log)).expect("a header fits");
+            session
         }
+    };
+    let next = live.effects.iter().position(|&effect| effect > k).unwrap_or(live.ops.len());
+    for (op, want) in live.ops[next..].iter().zip(&live.outcomes[next..]) {
+        let got = run(&mut session, op, &mut log);
         figures.steps_compared += usize::from(want.is_some());
         figures.differing += usize::from(&got != want);
     }
     drop(log);
     // The continued file reopens whole and restores the uninterrupted context.
-    let (log, opened) = FileLog::open(&path, Sync::Never).expect("reopens");
+    let (log, opened) = FileLog::open(&path, Sync::Never)?;
     assert_eq!(opened.torn, None);
-    let (again, _) = restore(engine, &log);
-    let end = &live.items.last().expect("a header").1;
-    figures.differing += usize::from(messages(&again.context) != messages(end));
+    let (again, _) = restore(engine, &log).expect("a header");
+    let end = live.after.last().expect("a header");
+    figures.differing += usize::from(messages(again.context()) != messages(end));
     figures.prefixes_continued += 1;
+    Ok(())
 }
 
 fn cut_every_byte(
@@ -304,25 +305,18 @@ fn cut_every_byte(
 ) {
     let full = dir.join(format!("session-{seed}.log"));
     let live = live(engine, session(seed, 60), &full);
-    let bytes = fs::read(&full).expect("reads the log");
-    // The end of each item's record.
-    let ends: Vec<u64> = live
-        .items
-        .iter()
-        .scan(0, |end, (item, _)| {
-            *end += item.len() as u64 + 8;
-            Some(*end)
-        })
-        .collect();
+    let (bytes, ends) = (&live.bytes, &live.ends);
     assert_eq!(ends.last().copied(), Some(bytes.len() as u64));
+    let (written, _) = FileLog::open(&full, Sync::Never).expect("reopens");
+    let source = engine.config().config().injection.injection_source;
     figures.sessions += 1;
     figures.tool_error_hints += (live.outcomes.iter().flatten().flatten())
         .filter(|(decision, hint)| decision.tool_error.is_some() && hint.is_some())
         .count();
-    figures.items += live.items.len();
+    figures.items += written.len();
     figures.bytes += bytes.len() as u64;
     let cut = dir.join(format!("cut-{seed}.log"));
-    let mut continued = vec![false; live.items.len() + 1];
+    let mut continued = vec![false; written.len() + 1];
     for len in 0..=bytes.len() {
         fs::write(&cut, &bytes[..len]).expect("writes the cut copy");
         figures.cuts += 1;
@@ -334,10 +328,15 @@ fn cut_every_byte(
                 continue;
             }
         };
+        if len < HEADER as usize {
+            // Cut while the file was made: an empty log, its header written again.
+            assert_eq!((opened.items, opened.torn), (0, None), "cut at {len}");
+            continue;
+        }
         let k = ends.iter().take_while(|&&end| end <= len as u64).count();
-        let kept = if k == 0 { 0 } else { ends[k - 1] };
+        let kept = k.checked_sub(1).map_or(HEADER, |i| ends[i]);
         figures.corrupt_applied +=
-            log.items().zip(&live.items).filter(|(read, (written, _))| read != written).count()
+            log.items().zip(written.items()).filter(|(read, written)| read != written).count()
                 + log.len().abs_diff(k);
         assert_eq!(opened.items, k, "cut at {len}");
         assert_eq!(opened.torn.map_or(0, |t| t.dropped_bytes), len as u64 - kept, "cut at {len}");
@@ -349,14 +348,23 @@ fn cut_every_byte(
         if continued[k] && !every_cut {
             continue;
         }
-        let (device, events) = restore(engine, &log);
-        let expected = k.checked_sub(1).map_or(Vec::new(), |i| messages(&live.items[i].1));
-        figures.corrupt_applied += usize::from(messages(&device.context) != expected);
+        let restored = restore(engine, &log);
+        let expected = k.checked_sub(1).map_or(Vec::new(), |i| messages(&live.after[i]));
+        let got = restored.as_ref().map_or(Vec::new(), |(s, _)| messages(s.context()));
+        figures.corrupt_applied += usize::from(got != expected);
+        if let (Some((session, events)), Some(i)) = (&restored, k.checked_sub(1)) {
+            // Each hint rendered again from its step item is the one the
+            // device appended, byte for byte.
+            let (again, appended) =
+                (own_hints(session.context(), source), own_hints(&live.after[i], source));
+            figures.hints_restored += again.len();
+            figures.hints_differing += usize::from(again != appended);
+            figures.events_restored += u64::from(*events);
+        }
         figures.restored += 1;
-        figures.events_restored += u64::from(events);
         if !continued[k] {
             continued[k] = true;
-            continue_session(engine, &live, log, figures);
+            continue_session(engine, &live, log, figures).expect("the continued file reopens");
         }
     }
 }
@@ -384,7 +392,8 @@ fn a_power_cut_at_any_byte_loses_at_most_the_record_in_flight() {
     println!(
         "sessions {}, items {}, bytes {}, cuts {}, restored {}, events restored {}, torn tails \
          cut {}, corrupt refusals {}, corrupt items applied {}, prefixes continued {}, steps \
-         compared {}, tool-error hints {}, differing decisions {}",
+         compared {}, tool-error hints {}, hints restored {}, restored hints differing {}, \
+         differing decisions {}",
         f.sessions,
         f.items,
         f.bytes,
@@ -397,9 +406,13 @@ fn a_power_cut_at_any_byte_loses_at_most_the_record_in_flight() {
         f.prefixes_continued,
         f.steps_compared,
         f.tool_error_hints,
+        f.hints_restored,
+        f.hints_differing,
         f.differing
     );
     assert_eq!((f.corrupt_refusals, f.corrupt_applied, f.differing), (0, 0, 0));
+    assert_eq!(f.hints_differing, 0);
+    assert!(f.hints_restored > 100, "{}", f.hints_restored);
     if every_cut {
         assert_eq!(f.restored, f.cuts);
     }

@@ -1,8 +1,8 @@
 //! A device's session log read from a raw image of its flash region: the
 //! queue sequential-storage keeps there (the firmware's log,
 //! `envaware_flashlog`: 1 KiB pages of 4-byte words, a CRC per item), its
-//! items in order, one JSON line each, as `replay` reads a log dumped item
-//! by item.
+//! items in order ([`items`]), which [`crate::device_log`] turns into the
+//! replay's trace lines.
 
 use embassy_futures::block_on;
 use envaware::journal::{ItemReader, LogError};
@@ -27,10 +27,10 @@ pub enum FlashError {
         error: String,
     },
     /// An item the journal's reader of items refuses
-    /// ([`envaware::journal::ItemReader`]: not UTF-8, not one line, not
-    /// numbered in `u32`, or a gap in the numbers: an item between was lost,
-    /// its CRC failed and the queue skipped it). `index` counts the items
-    /// read, from 0.
+    /// ([`envaware::journal::ItemReader`]: an unknown kind, too short, an
+    /// item of the text form of format versions 1 and 2, or a gap in the
+    /// numbers: an item between was lost, its CRC failed and the queue
+    /// skipped it). `index` counts the items read, from 0.
     Item(LogError),
 }
 
@@ -48,7 +48,7 @@ impl std::fmt::Display for FlashError {
 
 impl std::error::Error for FlashError {}
 
-/// The log's items in `image`, oldest first, one per line.
+/// The log's items in `image`, oldest first.
 ///
 /// The queue is read over the image without its trailing erased pages
 /// ([`envaware_flashlog::queue_region`]), so an image padded with erased
@@ -60,13 +60,13 @@ impl std::error::Error for FlashError {}
 ///
 /// An image that is not whole pages, a queue that cannot be read, an item
 /// the reader refuses.
-pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
+pub fn items(image: &[u8]) -> Result<Vec<Vec<u8>>, FlashError> {
     if image.is_empty() || !image.len().is_multiple_of(PAGE) {
         return Err(FlashError::Size(image.len()));
     }
     let region = queue_region(image);
     if region.is_empty() {
-        return Ok(String::new()); // all erased: an empty log
+        return Ok(Vec::new()); // all erased: an empty log
     }
     match read_queue(region.to_vec()) {
         // Every page of the region closed, none being written and none
@@ -89,18 +89,16 @@ pub fn log_lines(image: &[u8]) -> Result<String, FlashError> {
     })
 }
 
-/// The items of the queue over all of `region`, one per line.
-fn read_queue(region: Vec<u8>) -> Result<String, ReadError<RamFlashError, FlashError>> {
+/// The items of the queue over all of `region`.
+fn read_queue(region: Vec<u8>) -> Result<Vec<Vec<u8>>, ReadError<RamFlashError, FlashError>> {
     let mut log = SessionLog::new(RamFlash(region));
     let mut buf = vec![0u8; MAX_ITEM];
     let mut reader = ItemReader::new();
-    let mut lines = String::new();
+    let mut items = Vec::new();
     block_on(log.read_items(&mut buf, |item| {
         reader.read(item).map_err(FlashError::Item)?;
-        // The reader refused anything that is not one line of UTF-8.
-        lines.push_str(&String::from_utf8_lossy(item));
-        lines.push('\n');
+        items.push(item.to_vec());
         Ok(())
     }))?;
-    Ok(lines)
+    Ok(items)
 }

@@ -10,6 +10,7 @@
     rustdoc::broken_intra_doc_links
 )]
 
+pub mod device_log;
 pub mod flash;
 pub mod fuzz;
 pub mod model;

@@ -67,6 +67,24 @@ enum Command {
     /// 127.0.0.1:PORT`, then answers each request with the script's next
     /// line; stops by itself after --max-requests or --idle-timeout.
     ModelServer(ModelServerArgs),
+    /// Print a device's session log (a host's log file, or a flash image
+    /// with --flash) as the replay's trace lines: one JSON line per event,
+    /// each with its item's number under "#" (what `replay` replays).
+    Log(LogArgs),
+}
+
+/// `envaware-sim log`'s arguments.
+#[derive(clap::Args, Debug)]
+struct LogArgs {
+    /// The log: a host's log file (`envaware_host::FileLog`), or with
+    /// --flash a raw image of a device's log region.
+    file: PathBuf,
+    /// The file is a raw image of a device's log region.
+    #[arg(long)]
+    flash: bool,
+    /// The device's session configuration (else the log's first header's).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 /// `envaware-sim model-server`'s arguments.
@@ -405,6 +423,61 @@ struct ReplayArgs {
     prompt_cache: bool,
 }
 
+/// Runs `envaware-sim log`: exit 0 with the lines printed, 1 on a log that
+/// cannot be read, 2 on an I/O error.
+fn log_main(args: LogArgs) -> ExitCode {
+    let fail = |what: String, code: u8| {
+        eprintln!("envaware-sim log: {what}");
+        ExitCode::from(code)
+    };
+    let bytes = match std::fs::read(&args.file) {
+        Ok(bytes) => bytes,
+        Err(e) => return fail(format!("cannot read {}: {e}", args.file.display()), 2),
+    };
+    let config = match args.config.as_ref().map(std::fs::read_to_string) {
+        Some(Err(e)) => return fail(format!("cannot read the configuration: {e}"), 2),
+        Some(Ok(text)) => Some(text),
+        None => None,
+    };
+    let items = match args.flash {
+        true => envaware_sim::flash::items(&bytes).map_err(|e| e.to_string()),
+        false => log_file_items(&bytes),
+    };
+    let lines = items.and_then(|items| {
+        envaware_sim::device_log::trace_lines(&items, config.as_deref()).map_err(|e| e.to_string())
+    });
+    match lines {
+        Ok(lines) => {
+            print!("{lines}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e, 1),
+    }
+}
+
+/// The items of a host's log file (`envaware_host::FileLog`), as the file
+/// holds them: a torn tail (a power cut's) is left out with a word on
+/// standard error, damage in the middle is refused.
+fn log_file_items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let records = envaware_host::read_records(bytes).map_err(|e| format!("the log file: {e}"))?;
+    match records.tail {
+        envaware_host::Tail::Clean => {}
+        envaware_host::Tail::Torn => eprintln!(
+            "envaware-sim replay: the log file's last {} bytes are a torn tail (a power cut's): \
+             its {} whole items are replayed",
+            bytes.len() - records.end,
+            records.items.len()
+        ),
+        envaware_host::Tail::Damaged => {
+            return Err(format!(
+                "the log file: a damaged record at byte {}, with a valid record after it",
+                records.end
+            ))
+        }
+    }
+    Ok(records.items.iter().map(|range| bytes[range.clone()].to_vec()).collect())
+}
+
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
 /// invalid event (the steps before it are printed), 2 on an I/O error.
 fn replay_main(args: ReplayArgs) -> ExitCode {
@@ -421,15 +494,6 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
     if let Err(e) = read {
         return fail(format!("cannot read the trace: {e}"), 2);
     }
-    if args.flash {
-        match envaware_sim::flash::log_lines(&bytes) {
-            Ok(lines) => bytes = lines.into_bytes(),
-            Err(e) => return fail(e.to_string(), 1),
-        }
-    }
-    // Bytes that are not UTF-8 end the trace at their line, as an invalid
-    // event does: the lines before it are replayed.
-    let (text, bad_line) = replay::utf8_prefix(&bytes);
     let config = match &args.config {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(t) => Some(t),
@@ -437,6 +501,24 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         },
         None => None,
     };
+    // A device's log: a flash image, or a host's log file (its magic).
+    if args.flash || bytes.starts_with(&envaware_host::MAGIC) {
+        let items = match args.flash {
+            true => envaware_sim::flash::items(&bytes).map_err(|e| e.to_string()),
+            false => log_file_items(&bytes),
+        };
+        let lines = items.and_then(|items| {
+            envaware_sim::device_log::trace_lines(&items, config.as_deref())
+                .map_err(|e| e.to_string())
+        });
+        match lines {
+            Ok(lines) => bytes = lines.into_bytes(),
+            Err(e) => return fail(e, 1),
+        }
+    }
+    // Bytes that are not UTF-8 end the trace at their line, as an invalid
+    // event does: the lines before it are replayed.
+    let (text, bad_line) = replay::utf8_prefix(&bytes);
     let mut emit_file = match &args.emit_scenarios {
         Some(path) => match File::create(path) {
             Ok(f) => Some(BufWriter::new(f)),
@@ -577,6 +659,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay_main(args),
         Command::Fuzz(args) => fuzz_main(args),
         Command::ModelServer(args) => model_server_main(args),
+        Command::Log(args) => log_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {

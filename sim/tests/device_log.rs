@@ -1,6 +1,7 @@
-//! `envaware-sim replay` on a device's session log (`envaware::journal`,
-//! one item a line): every step is decided again and must give the hint
-//! the device appended, which the replay prints.
+//! `envaware-sim replay` on a device's session log (`envaware::journal`'s
+//! items, in a host's log file or a flash image): every step is decided
+//! again and must give what the device decided; the replay prints the
+//! hints, which are the device's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,10 +83,13 @@ fn record(
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
 }
 
+/// The items in a host's log file (`envaware_host::FileLog`), as a host
+/// device keeps its session.
 fn write_log(name: &str, log: &[Vec<u8>]) -> PathBuf {
     let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let text: Vec<&str> = log.iter().map(|item| std::str::from_utf8(item).unwrap()).collect();
-    std::fs::write(&path, text.join("\n")).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (mut file, _) = envaware_host::FileLog::open(&path, envaware_host::Sync::Never).unwrap();
+    log.iter().for_each(|item| file.append(item).unwrap());
     path
 }
 
@@ -108,14 +112,14 @@ fn printed_hints(out: &std::process::Output) -> Vec<Option<String>> {
 fn the_replay_of_a_device_log_decides_the_hints_the_device_appended() {
     let (log, hints) = device_session(None);
     assert!(hints.iter().filter(|h| h.is_some()).count() >= 12, "{hints:?}");
-    let printed = printed_hints(&replay(&write_log("device.log.jsonl", &log)));
+    let printed = printed_hints(&replay(&write_log("device.log", &log)));
     assert_eq!(printed, hints);
 }
 
 #[test]
 fn a_compacted_log_replays_and_its_steps_after_the_header_are_checked() {
     let (log, hints) = device_session(Some(7));
-    let printed = printed_hints(&replay(&write_log("compacted.log.jsonl", &log)));
+    let printed = printed_hints(&replay(&write_log("compacted.log", &log)));
     // The log starts at the oldest message the context held: its steps are
     // the session's last ones.
     assert!(printed.len() < hints.len() && printed.len() >= 12, "{}", printed.len());
@@ -123,22 +127,30 @@ fn a_compacted_log_replays_and_its_steps_after_the_header_are_checked() {
 }
 
 #[test]
-fn a_hint_the_replay_would_not_decide_is_an_error_naming_the_line() {
+fn a_decision_the_replay_would_not_make_is_an_error_naming_the_line() {
     let (mut log, _) = device_session(None);
-    let line = log
-        .iter()
-        .position(|item| item.windows(15).any(|w| w == b"<current-time>2"))
-        .expect("a time hint");
-    let text = String::from_utf8(log[line].clone()).unwrap().replacen(
-        "<current-time>2",
-        "<current-time>1",
-        1,
-    );
-    log[line] = text.into_bytes();
-    let out = replay(&write_log("tampered.log.jsonl", &log));
-    assert!(!out.status.success());
+    // A step that told the time alone, with no live field (it ends with
+    // its `decided` bits, 1, and no field told): logged as if the tasks
+    // had fired too.
+    let step = log.iter().rposition(|item| item[0] == 9 && item.ends_with(&[0b01, 0])).unwrap();
+    let at = log[step].len() - 2;
+    log[step][at] = 0b11;
+    let out = replay(&write_log("tampered.log", &log));
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("line {}: the device appended", line + 1)), "{err}");
+    assert!(
+        err.contains(r#": the device decided {"time":true,"tasks":true}, but the replay decides {"time":true}"#),
+        "{err}"
+    );
+    assert!(err.starts_with("envaware-sim replay: line "), "{err}");
+    // A torn tail (a power cut in the last append) is left out, said so.
+    let path = write_log("torn.log", &log[..step]);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(len - 3).unwrap();
+    let out = replay(&path);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bytes are a torn tail"));
 }
 
 /// `log` pushed into sequential-storage's queue over a `pages`-KiB region,
@@ -183,7 +195,7 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
     // A flipped byte in item 5: its CRC fails, the queue skips it, and
     // the numbers show the gap.
     let mut damaged = flash_image(&log, 32);
-    let at = damaged.windows(7).position(|w| w == b"{\"#\":5,").unwrap() + 8;
+    let at = damaged.windows(log[5].len()).position(|w| w == log[5]).unwrap() + 3;
     damaged[at] ^= 0x01;
     std::fs::write(&path, &damaged).unwrap();
     let out =

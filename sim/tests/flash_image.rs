@@ -5,10 +5,10 @@
 use std::process::Command;
 
 use embassy_futures::block_on;
-use envaware::journal::{Event, ItemError, Journal, LogError};
+use envaware::journal::{Event, ItemError, ItemKind, ItemReader, Journal, LogError};
 use envaware::{AgentContext, Config, Engine, StepInput, TaskCounts, Timestamp, ToolResultState};
 use envaware_flashlog::{SessionLog, MAX_ITEM, PAGE};
-use envaware_sim::flash::{log_lines, FlashError, RamFlash};
+use envaware_sim::flash::{items as log_items, FlashError, RamFlash};
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 type Context<'a> = AgentContext<'a, 6, 32, 2048>;
@@ -17,7 +17,7 @@ type Context<'a> = AgentContext<'a, 6, 32, 2048>;
 /// `pages` pages of RAM flash, compacted by its `make_room` before each
 /// event and step. Returns the region's bytes and the log's items as the
 /// device's queue reads them back.
-fn device_region(pages: usize, rounds: u32) -> (Vec<u8>, Vec<String>) {
+fn device_region(pages: usize, rounds: u32) -> (Vec<u8>, Vec<Vec<u8>>) {
     let engine = Engine::new(Config::default()).unwrap();
     let mut context = Context::new(&engine, "Sprout");
     let mut journal = Journal::new(&context);
@@ -57,7 +57,7 @@ fn device_region(pages: usize, rounds: u32) -> (Vec<u8>, Vec<String>) {
     let mut items = Vec::new();
     let mut copy = SessionLog::new(RamFlash(region.clone()));
     block_on(copy.read_items(&mut buf, |item| {
-        items.push(String::from_utf8(item.to_vec()).unwrap());
+        items.push(item.to_vec());
         Ok::<_, ()>(())
     }))
     .unwrap();
@@ -65,8 +65,13 @@ fn device_region(pages: usize, rounds: u32) -> (Vec<u8>, Vec<String>) {
 }
 
 /// Where `item` lies in `image`.
-fn offset(image: &[u8], item: &str) -> usize {
-    image.windows(item.len()).position(|w| w == item.as_bytes()).expect("the item is in the image")
+fn offset(image: &[u8], item: &[u8]) -> usize {
+    image.windows(item.len()).position(|w| w == item).expect("the item is in the image")
+}
+
+/// The kind of an item, as its first byte says.
+fn kind(item: &[u8]) -> ItemKind {
+    ItemReader::new().read(item).unwrap().kind
 }
 
 /// issue 33: the device's 8 KiB padded to 256 KiB replayed 2 of its 3
@@ -75,17 +80,17 @@ fn offset(image: &[u8], item: &str) -> usize {
 /// region reads the same items.
 #[test]
 fn a_flash_image_padded_with_erased_pages_reads_the_same_items() {
-    let (region, items) = device_region(8, 15);
+    let (region, items) = device_region(8, 80);
     // The queue wrapped: its newest item lies before its oldest.
     let (oldest, newest) = (&items[0], items.last().unwrap());
     assert!(offset(&region, newest) < offset(&region, oldest), "the queue did not wrap");
-    assert!(items.len() > 20 && items.iter().any(|item| item.contains("\"log\"")), "{items:?}");
-    let expected: String = items.iter().map(|item| format!("{item}\n")).collect();
-    assert_eq!(log_lines(&region).unwrap(), expected);
+    let headers = items.iter().filter(|item| kind(item) == ItemKind::Header).count();
+    assert!(items.len() > 20 && headers > 0, "{items:?}");
+    assert_eq!(log_items(&region).unwrap(), items);
     for pages in [9, 10, 16, 64, 256] {
         let mut padded = region.clone();
         padded.resize(pages * PAGE, 0xFF);
-        assert_eq!(log_lines(&padded).unwrap(), expected, "padded to {pages} pages");
+        assert_eq!(log_items(&padded).unwrap(), items, "padded to {pages} pages");
     }
     // And through the command line, as `cargo xtask demo` runs it.
     let mut padded = region.clone();
@@ -97,18 +102,17 @@ fn a_flash_image_padded_with_erased_pages_reads_the_same_items() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let steps = items.iter().filter(|item| item.contains("\"step\"")).count();
+    let steps = items.iter().filter(|item| kind(item) == ItemKind::Step).count();
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), steps);
 
     // A queue that never wrapped, and one that holds nothing, padded alike.
     let (short, items) = device_region(8, 2);
-    let expected: String = items.iter().map(|item| format!("{item}\n")).collect();
     for pages in [8, 9, 256] {
         let mut padded = short.clone();
         padded.resize(pages * PAGE, 0xFF);
-        assert_eq!(log_lines(&padded).unwrap(), expected, "padded to {pages} pages");
+        assert_eq!(log_items(&padded).unwrap(), items, "padded to {pages} pages");
     }
-    assert_eq!(log_lines(&vec![0xFF; 3 * PAGE]).unwrap(), "");
+    assert!(log_items(&vec![0xFF; 3 * PAGE]).unwrap().is_empty());
 }
 
 /// A power cut between the queue closing its newest page and opening the
@@ -118,43 +122,45 @@ fn a_flash_image_padded_with_erased_pages_reads_the_same_items() {
 #[test]
 fn an_image_whose_written_pages_are_all_closed_reads_as_the_device_s_region() {
     let mut log = SessionLog::new(RamFlash(vec![0xFF; 4 * PAGE]));
-    let name = "x".repeat(200);
-    let mut n = 0;
-    // Items until the queue writes its third page.
-    while log.flash().0[2 * PAGE] == 0xFF || n % 3 != 0 {
-        let item = format!("{{\"#\":{n},\"user\":{{\"name\":\"{name}\",\"content\":\"\"}}}}");
-        block_on(log.append(item.as_bytes())).unwrap();
+    let mut n = 0u16;
+    // Items until the queue writes its third page: user messages of a
+    // 200-byte name (kind 2, the number's low bits, the name's length).
+    while log.flash().0[2 * PAGE] == 0xFF || !n.is_multiple_of(3) {
+        let mut item = vec![2];
+        item.extend_from_slice(&n.to_le_bytes());
+        item.extend_from_slice(&[0xC8, 0x01]);
+        item.extend_from_slice(&[b'x'; 200]);
+        block_on(log.append(&item)).unwrap();
         n += 1;
     }
     // The cut: the third page closed (its end marker written), the fourth
     // not yet opened.
     let mut region = log.flash().0.clone();
     region[3 * PAGE - 4..3 * PAGE].fill(0);
-    let mut items = String::new();
+    let mut items = Vec::new();
     let mut buf = [0u8; MAX_ITEM];
     let mut device = SessionLog::new(RamFlash(region.clone()));
     block_on(device.read_items(&mut buf, |item| {
-        items.push_str(std::str::from_utf8(item).unwrap());
-        items.push('\n');
+        items.push(item.to_vec());
         Ok::<_, ()>(())
     }))
     .unwrap();
-    assert_eq!(items.lines().count(), n);
+    assert_eq!(items.len(), usize::from(n));
     // The queue alone over the three closed pages refuses them.
     let mut closed = SessionLog::new(RamFlash(region[..3 * PAGE].to_vec()));
     assert!(block_on(closed.read_items(&mut buf, |_| Ok::<_, ()>(()))).is_err());
     for pages in [4, 5, 64] {
         let mut padded = region.clone();
         padded.resize(pages * PAGE, 0xFF);
-        assert_eq!(log_lines(&padded).unwrap(), items, "padded to {pages} pages");
+        assert_eq!(log_items(&padded).unwrap(), items, "padded to {pages} pages");
     }
-    assert_eq!(log_lines(&region[..3 * PAGE]).unwrap(), items);
+    assert_eq!(log_items(&region[..3 * PAGE]).unwrap(), items);
 }
 
 #[test]
 fn an_image_that_is_not_whole_pages_is_refused_naming_its_size_and_the_page() {
     for size in [0, 1000, 8 * PAGE + 4] {
-        let e = log_lines(&vec![0xFF; size]).unwrap_err();
+        let e = log_items(&vec![0xFF; size]).unwrap_err();
         assert_eq!(e, FlashError::Size(size));
         assert_eq!(
             e.to_string(),
@@ -174,46 +180,33 @@ fn image_of(items: &[&[u8]]) -> Vec<u8> {
     log.flash().0.clone()
 }
 
-/// issue 33: the flash path read items more loosely than the journal: an
-/// item holding a newline became two lines, a number past `u32` was
-/// accepted, and `u64::MAX` then 0 was no gap. The journal's `ItemReader`
-/// reads them now.
+/// The flash path reads items with the journal's own reader of items: an
+/// item of the text form (format versions 1 and 2), an unknown kind, one cut
+/// short, and a gap in the numbers (their low 16 bits wrap) are refused.
 #[test]
 fn flash_items_are_read_by_the_journal_s_reader_of_items() {
-    let first: &[u8] = br##"{"#":0,"user":{"name":"operator","content":""}}"##;
+    let reply = |seq: u16| {
+        let [lo, hi] = seq.to_le_bytes();
+        vec![7, lo, hi]
+    };
     let item = |index, kind| FlashError::Item(LogError { index, kind });
-    // A line break: the second line, unnumbered, would be replayed.
-    let split: &[u8] = b"{\"#\":1,\n\"reply\":null}";
-    let e = log_lines(&image_of(&[first, split])).unwrap_err();
-    assert_eq!(e, item(1, ItemError::LineBreak { offset: 7 }));
+    let e = log_items(&image_of(&[br##"{"#":0,"reply":null}"##])).unwrap_err();
+    assert_eq!(e, item(0, ItemError::TextForm));
     assert_eq!(
         e.to_string(),
-        "the flash image's item 1: a line break at byte 7: an item is one line"
+        "the flash image's item 0: an item of the text form of format versions 1 and 2 (JSON): this build reads version 3"
     );
-    // Numbers past u32: the journal numbers its items in u32.
-    for big in [
-        &br##"{"#":4294967296,"reply":null}"##[..],
-        br##"{"#":18446744073709551615,"reply":null}"##,
-    ] {
-        let e = log_lines(&image_of(&[big])).unwrap_err();
-        assert_eq!(e, item(0, ItemError::Number { offset: 5 }));
-    }
-    let wrapped =
-        [&br##"{"#":18446744073709551615,"reply":null}"##[..], br##"{"#":0,"reply":null}"##];
-    let e = log_lines(&image_of(&wrapped)).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "the flash image's item 0: its number \"#\" at byte 5 is not an integer from 0 to 4294967295"
-    );
-    // A gap, and not an item at all.
-    let e = log_lines(&image_of(&[first, br##"{"#":2,"reply":null}"##])).unwrap_err();
+    let e = log_items(&image_of(&[&reply(0), &[0x40, 1, 0]])).unwrap_err();
+    assert_eq!(e, item(1, ItemError::UnknownEvent));
+    let e = log_items(&image_of(&[&reply(0), &[7, 1]])).unwrap_err();
+    assert_eq!(e, item(1, ItemError::Field("number")));
+    // A gap; the low 16 bits wrap as the journal writes them.
+    let e = log_items(&image_of(&[&reply(0), &reply(2)])).unwrap_err();
     assert_eq!(e, item(1, ItemError::Gap { expected: 1, found: 2 }));
-    let e = log_lines(&image_of(&[first, b"\xff\xfe"])).unwrap_err();
-    assert_eq!(e, item(1, ItemError::NotUtf8));
-    let e = log_lines(&image_of(&[b"[1,2]"])).unwrap_err();
-    assert_eq!(e, item(0, ItemError::NotAnItem));
-    // What the journal writes: 0 follows u32::MAX.
-    let max: &[u8] = br##"{"#":4294967295,"reply":null}"##;
-    let lines = log_lines(&image_of(&[max, br##"{"#":0,"reply":null}"##])).unwrap();
-    assert_eq!(lines.lines().count(), 2);
+    assert_eq!(
+        e.to_string(),
+        "the flash image's item 1: item number 2, expected 1: an item was lost"
+    );
+    let wrapped = log_items(&image_of(&[&reply(u16::MAX), &reply(0)])).unwrap();
+    assert_eq!(wrapped.len(), 2);
 }

@@ -14,8 +14,9 @@ use serde_json::{json, Value};
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 type Context<'a> = AgentContext<'a, 6, 32, 2048>;
 
-/// A device's session log under `config`, one item a line: steps with a
-/// hint (the time, a repeated tool error) and steps with none.
+/// A device's session log under `config`, as the replay's trace lines
+/// (`envaware-sim log`): steps with a hint (the time, a repeated tool
+/// error) and steps with none.
 fn device_log(config: Config<'_>) -> Vec<String> {
     let engine = Engine::new(config).unwrap();
     let mut context = Context::new(&engine, "Sprout");
@@ -50,7 +51,8 @@ fn device_log(config: Config<'_>) -> Vec<String> {
             journal.step(&mut context, &step, now, &mut (), &mut hint, &mut buf).unwrap();
         log.extend(items.iter(&buf).map(<[u8]>::to_vec));
     }
-    log.into_iter().map(|item| String::from_utf8(item).unwrap()).collect()
+    let lines = envaware_sim::device_log::trace_lines(&log, None).unwrap();
+    lines.lines().map(str::to_string).collect()
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -84,53 +86,52 @@ fn replay_log(name: &str, log: &[String], extra: &[&str]) -> (i32, String, Strin
 fn steps(log: &[String]) -> (Vec<usize>, Vec<usize>) {
     let step = |i: &usize| serde_json::from_str::<Value>(&log[*i]).unwrap().get("step").cloned();
     let with: Vec<usize> =
-        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["hint"].is_string())).collect();
+        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["decided"].is_object())).collect();
     let without: Vec<usize> =
-        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["hint"].is_null())).collect();
+        (0..log.len()).filter(|i| step(i).is_some_and(|s| s["decided"].is_null())).collect();
     assert!(!with.is_empty() && !without.is_empty(), "{log:#?}");
     (with, without)
 }
 
-/// `log` with item `i`'s step hint set to `hint`.
-fn with_hint(log: &[String], i: usize, hint: Value) -> Vec<String> {
+/// `log` with line `i`'s step `decided` set to `decided`.
+fn with_decided(log: &[String], i: usize, decided: Value) -> Vec<String> {
     let mut item: Value = serde_json::from_str(&log[i]).unwrap();
-    item["step"]["hint"] = hint;
+    item["step"]["decided"] = decided;
+    item["step"]["told"] = json!([]);
     let mut log = log.to_vec();
     log[i] = item.to_string();
     log
 }
 
-/// Defect 1: `"hint": null` (the device appended nothing) was read as "not
-/// recorded", so a device that stayed silent where the decision fires
-/// replayed with exit 0, and the replay's context took a hint the device
-/// never appended.
+/// A device's step says what it decided (`decided`, or `null` for
+/// nothing): each is decided again, both ways.
 #[test]
-fn a_step_logged_with_no_hint_is_checked_both_ways() {
+fn a_step_s_logged_decision_is_checked_both_ways() {
     let log = device_log(Config::default());
     let (code, out, err) = replay_log("device.jsonl", &log, &[]);
     assert_eq!(code, 0, "{err}");
     let (with, without) = steps(&log);
     assert_eq!(out.lines().count(), with.len() + without.len());
 
-    // The device recorded none where the replay decides one.
-    let silent = with_hint(&log, with[0], Value::Null);
+    // The device decided nothing where the replay decides the time.
+    let silent = with_decided(&log, with[0], Value::Null);
     let (code, _, err) = replay_log("silent.jsonl", &silent, &[]);
     assert_eq!(code, 1, "{err}");
     let line = with[0] + 1;
     assert!(
         err.contains(&format!(
-            "line {line}: the device appended no hint, but the replay decides the hint \"<system-reminder>"
+            "line {line}: the device decided null, but the replay decides {{\"time\":true"
         )),
         "{err}"
     );
-    // The device recorded one where the replay decides none.
-    let spoken = with_hint(&log, without[0], json!("<system-reminder>x</system-reminder>"));
+    // The device decided the time where the replay decides nothing.
+    let spoken = with_decided(&log, without[0], json!({"time": true}));
     let (code, _, err) = replay_log("spoken.jsonl", &spoken, &[]);
     assert_eq!(code, 1, "{err}");
     let line = without[0] + 1;
     assert!(
         err.contains(&format!(
-            "line {line}: the device appended the hint \"<system-reminder>x</system-reminder>\", but the replay decides no hint"
+            "line {line}: the device decided {{\"time\":true}}, but the replay decides null"
         )),
         "{err}"
     );
@@ -193,7 +194,7 @@ fn a_log_header_of_another_version_or_configuration_is_refused_naming_both() {
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains(
-            "line 1: log.version: the log's format is version 99, this replay reads version 2"
+            "line 1: log.version: the log's format is version 99, this replay reads version 3"
         ),
         "{err}"
     );

@@ -21,10 +21,13 @@ use std::ops::Range;
 
 use embassy_futures::block_on;
 use embedded_storage_async::nor_flash::{ErrorType, MultiwriteNorFlash, NorFlash, ReadNorFlash};
-use envaware::journal::{Event, ItemStore, LogError, Session, SessionError};
+use envaware::journal::{
+    decode, Entry, Event, ItemKind, ItemReader, ItemStore, LogError, Session, SessionError,
+    MAX_EVENT_BLOCKS,
+};
 use envaware::{
-    AgentContext, Block, Config, Decision, Engine, HintText, Role, StepInput, TaskCounts,
-    Timestamp, ToolResultState,
+    AgentContext, Block, Config, Decision, Engine, HintText, LiveFields, Message as _, Role,
+    StepInput, TaskCounts, Timestamp, ToolResultState,
 };
 use envaware_flashlog::{AppendError, RestoreError, SessionLog, StorageError, MAX_ITEM, WORD};
 use sequential_storage::mock_flash::{MockFlashBase, MockFlashError, WriteCountCheck};
@@ -123,13 +126,57 @@ impl<const PAGES: usize> MultiwriteNorFlash for CutFlash<PAGES> {}
 #[derive(Debug, Clone)]
 enum Op {
     User,
-    Observe { name: &'static str, hint: String },
+    Observe {
+        name: &'static str,
+        hint: String,
+    },
     Agent(Vec<String>),
-    Call { id: String, tool: &'static str, input: String },
-    Result { id: String, tool: &'static str, state: ToolResultState },
+    Call {
+        id: String,
+        tool: &'static str,
+        input: String,
+    },
+    Result {
+        id: String,
+        tool: &'static str,
+        state: ToolResultState,
+    },
     Reply,
     Compress(usize),
-    Step { seconds: i64, cur_iter: u64, tasks: TaskCounts, tokens: i64 },
+    /// The agent's own blocks in one event, as the firmware's script
+    /// records them: tool calls, each with its result.
+    Calls(Vec<(String, &'static str, String, ToolResultState)>),
+    /// A block the store keeps no text of (the firmware's `Block::Other`).
+    Other,
+    /// The model's reply: a text.
+    Said(String),
+    /// A step `ms` milliseconds into the session, with the live fields
+    /// its hint tells (`None`: none).
+    Step {
+        ms: i64,
+        cur_iter: u64,
+        tasks: TaskCounts,
+        tokens: i64,
+        live: Option<Fields>,
+    },
+}
+
+/// Live fields as the firmware's: the watched temperature and the uptime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fields {
+    temperature: String,
+    uptime: String,
+}
+
+impl LiveFields for Fields {
+    fn len(&self) -> usize {
+        2
+    }
+    fn field(&self, i: usize) -> Option<(&str, &str)> {
+        [("temperature", self.temperature.as_str()), ("uptime", self.uptime.as_str())]
+            .get(i)
+            .copied()
+    }
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -202,7 +249,7 @@ fn session(seed: u64, length: usize, advances: &[i64]) -> Vec<Op> {
                 minutes += advances[rng.below(advances.len() as u64) as usize];
                 let tokens = [900, 3000, 7000][rng.below(3) as usize];
                 cur_iter += 1;
-                Op::Step { seconds: 60 * minutes, cur_iter: cur_iter - 1, tasks, tokens }
+                Op::Step { ms: 60_000 * minutes, cur_iter: cur_iter - 1, tasks, tokens, live: None }
             }
         };
         ops.push(op);
@@ -214,8 +261,8 @@ fn step(cur_iter: u64, tasks: TaskCounts, tokens: i64) -> StepInput {
     StepInput { tasks, cur_iter, input_tokens: tokens, context_size: 8192 }
 }
 
-fn now(seconds: i64) -> Option<Timestamp> {
-    Some(Timestamp::from_unix_seconds(1_784_687_400 + seconds))
+fn now(ms: i64) -> Option<Timestamp> {
+    Some(Timestamp::from_unix_micros((1_784_687_400_000 + ms) * 1000))
 }
 
 /// The device: its context and journal (a `Session`, as the firmware's)
@@ -355,19 +402,29 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
     fn run(&mut self, op: &Op, written: &mut Written<'e>) -> Result<Option<Stepped>, DeviceError> {
         self.make_room(written)?;
         let mut buf = [0u8; 2 * PAGE as usize];
-        let before = self.session.context().clone();
         let mut log = Recording { log: &mut self.log, items: Vec::new() };
-        let result = if let Op::Step { seconds, cur_iter, tasks, tokens } = op {
+        let result = if let Op::Step { ms, cur_iter, tasks, tokens, live } = op {
             let mut hint = [0u8; 1024];
             let step = step(*cur_iter, *tasks, *tokens);
-            let stepped = block_on(self.session.step(
-                &step,
-                now(*seconds),
-                &mut (),
-                &mut hint,
-                &mut buf,
-                &mut log,
-            ));
+            let mut fields = live.clone();
+            let stepped = match fields.as_mut() {
+                Some(fields) => block_on(self.session.step(
+                    &step,
+                    now(*ms),
+                    fields,
+                    &mut hint,
+                    &mut buf,
+                    &mut log,
+                )),
+                None => block_on(self.session.step(
+                    &step,
+                    now(*ms),
+                    &mut (),
+                    &mut hint,
+                    &mut buf,
+                    &mut log,
+                )),
+            };
             match stepped {
                 Ok(outcome) => Some(Ok((outcome.decision, outcome.hint.map(str::to_string)))),
                 Err(SessionError::Append(e)) => return Err(e.into()),
@@ -379,14 +436,11 @@ impl<'e, const PAGES: usize> Device<'e, PAGES> {
                 Err(SessionError::Append(e)) => return Err(e.into()),
             }
         };
-        // What a step says before its `step` item leaves the context as it
-        // was; the step item (and the `compress` that may follow) hold its
-        // hint. An event's item is the context after it.
-        let mut stepped = !matches!(op, Op::Step { .. });
+        // An item is applied once appended: the context after it is the
+        // context after the operation (a `compress` note that may follow
+        // changes no message).
         for item in log.items {
-            stepped |= item.windows(7).any(|w| w == b"\"step\":");
-            let context = if stepped { self.session.context().clone() } else { before.clone() };
-            written.items.push((item, context));
+            written.items.push((item, self.session.context().clone()));
         }
         Ok(result)
     }
@@ -422,8 +476,24 @@ fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
         Op::Result { id, tool, state } => f(&Event::ToolResult { id, name: tool, state: *state }),
         Op::Reply => f(&Event::Reply),
         Op::Compress(keep) => f(&Event::Compress { keep: *keep }),
+        Op::Calls(calls) => f(&Event::Assistant(&call_blocks(calls))),
+        Op::Other => f(&Event::Assistant(&[Block::Other])),
+        Op::Said(text) => f(&Event::Assistant(&[Block::Text(text)])),
         Op::Step { .. } => unreachable!("steps go through Session::step"),
     }
+}
+
+/// Each call and its result, as blocks.
+fn call_blocks<'a>(calls: &'a [(String, &'static str, String, ToolResultState)]) -> Vec<Block<'a>> {
+    calls
+        .iter()
+        .flat_map(|(id, name, input, state)| {
+            [
+                Block::ToolCall { id, name, input },
+                Block::ToolResult { id, name, state: *state, output: "" },
+            ]
+        })
+        .collect()
 }
 
 /// The same operation on a context without a journal (the uninterrupted
@@ -461,11 +531,23 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         Op::Compress(keep) => {
             context.compress(*keep);
         }
-        Op::Step { seconds, cur_iter, tasks, tokens } => {
+        Op::Calls(calls) => {
+            let _ = context.agent(&call_blocks(calls));
+        }
+        Op::Other => {
+            let _ = context.agent(&[Block::Other]);
+        }
+        Op::Said(text) => {
+            let _ = context.agent(&[Block::Text(text)]);
+        }
+        Op::Step { ms, cur_iter, tasks, tokens, live } => {
             let mut hint = [0u8; 1024];
-            let mut clock = envaware::FixedClock(now(*seconds));
-            let outcome =
-                context.step(&step(*cur_iter, *tasks, *tokens), &mut clock, &mut (), &mut hint);
+            let mut clock = envaware::FixedClock(now(*ms));
+            let step = step(*cur_iter, *tasks, *tokens);
+            let outcome = match live.clone().as_mut() {
+                Some(fields) => context.step(&step, &mut clock, fields, &mut hint),
+                None => context.step(&step, &mut clock, &mut (), &mut hint),
+            };
             return Some(
                 outcome
                     .map(|o| (o.decision, o.hint.map(str::to_string)))
@@ -490,6 +572,26 @@ struct Figures {
     torn: usize,
     differing: usize,
     compactions: usize,
+    /// Hints of ours the restored contexts hold, each rendered again from
+    /// its step item, and those not byte for byte the device's.
+    hints_restored: usize,
+    hints_differing: usize,
+}
+
+/// The text of each hint of ours `context` holds.
+fn own_hints(context: &Context<'_>) -> Vec<String> {
+    let source = context.engine().config().config().injection.injection_source;
+    (0..context.len())
+        .filter_map(|i| context.newest(i))
+        .flat_map(|m| {
+            (0..m.block_count()).filter_map(move |b| match m.block(b) {
+                Some(Block::Hint { source: Some(s), text, .. }) if s == source => {
+                    Some(text.parts().concat())
+                }
+                _ => None,
+            })
+        })
+        .collect()
 }
 
 /// The device just before an operation of the uninterrupted run.
@@ -539,15 +641,11 @@ fn reference<'e, const PAGES: usize>(engine: &'e Engine<'e>, ops: &[Op]) -> Refe
         snapshots.push(device.snapshot());
         let first = written.items.len();
         device.run(op, &mut written).expect("the uninterrupted session runs");
-        // The item that applies the operation: not a compaction's header,
-        // not what a step says before it; the `compress` that may follow
-        // changes nothing more. An operation the context refused wrote none.
-        let effect = (first..written.items.len()).find(|&i| {
-            let text = std::str::from_utf8(&written.items[i].0).expect("UTF-8");
-            !["\"log\"", "\"config\"", "\"tasks\"", "\"set_clock\"", "\"advance\""]
-                .iter()
-                .any(|key| text.contains(&format!("{key}:")))
-        });
+        // The item that applies the operation: not a compaction's header;
+        // the `compress` that may follow changes nothing more. An operation
+        // the context refused wrote none.
+        let effect =
+            (first..written.items.len()).find(|&i| kind(&written.items[i].0) != ItemKind::Header);
         effects.push(effect.unwrap_or(first.saturating_sub(1)) as u32);
     }
     snapshots.push(device.snapshot());
@@ -596,6 +694,9 @@ fn cut_and_check<'e, const PAGES: usize>(
             .all(|(m, bytes)| &written_before.items[*m as usize].0 == bytes)
         || messages(restored.session.context()) != messages(expected);
     figures.torn += usize::from(torn);
+    let (again, appended) = (own_hints(restored.session.context()), own_hints(expected));
+    figures.hints_restored += again.len();
+    figures.hints_differing += usize::from(again != appended);
     // Go on from the operation that item belongs to (its remaining items
     // were lost with the cut, or it was the last of its operation).
     let next =
@@ -615,19 +716,26 @@ fn cut_and_check<'e, const PAGES: usize>(
     figures.torn += usize::from(messages(again.session.context()) != messages(&uninterrupted));
 }
 
-/// The items the log holds, with their numbers.
+/// The items the log holds, with their numbers (each item carries its
+/// number's low 16 bits; a header the whole number, which the reader
+/// counts from).
 fn read_back_items<const PAGES: usize>(device: &mut Device<'_, PAGES>) -> Vec<(u32, Vec<u8>)> {
     let mut buf = [0u8; MAX_ITEM];
     let mut items = Vec::new();
+    let mut reader = ItemReader::new();
     let read = device.log.read_items(&mut buf, |item| {
-        let text = std::str::from_utf8(item).expect("UTF-8");
-        let n: u32 =
-            text["{\"#\":".len()..text.find(',').expect("a number")].parse().expect("a number");
-        items.push((n, item.to_vec()));
+        reader.read(item).expect("an item of the journal's");
+        items.push(item.to_vec());
         Ok::<(), ()>(())
     });
     block_on(read).expect("reads");
-    items
+    let first = reader.first_number().expect("the log holds a header");
+    items.into_iter().enumerate().map(|(i, item)| (first + i as u32, item)).collect()
+}
+
+/// The kind of an item.
+fn kind(item: &[u8]) -> ItemKind {
+    ItemReader::new().read(item).expect("an item of the journal's").kind
 }
 
 fn last_item_number<const PAGES: usize>(device: &mut Device<'_, PAGES>) -> Option<u32> {
@@ -645,7 +753,7 @@ fn run_sessions<const PAGES: usize>(seeds: Range<u64>, length: usize, stride: u6
         // Headers after the first are compactions.
         figures.compactions += reference.written.items[1..]
             .iter()
-            .filter(|(bytes, _)| bytes.windows(6).any(|w| w == b"\"log\":"))
+            .filter(|(bytes, _)| kind(bytes) == ItemKind::Header)
             .count();
         let mut cut = seed % stride;
         let operations = reference.snapshots.last().map_or(0, |s| s.operations);
@@ -667,135 +775,254 @@ fn sessions() -> u64 {
 
 #[test]
 fn a_power_cut_at_any_write_or_erase_loses_at_most_the_event_in_flight() {
-    // 8 KiB of log for a context of 6 messages: compactions come often.
-    let figures = run_sessions::<8>(0..sessions(), 90, 1);
+    // 3 KiB of log (two pages kept free) for a context of 6 messages:
+    // compactions come often.
+    let figures = run_sessions::<3>(0..sessions(), 120, 1);
     println!("power cuts: {figures:?}");
     assert!(figures.compactions >= 2 * figures.sessions, "{figures:?}");
     assert!(figures.events_restored > 100 * figures.cuts as u64 / 10, "{figures:?}");
     assert_eq!((figures.torn, figures.differing), (0, 0), "{figures:?}");
     assert_eq!(figures.restored, figures.cuts);
+    assert_eq!(figures.hints_differing, 0, "{figures:?}");
+    assert!(figures.hints_restored > figures.cuts, "{figures:?}");
 }
 
 /// Runs `ops` in a 64 KiB region (64 pages of 1 KiB) and prints the wear
 /// per step: bytes written, pages erased, and the lifetime of 10,000-cycle
 /// pages at one step a minute (the queue writes its pages in turn, so every
 /// page wears alike). Returns (steps, bytes written, pages erased).
-fn wear(name: &str, engine: &Engine<'_>, ops: &[Op]) -> (u64, u64, u64) {
+fn wear<const M: usize, const B: usize, const T: usize>(
+    name: &str,
+    engine: &Engine<'_>,
+    ops: &[Op],
+) -> (u64, u64, u64) {
     let steps = ops.iter().filter(|op| matches!(op, Op::Step { .. })).count() as u64;
-    let (mut device, _, _) =
-        Device::<64>::boot(engine, CutFlash::new(fresh(), None)).expect("boots");
-    let mut written = Written::default();
-    for op in ops {
-        device.run(op, &mut written).expect("runs");
+    let mut log: Log<64> = SessionLog::new(CutFlash::new(fresh(), None));
+    let mut session: Session<'_, M, B, T> = Session::new(engine, AGENT);
+    let (mut buf, mut hint) = ([0u8; MAX_ITEM], [0u8; 1024]);
+    let mut items = Recording { log: &mut log, items: Vec::new() };
+    block_on(session.start(&mut buf, &mut items)).expect("a header fits");
+    // The first quarter fills the region once (a fresh region needs no
+    // erase): the wear is counted from there on.
+    let warm = ops.len() / 4;
+    let mut from = (0, 0, 0);
+    for (i, op) in ops.iter().enumerate() {
+        if i == warm {
+            let flash = items.log.flash();
+            let done = ops[..warm].iter().filter(|op| matches!(op, Op::Step { .. })).count();
+            from = (done as u64, flash.written, flash.erased);
+        }
+        // The firmware's policy: compact when the region fills.
+        block_on(items.log.make_room_for(&mut session, &mut buf)).expect("compacts");
+        let logged = match op {
+            Op::Step { ms, cur_iter, tasks, tokens, live } => {
+                let step = step(*cur_iter, *tasks, *tokens);
+                let mut fields = live.clone();
+                match fields.as_mut() {
+                    Some(f) => {
+                        block_on(session.step(&step, now(*ms), f, &mut hint, &mut buf, &mut items))
+                    }
+                    None => block_on(session.step(
+                        &step,
+                        now(*ms),
+                        &mut (),
+                        &mut hint,
+                        &mut buf,
+                        &mut items,
+                    )),
+                }
+                .map(drop)
+            }
+            op => with_event(op, |event| block_on(session.record(event, &mut buf, &mut items))),
+        };
+        match logged {
+            Ok(()) | Err(SessionError::Record(_)) => {}
+            Err(e) => panic!("{name}: the log refused an item: {e:?}"),
+        }
     }
-    // The items' own bytes, by event.
+    // The items' own bytes, by event (a compaction's header is written by
+    // the policy, past the recording).
     let mut by_event = std::collections::BTreeMap::<String, (usize, usize)>::new();
-    for (item, _) in &written.items {
-        let text = std::str::from_utf8(item).expect("UTF-8");
-        let key = text.split('"').nth(3).unwrap_or("?");
-        let key = if key == "step" && !text.ends_with("\"hint\":null}}") {
-            "step with a hint"
-        } else {
-            key
+    let watches = engine.config().config().injection.watch;
+    for item in &items.items {
+        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+        let key = match decode(item, &watches, &mut blocks).expect("an item of the journal's").1 {
+            Entry::Step(step) if step.decided.is_some_and(|d| d.fires()) => "step with a hint",
+            _ => kind(item).name(),
         };
         let entry = by_event.entry(key.to_string()).or_default();
         *entry = (entry.0 + 1, entry.1 + item.len());
     }
     println!("wear, {name}: items by event (count, bytes): {by_event:?}");
-    let flash = device.log.flash();
-    let (bytes, erased) = (flash.written as f64 / steps as f64, flash.erased as f64 / steps as f64);
-    let years = 64.0 * 10_000.0 / erased / (60.0 * 24.0 * 365.25);
+    let count = items.items.len();
+    let flash = log.flash();
+    let (counted, written, erased) =
+        (steps - from.0, flash.written - from.1, flash.erased - from.2);
+    let (bytes, erases) = (written as f64 / counted as f64, erased as f64 / counted as f64);
+    let years = 64.0 * 10_000.0 / erases / (60.0 * 24.0 * 365.25);
     println!(
-        "wear, {name}: {steps} steps, {} items, {} bytes written, {} pages erased: {bytes:.0} bytes and {erased:.4} erases per step; \
-         64 KiB of 10,000-cycle pages at a step a minute: {years:.1} years",
-        written.items.len(),
-        flash.written,
-        flash.erased
+        "wear, {name}: {steps} steps, {count} items; over the last {counted} steps {written} bytes written, {erased} pages erased: \
+         {bytes:.0} bytes and {erases:.4} erases per step; 64 KiB of 10,000-cycle pages at a step a minute: {years:.1} years",
     );
-    (steps, flash.written, flash.erased)
+    (counted, written, erased)
 }
 
 /// A long generated session, a step a minute.
 #[test]
 fn wear_per_step_of_a_long_session() {
     let engine = Engine::new(Config::default()).unwrap();
-    let (steps, written, erased) = wear("long generated session", &engine, &session(7, 6000, &[1]));
-    // The log wrapped around the region several times, and each step wrote
-    // at least its `step` item.
-    assert!(erased > 3 * 64, "{erased}");
+    let (steps, written, erased) =
+        wear::<6, 32, 2048>("long generated session", &engine, &session(7, 6000, &[1]));
+    // The log wrapped around the region again and again, and each step
+    // wrote at least its `step` item.
+    assert!(erased > 64, "{erased}");
     assert!(written > 40 * steps, "{written}");
 }
 
-/// The firmware's demo session (`firmware/src/agent.rs`, `SCRIPT`: ten steps,
-/// its configuration, without the live fields), round after round.
-#[test]
-fn wear_per_step_of_the_demo_session() {
-    let config = Config {
-        injection: envaware::InjectionConfig {
-            timezone: "Europe/Berlin",
-            time_interval: 0.01,
-            ..Default::default()
-        },
-        context: envaware::ContextConfig { compression_tool_enabled: true, ..Default::default() },
-    };
-    let engine = Engine::new(config).unwrap();
-    let call = |id: &str, tool: &'static str, input: &str| Op::Call {
-        id: id.into(),
-        tool,
-        input: input.into(),
-    };
-    let done = |id: &str, tool: &'static str, state| Op::Result { id: id.into(), tool, state };
+/// The engine of the firmware's session configuration
+/// (`firmware/session-config.json`: its zone, time interval, compression
+/// tool and temperature watch with its time rules).
+fn demo_engine() -> &'static Engine<'static> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../firmware/session-config.json"
+    ))
+    .expect("firmware/session-config.json");
+    let buf: &'static mut envaware::ConfigBuf = Box::leak(Box::new(envaware::ConfigBuf::new()));
+    let loaded =
+        buf.load_session(Box::leak(text.into_boxed_str())).expect("the firmware's configuration");
+    Box::leak(Box::new(Engine::new(loaded.config).expect("valid")))
+}
+
+/// The firmware's demo session as the board logs it in `cargo xtask demo`
+/// (`firmware/src/agent/mod.rs`, `run`, with its `SCRIPT` and the default
+/// temperatures): each script step's events, the step with the live
+/// temperature and uptime, and the model's reply (a text,
+/// `firmware/model-script.jsonl`); before steps 4 and 6 the environment
+/// wakes the agent (a reply with no user message, a step, the model's
+/// reply). The instants, temperatures and uptimes are those of a QEMU run;
+/// `with_model: false` leaves the replies out (the session before the
+/// model exchange). One round; `round` moves its clock.
+fn demo_round(round: i64, with_model: bool) -> Vec<Op> {
+    let replies: Vec<String> = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../firmware/model-script.jsonl"
+    ))
+    .expect("firmware/model-script.jsonl")
+    .lines()
+    .map(|line| {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a reply line");
+        v["content"].as_str().expect("a text reply").to_string()
+    })
+    .collect();
     let (ok, failed) = (ToolResultState::Success, ToolResultState::Error);
     let tasks = |pending, in_progress| TaskCounts { pending, in_progress };
+    let calls = |list: &[(&str, &'static str, &str, ToolResultState)]| {
+        Op::Calls(list.iter().map(|(i, t, a, s)| (i.to_string(), *t, a.to_string(), *s)).collect())
+    };
+    // ms into the round, temperature, uptime; the script's tasks, cur_iter, tokens.
+    let step = |ms: i64, t: &str, up: &str, tasks, cur_iter, tokens| Op::Step {
+        ms: round * 120_000 + ms,
+        cur_iter,
+        tasks,
+        tokens,
+        live: Some(Fields { temperature: format!("{t} °C"), uptime: format!("{up} s") }),
+    };
+    let mut replies = replies.into_iter().map(Op::Said);
     let mut ops = Vec::new();
-    for round in 0..200i64 {
-        let t = 60 * round;
-        let step = |seconds: i64, cur_iter, tasks, tokens| Op::Step {
-            seconds: t + seconds,
-            cur_iter,
-            tasks,
-            tokens,
-        };
-        ops.extend([
+    let mut push = |events: Vec<Op>, ops: &mut Vec<Op>| {
+        ops.extend(events);
+        if let Some(reply) = replies.next().filter(|_| with_model) {
+            ops.push(reply);
+        }
+    };
+    push(vec![Op::User, step(0, "21.5", "0.075", tasks(0, 0), 0, 900)], &mut ops);
+    push(vec![Op::Other, Op::User, step(1_836, "22.25", "1.929", tasks(3, 0), 0, 1_100)], &mut ops);
+    push(
+        vec![
+            calls(&[
+                ("c1", "TaskList", "{}", ok),
+                ("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#, ok),
+            ]),
+            step(4_689, "23.0", "4.782", tasks(2, 1), 1, 1_300),
+        ],
+        &mut ops,
+    );
+    push(
+        vec![
+            calls(&[("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#, failed)]),
+            step(7_050, "24.5", "7.143", tasks(2, 1), 2, 1_400),
+        ],
+        &mut ops,
+    );
+    push(vec![Op::Reply, step(7_937, "24.5", "8.047", tasks(2, 1), 0, 1_400)], &mut ops);
+    push(
+        vec![
+            calls(&[("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#, failed)]),
+            step(9_416, "26.0", "9.509", tasks(2, 1), 3, 1_500),
+        ],
+        &mut ops,
+    );
+    push(
+        vec![
+            calls(&[("c5", "OpenVent", r#"{"angle":45,"vent":2}"#, failed)]),
+            step(11_788, "27.75", "11.881", tasks(2, 1), 4, 1_600),
+        ],
+        &mut ops,
+    );
+    push(vec![Op::Reply, step(14_436, "33.0", "14.558", tasks(2, 1), 0, 1_600)], &mut ops);
+    push(
+        vec![
+            calls(&[("c6", "Water", r#"{"bed": "A", "litres": 2}"#, ok)]),
             Op::User,
-            step(0, 0, tasks(0, 0), 900),
-            Op::Agent(vec![]),
+            step(52_665, "29.5", "52.799", tasks(1, 1), 0, 2_000),
+        ],
+        &mut ops,
+    );
+    push(
+        vec![
+            calls(&[("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#, ok)]),
             Op::User,
-            step(1, 0, tasks(3, 0), 1_100),
-            call("c1", "TaskList", "{}"),
-            done("c1", "TaskList", ok),
-            call("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#),
-            done("c2", "TaskUpdate", ok),
-            step(3, 1, tasks(2, 1), 1_300),
-            call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#),
-            done("c3", "OpenVent", failed),
-            step(4, 2, tasks(2, 1), 1_400),
-            call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#),
-            done("c4", "OpenVent", failed),
-            step(6, 3, tasks(2, 1), 1_500),
-            call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#),
-            done("c5", "OpenVent", failed),
-            step(7, 4, tasks(2, 1), 1_600),
-            call("c6", "Water", r#"{"bed": "A", "litres": 2}"#),
-            done("c6", "Water", ok),
-            Op::User,
-            step(47, 0, tasks(1, 1), 2_000),
-            call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#),
-            done("c7", "ReadLog", ok),
-            Op::User,
-            step(50, 0, tasks(1, 1), 2_600),
-            call("c8", "CompressContext", "{}"),
-            done("c8", "CompressContext", ok),
+            step(56_566, "27.0", "56.718", tasks(1, 1), 0, 2_600),
+        ],
+        &mut ops,
+    );
+    push(
+        vec![
+            calls(&[("c8", "CompressContext", "{}", ok)]),
             Op::Compress(1),
-            step(52, 1, tasks(1, 1), 700),
-            call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
-            done("c9", "TaskUpdate", ok),
-            call("c10", "Dock", "{}"),
-            done("c10", "Dock", ok),
-            step(57, 2, tasks(0, 0), 800),
-        ]);
-    }
-    let (steps, written, erased) = wear("demo session", &engine, &ops);
-    assert_eq!(steps, 2000);
+            step(59_483, "25.25", "59.571", tasks(1, 1), 1, 700),
+        ],
+        &mut ops,
+    );
+    push(
+        vec![
+            calls(&[
+                ("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#, ok),
+                ("c10", "Dock", "{}", ok),
+            ]),
+            step(72_337, "23.5", "72.438", tasks(0, 0), 2, 800),
+        ],
+        &mut ops,
+    );
+    ops
+}
+
+/// The firmware's demo session as `cargo xtask demo` logs it (the model's
+/// replies and the live fields included), round after round: 12 steps a
+/// round, two minutes apart.
+#[test]
+fn wear_per_step_of_the_demo_session() {
+    let engine = demo_engine();
+    let ops: Vec<Op> = (0..200).flat_map(|round| demo_round(round, true)).collect();
+    // The firmware's context: 16 messages, 48 blocks, 4 KiB of text.
+    let (steps, written, erased) = wear::<16, 48, 4096>("demo session", engine, &ops);
+    assert_eq!(steps, 1800);
     assert!(erased > 3 * 64 && written > 40 * steps, "{written} {erased}");
+    // Without the model's replies: the session the wear goal was set for
+    // (its script, with the live fields).
+    let ops: Vec<Op> = (0..200).flat_map(|round| demo_round(round, false)).collect();
+    let (steps, ..) =
+        wear::<16, 48, 4096>("demo session without the model's replies", engine, &ops);
+    assert_eq!(steps, 1800);
 }

@@ -4,7 +4,6 @@ use core::fmt;
 
 use super::*;
 use crate::agent_context::StepError;
-use crate::json::JsonError;
 use crate::store::StoreError;
 use crate::wire::BufferFull;
 
@@ -13,32 +12,24 @@ use crate::wire::BufferFull;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
 pub enum ItemError {
-    /// The bytes are not UTF-8.
+    /// A string in the item is not UTF-8.
     NotUtf8,
-    /// The text is not JSON.
-    Json(JsonError),
-    /// Not an object of an item number (`"#"`) and one event.
-    NotAnItem,
-    /// A line break (`\n` or `\r`) at this byte offset of the item: an
-    /// item is one line (the writer escapes them in strings and writes no
-    /// whitespace), so a log dumped one item a line cannot split it.
-    LineBreak {
-        /// Its byte offset in the item.
-        offset: usize,
-    },
-    /// The item's number (at this byte offset of the item) is not an
-    /// integer from 0 to `u32::MAX`, the numbers the journal writes.
-    Number {
-        /// The number's byte offset in the item.
-        offset: usize,
-    },
-    /// The event's name is not one the log writes.
+    /// The item is in the text form of format versions 1 and 2 (a JSON
+    /// object) but is not a header, which would name its version: this
+    /// build reads version [`VERSION`]'s binary items.
+    TextForm,
+    /// The item's first byte names no kind of item.
     UnknownEvent,
-    /// This field of the event is missing or not of its type.
+    /// This field of the item is missing, cut short, or out of its range.
     Field(&'static str),
+    /// Bytes left after the item's last field.
+    TrailingBytes {
+        /// How many.
+        count: usize,
+    },
     /// The item's number does not follow the previous item's: one was lost
-    /// (numbers count modulo 2^32, as the journal writes them: 0 follows
-    /// `u32::MAX`).
+    /// (numbers count modulo 2^32, as the journal writes them; an item
+    /// carries their low 16 bits, a header the whole number).
     Gap {
         /// The number expected.
         expected: u32,
@@ -61,7 +52,7 @@ pub enum ItemError {
     MissingHeader,
     /// The check pass did not read this item.
     Unchecked,
-    /// The item's decoded strings do not fit the scratch buffer.
+    /// The hint a step item renders again does not fit the scratch buffer.
     ScratchFull,
     /// The item holds more than [`MAX_EVENT_BLOCKS`] blocks.
     TooManyBlocks,
@@ -72,21 +63,16 @@ pub enum ItemError {
 impl fmt::Display for ItemError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ItemError::NotUtf8 => f.write_str("not UTF-8"),
-            ItemError::Json(e) => write!(f, "not JSON: {e}"),
-            ItemError::NotAnItem => {
-                f.write_str("not an object of an item number \"#\" and one event")
-            }
-            ItemError::LineBreak { offset } => {
-                write!(f, "a line break at byte {offset}: an item is one line")
-            }
-            ItemError::Number { offset } => write!(
+            ItemError::NotUtf8 => f.write_str("a string that is not UTF-8"),
+            ItemError::TextForm => write!(
                 f,
-                "its number \"#\" at byte {offset} is not an integer from 0 to {}",
-                u32::MAX
+                "an item of the text form of format versions 1 and 2 (JSON): this build reads version {VERSION}"
             ),
-            ItemError::UnknownEvent => f.write_str("unknown event"),
-            ItemError::Field(name) => write!(f, "field {name:?} missing or of the wrong type"),
+            ItemError::UnknownEvent => f.write_str("unknown kind of item"),
+            ItemError::Field(name) => write!(f, "field {name:?} missing, cut short or out of range"),
+            ItemError::TrailingBytes { count } => {
+                write!(f, "{count} bytes after its last field")
+            }
             ItemError::Gap { expected, found } => {
                 write!(f, "item number {found}, expected {expected}: an item was lost")
             }
@@ -98,7 +84,7 @@ impl fmt::Display for ItemError {
             }
             ItemError::MissingHeader => f.write_str("the log has no header"),
             ItemError::Unchecked => f.write_str("not read by the check pass"),
-            ItemError::ScratchFull => f.write_str("its strings do not fit the scratch buffer"),
+            ItemError::ScratchFull => f.write_str("its hint does not fit the scratch buffer"),
             ItemError::TooManyBlocks => write!(f, "more than {MAX_EVENT_BLOCKS} blocks"),
             ItemError::Store(e) => write!(f, "the context refused it: {e}"),
         }
@@ -135,14 +121,17 @@ pub enum RecordError {
     BufferFull(BufferFull),
     /// The step failed (its hint too long, or the store refused it).
     Step(StepError),
-    /// [`Journal::record`] was given a `log` event, which only
-    /// [`Journal::start`] and [`Journal::compaction_header`] write.
-    NotRecordable,
     /// A `message` or `assistant` event of more blocks than a restore
     /// reads back ([`MAX_EVENT_BLOCKS`]).
     TooManyBlocks {
         /// The event's blocks.
         blocks: usize,
+    },
+    /// A step whose hint tells more live fields than a restore reads back
+    /// ([`MAX_TOLD_FIELDS`]).
+    TooManyLiveFields {
+        /// The step's live fields.
+        fields: usize,
     },
 }
 
@@ -151,12 +140,13 @@ impl fmt::Display for RecordError {
         match self {
             RecordError::BufferFull(e) => write!(f, "the log item: {e}"),
             RecordError::Step(e) => e.fmt(f),
-            RecordError::NotRecordable => {
-                f.write_str("a header is written by start or compaction_header")
-            }
             RecordError::TooManyBlocks { blocks } => write!(
                 f,
                 "an event of {blocks} blocks: a log item holds at most {MAX_EVENT_BLOCKS}"
+            ),
+            RecordError::TooManyLiveFields { fields } => write!(
+                f,
+                "a hint telling {fields} live fields: a log item holds at most {MAX_TOLD_FIELDS}"
             ),
         }
     }

@@ -1,4 +1,7 @@
-//! The events of a session, as log items hold them.
+//! What a log item holds: the events a session records ([`Event`]), a
+//! step's record ([`StepRecord`]: its inputs where they changed, its
+//! decision and the live values it told, never its hint's text), and the
+//! header ([`LogHeader`]).
 
 use core::fmt;
 
@@ -6,44 +9,16 @@ use siphasher::sip::SipHasher13;
 
 use super::*;
 use crate::clock::Timestamp;
+use crate::config::watch::{WatchList, MAX_WATCHES};
 use crate::conversation::{Block, Role, ToolResultState};
-use crate::json::{Kind, Value};
-use crate::rules::TaskCounts;
+use crate::rules::watch::WatchSet;
+use crate::rules::{ContextLength, TaskCounts, TimeDecision, ToolError};
 
-/// One event of a session, as a log item holds it.
+/// One event of a session that changes its context: what
+/// [`Session::record`] logs and applies.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum Event<'a> {
-    /// `log`: the header, and how many items before it are still needed.
-    Log {
-        /// Version and configuration.
-        header: Header,
-        /// Items before this one that the context still needs.
-        live: u32,
-        /// The agent whose context it is (a replay reads its name here, before
-        /// the first step's `config`).
-        agent: &'a str,
-        /// Steps the session took before this header (written when not 0):
-        /// a compacted log still knows how far its session went.
-        steps: u64,
-        /// The configuration the log is written under (`settings`: the
-        /// session configuration file's `injection_config` and
-        /// `context_config`, the fields that differ from the defaults), so
-        /// that a replay needs no other file; `None` leaves it out.
-        settings: Option<&'a Config<'a>>,
-    },
-    /// `config`: the agent and the context window its steps had, where it
-    /// changed (the desktop replay reads it).
-    Config {
-        /// The agent's name.
-        agent_name: &'a str,
-        /// The model's context window.
-        context_size: i64,
-    },
-    /// `set_clock`: the time of the next step (`None`: unknown).
-    SetClock(Option<Timestamp>),
-    /// `tasks`: the plan's counts, where they changed.
-    Tasks(TaskCounts),
     /// `user`: [`AgentContext::user`].
     User {
         /// The sender.
@@ -85,112 +60,361 @@ pub enum Event<'a> {
         /// Messages kept.
         keep: usize,
     },
-    /// `read`: the live fields' values at a step, where they changed
-    /// since the log said them last (written by [`Journal::step`]: the
-    /// desktop replay decides with them; a restore applies nothing).
-    Read(Readings<'a>),
-    /// `step`: a step, and the hint it appended ([`AgentContext::append_hint`]).
-    Step {
-        /// The step's iteration in its reply.
-        cur_iter: u64,
-        /// The prepared input's tokens.
-        tokens: i64,
-        /// The hint appended, if any.
-        hint: Option<&'a str>,
-        /// The hint's `created_at`: the step's instant, written with a hint
-        /// (a compaction may pop the `set_clock` before it). Read back as
-        /// the clock the log set last when absent.
-        at: Option<Timestamp>,
-    },
+}
+
+/// What an item is: its first byte (docs/reboot.md, "The items").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ItemKind {
+    /// The header: version, configuration, the items before it still needed.
+    Header,
+    /// [`Event::User`].
+    User,
+    /// [`Event::Message`].
+    Message,
+    /// [`Event::Assistant`].
+    Assistant,
+    /// [`Event::ToolCall`].
+    ToolCall,
+    /// [`Event::ToolResult`].
+    ToolResult,
+    /// [`Event::Reply`].
+    Reply,
+    /// [`Event::Compress`].
+    Compress,
+    /// A step: [`StepRecord`].
+    Step,
+}
+
+impl ItemKind {
+    pub(crate) const ALL: [ItemKind; 9] = [
+        ItemKind::Header,
+        ItemKind::User,
+        ItemKind::Message,
+        ItemKind::Assistant,
+        ItemKind::ToolCall,
+        ItemKind::ToolResult,
+        ItemKind::Reply,
+        ItemKind::Compress,
+        ItemKind::Step,
+    ];
+
+    /// The item's first byte.
+    pub(crate) fn byte(self) -> u8 {
+        self as u8 + 1
+    }
+
+    /// The kind a first byte names.
+    pub(crate) fn of(byte: u8) -> Option<ItemKind> {
+        ItemKind::ALL.get(usize::from(byte).checked_sub(1)?).copied()
+    }
+
+    /// Its name in the replay trace format (`"log"`, `"user"`, `"step"`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemKind::Header => "log",
+            ItemKind::User => "user",
+            ItemKind::Message => "message",
+            ItemKind::Assistant => "assistant",
+            ItemKind::ToolCall => "tool_call",
+            ItemKind::ToolResult => "tool_result",
+            ItemKind::Reply => "reply",
+            ItemKind::Compress => "compress",
+            ItemKind::Step => "step",
+        }
+    }
 }
 
 impl Event<'_> {
-    /// The event's name: a clock moved from the one the log last set is
-    /// written as an `advance`, shorter than a new `set_clock`.
-    pub(crate) fn key(&self, said: &Said) -> &'static str {
+    pub(crate) fn kind(&self) -> ItemKind {
         match self {
-            Event::Log { .. } => "log",
-            Event::Config { .. } => "config",
-            Event::SetClock(now) if said.advance(*now).is_some() => "advance",
-            Event::SetClock(_) => "set_clock",
-            Event::Tasks(_) => "tasks",
-            Event::User { .. } => "user",
-            Event::Message { .. } => "message",
-            Event::Assistant(_) => "assistant",
-            Event::ToolCall { .. } => "tool_call",
-            Event::ToolResult { .. } => "tool_result",
-            Event::Reply => "reply",
-            Event::Compress { .. } => "compress",
-            Event::Read(_) => "read",
-            Event::Step { .. } => "step",
+            Event::User { .. } => ItemKind::User,
+            Event::Message { .. } => ItemKind::Message,
+            Event::Assistant(_) => ItemKind::Assistant,
+            Event::ToolCall { .. } => ItemKind::ToolCall,
+            Event::ToolResult { .. } => ItemKind::ToolResult,
+            Event::Reply => ItemKind::Reply,
+            Event::Compress { .. } => ItemKind::Compress,
         }
     }
 }
 
-/// A step's live values in a [`Event::Read`]: the fields as the step
-/// left them (those read for it), and a hash of them, by which the log
-/// writes them again only when they changed.
-#[derive(Clone, Copy)]
-pub struct Readings<'a> {
-    /// `None` when read back from a log (a restore needs only the hash).
-    pub(crate) fields: Option<&'a dyn LiveFields>,
-    pub(crate) hash: u64,
+/// What one item holds, read back ([`decode`]).
+// A step is the largest (its told fields, borrowed): no heap to box it in,
+// and an entry lives on the stack only while its item is applied.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Entry<'a> {
+    /// The log's header.
+    Header(LogHeader<'a>),
+    /// An event.
+    Event(Event<'a>),
+    /// A step.
+    Step(StepRecord<'a>),
 }
 
-impl fmt::Debug for Readings<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Readings").field("hash", &self.hash).finish_non_exhaustive()
+/// A header item: what the log is written for, and where it stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogHeader<'a> {
+    /// Version, configuration hash, capacities.
+    pub header: Header,
+    /// The header's own item number (every other item carries its low 16
+    /// bits; a reader counts the rest from here).
+    pub number: u32,
+    /// Items before this one that the context still needs.
+    pub live: u32,
+    /// The agent whose context it is.
+    pub agent: &'a str,
+    /// Steps the session took before this header, also those a
+    /// compaction popped.
+    pub steps: u64,
+    /// The configuration the log was written under, as the session
+    /// configuration file's JSON (`ConfigBuf::load_session` and
+    /// `envaware-sim replay` read it); `None` when the header does not
+    /// carry it.
+    pub settings: Option<&'a str>,
+}
+
+/// How a step's clock moved from the one the log said before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ClockChange {
+    /// As the log said last (or, after a header, unknown until said).
+    #[default]
+    Same,
+    /// Moved by this many microseconds from the clock said last.
+    Advance(i64),
+    /// Set to this instant.
+    Set(Timestamp),
+    /// The clock does not know the time.
+    Unknown,
+}
+
+/// The values a step's watches read, by watch index (the configuration's
+/// order): `None` where the step's live fields had no field of that name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WatchReadings<'a> {
+    values: [Option<&'a str>; MAX_WATCHES],
+}
+
+impl<'a> WatchReadings<'a> {
+    /// The reading of watch `i`.
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        self.values.get(i).copied().flatten()
     }
-}
 
-impl<'a> Readings<'a> {
-    pub(crate) fn of(fields: &'a dyn LiveFields) -> Self {
+    /// The watched fields' values in `live`, as the watch rule reads them
+    /// (the last field of each name).
+    pub(crate) fn of<L: LiveFields + ?Sized>(watches: &WatchList<'_>, live: &'a L) -> Self {
+        let mut values = [None; MAX_WATCHES];
+        for (slot, (name, _)) in values.iter_mut().zip(watches.iter()) {
+            let field =
+                (0..live.len()).rev().find_map(|i| live.field(i).filter(|(k, _)| *k == name));
+            *slot = field.map(|(_, value)| value);
+        }
+        WatchReadings { values }
+    }
+
+    pub(crate) fn set(&mut self, i: usize, value: Option<&'a str>) {
+        if let Some(slot) = self.values.get_mut(i) {
+            *slot = value;
+        }
+    }
+
+    /// The hash by which the log writes them again only when they change.
+    pub(crate) fn hash(&self) -> u64 {
         let mut hasher = SipHasher13::new();
-        for (name, value) in (0..fields.len()).filter_map(|i| fields.field(i)) {
-            hash_code_points(&mut hasher, name.chars().map(u32::from));
-            hash_code_points(&mut hasher, value.chars().map(u32::from));
-        }
-        Readings { fields: Some(fields), hash: hasher.finish() }
-    }
-
-    /// The hash of a `read` item's value, as [`of`](Self::of) hashes the
-    /// fields that wrote it (strings decoded; `null` is unavailable).
-    pub(crate) fn read(value: Value<'_>) -> Result<Self, ItemError> {
-        if value.kind() != Kind::Object {
-            return Err(ItemError::Field("read"));
-        }
-        let mut hasher = SipHasher13::new();
-        for (name, reading) in value.members() {
-            hash_code_points(&mut hasher, name.code_points());
-            match (reading.kind(), reading.as_str()) {
-                (_, Some(text)) => hash_code_points(&mut hasher, text.code_points()),
-                (Kind::Null, _) => {
-                    hash_code_points(&mut hasher, crate::live::UNAVAILABLE.chars().map(u32::from))
+        for value in self.values {
+            match value {
+                None => hasher.write_u8(0),
+                Some(v) => {
+                    hasher.write_u8(1);
+                    hasher.write_usize(v.len());
+                    hasher.write(v.as_bytes());
                 }
-                _ => return Err(ItemError::Field("read")),
             }
         }
-        Ok(Readings { fields: None, hash: hasher.finish() })
+        hasher.finish()
     }
 }
 
-/// One text into a readings hash, closed by a value no code point has.
-pub(crate) fn hash_code_points(h: &mut SipHasher13, text: impl Iterator<Item = u32>) {
-    for c in text {
-        h.write_u32(c);
-    }
-    h.write_u32(u32::MAX);
+/// The most live fields a step can tell: a restore holds them on its stack.
+pub const MAX_TOLD_FIELDS: usize = 8;
+
+/// The live fields a step's hint told, in order (as the step's
+/// [`LiveFields`] gave them when it rendered): what a restore renders the
+/// hint with again.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Told<'a> {
+    fields: [(&'a str, &'a str); MAX_TOLD_FIELDS],
+    len: usize,
 }
 
-/// `L` behind a sized reference, so that a step's fields, of any type,
-/// can be an `&dyn LiveFields` in its `read` item.
-pub(crate) struct Live<'a, L: ?Sized>(pub(crate) &'a L);
+impl fmt::Debug for Told<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.fields.iter().take(self.len)).finish()
+    }
+}
 
-impl<L: LiveFields + ?Sized> LiveFields for Live<'_, L> {
+impl<'a> Told<'a> {
+    pub(crate) fn push(&mut self, name: &'a str, value: &'a str) -> Result<(), ItemError> {
+        let slot = self.fields.get_mut(self.len).ok_or(ItemError::Field("told"))?;
+        *slot = (name, value);
+        self.len += 1;
+        Ok(())
+    }
+}
+
+impl LiveFields for Told<'_> {
     fn len(&self) -> usize {
-        self.0.len()
+        self.len
     }
     fn field(&self, i: usize) -> Option<(&str, &str)> {
-        self.0.field(i)
+        self.fields.get(i).filter(|_| i < self.len).copied()
     }
+}
+
+/// What a step decided, as its item records it: the dimensions that fired
+/// and the counts its hint shows, and why each watch fired or was held
+/// back. With the step's inputs and the live values it told, a restore
+/// renders the very hint the step appended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Decided {
+    /// The time was injected (at the step's instant).
+    pub time: bool,
+    /// The tasks were told (the step's counts).
+    pub tasks: bool,
+    /// The context length was told: `int(trigger_ratio * context_size)`,
+    /// and whether compressing was suggested (the input tokens are the step's).
+    pub context: Option<(i64, bool)>,
+    /// The tool error: its count, and the failed result's block in the
+    /// newest message (its tool is the hint's `{tool_name}`).
+    pub tool_error: Option<ToolError>,
+    /// Why each watch fired, or was held back by `min_interval`.
+    pub watch: WatchSet,
+}
+
+impl Decided {
+    /// What `decision` has to say; `None` when nothing fired and no watch
+    /// was held back (then the step item records no decision).
+    pub fn of(decision: &Decision) -> Option<Decided> {
+        let watch = decision.watch;
+        let decided = Decided {
+            time: matches!(decision.time, TimeDecision::Inject(_)),
+            tasks: decision.tasks.is_some(),
+            context: decision.context.map(|c| (c.trigger_tokens, c.suggest_compression)),
+            tool_error: decision.tool_error,
+            watch,
+        };
+        let throttled = watch.bits()[2] != 0;
+        (decision.fires() || throttled).then_some(decided)
+    }
+
+    /// Whether it fired: a hint was appended.
+    pub fn fires(&self) -> bool {
+        self.time
+            || self.tasks
+            || self.context.is_some()
+            || self.tool_error.is_some()
+            || !self.watch.is_empty()
+    }
+
+    /// The decision it records, for a step of `input` at `now` (what the
+    /// hint is rendered from; its warnings are not recorded). `None`
+    /// records no decision: nothing fired.
+    pub fn decision(
+        decided: Option<Decided>,
+        input: &StepInput,
+        now: Option<Timestamp>,
+    ) -> Decision {
+        let Some(d) = decided else { return Decision { now, ..Decision::NONE } };
+        Decision {
+            time: match (d.time, now) {
+                (true, Some(now)) => TimeDecision::Inject(now),
+                _ => TimeDecision::NotDue,
+            },
+            tasks: d.tasks.then_some(input.tasks),
+            context: d.context.map(|(trigger_tokens, suggest_compression)| ContextLength {
+                input_tokens: input.input_tokens,
+                trigger_tokens,
+                suggest_compression,
+            }),
+            tool_error: d.tool_error,
+            watch: d.watch,
+            warnings: Decision::NONE.warnings,
+            now,
+        }
+    }
+}
+
+/// A step item: the step's inputs where they changed since the log said
+/// them, the values its watches read where they changed, its decision and
+/// the live values its hint told. Not its hint: a restore renders that
+/// again from these (docs/reboot.md, "Steps").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StepRecord<'a> {
+    /// How the clock moved.
+    pub clock: ClockChange,
+    /// The step's `cur_iter`; `None`: the one the replay assumes (0 after
+    /// a user message or a reply, one more than the last step's else).
+    pub cur_iter: Option<u64>,
+    /// The input tokens; `None`: the last step's.
+    pub tokens: Option<i64>,
+    /// The plan's counts; `None`: the last step's.
+    pub tasks: Option<TaskCounts>,
+    /// The model's context window; `None`: the last step's.
+    pub context_size: Option<i64>,
+    /// The watched values decided on; `None`: the last step's.
+    pub readings: Option<WatchReadings<'a>>,
+    /// What fired; `None`: nothing fired and no watch was held back.
+    pub decided: Option<Decided>,
+    /// The live values the hint told (empty when nothing fired).
+    pub told: Told<'a>,
+}
+
+/// The low 16 bits of an item's number and what the item holds: the
+/// item read on its own, with the watch list of the configuration it was
+/// written under (a told value names its watched field by its index), its
+/// blocks into `blocks`.
+///
+/// ```
+/// use envaware::journal::{decode, Entry, Event, ItemStore, Session, MAX_EVENT_BLOCKS};
+/// use envaware::{Block, Config, Engine};
+/// # struct Items(Vec<Vec<u8>>);
+/// # impl ItemStore for Items {
+/// #     type Error = core::convert::Infallible;
+/// #     async fn append(&mut self, item: &[u8]) -> Result<(), Self::Error> {
+/// #         self.0.push(item.to_vec());
+/// #         Ok(())
+/// #     }
+/// # }
+/// let engine = Engine::new(Config::default())?;
+/// let (mut buf, mut log) = ([0u8; 256], Items(Vec::new()));
+/// let mut session: Session<'_, 8, 32, 2048> = Session::new(&engine, "rover");
+/// embassy_futures::block_on(session.start(&mut buf, &mut log))?;
+/// let event = Event::ToolCall { id: "c1", name: "Drive", input: "{}" };
+/// embassy_futures::block_on(session.record(&event, &mut buf, &mut log))?;
+///
+/// let watches = engine.config().config().injection.watch;
+/// let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+/// let (seq, entry) = decode(&log.0[1], &watches, &mut blocks)?;
+/// assert_eq!(seq, 1);
+/// assert!(matches!(entry, Entry::Event(Event::ToolCall { name: "Drive", .. })));
+/// # Ok::<(), Box<dyn core::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// A damaged item, an item of the text form (format versions 1 and 2), or
+/// one that names a watch the configuration does not have.
+pub fn decode<'a: 'b, 'b>(
+    item: &'a [u8],
+    watches: &WatchList<'a>,
+    blocks: &'b mut [Block<'a>; MAX_EVENT_BLOCKS],
+) -> Result<(u16, Entry<'b>), ItemError> {
+    read_entry(item, watches, blocks)
 }

@@ -9,21 +9,23 @@
 //! [`Journal`] under it, for those who build their own owner.
 //!
 //! Every change of an [`AgentContext`] goes through a [`Journal`], which
-//! writes it as one item (a JSON object, the replay trace format of
-//! `envaware-sim replay`) into a caller's buffer; the caller appends the item
-//! to its store (sequential-storage's queue on a device). After a reset the
-//! items are read back, in order, into an empty context: each is applied by
-//! the same code that applied it live ([`Journal::record`]), so the context
-//! and its tracker decide as before the reset.
+//! writes it as one item (a few bytes: docs/reboot.md, "The items") into a
+//! caller's buffer; the caller appends the item to its store
+//! (sequential-storage's queue on a device). After a reset the items are
+//! read back, in order, into an empty context: each is applied by the same
+//! code that applied it live ([`Journal::record`]), so the context and its
+//! tracker decide as before the reset.
 //!
-//! Items: `{"#": n, "<event>": value}`, `n` counting the log's items (a gap
-//! means an item was lost), the event one of `log` (the header: version,
-//! configuration hash, and how many items before it are still needed),
-//! `config` (agent name and context size, when they change), `set_clock`,
-//! `tasks`, `user`, `message`, `assistant`, `tool_call`, `tool_result`,
-//! `reply`, `compress` and `step`. A step is logged with the hint it
-//! appended (`"hint"`): restoring appends that hint as it was, never decides
-//! again.
+//! Items: a kind byte, the low 16 bits of the item's number (a gap means an
+//! item was lost), then the event's fields: the header (version,
+//! configuration hash and the configuration itself, how many items before
+//! it are still needed), `user`, `message`, `assistant`, `tool_call`,
+//! `tool_result`, `reply`, `compress`, and `step`. A step item holds the
+//! step's inputs where they changed, the watched values, what the decision
+//! fired and the live values it told, not the hint's text: restoring
+//! renders the hint again from these, byte for byte, and never decides
+//! again ([`StepRecord`]). [`decode`] reads one item on its own (the
+//! desktop's replay turns them into its trace lines).
 //!
 //! Restoring is two passes over the log: [`Journal::check`] reads every
 //! item's number and every header (a log of another version or
@@ -31,8 +33,7 @@
 //! [`Journal::restore`] applies the items the context still needs. Any error
 //! names the item; the caller then starts from an empty context. The check
 //! pass reads each item's number with an [`ItemReader`], which a reader that
-//! does not restore (the desktop's `replay --flash`) runs alone: each item
-//! one line, numbered in `u32`, one after the other.
+//! does not restore (the desktop's `replay --flash`) runs alone.
 //!
 //! When the log's region fills, [`Journal::compaction_header`] and
 //! [`Journal::dead_items`] let the caller append a new header and pop the
@@ -72,11 +73,12 @@
 //! for item in &log {
 //!     journal.restore(&mut restored, item, &mut scratch)?;
 //! }
-//! assert_eq!(journal.restored_events(), 5); // user, config, tasks, set_clock, step
+//! assert_eq!(journal.restored_events(), 2); // the user message, the step
 //! assert_eq!(restored.len(), live.len());
 //! # Ok::<(), Box<dyn core::error::Error>>(())
 //! ```
 
+mod binary;
 mod error;
 mod event;
 mod read;
@@ -86,12 +88,14 @@ mod tests;
 mod write;
 
 pub use self::error::{ItemError, LogError, RecordError};
-use self::event::Live;
-pub use self::event::{Event, Readings};
+pub use self::event::{
+    decode, ClockChange, Decided, Entry, Event, ItemKind, LogHeader, StepRecord, Told,
+    WatchReadings, MAX_TOLD_FIELDS,
+};
 use self::read::*;
 pub use self::read::{ItemHead, ItemReader};
 pub use self::session::{ItemStore, Reply, Restore, Session, SessionError};
-use self::write::*;
+use self::write::StepOut;
 
 use core::hash::Hasher as _;
 
@@ -100,23 +104,20 @@ use siphasher::sip::SipHasher13;
 
 use crate::agent_context::{AgentContext, StepError};
 use crate::clock::Timestamp;
-use crate::config::watch::{Decimal, Watch};
+use crate::config::watch::{Decimal, Watch, WatchList};
 use crate::config::{Config, ContextConfig, InjectionConfig};
 use crate::conversation::Block;
-use crate::engine::{Engine, Outcome};
+use crate::engine::Outcome;
 use crate::live::LiveFields;
 use crate::rules::{Decision, StepInput, TaskCounts};
 use crate::store::StoreError;
 use crate::wire::BufferFull;
 
 /// The log format's version, in every header.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// The most blocks a `message` or `assistant` item may hold.
 pub const MAX_EVENT_BLOCKS: usize = 16;
-
-/// Nesting an item may have (`{"message": {"content": [{"hint": [{…}]}]}}`).
-const MAX_DEPTH: usize = 6;
 
 /// What a log was written for: restoring it elsewhere would not rebuild the
 /// same decisions.
@@ -283,11 +284,11 @@ fn settings_round_trip(config: &Config<'_>) -> bool {
     keys_unique && names_unique
 }
 
-/// The items one call writes back to back into one buffer (a step: up to
-/// five).
+/// The items one call writes back to back into one buffer (a step or
+/// an event, and the `compress` note an eviction owes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Items {
-    ends: [usize; 5],
+    ends: [usize; 2],
     count: usize,
 }
 
@@ -325,8 +326,8 @@ pub struct Journal<const MESSAGES: usize> {
     /// The position of the item that created each message the context
     /// holds, oldest first.
     created: Deque<u32, MESSAGES>,
-    /// What the log says last, to write `config`, `tasks` and `set_clock`
-    /// only when they change.
+    /// What the log says last, to write a step's inputs only when they
+    /// change.
     said: Said,
     /// The check pass: the items' numbers read, the last header's
     /// position and the items before it that it still needs.
@@ -349,7 +350,7 @@ pub(crate) struct Said {
     tasks: Option<TaskCounts>,
     clock: Option<Option<Timestamp>>,
     tokens: Option<i64>,
-    /// The hash of the live values said last.
+    /// The hash of the watched values said last.
     readings: Option<u64>,
     /// The replay's default `cur_iter` for the next step: 0 after a user
     /// message or a `reply`, one more than the last step's otherwise.
@@ -367,19 +368,42 @@ impl Said {
 
     /// Takes `event` into account, as the replay does.
     fn note(&mut self, event: &Event<'_>) {
-        match *event {
-            Event::Config { context_size, .. } => self.config = Some(context_size),
-            Event::Tasks(counts) => self.tasks = Some(counts),
-            Event::SetClock(now) => self.clock = Some(now),
-            Event::Read(readings) => self.readings = Some(readings.hash),
-            Event::User { .. } | Event::Reply => self.iter = Some(0),
-            Event::Step { cur_iter, tokens, .. } => {
-                self.iter = Some(cur_iter.saturating_add(1));
-                self.tokens = Some(tokens);
-            }
-            Event::Log { .. } => *self = Said::default(),
-            _ => {}
+        if let Event::User { .. } | Event::Reply = event {
+            self.iter = Some(0);
         }
+    }
+
+    /// Takes a step into account: what it said, and the step's `cur_iter`.
+    fn note_step(&mut self, input: &StepInput, now: Option<Timestamp>, readings: Option<u64>) {
+        self.config = Some(input.context_size);
+        self.tasks = Some(input.tasks);
+        self.clock = Some(now);
+        self.tokens = Some(input.input_tokens);
+        self.readings = readings.or(self.readings);
+        self.iter = Some(input.cur_iter.saturating_add(1));
+    }
+
+    /// A step item's inputs, read against what the log said before it (a
+    /// change from a value it does not know is unknown: a compacted log's
+    /// first items may change what a popped item said).
+    fn resolve(&self, step: &StepRecord<'_>) -> (StepInput, Option<Timestamp>) {
+        let now = match step.clock {
+            ClockChange::Same => self.clock.flatten(),
+            ClockChange::Advance(micros) => self
+                .clock
+                .flatten()
+                .and_then(|then| then.unix_micros().checked_add(micros))
+                .map(Timestamp),
+            ClockChange::Set(at) => Some(at),
+            ClockChange::Unknown => None,
+        };
+        let input = StepInput {
+            tasks: step.tasks.or(self.tasks).unwrap_or_default(),
+            cur_iter: step.cur_iter.or(self.iter).unwrap_or_default(),
+            input_tokens: step.tokens.or(self.tokens).unwrap_or_default(),
+            context_size: step.context_size.or(self.config).unwrap_or_default(),
+        };
+        (input, now)
     }
 }
 
@@ -438,7 +462,14 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.items
     }
 
-    /// Events applied by [`restore`](Self::restore) (headers not counted).
+    /// The number the next item gets (numbers count every item the log
+    /// ever had, popped or not, modulo 2^32).
+    pub fn next_number(&self) -> u32 {
+        self.next
+    }
+
+    /// Events and steps applied by [`restore`](Self::restore) (headers not
+    /// counted).
     pub fn restored_events(&self) -> u32 {
         self.restored
     }
@@ -451,11 +482,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.steps
     }
 
-    /// The clock the log set last: after [`restore`](Self::restore) of a
-    /// `step` item's clock, the time that step was decided at (a device's
-    /// transcript stamps the messages it restores with it). `None` when
-    /// the log has not set it, set it unknown, or advanced it from a clock
-    /// a compaction popped.
+    /// The clock the log said last: after [`restore`](Self::restore) of a
+    /// step item, the time that step was decided at (a device's transcript
+    /// stamps the messages it restores with it). `None` when the log has not
+    /// said it, said it unknown, or moved it from a clock a compaction
+    /// popped.
     pub fn clock(&self) -> Option<Timestamp> {
         self.said.clock.flatten()
     }
@@ -473,17 +504,32 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         self.write_header(context, 0, true, out)
     }
 
-    /// Writes `event` as the next item. The log says again, after a header,
-    /// what a step needs (configuration, tasks, clock, tokens): a replay
-    /// that starts at a compaction reads it there.
-    fn write(&mut self, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
-        let capacity = out.len();
-        let n = serde_json_core::to_slice(&ItemOut { n: self.next, event, said: &self.said }, out)
-            .map_err(|_| BufferFull { capacity })?;
+    /// Counts the item just written.
+    fn wrote(&mut self) {
         self.next = self.next.wrapping_add(1);
         self.items = self.items.saturating_add(1);
+    }
+
+    /// Writes `event` as the next item.
+    fn write(&mut self, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
+        let n = write::write_event(self.next, event, out)?;
+        self.wrote();
         self.said.note(event);
-        self.steps += u64::from(matches!(event, Event::Step { .. }));
+        Ok(n)
+    }
+
+    /// Writes a step as the next item.
+    fn write_step<L: LiveFields + ?Sized>(
+        &mut self,
+        step: &StepOut<'_, L>,
+        watches: &WatchList<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, BufferFull> {
+        let n = write::write_step(self.next, step, &self.said, watches, out)?;
+        self.wrote();
+        let readings = (!watches.is_empty()).then(|| step.readings.hash());
+        self.said.note_step(step.input, step.now, readings);
+        self.steps += 1;
         Ok(n)
     }
 
@@ -501,12 +547,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         event: &Event<'_>,
         out: &mut [u8],
     ) -> Result<Items, RecordError> {
-        if matches!(event, Event::Log { .. }) {
-            return Err(RecordError::NotRecordable);
-        }
         self.all_or_nothing(|journal| {
             let mut items = Items::default();
-            journal.logged(context, event, out, &mut items)?;
+            Self::plan(context, event)?;
+            journal.push_item(out, &mut items, |journal, out| journal.write(event, out))?;
+            let evicted = journal.apply(context, event, journal.items - 1)?;
+            journal.compress_note(context, evicted, out, &mut items)?;
             Ok(items)
         })
     }
@@ -526,21 +572,19 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         result
     }
 
-    /// Writes `event` as the next item and applies it; when the store
-    /// evicted messages to make room, a `compress` item follows, so that a
-    /// replay without the store's capacity keeps the same messages.
-    fn logged<const B: usize, const T: usize>(
+    /// When the store evicted messages to take an item: writes and applies
+    /// the `compress` item that follows, so that a replay without the
+    /// store's capacity keeps the same messages.
+    fn compress_note<const B: usize, const T: usize>(
         &mut self,
         context: &mut AgentContext<'_, MESSAGES, B, T>,
-        event: &Event<'_>,
+        evicted: usize,
         out: &mut [u8],
         items: &mut Items,
     ) -> Result<(), RecordError> {
-        Self::plan(context, event)?;
-        self.push_item(event, out, items)?;
-        if self.apply(context, event, self.items - 1)? > 0 {
+        if evicted > 0 {
             let kept = Event::Compress { keep: context.len() };
-            self.push_item(&kept, out, items)?;
+            self.push_item(out, items, |journal, out| journal.write(&kept, out))?;
             self.apply(context, &kept, self.items - 1)?;
         }
         Ok(())
@@ -561,7 +605,6 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             Event::Assistant(blocks) => context.agent(blocks)?.evicted,
             Event::ToolCall { id, name, input } => context.tool_call(id, name, input)?.evicted,
             Event::ToolResult { id, name, state } => context.tool_result(id, name, state)?.evicted,
-            Event::Step { hint: Some(hint), at, .. } => context.append_hint(hint, at)?.evicted,
             Event::Reply => {
                 context.new_reply();
                 0
@@ -570,13 +613,34 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 context.compress(keep);
                 0
             }
-            Event::Step { hint: None, .. }
-            | Event::Config { .. }
-            | Event::Tasks(_)
-            | Event::SetClock(_)
-            | Event::Read(_)
-            | Event::Log { .. } => 0,
         };
+        self.created_by(context, newest, index);
+        Ok(evicted)
+    }
+
+    /// Appends a step's hint (the item at position `index`), as live and
+    /// restore both do.
+    fn apply_hint<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        hint: &str,
+        at: Option<Timestamp>,
+        index: u32,
+    ) -> Result<usize, StoreError> {
+        let newest = context.sequence(0);
+        let evicted = context.append_hint(hint, at)?.evicted;
+        self.created_by(context, newest, index);
+        Ok(evicted)
+    }
+
+    /// Notes that the item at `index` created the newest message, if it did
+    /// (`newest` was the newest before it), and forgets evicted ones.
+    fn created_by<const B: usize, const T: usize>(
+        &mut self,
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        newest: Option<u64>,
+        index: u32,
+    ) {
         if context.sequence(0).is_some() && context.sequence(0) != newest {
             if self.created.is_full() {
                 self.created.pop_front();
@@ -586,7 +650,6 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         while self.created.len() > context.len() {
             self.created.pop_front();
         }
-        Ok(evicted)
     }
 
     /// Whether `context` would take `event`, checked before it is logged
@@ -613,21 +676,35 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             Event::ToolResult { id, name, state } => {
                 context.plan(true, "", &[Block::ToolResult { id, name, state, output: "" }])
             }
-            Event::Step { hint: Some(hint), .. } => {
-                // Its instant takes no room: any will do to check it fits.
-                context.plan(true, "", &[context.hint_block(hint, None)])
-            }
-            _ => Ok(0),
+            Event::Reply | Event::Compress { .. } => Ok(0),
         }
         .map(drop)
         .map_err(RecordError::from)
     }
 
-    /// One step, logged: writes `config`, `tasks` and `set_clock` items
-    /// where they changed, decides, renders the hint into `hint_out`, and
-    /// writes the `step` item with it; then appends the hint (as
-    /// [`AgentContext::step`]). The items are in `items_out`, to append
-    /// in order.
+    /// Whether the context takes a step's `hint` and its item can be read
+    /// back ([`MAX_TOLD_FIELDS`]), checked before the step is logged.
+    fn plan_step<const B: usize, const T: usize, L: LiveFields + ?Sized>(
+        context: &AgentContext<'_, MESSAGES, B, T>,
+        hint: Option<&str>,
+        told: &L,
+    ) -> Result<(), RecordError> {
+        let Some(hint) = hint else { return Ok(()) };
+        if told.len() > MAX_TOLD_FIELDS {
+            return Err(RecordError::TooManyLiveFields { fields: told.len() });
+        }
+        // Its instant takes no room: any will do to check it fits.
+        context
+            .plan(true, "", &[context.hint_block(hint, None)])
+            .map(drop)
+            .map_err(RecordError::from)
+    }
+
+    /// One step, logged: decides, renders the hint into `hint_out`, writes
+    /// the `step` item (its inputs where they changed, the watched values,
+    /// the decision and the live values told), then appends the hint (as
+    /// [`AgentContext::step`]). The items are in `items_out`, to append in
+    /// order.
     ///
     /// # Errors
     ///
@@ -643,52 +720,33 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
-        let read = context.engine().watches();
-        self.all_or_nothing(|journal| {
-            // As `AgentContext::step`: the watched fields are read before
-            // deciding, and not again when it fires.
-            let (decision, mut items) = journal.decide_items(
-                context,
-                step,
-                now,
-                |engine| engine.read_watched(live),
-                items_out,
-            )?;
-            let outcome = journal.render_items(
-                context, decision, step, live, hint_out, items_out, &mut items, read,
-            )?;
-            Ok((outcome, items))
-        })
+        let engine = *context.engine();
+        // As `AgentContext::step`: the watched fields are read before
+        // deciding, and not again when it fires.
+        let decision = context.decide_with_readings(step, now, engine.read_watched(live));
+        self.render_step_read(context, decision, step, live, hint_out, items_out, engine.watches())
     }
 
-    /// The first half of a split step, logged (as
-    /// [`AgentContext::decide_with_readings`]): writes `config`, `tasks` and
-    /// `set_clock` items where they changed, into `items_out`, and decides
-    /// with the watched fields' `readings` (awaited by the caller). Append
-    /// the items, then read what the decision needs and call
-    /// [`render_step`](Self::render_step).
-    ///
-    /// # Errors
-    ///
-    /// When the items do not fit `items_out`: nothing was counted then, and
-    /// no item is to be appended.
+    /// The first half of a split step (as
+    /// [`AgentContext::decide_with_readings`]): decides with the watched
+    /// fields' `readings` (awaited by the caller). Nothing is logged until
+    /// [`render_step`](Self::render_step) logs the step whole.
     pub fn decide<const B: usize, const T: usize, L: LiveFields + ?Sized>(
-        &mut self,
+        &self,
         context: &mut AgentContext<'_, MESSAGES, B, T>,
         step: &StepInput,
         now: Option<Timestamp>,
         readings: &L,
-        items_out: &mut [u8],
-    ) -> Result<(Decision, Items), RecordError> {
-        self.all_or_nothing(|journal| {
-            journal.decide_items(context, step, now, |_| readings, items_out)
-        })
+    ) -> Decision {
+        context.decide_with_readings(step, now, readings)
     }
 
     /// The second half of a split step, logged: refreshes `live` when the
     /// `decision` of [`decide`](Self::decide) fires, renders the hint into
     /// `hint_out`, writes the `step` item into `items_out` and appends the
-    /// hint (as [`AgentContext::render_step`]).
+    /// hint (as [`AgentContext::render_step`]). The watched values logged
+    /// are those `live` holds then: the ones the decision read, unless its
+    /// `refresh` read them again.
     ///
     /// # Errors
     ///
@@ -703,50 +761,11 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
     ) -> Result<(Outcome<'h>, Items), RecordError> {
-        self.all_or_nothing(|journal| {
-            let mut items = Items::default();
-            let outcome = journal.render_items(
-                context, decision, step, live, hint_out, items_out, &mut items, false,
-            )?;
-            Ok((outcome, items))
-        })
+        self.render_step_read(context, decision, step, live, hint_out, items_out, false)
     }
 
-    /// Writes the items a step's decision needs before it, and decides with
-    /// the readings `read` gives.
-    fn decide_items<'r, const B: usize, const T: usize, L: LiveFields + ?Sized + 'r>(
-        &mut self,
-        context: &mut AgentContext<'_, MESSAGES, B, T>,
-        step: &StepInput,
-        now: Option<Timestamp>,
-        read: impl FnOnce(&Engine<'_>) -> &'r L,
-        items_out: &mut [u8],
-    ) -> Result<(Decision, Items), RecordError> {
-        let mut items = Items::default();
-        let mut before = [None, None, None];
-        if self.said.config != Some(step.context_size) {
-            before[0] = Some(Event::Config {
-                agent_name: context.agent_name(),
-                context_size: step.context_size,
-            });
-        }
-        if self.said.tasks != Some(step.tasks) {
-            before[1] = Some(Event::Tasks(step.tasks));
-        }
-        if self.said.clock != Some(now) {
-            before[2] = Some(Event::SetClock(now));
-        }
-        for event in before.iter().flatten() {
-            self.logged(context, event, items_out, &mut items)?;
-        }
-        let engine = *context.engine();
-        let decision = context.decide_with_readings(step, now, read(&engine));
-        Ok((decision, items))
-    }
-
-    /// Renders `decision`, writes the `step` item after `items` and appends the hint.
     #[allow(clippy::too_many_arguments)]
-    fn render_items<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
+    fn render_step_read<'h, const B: usize, const T: usize, L: LiveFields + ?Sized>(
         &mut self,
         context: &mut AgentContext<'_, MESSAGES, B, T>,
         decision: Decision,
@@ -754,38 +773,43 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         live: &mut L,
         hint_out: &'h mut [u8],
         items_out: &mut [u8],
-        items: &mut Items,
         read_before: bool,
-    ) -> Result<Outcome<'h>, RecordError> {
+    ) -> Result<(Outcome<'h>, Items), RecordError> {
         let engine = *context.engine();
         let outcome = engine
             .render_read(decision, context.store(), live, hint_out, read_before)
             .map_err(StepError::from)?;
-        let fields = Live(&*live);
-        let readings = Readings::of(&fields);
-        if live.len() > 0 && self.said.readings != Some(readings.hash) {
-            self.logged(context, &Event::Read(readings), items_out, items)?;
-        }
-        let event = Event::Step {
-            cur_iter: step.cur_iter,
-            tokens: step.input_tokens,
-            hint: outcome.hint,
-            at: decision.now,
-        };
-        self.logged(context, &event, items_out, items)?;
-        Ok(outcome)
+        Self::plan_step(context, outcome.hint, &*live)?;
+        self.all_or_nothing(|journal| {
+            let mut items = Items::default();
+            let watches = engine.config().config().injection.watch;
+            let out = StepOut {
+                input: step,
+                now: decision.now,
+                readings: WatchReadings::of(&watches, &*live),
+                decision: &decision,
+                told: &*live,
+            };
+            journal.push_item(items_out, &mut items, |j, o| j.write_step(&out, &watches, o))?;
+            if let Some(hint) = outcome.hint {
+                let evicted = journal.apply_hint(context, hint, decision.now, journal.items - 1)?;
+                journal.compress_note(context, evicted, items_out, &mut items)?;
+            }
+            Ok((outcome, items))
+        })
     }
 
+    /// Writes an item with `write` after the `items` already in `out`.
     fn push_item(
         &mut self,
-        event: &Event<'_>,
         out: &mut [u8],
         items: &mut Items,
+        write: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, BufferFull>,
     ) -> Result<(), BufferFull> {
         let start =
             items.count.checked_sub(1).and_then(|i| items.ends.get(i)).copied().unwrap_or(0);
         let rest = out.get_mut(start..).unwrap_or_default();
-        let n = self.write(event, rest)?;
+        let n = write(self, rest)?;
         if let Some(end) = items.ends.get_mut(items.count) {
             *end = start + n;
             items.count += 1;
@@ -828,22 +852,28 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         carry: bool,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        let (journal_header, steps) = (self.header, self.steps);
-        let header = |settings| Event::Log {
-            header: journal_header,
+        let header = LogHeader {
+            header: self.header,
+            number: self.next,
             live,
             agent: context.agent_name(),
-            steps,
-            settings,
+            steps: self.steps,
+            settings: None,
         };
         let config = context.engine().config().config();
-        if carry && settings_round_trip(config) {
-            if let Ok(n) = self.write(&header(Some(config)), out) {
-                self.settings_at = Some(self.items - 1);
-                return Ok(n);
-            }
-        }
-        self.write(&header(None), out)
+        let written = match carry && settings_round_trip(config) {
+            true => write::write_header(self.next, &header, Some((config, self.said.config)), out)
+                .ok()
+                .inspect(|_| self.settings_at = Some(self.items)),
+            false => None,
+        };
+        let n = match written {
+            Some(n) => n,
+            None => write::write_header(self.next, &header, None, out)?,
+        };
+        self.wrote();
+        self.said = Said::default();
+        Ok(n)
     }
 
     /// `count` items were popped from the front of the log.
@@ -868,50 +898,58 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let error = |kind| LogError { index, kind };
         // A copy: the item is counted only once its header is accepted too.
         let mut checker = self.checker;
-        let (number, key, value) = checker.read_value(item)?;
-        if key.eq_str("log") {
-            let (header, live, _) = read_header(value).map_err(error)?;
-            if header.config != self.header.config {
+        let head = checker.read(item)?;
+        if head.kind == ItemKind::Header {
+            let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+            let Entry::Header(log) =
+                read_entry(item, &WatchList::EMPTY, &mut blocks).map_err(error)?.1
+            else {
+                return Err(error(ItemError::UnknownEvent));
+            };
+            if log.header.config != self.header.config {
                 return Err(error(ItemError::Config {
-                    found: header.config,
+                    found: log.header.config,
                     expected: self.header.config,
                 }));
             }
             // Only the last header counts: an earlier one may name items a
             // later compaction popped.
-            self.last_header = Some((index, live));
+            self.last_header = Some((index, log.live));
         }
-        self.next = number.wrapping_add(1);
         self.checker = checker;
         Ok(())
     }
 
     /// The second pass: applies `item`, the next of the log, to `context`
-    /// (empty before the first), if the context still needs it. `scratch`
-    /// holds the item's strings that had escapes, decoded. Returns whether
-    /// the item was applied.
+    /// (empty before the first), if the context still needs it. A step
+    /// item's hint is rendered again into `scratch` (as long as the longest
+    /// hint) from what the item records. Returns whether the item was
+    /// applied.
     ///
     /// # Errors
     ///
-    /// A damaged item, or a log that [`check`](Self::check) did not read
-    /// whole or found no header in. Start from an empty context then.
+    /// A damaged item, a hint that does not fit `scratch`, or a log that
+    /// [`check`](Self::check) did not read whole or found no header in.
+    /// Start from an empty context then.
     pub fn restore<const B: usize, const T: usize>(
         &mut self,
         context: &mut AgentContext<'_, MESSAGES, B, T>,
         item: &[u8],
         scratch: &mut [u8],
     ) -> Result<bool, LogError> {
-        self.restore_item(context, item, scratch).map(|applied| applied.is_some())
+        self.restore_item(context, item, scratch, |_, _| {}).map(|applied| applied.is_some())
     }
 
     /// [`restore`](Self::restore), with the messages the store evicted
     /// applying the item and whether it was a `compress` (`None`: not
-    /// applied).
-    fn restore_item<const B: usize, const T: usize>(
+    /// applied); `before_step` sees the context and a step's instant just
+    /// before the step is applied.
+    pub(crate) fn restore_item<'e, const B: usize, const T: usize>(
         &mut self,
-        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        context: &mut AgentContext<'e, MESSAGES, B, T>,
         item: &[u8],
         scratch: &mut [u8],
+        before_step: impl FnOnce(&AgentContext<'e, MESSAGES, B, T>, Option<Timestamp>),
     ) -> Result<Option<(usize, bool)>, LogError> {
         let index = self.items;
         let error = |kind| LogError { index, kind };
@@ -924,27 +962,75 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         if index >= self.checker.items() {
             return Err(error(ItemError::Unchecked));
         }
-        let (n, key, value) = read_item(item).map_err(error)?;
+        let engine = *context.engine();
+        let watches = engine.config().config().injection.watch;
+        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+        let (_, entry) = read_entry(item, &watches, &mut blocks).map_err(error)?;
         self.items += 1;
-        self.next = n.wrapping_add(1);
-        if key.eq_str("log") {
-            // The steps before it, popped or not, are in its count.
-            self.steps = read_header(value).map_err(error)?.2;
-            if field(value, "settings").is_ok() {
-                self.settings_at = Some(index);
+        // Numbers count on from the check pass's first.
+        self.next = self.checker.first_number().unwrap_or(0).wrapping_add(self.items);
+        match entry {
+            Entry::Header(log) => {
+                // The steps before it, popped or not, are in its count.
+                self.steps = log.steps;
+                if log.settings.is_some() {
+                    self.settings_at = Some(index);
+                }
+                self.said = Said::default();
+                Ok(None)
+            }
+            Entry::Event(event) if index >= needed_from => {
+                let evicted =
+                    self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
+                self.said.note(&event);
+                self.restored += 1;
+                Ok(Some((evicted, matches!(event, Event::Compress { .. }))))
+            }
+            Entry::Step(step) => {
+                let (input, now) = self.said.resolve(&step);
+                let applied = match index >= needed_from {
+                    false => None,
+                    true => {
+                        before_step(context, now);
+                        let evicted =
+                            self.restore_hint(context, &step, &input, now, index, scratch)?;
+                        self.restored += 1;
+                        Some((evicted, false))
+                    }
+                };
+                let readings = step.readings.map(|r| r.hash());
+                self.said.note_step(&input, now, readings);
+                self.steps += 1;
+                Ok(applied)
+            }
+            Entry::Event(event) => {
+                self.said.note(&event);
+                Ok(None)
             }
         }
-        if index < needed_from || key.eq_str("log") {
-            self.said = Said::default();
-            return Ok(None);
+    }
+
+    /// Renders a step item's hint again, as the live step rendered it (the
+    /// context is the one it decided on), and appends it.
+    fn restore_hint<const B: usize, const T: usize>(
+        &mut self,
+        context: &mut AgentContext<'_, MESSAGES, B, T>,
+        step: &StepRecord<'_>,
+        input: &StepInput,
+        now: Option<Timestamp>,
+        index: u32,
+        scratch: &mut [u8],
+    ) -> Result<usize, LogError> {
+        let error = |kind| LogError { index, kind };
+        let decision = Decided::decision(step.decided, input, now);
+        if !decision.fires() {
+            return Ok(0);
         }
-        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
-        let mut scratch = Scratch { rest: scratch };
-        let event = read_event(key, value, &self.said, &mut scratch, &mut blocks).map_err(error)?;
-        let evicted = self.apply(context, &event, index).map_err(|e| error(ItemError::Store(e)))?;
-        self.said.note(&event);
-        self.steps += u64::from(matches!(event, Event::Step { .. }));
-        self.restored += 1;
-        Ok(Some((evicted, matches!(event, Event::Compress { .. }))))
+        let engine = *context.engine();
+        let hint = engine
+            .render(&decision, context.store(), &step.told, scratch)
+            .map_err(|_| error(ItemError::ScratchFull))?
+            .unwrap_or_default();
+        self.apply_hint(context, hint, now, index).map_err(|e| error(ItemError::Store(e)))
     }
 }

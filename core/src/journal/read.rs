@@ -1,57 +1,67 @@
-//! Reading items back: the parser of each event.
+//! Reading items back: the decoder of each item, and the reader of a
+//! log's item numbers.
 
+use super::binary::In;
+use super::write::{clock, decided_bit, step_flag, tag, told_tag, STATES};
 use super::*;
 use crate::clock::Timestamp;
+use crate::config::watch::{WatchList, MAX_WATCHES};
 use crate::conversation::{Block, HintText, Role, ToolResultState};
-use crate::json::{self, JsonStr, Kind, Value};
-use crate::rules::TaskCounts;
+use crate::rules::watch::WatchSet;
+use crate::rules::{TaskCounts, ToolError};
 use crate::time::CreatedAt;
 
-/// An item's number and event, as [`ItemReader::read`] gives them.
+/// An item's number and kind, as [`ItemReader::read`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ItemHead<'a> {
-    /// The item's number (`"#"`).
-    pub number: u32,
-    /// The event's name (`"log"`, `"user"`, `"step"`, …) as the item spells
-    /// it (escapes not decoded). Not checked against the events the log
-    /// writes: restoring does that ([`ItemError::UnknownEvent`]).
-    pub event: &'a str,
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub struct ItemHead {
+    /// The low 16 bits of the item's number, which every item carries.
+    pub seq: u16,
+    /// The item's whole number, once the reader has read a header (which
+    /// carries it; the items before the log's first header learn theirs
+    /// from it: [`ItemReader::first_number`]).
+    pub number: Option<u32>,
+    /// What the item holds.
+    pub kind: ItemKind,
 }
 
 /// The reader of a log's items, in order, for their numbers: what
 /// [`Journal::check`] reads of every item, for a reader that does not
 /// restore (`envaware-sim replay --flash` reads a device's flash image
-/// with it).
+/// with it, the firmware counts its environment steps).
 ///
-/// Each item must be one line of UTF-8 JSON, an object of the item's number
-/// (`"#"`, an integer from 0 to `u32::MAX`) and one event, numbered one
-/// more than the item before it (modulo 2^32, as the journal writes them):
-/// another number means an item between was lost. The first item may have
-/// any number (a compacted log starts past 0).
+/// Each item starts with its kind (one byte) and the low 16 bits of its
+/// number; a header also carries the high 16. Numbers follow one another
+/// (modulo 2^32, as the journal writes them): another number means an item
+/// between was lost. The first item may have any number (a compacted log
+/// starts past 0).
 ///
 /// ```
-/// use envaware::journal::{ItemError, ItemReader, LogError};
+/// use envaware::journal::{ItemError, ItemKind, ItemReader, LogError};
 ///
 /// let mut reader = ItemReader::new();
-/// let head = reader.read(br##"{"#":7,"user":{"name":"operator","content":""}}"##)?;
-/// assert_eq!((head.number, head.event), (7, "user"));
-/// let lost = reader.read(br##"{"#":9,"reply":null}"##).unwrap_err();
-/// assert_eq!(lost, LogError { index: 1, kind: ItemError::Gap { expected: 8, found: 9 } });
-/// assert_eq!(lost.to_string(), "log item 1: item number 9, expected 8: an item was lost");
+/// let head = reader.read(&[7, 0x05, 0x00])?; // a reply, item 5
+/// assert_eq!((head.seq, head.kind), (5, ItemKind::Reply));
+/// let lost = reader.read(&[7, 0x07, 0x00]).unwrap_err();
+/// assert_eq!(lost, LogError { index: 1, kind: ItemError::Gap { expected: 6, found: 7 } });
+/// assert_eq!(lost.to_string(), "log item 1: item number 7, expected 6: an item was lost");
 /// # Ok::<(), LogError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ItemReader {
     /// Items read.
     read: u32,
-    /// The number the next item must have (`None` before the first).
-    next: Option<u32>,
+    /// The low 16 bits the next item must have (`None` before the first).
+    next: Option<u16>,
+    /// The first item's whole number, once a header said it.
+    first: Option<u32>,
 }
 
 impl ItemReader {
     /// A reader before the log's first item.
     pub const fn new() -> Self {
-        ItemReader { read: 0, next: None }
+        ItemReader { read: 0, next: None, first: None }
     }
 
     /// Items read so far (an item refused is not counted).
@@ -59,378 +69,329 @@ impl ItemReader {
         self.read
     }
 
-    /// Reads `item`, the log's next: its number and event.
+    /// The whole number of the first item read, once a header was read.
+    pub fn first_number(&self) -> Option<u32> {
+        self.first
+    }
+
+    /// Reads `item`, the log's next: its number and kind.
     ///
     /// # Errors
     ///
-    /// A [`LogError`] naming the item (its position, from 0): not UTF-8,
-    /// a line break in it, not JSON, not an item, a number out of range, or
-    /// a number that does not follow the item before ([`ItemError::Gap`]).
-    /// A refused item is not counted: the next call reads the same position.
-    pub fn read<'a>(&mut self, item: &'a [u8]) -> Result<ItemHead<'a>, LogError> {
-        let (number, event, _) = self.read_value(item)?;
-        Ok(ItemHead { number, event: event.raw() })
-    }
-
-    /// As [`read`](Self::read), also giving the event's value.
-    pub(crate) fn read_value<'a>(
-        &mut self,
-        item: &'a [u8],
-    ) -> Result<(u32, JsonStr<'a>, Value<'a>), LogError> {
+    /// A [`LogError`] naming the item (its position, from 0): an item of
+    /// the text form (format versions 1 and 2), an unknown kind, too
+    /// short, a header whose whole number is not the one its position
+    /// gives, or a number that does not follow the item before
+    /// ([`ItemError::Gap`]). A refused item is not counted: the next call
+    /// reads the same position.
+    pub fn read(&mut self, item: &[u8]) -> Result<ItemHead, LogError> {
         let index = self.read;
         let error = |kind| LogError { index, kind };
-        let (number, key, value) = read_item(item).map_err(error)?;
-        if let Some(expected) = self.next.filter(|&expected| expected != number) {
-            return Err(error(ItemError::Gap { expected, found: number }));
+        let (kind, seq, high) = read_head(item).map_err(error)?;
+        if let Some(expected) = self.next.filter(|&expected| expected != seq) {
+            let (expected, found) = (u32::from(expected), u32::from(seq));
+            return Err(error(ItemError::Gap { expected, found }));
         }
-        self.next = Some(number.wrapping_add(1));
+        let mut first = self.first;
+        if let Some(high) = high {
+            let number = u32::from(high) << 16 | u32::from(seq);
+            let from_it = number.wrapping_sub(index);
+            if first.is_some_and(|f| f != from_it) {
+                let expected = first.unwrap_or(0).wrapping_add(index);
+                return Err(error(ItemError::Gap { expected, found: number }));
+            }
+            first = Some(from_it);
+        }
+        self.first = first;
+        self.next = Some(seq.wrapping_add(1));
         self.read = index.saturating_add(1);
-        Ok((number, key, value))
+        let number = first.map(|f| f.wrapping_add(index));
+        Ok(ItemHead { seq, number, kind })
     }
 }
 
-/// An item's number, event name and value.
-pub(crate) fn read_item(item: &[u8]) -> Result<(u32, JsonStr<'_>, Value<'_>), ItemError> {
-    if let Some(offset) = item.iter().position(|&b| b == b'\n' || b == b'\r') {
-        return Err(ItemError::LineBreak { offset });
+/// An item's kind, the low bits of its number, and the high bits a header
+/// carries.
+pub(crate) fn read_head(item: &[u8]) -> Result<(ItemKind, u16, Option<u16>), ItemError> {
+    let mut input = In::new(item);
+    let first = input.u8("kind")?;
+    if first == b'{' {
+        return Err(text_form(item));
     }
-    let text = core::str::from_utf8(item).map_err(|_| ItemError::NotUtf8)?;
-    let value = json::parse(text, MAX_DEPTH).map_err(ItemError::Json)?;
-    let mut members = value.members();
-    let (Some((hash, n)), Some((key, event)), None) =
-        (members.next(), members.next(), members.next())
-    else {
-        return Err(ItemError::NotAnItem);
+    let kind = ItemKind::of(first).ok_or(ItemError::UnknownEvent)?;
+    let seq = input.u16("number")?;
+    let high = match kind {
+        ItemKind::Header => Some(input.u16("number")?),
+        _ => None,
     };
-    let Some(digits) = n.number_text().filter(|_| hash.eq_str("#")) else {
-        return Err(ItemError::NotAnItem);
-    };
-    // Where the number is in the item, for the error (both point into `item`).
-    let offset = (digits.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let n = digits.parse().map_err(|_| ItemError::Number { offset })?;
-    Ok((n, key, event))
+    Ok((kind, seq, high))
 }
 
-/// The member `name` of an object.
-pub(crate) fn field<'a>(object: Value<'a>, name: &'static str) -> Result<Value<'a>, ItemError> {
-    object
-        .members()
-        .find(|(key, _)| key.eq_str(name))
-        .map(|(_, value)| value)
-        .ok_or(ItemError::Field(name))
-}
-
-pub(crate) fn number<N: core::str::FromStr>(
-    object: Value<'_>,
-    name: &'static str,
-) -> Result<N, ItemError> {
-    field(object, name)?.number_text().and_then(|t| t.parse().ok()).ok_or(ItemError::Field(name))
-}
-
-/// The number `name`, or what the log last said when it is left out.
-pub(crate) fn number_or<N: core::str::FromStr + Default>(
-    object: Value<'_>,
-    name: &'static str,
-    said: Option<N>,
-) -> Result<N, ItemError> {
-    match field(object, name) {
-        Ok(_) => number(object, name),
-        Err(_) => Ok(said.unwrap_or_default()),
+/// An item of the text form: the JSON objects of format versions 1 and 2.
+/// A header names its version; any other is [`ItemError::TextForm`].
+fn text_form(item: &[u8]) -> ItemError {
+    let version = core::str::from_utf8(item)
+        .ok()
+        .and_then(|text| crate::json::parse(text, 4).ok())
+        .and_then(|v| v.members().find(|(k, _)| k.eq_str("log")).map(|(_, log)| log))
+        .and_then(|log| log.members().find(|(k, _)| k.eq_str("version")).map(|(_, v)| v))
+        .and_then(|v| v.number_text()?.parse().ok());
+    match version {
+        Some(found) => ItemError::Version { found },
+        None => ItemError::TextForm,
     }
 }
 
-/// `2026-07-22T02:30:00Z` or `2026-07-22T02:30:00.250000Z`, as
-/// [`Rfc3339`](crate::wire::Rfc3339) writes it: years 1 to 9999, as
-/// strftime's `%Y` writes them (no leading zeros).
-pub(crate) fn read_rfc3339(text: &str) -> Option<Timestamp> {
-    read_wall_clock(text.strip_suffix('Z')?).map(Timestamp)
-}
-
-/// A hint block's `created_at` as the log writes it ([`CreatedAt`]'s
-/// `Display`): `…Z` an instant, else a wall clock. The reader of
-/// `set_clock`'s own form, not the general [`CreatedAt::parse`], so that a
-/// device links one.
-fn read_created_at(text: &str) -> Option<CreatedAt> {
-    match text.strip_suffix('Z') {
-        Some(instant) => read_wall_clock(instant).map(|at| CreatedAt::Instant(Timestamp(at))),
-        None => read_wall_clock(text).map(CreatedAt::WallClock),
-    }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.ffffff]` as microseconds since 1970-01-01T00:00
-/// of that clock.
-fn read_wall_clock(text: &str) -> Option<i64> {
-    let (date_time, micros) = match text.split_once('.') {
-        Some((dt, f)) if f.len() == 6 => (dt, digits(f)?),
-        Some(_) => return None,
-        None => (text, 0),
-    };
-    let (date, time) = date_time.split_once('T')?;
-    let (year, month_day) = date.split_once('-')?;
-    let two = |pair: &str, sep: char| -> Option<(u32, u32)> {
-        let (a, b) = pair.split_once(sep).filter(|(a, b)| a.len() == 2 && b.len() == 2)?;
-        Some((u32::try_from(digits(a)?).ok()?, u32::try_from(digits(b)?).ok()?))
-    };
-    let (month, day) = two(month_day, '-')?;
-    let (hour, minute_second) = time.split_once(':').filter(|(h, _)| h.len() == 2)?;
-    let (minute, second) = two(minute_second, ':')?;
-    let year = i32::try_from(digits(year).filter(|_| (1..=4).contains(&year.len()))?).ok()?;
-    let at = chrono::NaiveDate::from_ymd_opt(year, month, day)?.and_hms_micro_opt(
-        u32::try_from(digits(hour)?).ok()?,
-        minute,
-        second,
-        u32::try_from(micros).ok()?,
-    )?;
-    Some(at.and_utc().timestamp_micros())
-}
-
-/// A run of ASCII digits (no sign, unlike `str::parse`).
-pub(crate) fn digits(text: &str) -> Option<i64> {
-    text.bytes().try_fold(0i64, |n, b| {
-        if b.is_ascii_digit() {
-            n.checked_mul(10)?.checked_add(i64::from(b - b'0'))
-        } else {
-            None
-        }
-    })
-}
-
-/// A header's version, configuration and capacities, its `live` items and
-/// `steps`. The version is read first: a header of another version is
-/// refused as such, whatever else it holds.
-pub(crate) fn read_header(value: Value<'_>) -> Result<(Header, u32, u64), ItemError> {
-    let version = number(value, "version")?;
-    if version != VERSION {
-        return Err(ItemError::Version { found: version });
-    }
-    let config =
-        field(value, "config")?.as_str().and_then(|s| u64::from_str_radix(s.raw(), 16).ok());
-    let mut capacity = [0u64; 3];
-    let mut items = field(value, "capacity")?.items();
-    for slot in &mut capacity {
-        let n = items.next().and_then(|v| v.number_text()?.parse().ok());
-        *slot = n.ok_or(ItemError::Field("capacity"))?;
-    }
-    if items.next().is_some() {
-        return Err(ItemError::Field("capacity"));
-    }
-    let header = Header { version, config: config.ok_or(ItemError::Field("config"))?, capacity };
-    Ok((header, number(value, "live")?, number_or(value, "steps", None)?))
-}
-
-/// Where an item's strings with escapes are decoded.
-pub(crate) struct Scratch<'a> {
-    pub(crate) rest: &'a mut [u8],
-}
-
-impl<'a> Scratch<'a> {
-    /// The decoded `name` field of `object`.
-    fn text(&mut self, object: Value<'a>, name: &'static str) -> Result<&'a str, ItemError> {
-        let text = field(object, name)?.as_str().ok_or(ItemError::Field(name))?;
-        if !text.raw().contains('\\') {
-            return Ok(text.raw());
-        }
-        self.decode(core::iter::once(text)).map(Option::unwrap_or_default)
-    }
-
-    /// `parts` decoded one after the other (`None` if there is none).
-    fn decode(
-        &mut self,
-        mut parts: impl Iterator<Item = JsonStr<'a>>,
-    ) -> Result<Option<&'a str>, ItemError> {
-        let Some(first) = parts.next() else { return Ok(None) };
-        json::decode_into(&mut self.rest, core::iter::once(first).chain(parts)).map(Some).map_err(
-            |e| match e {
-                json::DecodeError::Full => ItemError::ScratchFull,
-                json::DecodeError::NotUtf8 => ItemError::NotUtf8,
-            },
-        )
-    }
-}
-
-/// The event named `key` with the value `value`; strings are decoded into
-/// `scratch`, blocks into `blocks`.
-pub(crate) fn read_event<'a: 'b, 'b>(
-    key: JsonStr<'a>,
-    value: Value<'a>,
-    said: &Said,
-    scratch: &mut Scratch<'a>,
+/// The item's entry; its blocks into `blocks`.
+pub(crate) fn read_entry<'a: 'b, 'b>(
+    item: &'a [u8],
+    watches: &WatchList<'a>,
     blocks: &'b mut [Block<'a>; MAX_EVENT_BLOCKS],
-) -> Result<Event<'b>, ItemError> {
-    let name = |scratch: &mut Scratch<'a>| scratch.text(value, "name");
-    Ok(match key.raw() {
-        "config" => Event::Config {
-            agent_name: scratch.text(value, "agent_name")?,
-            context_size: number(value, "context_size")?,
-        },
-        "set_clock" => match value.kind() {
-            Kind::Null => Event::SetClock(None),
-            _ => Event::SetClock(Some(
-                value
-                    .as_str()
-                    .and_then(|t| read_rfc3339(t.raw()))
-                    .ok_or(ItemError::Field("set_clock"))?,
-            )),
-        },
-        "advance" => {
-            let micros = match value.kind() {
-                Kind::Number => value
-                    .number_text()
-                    .and_then(|t| t.parse::<i64>().ok())
-                    .and_then(|s| s.checked_mul(1_000_000)),
-                _ => value.as_str().and_then(|t| t.raw().strip_suffix("us")?.parse().ok()),
+) -> Result<(u16, Entry<'b>), ItemError> {
+    let (kind, seq, high) = read_head(item)?;
+    let mut input = In::new(item);
+    // Past the head read above.
+    input.bytes(if high.is_some() { 5 } else { 3 }, "kind")?;
+    let entry = match kind {
+        ItemKind::Header => Entry::Header(read_header(&mut input, seq, high.unwrap_or(0))?),
+        ItemKind::User => Entry::Event(Event::User { name: input.str("name")? }),
+        ItemKind::Message => {
+            let role = match input.u8("role")? {
+                0 => Role::User,
+                1 => Role::Assistant,
+                2 => Role::System,
+                _ => return Err(ItemError::Field("role")),
             };
-            let micros = micros.ok_or(ItemError::Field("advance"))?;
-            // A compacted log's first live items may advance from a clock
-            // set in an item popped since: the time is unknown there.
-            Event::SetClock(
-                said.clock
-                    .flatten()
-                    .and_then(|then| Some(Timestamp(then.unix_micros().checked_add(micros)?))),
-            )
+            let name = input.str("name")?;
+            Entry::Event(Event::Message { role, name, blocks: read_blocks(&mut input, blocks)? })
         }
-        "tasks" => Event::Tasks(read_tasks(value)?),
-        "user" => Event::User { name: name(scratch)? },
-        "message" => {
-            let role = field(value, "role")?
-                .as_str()
-                .and_then(|r| Role::from_name(r.raw()))
-                .ok_or(ItemError::Field("role"))?;
-            let name = name(scratch)?;
-            Event::Message {
-                role,
-                name,
-                blocks: read_blocks(field(value, "content")?, scratch, blocks)?,
-            }
-        }
-        "assistant" => Event::Assistant(read_blocks(value, scratch, blocks)?),
-        "tool_call" => Event::ToolCall {
-            id: scratch.text(value, "id")?,
-            name: name(scratch)?,
-            input: scratch.text(value, "input")?,
-        },
-        "tool_result" => {
-            let state =
-                field(value, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
-            Event::ToolResult {
-                id: scratch.text(value, "id")?,
-                name: name(scratch)?,
-                state: state.ok_or(ItemError::Field("state"))?,
-            }
-        }
-        "reply" => Event::Reply,
-        "compress" => Event::Compress {
-            keep: value
-                .number_text()
-                .and_then(|t| t.parse().ok())
-                .ok_or(ItemError::Field("compress"))?,
-        },
-        "read" => Event::Read(Readings::read(value)?),
-        "step" => {
-            let hint = match field(value, "hint")?.kind() {
-                Kind::Null => None,
-                _ => Some(scratch.text(value, "hint")?),
-            };
-            let cur_iter = number_or(value, "cur_iter", said.iter)?;
-            let at = match value.members().find(|(key, _)| key.eq_str("at")) {
-                None => said.clock.flatten(),
-                Some((_, at)) => Some(
-                    at.as_str()
-                        .and_then(|at| read_rfc3339(at.raw()))
-                        .ok_or(ItemError::Field("at"))?,
-                ),
-            };
-            let tokens = number_or(value, "tokens", said.tokens)?;
-            Event::Step { cur_iter, tokens, hint, at }
-        }
-        _ => return Err(ItemError::UnknownEvent),
+        ItemKind::Assistant => Entry::Event(Event::Assistant(read_blocks(&mut input, blocks)?)),
+        ItemKind::ToolCall => Entry::Event(Event::ToolCall {
+            id: input.str("id")?,
+            name: input.str("name")?,
+            input: input.str("input")?,
+        }),
+        ItemKind::ToolResult => Entry::Event(Event::ToolResult {
+            state: read_state(&mut input)?,
+            id: input.str("id")?,
+            name: input.str("name")?,
+        }),
+        ItemKind::Reply => Entry::Event(Event::Reply),
+        ItemKind::Compress => Entry::Event(Event::Compress { keep: input.size("compress")? }),
+        ItemKind::Step => Entry::Step(read_step(&mut input, watches)?),
+    };
+    input.end()?;
+    Ok((seq, entry))
+}
+
+fn read_header<'a>(input: &mut In<'a>, seq: u16, high: u16) -> Result<LogHeader<'a>, ItemError> {
+    let version = input.varint("version")?;
+    if version != u64::from(VERSION) {
+        return Err(ItemError::Version { found: u32::try_from(version).unwrap_or(u32::MAX) });
+    }
+    let config = input.u64_fixed("config")?;
+    let mut capacity = [0u64; 3];
+    for slot in &mut capacity {
+        *slot = input.varint("capacity")?;
+    }
+    let live = u32::try_from(input.varint("live")?).map_err(|_| ItemError::Field("live"))?;
+    let steps = input.varint("steps")?;
+    let agent = input.str("agent")?;
+    let settings = match input.u8("settings")? {
+        0 => None,
+        1 => Some(input.str("settings")?),
+        _ => return Err(ItemError::Field("settings")),
+    };
+    Ok(LogHeader {
+        header: Header { version: VERSION, config, capacity },
+        number: u32::from(high) << 16 | u32::from(seq),
+        live,
+        agent,
+        steps,
+        settings,
     })
 }
 
-pub(crate) fn read_tasks(value: Value<'_>) -> Result<TaskCounts, ItemError> {
-    let mut counts = TaskCounts::default();
-    for state in value.items() {
-        match state.as_str().map(|s| s.raw()) {
-            Some("pending") => counts.pending += 1,
-            Some("in_progress") => counts.in_progress += 1,
-            _ => return Err(ItemError::Field("tasks")),
-        }
-    }
-    Ok(counts)
+fn read_state(input: &mut In<'_>) -> Result<ToolResultState, ItemError> {
+    STATES.get(usize::from(input.u8("state")?)).copied().ok_or(ItemError::Field("state"))
 }
 
-/// A `content` list, as [`Content`] writes it: a list hint is read back as
-/// its parts joined, which is what the store keeps.
-pub(crate) fn read_blocks<'a: 'b, 'b>(
-    list: Value<'a>,
-    scratch: &mut Scratch<'a>,
+fn read_blocks<'a: 'b, 'b>(
+    input: &mut In<'a>,
     blocks: &'b mut [Block<'a>; MAX_EVENT_BLOCKS],
 ) -> Result<&'b [Block<'a>], ItemError> {
-    if list.kind() != Kind::Array {
-        return Err(ItemError::Field("content"));
+    let count = usize::from(input.u8("content")?);
+    if count > MAX_EVENT_BLOCKS {
+        return Err(ItemError::TooManyBlocks);
     }
-    let mut count = 0;
-    for block in list.items() {
-        let slot = blocks.get_mut(count).ok_or(ItemError::TooManyBlocks)?;
-        *slot = read_block(block, scratch)?;
-        count += 1;
+    for i in 0..count {
+        let block = match input.u8("type")? {
+            tag::OTHER => Block::Other,
+            tag::TEXT => Block::Text(input.str("text")?),
+            tag::TOOL_CALL => Block::ToolCall {
+                id: input.str("id")?,
+                name: input.str("name")?,
+                input: input.str("input")?,
+            },
+            tag::TOOL_RESULT => {
+                let state = read_state(input)?;
+                let output = input.str("output")?;
+                Block::ToolResult { state, output, id: input.str("id")?, name: input.str("name")? }
+            }
+            tag::TOOL_RESULT_OF_CALL => {
+                let call = usize::from(input.u8("call")?);
+                let Some(&Block::ToolCall { id, name, .. }) =
+                    blocks.get(..i).and_then(|b| b.get(call))
+                else {
+                    return Err(ItemError::Field("call"));
+                };
+                let state = read_state(input)?;
+                Block::ToolResult { id, name, state, output: input.str("output")? }
+            }
+            tag::HINT => {
+                let flags = input.u8("hint")?;
+                if flags & !0b111 != 0 {
+                    return Err(ItemError::Field("hint"));
+                }
+                let source = match flags & 1 {
+                    0 => None,
+                    _ => Some(input.str("source")?),
+                };
+                let text = HintText::Single(input.str("hint")?);
+                let created_at = match flags >> 1 {
+                    0 => None,
+                    1 => Some(CreatedAt::Instant(Timestamp(input.signed("created_at")?))),
+                    2 => Some(CreatedAt::WallClock(input.signed("created_at")?)),
+                    _ => return Err(ItemError::Field("created_at")),
+                };
+                Block::Hint { source, text, created_at }
+            }
+            _ => return Err(ItemError::Field("type")),
+        };
+        if let Some(slot) = blocks.get_mut(i) {
+            *slot = block;
+        }
     }
     Ok(blocks.get(..count).unwrap_or_default())
 }
 
-pub(crate) fn read_block<'a>(
-    block: Value<'a>,
-    scratch: &mut Scratch<'a>,
-) -> Result<Block<'a>, ItemError> {
-    let kind = field(block, "type")?.as_str().ok_or(ItemError::Field("type"))?;
-    Ok(match kind.raw() {
-        // The writer writes a block it keeps no data of ([`Block::Other`])
-        // as an empty text: read back as that, never sent in a request.
-        "text" => match scratch.text(block, "text")? {
-            "" => Block::Other,
-            text => Block::Text(text),
+fn read_step<'a>(input: &mut In<'a>, watches: &WatchList<'a>) -> Result<StepRecord<'a>, ItemError> {
+    let flags = input.varint("step")?;
+    if flags & !step_flag::ALL != 0 {
+        return Err(ItemError::Field("step"));
+    }
+    let mut step = StepRecord {
+        clock: match flags & step_flag::CLOCK {
+            clock::SAME => ClockChange::Same,
+            clock::SECONDS => ClockChange::Advance(scaled(input, 1_000_000)?),
+            clock::MILLIS => ClockChange::Advance(scaled(input, 1_000)?),
+            clock::MICROS => ClockChange::Advance(input.signed("advance")?),
+            clock::SET => ClockChange::Set(Timestamp(input.signed("set_clock")?)),
+            clock::UNKNOWN => ClockChange::Unknown,
+            clock::SET_MILLIS => ClockChange::Set(Timestamp(scaled(input, 1_000)?)),
+            _ => return Err(ItemError::Field("clock")),
         },
-        "tool_call" => Block::ToolCall {
-            id: scratch.text(block, "id")?,
-            name: scratch.text(block, "name")?,
-            input: scratch.text(block, "input")?,
-        },
-        "tool_result" => {
-            let state =
-                field(block, "state")?.as_str().and_then(|s| ToolResultState::from_name(s.raw()));
-            Block::ToolResult {
-                id: scratch.text(block, "id")?,
-                name: scratch.text(block, "name")?,
-                state: state.ok_or(ItemError::Field("state"))?,
-                output: scratch.text(block, "output")?,
-            }
+        ..StepRecord::default()
+    };
+    let has = |flag| flags & flag != 0;
+    if has(step_flag::TOKENS) {
+        step.tokens = Some(input.signed("tokens")?);
+    }
+    if has(step_flag::CUR_ITER) {
+        step.cur_iter = Some(input.varint("cur_iter")?);
+    }
+    if has(step_flag::READINGS) {
+        let mask = input.u8("read")?;
+        if u32::from(mask) >> watches.len().min(MAX_WATCHES) != 0 {
+            return Err(ItemError::Field("read"));
         }
-        "hint" => {
-            let source = match field(block, "source")?.kind() {
-                Kind::Null => None,
-                _ => Some(scratch.text(block, "source")?),
-            };
-            let hint = field(block, "hint")?;
-            let text = match hint.kind() {
-                Kind::String => scratch.text(block, "hint")?,
-                Kind::Array => {
-                    let parts =
-                        hint.items().map(|part| field(part, "text").ok().and_then(|t| t.as_str()));
-                    if parts.clone().any(|p| p.is_none()) {
-                        return Err(ItemError::Field("hint"));
-                    }
-                    scratch.decode(parts.flatten())?.unwrap_or("")
-                }
-                _ => return Err(ItemError::Field("hint")),
-            };
-            // A `created_at` that does not read is an unknown one, as in a
-            // context: the time rules then count its age as unknown.
-            let created_at = field(block, "created_at")
-                .ok()
-                .and_then(|at| at.as_str())
-                .and_then(|at| read_created_at(at.raw()));
-            Block::Hint { source, text: HintText::Single(text), created_at }
+        let mut readings = WatchReadings::default();
+        for i in (0..MAX_WATCHES).filter(|i| mask & 1 << i != 0) {
+            readings.set(i, Some(input.str("read")?));
         }
-        _ => return Err(ItemError::Field("type")),
-    })
+        step.readings = Some(readings);
+    }
+    if has(step_flag::TASKS) {
+        let pending = input.varint("tasks")?;
+        step.tasks = Some(TaskCounts { pending, in_progress: input.varint("tasks")? });
+    }
+    if has(step_flag::CONTEXT_SIZE) {
+        step.context_size = Some(input.signed("context_size")?);
+    }
+    if has(step_flag::DECIDED) {
+        let decided = read_decided(input)?;
+        if decided.fires() {
+            step.told = read_told(input, step.readings.as_ref(), watches)?;
+        }
+        step.decided = Some(decided);
+    }
+    Ok(step)
+}
+
+/// An advance in whole seconds or milliseconds, as microseconds.
+fn scaled(input: &mut In<'_>, unit: i64) -> Result<i64, ItemError> {
+    let n = i64::try_from(input.varint("advance")?).ok();
+    n.and_then(|n| n.checked_mul(unit)).ok_or(ItemError::Field("advance"))
+}
+
+fn read_decided(input: &mut In<'_>) -> Result<Decided, ItemError> {
+    let bits = input.u8("decided")?;
+    if bits & !decided_bit::ALL != 0
+        || (bits & decided_bit::SUGGEST != 0 && bits & decided_bit::CONTEXT == 0)
+    {
+        return Err(ItemError::Field("decided"));
+    }
+    let has = |bit| bits & bit != 0;
+    let mut d = Decided {
+        time: has(decided_bit::TIME),
+        tasks: has(decided_bit::TASKS),
+        ..Decided::default()
+    };
+    if has(decided_bit::CONTEXT) {
+        d.context = Some((input.signed("context")?, has(decided_bit::SUGGEST)));
+    }
+    if has(decided_bit::TOOL_ERROR) {
+        let count = input.varint("tool_error")?;
+        d.tool_error = Some(ToolError { count, result: input.size("tool_error")? });
+    }
+    if has(decided_bit::WATCH) {
+        let fired = input.u8("watch")?;
+        let throttled = input.u8("watch")?;
+        d.watch = WatchSet::from_bits([fired & 0x0F, fired >> 4, throttled])
+            .filter(|w| w.bits() != [0, 0, 0])
+            .ok_or(ItemError::Field("watch"))?;
+    }
+    if !d.fires() && d.watch.bits()[2] == 0 {
+        // A step records a decision only when it fired or held one back.
+        return Err(ItemError::Field("decided"));
+    }
+    Ok(d)
+}
+
+fn read_told<'a>(
+    input: &mut In<'a>,
+    readings: Option<&WatchReadings<'a>>,
+    watches: &WatchList<'a>,
+) -> Result<Told<'a>, ItemError> {
+    let count = usize::from(input.u8("told")?);
+    let mut told = Told::default();
+    for _ in 0..count {
+        let t = input.u8("told")?;
+        let watch = usize::from(t & told_tag::WATCH_INDEX);
+        let unknown = t & !(told_tag::WATCH_NAME | told_tag::WATCH_VALUE | told_tag::WATCH_INDEX);
+        let by_watch = t & told_tag::WATCH_NAME != 0;
+        if unknown != 0 || (!by_watch && t != 0) {
+            return Err(ItemError::Field("told"));
+        }
+        let name = match by_watch {
+            true => watches.get(watch).map(|(name, _)| name).ok_or(ItemError::Field("told"))?,
+            false => input.str("told")?,
+        };
+        let value = match t & told_tag::WATCH_VALUE {
+            0 => input.str("told")?,
+            _ => readings.and_then(|r| r.get(watch)).ok_or(ItemError::Field("told"))?,
+        };
+        told.push(name, value)?;
+    }
+    Ok(told)
 }

@@ -4,6 +4,7 @@ use core::fmt;
 use core::future::Future;
 
 use super::*;
+use crate::engine::Engine;
 
 /// Where a [`Session`] appends its items, in order: a device's flash queue
 /// (envaware-flashlog's `SessionLog`), a host's file (envaware-host's
@@ -188,8 +189,8 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
     }
 
     /// The session rebuilt from its log's `items` (oldest first; read
-    /// twice, [`Restore`] says why). `scratch` holds an item's strings that
-    /// had escapes, decoded (as long as the longest item).
+    /// twice, [`Restore`] says why). `scratch` holds each step's hint as
+    /// it is rendered again (as long as the longest hint).
     ///
     /// # Errors
     ///
@@ -270,8 +271,7 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         self.journal.popped(count);
     }
 
-    /// Logs `event`, then applies it. Any event but a header (`log`),
-    /// which [`start`](Self::start) and a compaction write.
+    /// Logs `event`, then applies it.
     ///
     /// # Errors
     ///
@@ -282,23 +282,25 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<(), SessionError<S::Error>> {
-        if matches!(event, Event::Log { .. }) {
-            return Err(RecordError::NotRecordable.into());
-        }
-        self.log(event, buf, store).await
+        // A note an earlier eviction owes comes first, whatever the call.
+        self.pay_owed(buf, store).await?;
+        Journal::plan(&self.context, event)?;
+        self.append(buf, store, |journal, _, buf| journal.write(event, buf)).await?;
+        let index = self.journal.items - 1;
+        // `plan` said the context takes it.
+        let evicted = self.journal.apply(&mut self.context, event, index)?;
+        self.evicted(evicted, buf, store).await;
+        Ok(())
     }
 
-    /// One step, logged: the `config`, `tasks` and `set_clock` items that
-    /// changed, the decision, the live readings told (when they changed),
-    /// and the `step` item with its hint, each appended before it is
-    /// applied; then the hint is in the context (as
+    /// One step, logged: decides, renders the hint, and logs the step item
+    /// (its inputs where they changed, the watched values, the decision and
+    /// the live values told) before the hint is in the context (as
     /// [`AgentContext::step`]).
     ///
     /// # Errors
     ///
-    /// See [`SessionError`]: no hint was appended then. Items the step
-    /// wrote before the one that failed stay logged (they say the step's
-    /// inputs, and change no message).
+    /// See [`SessionError`]: nothing was logged and no hint appended then.
     pub async fn step<'h, L: LiveFields + ?Sized, S: ItemStore>(
         &mut self,
         step: &StepInput,
@@ -308,7 +310,7 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<Outcome<'h>, SessionError<S::Error>> {
-        self.log_inputs(step, now, buf, store).await?;
+        self.pay_owed(buf, store).await?;
         // As `AgentContext::step`: the watched fields are read before
         // deciding, and not again when it fires.
         let engine = *self.context.engine();
@@ -318,13 +320,14 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
 
     /// The first half of a split step (as
     /// [`AgentContext::decide_with_readings`]), for readings awaited in
-    /// between: logs the step's inputs that changed and decides with the
-    /// watched fields' `readings`. Then read what the decision needs and
-    /// call [`render_step`](Self::render_step).
+    /// between: decides with the watched fields' `readings`, after
+    /// appending any `compress` note the log is owed. Then read what the
+    /// decision needs and call [`render_step`](Self::render_step), which
+    /// logs the step whole.
     ///
     /// # Errors
     ///
-    /// See [`SessionError`].
+    /// When the owed note cannot be logged ([`SessionError`]).
     pub async fn decide<L: LiveFields + ?Sized, S: ItemStore>(
         &mut self,
         step: &StepInput,
@@ -333,13 +336,14 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<Decision, SessionError<S::Error>> {
-        self.log_inputs(step, now, buf, store).await?;
+        self.pay_owed(buf, store).await?;
         Ok(self.context.decide_with_readings(step, now, readings))
     }
 
     /// The second half of a split step: refreshes `live` when the
     /// `decision` of [`decide`](Self::decide) fires, renders the hint into
-    /// `hint_out`, and logs the step (as [`AgentContext::render_step`]).
+    /// `hint_out`, and logs the step (as [`AgentContext::render_step`];
+    /// the watched values logged are those `live` holds then).
     ///
     /// # Errors
     ///
@@ -353,36 +357,11 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         buf: &mut [u8],
         store: &mut S,
     ) -> Result<Outcome<'h>, SessionError<S::Error>> {
+        self.pay_owed(buf, store).await?;
         self.log_step(decision, step, live, hint_out, buf, store, false).await
     }
 
-    /// Logs the `config`, `tasks` and `set_clock` items a step's decision
-    /// needs before it, where they changed.
-    async fn log_inputs<S: ItemStore>(
-        &mut self,
-        step: &StepInput,
-        now: Option<Timestamp>,
-        buf: &mut [u8],
-        store: &mut S,
-    ) -> Result<(), SessionError<S::Error>> {
-        self.pay_owed(buf, store).await?;
-        let said = self.journal.said;
-        let inputs = [
-            (said.config != Some(step.context_size)).then_some(Event::Config {
-                agent_name: self.context.agent_name(),
-                context_size: step.context_size,
-            }),
-            (said.tasks != Some(step.tasks)).then_some(Event::Tasks(step.tasks)),
-            (said.clock != Some(now)).then_some(Event::SetClock(now)),
-        ];
-        for event in inputs.iter().flatten() {
-            self.log(event, buf, store).await?;
-        }
-        Ok(())
-    }
-
-    /// Renders `decision` and logs the readings told (when they changed)
-    /// and the `step` item with its hint.
+    /// Renders `decision`, logs the step item, then appends the hint.
     #[allow(clippy::too_many_arguments)]
     async fn log_step<'h, L: LiveFields + ?Sized, S: ItemStore>(
         &mut self,
@@ -398,44 +377,33 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
         let outcome = engine
             .render_read(decision, self.context.store(), live, hint_out, read_before)
             .map_err(|e| RecordError::Step(StepError::from(e)))?;
-        let event = Event::Step {
-            cur_iter: step.cur_iter,
-            tokens: step.input_tokens,
-            hint: outcome.hint,
-            at: decision.now,
+        Journal::plan_step(&self.context, outcome.hint, &*live)?;
+        let watches = engine.config().config().injection.watch;
+        let out = StepOut {
+            input: step,
+            now: decision.now,
+            readings: WatchReadings::of(&watches, &*live),
+            decision: &decision,
+            told: &*live,
         };
-        let fields = Live(&*live);
-        let readings = Readings::of(&fields);
-        if live.len() > 0 && self.journal.said.readings != Some(readings.hash) {
-            // Checked first: the readings are not logged for a step whose
-            // hint the context cannot take.
-            Journal::plan(&self.context, &event)?;
-            self.log(&Event::Read(readings), buf, store).await?;
+        self.append(buf, store, |journal, _, buf| journal.write_step(&out, &watches, buf)).await?;
+        if let Some(hint) = outcome.hint {
+            let index = self.journal.items - 1;
+            // `plan_step` said the context takes it.
+            let evicted = self.journal.apply_hint(&mut self.context, hint, decision.now, index)?;
+            self.evicted(evicted, buf, store).await;
         }
-        self.log(&event, buf, store).await?;
         Ok(outcome)
     }
 
-    /// Checks that the context takes `event`, writes its item, appends it,
-    /// and applies it; then the `compress` note when the store evicted.
-    async fn log<S: ItemStore>(
-        &mut self,
-        event: &Event<'_>,
-        buf: &mut [u8],
-        store: &mut S,
-    ) -> Result<(), SessionError<S::Error>> {
-        // A note an earlier eviction owes comes first, whatever the call.
-        self.pay_owed(buf, store).await?;
-        Journal::plan(&self.context, event)?;
-        self.append(buf, store, |journal, _, buf| journal.write(event, buf)).await?;
-        let index = self.journal.items - 1;
-        // `plan` said the context takes it.
-        if self.journal.apply(&mut self.context, event, index)? > 0 {
+    /// After an item whose apply evicted messages: the `compress` note is
+    /// owed, and appended now if the store takes it (else before the next
+    /// item; the event is logged and applied either way).
+    async fn evicted<S: ItemStore>(&mut self, evicted: usize, buf: &mut [u8], store: &mut S) {
+        if evicted > 0 {
             self.owed = Some(self.context.len());
-            // The event is logged and applied; a refused note is owed.
             let _ = self.pay_owed(buf, store).await;
         }
-        Ok(())
     }
 
     /// Writes an item with `write` into `buf` and appends it to `store`;
@@ -517,8 +485,26 @@ impl<'s, 'e, const M: usize, const B: usize, const T: usize> Restore<'s, 'e, M, 
     ///
     /// A damaged item, or one [`check`](Self::check) did not read.
     pub fn apply(&mut self, item: &[u8], scratch: &mut [u8]) -> Result<bool, LogError> {
+        self.apply_seeing(item, scratch, |_, _| {})
+    }
+
+    /// [`apply`](Self::apply), with `before_step` seeing the context and a
+    /// step's instant just before a step item is applied, as the live
+    /// session's step saw them (a device's transcript stamps the messages
+    /// it restores with the time of the step that first decided on them).
+    ///
+    /// # Errors
+    ///
+    /// As [`apply`](Self::apply).
+    pub fn apply_seeing(
+        &mut self,
+        item: &[u8],
+        scratch: &mut [u8],
+        before_step: impl FnOnce(&AgentContext<'e, M, B, T>, Option<Timestamp>),
+    ) -> Result<bool, LogError> {
         let session = &mut *self.session;
-        let applied = session.journal.restore_item(&mut session.context, item, scratch)?;
+        let applied =
+            session.journal.restore_item(&mut session.context, item, scratch, before_step)?;
         match applied {
             Some((_, true)) => session.owed = None,
             Some((evicted, false)) if evicted > 0 => session.owed = Some(session.context.len()),

@@ -1,149 +1,371 @@
-//! Writing items: the serializer of each event.
+//! Writing items: the encoder of each item (docs/reboot.md, "The items"),
+//! and the header's configuration as the session configuration file's
+//! JSON.
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
 
+use super::binary::Out;
 use super::*;
-use crate::config::watch::WatchList;
+use crate::config::watch::{WatchList, MAX_WATCHES};
 use crate::config::{ExtraFields, StrList};
-use crate::conversation::{Role, SliceMessage};
-use crate::rules::TaskCounts;
-use crate::wire::{Content, Rfc3339};
+use crate::conversation::{Block, Role, ToolResultState};
+use crate::time::CreatedAt;
 
-/// An item on its way out: `{"#": n, "<event>": value}`.
-pub(crate) struct ItemOut<'e> {
-    pub(crate) n: u32,
-    pub(crate) event: &'e Event<'e>,
-    pub(crate) said: &'e Said,
+/// The low 16 bits of item number `n`, which every item carries.
+fn seq(n: u32) -> u16 {
+    n as u16
 }
 
-impl Serialize for ItemOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_struct("Item", 2)?;
-        m.serialize_field("#", &self.n)?;
-        m.serialize_field(self.event.key(self.said), &EventOut(self.event, self.said))?;
-        m.end()
+/// Writes the item numbered `n` for `event`.
+pub(crate) fn write_event(n: u32, event: &Event<'_>, out: &mut [u8]) -> Result<usize, BufferFull> {
+    let mut o = Out::new(out);
+    o.u8(event.kind().byte());
+    o.u16(seq(n));
+    match *event {
+        Event::User { name } => o.str(name),
+        Event::Message { role, name, blocks } => {
+            o.u8(role_byte(role));
+            o.str(name);
+            write_blocks(&mut o, blocks);
+        }
+        Event::Assistant(blocks) => write_blocks(&mut o, blocks),
+        Event::ToolCall { id, name, input } => {
+            o.str(id);
+            o.str(name);
+            o.str(input);
+        }
+        Event::ToolResult { id, name, state } => {
+            o.u8(state_byte(state));
+            o.str(id);
+            o.str(name);
+        }
+        Event::Reply => {}
+        Event::Compress { keep } => o.varint(keep as u64),
+    }
+    o.finish()
+}
+
+pub(crate) fn role_byte(role: Role) -> u8 {
+    match role {
+        Role::User => 0,
+        Role::Assistant => 1,
+        Role::System => 2,
     }
 }
 
-/// An event's value, given what the log said before it.
-pub(crate) struct EventOut<'e>(&'e Event<'e>, &'e Said);
+pub(crate) fn state_byte(state: ToolResultState) -> u8 {
+    STATES.iter().position(|s| *s == state).unwrap_or(0) as u8
+}
 
-impl Serialize for EventOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match *self.0 {
-            Event::Log { header, live, agent, steps, settings } => {
-                let mut m = s.serialize_struct("Log", 7)?;
-                m.serialize_field("version", &header.version)?;
-                m.serialize_field("config", &Hex(header.config))?;
-                m.serialize_field("capacity", &header.capacity)?;
-                m.serialize_field("live", &live)?;
-                m.serialize_field("agent", agent)?;
-                if steps > 0 {
-                    m.serialize_field("steps", &steps)?;
+/// The tool result states by their byte.
+pub(crate) const STATES: [ToolResultState; 5] = [
+    ToolResultState::Success,
+    ToolResultState::Error,
+    ToolResultState::Interrupted,
+    ToolResultState::Denied,
+    ToolResultState::Running,
+];
+
+/// A block's tag.
+pub(crate) mod tag {
+    pub(crate) const OTHER: u8 = 0;
+    pub(crate) const TEXT: u8 = 1;
+    pub(crate) const TOOL_CALL: u8 = 2;
+    pub(crate) const TOOL_RESULT: u8 = 3;
+    /// A tool result whose id and tool are those of a call earlier in the
+    /// same item (its index follows): a result is mostly logged with its call.
+    pub(crate) const TOOL_RESULT_OF_CALL: u8 = 4;
+    pub(crate) const HINT: u8 = 5;
+}
+
+fn write_blocks(o: &mut Out<'_>, blocks: &[Block<'_>]) {
+    // `Journal::plan` refused more than `MAX_EVENT_BLOCKS`.
+    o.u8(blocks.len().min(usize::from(u8::MAX)) as u8);
+    for (i, block) in blocks.iter().enumerate() {
+        match *block {
+            Block::Other => o.u8(tag::OTHER),
+            Block::Text(text) => {
+                o.u8(tag::TEXT);
+                o.str(text);
+            }
+            Block::ToolCall { id, name, input } => {
+                o.u8(tag::TOOL_CALL);
+                o.str(id);
+                o.str(name);
+                o.str(input);
+            }
+            Block::ToolResult { id, name, state, output } => {
+                let call = blocks.get(..i).unwrap_or_default().iter().rposition(|b| {
+                    matches!(*b, Block::ToolCall { id: i, name: n, .. } if i == id && n == name)
+                });
+                match call {
+                    Some(k) => {
+                        o.u8(tag::TOOL_RESULT_OF_CALL);
+                        o.u8(k as u8);
+                        o.u8(state_byte(state));
+                        o.str(output);
+                    }
+                    None => {
+                        o.u8(tag::TOOL_RESULT);
+                        o.u8(state_byte(state));
+                        o.str(output);
+                        o.str(id);
+                        o.str(name);
+                    }
                 }
-                if let Some(config) = settings {
-                    let settings = SettingsOut(config, agent, self.1.config);
-                    m.serialize_field("settings", &settings)?;
+            }
+            Block::Hint { source, text, created_at } => {
+                let at = match created_at {
+                    None => 0,
+                    Some(CreatedAt::Instant(_)) => 1,
+                    Some(CreatedAt::WallClock(_)) => 2,
+                };
+                o.u8(tag::HINT);
+                o.u8(u8::from(source.is_some()) | at << 1);
+                if let Some(source) = source {
+                    o.str(source);
                 }
-                m.end()
-            }
-            Event::Config { agent_name, context_size } => {
-                let mut m = s.serialize_struct("Config", 2)?;
-                m.serialize_field("agent_name", agent_name)?;
-                m.serialize_field("context_size", &context_size)?;
-                m.end()
-            }
-            Event::SetClock(now) => match self.1.advance(now) {
-                Some(micros) if micros % 1_000_000 == 0 => s.serialize_i64(micros / 1_000_000),
-                Some(micros) => s.collect_str(&format_args!("{micros}us")),
-                None => now.map(Rfc3339).serialize(s),
-            },
-            Event::Tasks(counts) => TasksOut(counts).serialize(s),
-            Event::User { name } => {
-                let mut m = s.serialize_struct("User", 2)?;
-                m.serialize_field("name", name)?;
-                m.serialize_field("content", "")?;
-                m.end()
-            }
-            Event::Message { role, name, blocks } => {
-                let mut m = s.serialize_struct("Msg", 3)?;
-                m.serialize_field("name", name)?;
-                m.serialize_field("role", role.name())?;
-                m.serialize_field(
-                    "content",
-                    &Content { msg: &SliceMessage { role, name, blocks }, id: "m" },
-                )?;
-                m.end()
-            }
-            Event::Assistant(blocks) => {
-                Content { msg: &SliceMessage { role: Role::Assistant, name: "", blocks }, id: "m" }
-                    .serialize(s)
-            }
-            Event::ToolCall { id, name, input } => {
-                let mut m = s.serialize_struct("ToolCall", 3)?;
-                m.serialize_field("id", id)?;
-                m.serialize_field("name", name)?;
-                m.serialize_field("input", input)?;
-                m.end()
-            }
-            Event::ToolResult { id, name, state } => {
-                let mut m = s.serialize_struct("ToolResult", 3)?;
-                m.serialize_field("id", id)?;
-                m.serialize_field("name", name)?;
-                m.serialize_field("state", state.name())?;
-                m.end()
-            }
-            Event::Reply => s.serialize_none(),
-            Event::Compress { keep } => s.serialize_u64(keep as u64),
-            Event::Read(Readings { fields, .. }) => {
-                let fields = fields.unwrap_or(&());
-                let mut m = s.serialize_map(Some(fields.len()))?;
-                for (name, value) in (0..fields.len()).filter_map(|i| fields.field(i)) {
-                    m.serialize_entry(name, value)?;
+                o.joined(text.parts());
+                match created_at {
+                    Some(CreatedAt::Instant(t)) => o.signed(t.unix_micros()),
+                    Some(CreatedAt::WallClock(micros)) => o.signed(micros),
+                    None => {}
                 }
-                m.end()
-            }
-            // What the replay would assume is left out.
-            Event::Step { cur_iter, tokens, hint, at } => {
-                let mut m = s.serialize_struct("Step", 4)?;
-                if self.1.iter != Some(cur_iter) {
-                    m.serialize_field("cur_iter", &cur_iter)?;
-                }
-                if self.1.tokens != Some(tokens) {
-                    m.serialize_field("tokens", &tokens)?;
-                }
-                m.serialize_field("hint", &hint)?;
-                if let (Some(_), Some(at)) = (hint, at) {
-                    m.serialize_field("at", &Rfc3339(at))?;
-                }
-                m.end()
             }
         }
     }
 }
 
-/// A configuration hash as 16 hex digits.
-pub(crate) struct Hex(u64);
+/// A step's flags (a LEB128 integer: the frequent ones in its first byte).
+pub(crate) mod step_flag {
+    /// Bits 0 to 2: how the clock moved ([`super::clock`]).
+    pub(crate) const CLOCK: u64 = 0b111;
+    pub(crate) const TOKENS: u64 = 1 << 3;
+    pub(crate) const CUR_ITER: u64 = 1 << 4;
+    pub(crate) const READINGS: u64 = 1 << 5;
+    pub(crate) const DECIDED: u64 = 1 << 6;
+    pub(crate) const TASKS: u64 = 1 << 7;
+    pub(crate) const CONTEXT_SIZE: u64 = 1 << 8;
+    pub(crate) const ALL: u64 = (1 << 9) - 1;
+}
 
-impl Serialize for Hex {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{:016x}", self.0))
+/// How a step's clock moved, in its flags' low bits.
+pub(crate) mod clock {
+    pub(crate) const SAME: u64 = 0;
+    pub(crate) const SECONDS: u64 = 1;
+    pub(crate) const MILLIS: u64 = 2;
+    pub(crate) const MICROS: u64 = 3;
+    pub(crate) const SET: u64 = 4;
+    pub(crate) const UNKNOWN: u64 = 5;
+    /// Set, in whole milliseconds since 1970 (a device's clock ticks in them).
+    pub(crate) const SET_MILLIS: u64 = 6;
+}
+
+/// The bits of a step's `decided` byte.
+pub(crate) mod decided_bit {
+    pub(crate) const TIME: u8 = 1;
+    pub(crate) const TASKS: u8 = 1 << 1;
+    pub(crate) const CONTEXT: u8 = 1 << 2;
+    pub(crate) const SUGGEST: u8 = 1 << 3;
+    pub(crate) const TOOL_ERROR: u8 = 1 << 4;
+    pub(crate) const WATCH: u8 = 1 << 5;
+    pub(crate) const ALL: u8 = (1 << 6) - 1;
+}
+
+/// A told field's tag: its name is watch `tag & WATCH_INDEX`'s; its value
+/// is that watch's reading in the same item.
+pub(crate) mod told_tag {
+    pub(crate) const WATCH_NAME: u8 = 1 << 7;
+    pub(crate) const WATCH_VALUE: u8 = 1 << 6;
+    pub(crate) const WATCH_INDEX: u8 = 0b111;
+}
+
+/// What a step logs: its inputs, the watched values it decided on, its
+/// decision, and the live fields its hint told.
+pub(crate) struct StepOut<'s, L: ?Sized> {
+    pub(crate) input: &'s StepInput,
+    pub(crate) now: Option<Timestamp>,
+    pub(crate) readings: WatchReadings<'s>,
+    pub(crate) decision: &'s Decision,
+    pub(crate) told: &'s L,
+}
+
+/// Writes step item `n`, given what the log said before it.
+pub(crate) fn write_step<L: LiveFields + ?Sized>(
+    n: u32,
+    step: &StepOut<'_, L>,
+    said: &Said,
+    watches: &WatchList<'_>,
+    out: &mut [u8],
+) -> Result<usize, BufferFull> {
+    let StepOut { input, now, readings, decision, told } = *step;
+    let decided = Decided::of(decision);
+    let fires = decision.fires();
+    // A firing step says what its hint shows in full (its instant, and the
+    // counts it tells), not as a change: a compaction may pop the items
+    // the change is from, and a restore renders the hint from this item.
+    let advance = said.advance(now).filter(|_| !fires);
+    let (clock_kind, clock_value) = match (said.clock, now) {
+        (Some(then), now) if then == now && !fires => (clock::SAME, None),
+        (_, None) => (clock::UNKNOWN, None),
+        (_, Some(now)) => match advance {
+            Some(us) if us > 0 && us % 1_000_000 == 0 => (clock::SECONDS, Some(us / 1_000_000)),
+            Some(us) if us > 0 && us % 1_000 == 0 => (clock::MILLIS, Some(us / 1_000)),
+            Some(us) => (clock::MICROS, Some(us)),
+            None if now.unix_micros() >= 0 && now.unix_micros() % 1_000 == 0 => {
+                (clock::SET_MILLIS, Some(now.unix_micros() / 1_000))
+            }
+            None => (clock::SET, Some(now.unix_micros())),
+        },
+    };
+    let readings_changed = said.readings != Some(readings.hash());
+    // A firing step says its readings again: its told values refer to them.
+    let write_readings = !watches.is_empty() && (readings_changed || fires);
+    let mut flags = clock_kind;
+    let told_tasks = decision.tasks.is_some();
+    let told_tokens = decision.context.is_some();
+    for (on, flag) in [
+        (said.tokens != Some(input.input_tokens) || told_tokens, step_flag::TOKENS),
+        (said.iter != Some(input.cur_iter), step_flag::CUR_ITER),
+        (write_readings, step_flag::READINGS),
+        (decided.is_some(), step_flag::DECIDED),
+        (said.tasks != Some(input.tasks) || told_tasks, step_flag::TASKS),
+        (said.config != Some(input.context_size), step_flag::CONTEXT_SIZE),
+    ] {
+        if on {
+            flags |= flag;
+        }
+    }
+    let mut o = Out::new(out);
+    o.u8(ItemKind::Step.byte());
+    o.u16(seq(n));
+    o.varint(flags);
+    match (clock_kind, clock_value) {
+        (clock::SECONDS | clock::MILLIS | clock::SET_MILLIS, Some(v)) => o.varint(v as u64),
+        (_, Some(v)) => o.signed(v),
+        _ => {}
+    }
+    if flags & step_flag::TOKENS != 0 {
+        o.signed(input.input_tokens);
+    }
+    if flags & step_flag::CUR_ITER != 0 {
+        o.varint(input.cur_iter);
+    }
+    if write_readings {
+        let mask = (0..MAX_WATCHES).fold(0u8, |m, i| m | u8::from(readings.get(i).is_some()) << i);
+        o.u8(mask);
+        (0..MAX_WATCHES).filter_map(|i| readings.get(i)).for_each(|v| o.str(v));
+    }
+    if flags & step_flag::TASKS != 0 {
+        o.varint(input.tasks.pending);
+        o.varint(input.tasks.in_progress);
+    }
+    if flags & step_flag::CONTEXT_SIZE != 0 {
+        o.signed(input.context_size);
+    }
+    if let Some(d) = decided {
+        write_decided(&mut o, &d);
+        if fires {
+            write_told(&mut o, told, &readings, watches, write_readings);
+        }
+    }
+    o.finish()
+}
+
+fn write_decided(o: &mut Out<'_>, d: &Decided) {
+    let [fired, heartbeat, throttled] = d.watch.bits();
+    let watch = fired | throttled != 0;
+    let mut bits = 0;
+    for (on, bit) in [
+        (d.time, decided_bit::TIME),
+        (d.tasks, decided_bit::TASKS),
+        (d.context.is_some(), decided_bit::CONTEXT),
+        (d.context.is_some_and(|(_, suggest)| suggest), decided_bit::SUGGEST),
+        (d.tool_error.is_some(), decided_bit::TOOL_ERROR),
+        (watch, decided_bit::WATCH),
+    ] {
+        if on {
+            bits |= bit;
+        }
+    }
+    o.u8(bits);
+    if let Some((trigger, _)) = d.context {
+        o.signed(trigger);
+    }
+    if let Some(e) = d.tool_error {
+        o.varint(e.count);
+        o.varint(e.result as u64);
+    }
+    if watch {
+        o.u8(fired | heartbeat << 4);
+        o.u8(throttled);
     }
 }
 
-/// Task counts as the trace's list of states.
-pub(crate) struct TasksOut(TaskCounts);
-
-impl Serialize for TasksOut {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(None)?;
-        for (count, state) in [(self.0.pending, "pending"), (self.0.in_progress, "in_progress")] {
-            for _ in 0..count {
-                seq.serialize_element(state)?;
-            }
+/// The told fields: a watched field's name as its watch's index, and its
+/// value as that watch's reading when the item holds it.
+fn write_told<L: LiveFields + ?Sized>(
+    o: &mut Out<'_>,
+    told: &L,
+    readings: &WatchReadings<'_>,
+    watches: &WatchList<'_>,
+    readings_written: bool,
+) {
+    // `Journal::plan_step` refused more than `MAX_TOLD_FIELDS`.
+    o.u8(told.len().min(MAX_TOLD_FIELDS) as u8);
+    for (name, value) in (0..told.len()).filter_map(|i| told.field(i)) {
+        let watch = watches.iter().position(|(w, _)| w == name);
+        let same = watch.is_some_and(|i| readings_written && readings.get(i) == Some(value));
+        let mut t = 0;
+        if let Some(i) = watch {
+            t |= told_tag::WATCH_NAME | i as u8;
         }
-        seq.end()
+        if same {
+            t |= told_tag::WATCH_VALUE;
+        }
+        o.u8(t);
+        if watch.is_none() {
+            o.str(name);
+        }
+        if !same {
+            o.str(value);
+        }
     }
+}
+
+/// Writes header item `n`.
+pub(crate) fn write_header(
+    n: u32,
+    header: &LogHeader<'_>,
+    config: Option<(&Config<'_>, Option<i64>)>,
+    out: &mut [u8],
+) -> Result<usize, BufferFull> {
+    let capacity = out.len();
+    let mut o = Out::new(out);
+    o.u8(ItemKind::Header.byte());
+    o.u16(seq(n));
+    o.u16((n >> 16) as u16);
+    o.varint(u64::from(header.header.version));
+    o.u64_fixed(header.header.config);
+    header.header.capacity.iter().for_each(|&c| o.varint(c));
+    o.varint(u64::from(header.live));
+    o.varint(header.steps);
+    o.str(header.agent);
+    o.u8(u8::from(config.is_some()));
+    let len = o.finish()?;
+    let Some((config, context_size)) = config else { return Ok(len) };
+    // The settings' JSON goes after a length of up to 3 bytes (2 MiB),
+    // then moves back to follow the length's shortest form.
+    let rest = out.get_mut(len + 3..).ok_or(BufferFull { capacity })?;
+    let json = serde_json_core::to_slice(&SettingsOut(config, header.agent, context_size), rest)
+        .map_err(|_| BufferFull { capacity })?;
+    let mut length = [0u8; 3];
+    let mut l = Out::new(&mut length);
+    l.varint(json as u64);
+    let width = l.finish().map_err(|_| BufferFull { capacity })?;
+    out.copy_within(len + 3..len + 3 + json, len + width);
+    out[len..len + width].copy_from_slice(&length[..width]);
+    Ok(len + width + json)
 }
 
 /// A configuration as the session configuration file writes it

@@ -32,7 +32,7 @@ pub(crate) use self::value::{
 pub use self::value::{JsonStr, Members, Value};
 
 /// Why [`decode_into`] failed.
-#[cfg(any(feature = "journal", feature = "openai"))]
+#[cfg(feature = "openai")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum DecodeError {
     /// The strings do not fit what is left of the buffer.
@@ -44,7 +44,7 @@ pub(crate) enum DecodeError {
 /// Decodes `parts` one after the other into the front of `*rest`, which
 /// then starts after them; the decoded text borrows the buffer, so that
 /// strings with escapes need no heap.
-#[cfg(any(feature = "journal", feature = "openai"))]
+#[cfg(feature = "openai")]
 pub(crate) fn decode_into<'a, 'p>(
     rest: &mut &'a mut [u8],
     parts: impl Iterator<Item = JsonStr<'p>>,
@@ -63,13 +63,13 @@ pub(crate) fn decode_into<'a, 'p>(
     core::str::from_utf8(done).map_err(|_| DecodeError::NotUtf8)
 }
 
-#[cfg(any(feature = "journal", feature = "openai"))]
+#[cfg(feature = "openai")]
 struct Cursor<'a> {
     buf: &'a mut [u8],
     len: usize,
 }
 
-#[cfg(any(feature = "journal", feature = "openai"))]
+#[cfg(feature = "openai")]
 impl fmt::Write for Cursor<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;

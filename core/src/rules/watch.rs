@@ -93,6 +93,25 @@ impl WatchSet {
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         (0..MAX_WATCHES).filter(|i| self.contains(*i))
     }
+
+    /// The set as its bits (fired, of those by heartbeat, throttled), as
+    /// the session log writes it.
+    #[cfg(feature = "journal")]
+    pub(crate) fn bits(&self) -> [u8; 3] {
+        [self.fired, self.heartbeat, self.throttled]
+    }
+
+    /// The set [`bits`](Self::bits) wrote; `None` for bits no set holds
+    /// (past [`MAX_WATCHES`], a heartbeat that did not fire, a watch both
+    /// fired and throttled).
+    #[cfg(feature = "journal")]
+    pub(crate) fn from_bits([fired, heartbeat, throttled]: [u8; 3]) -> Option<WatchSet> {
+        let all = (1u8 << MAX_WATCHES) - 1;
+        let valid = (fired | heartbeat | throttled) & !all == 0
+            && heartbeat & !fired == 0
+            && fired & throttled == 0;
+        valid.then_some(WatchSet { fired, heartbeat, throttled })
+    }
 }
 
 /// The watches that fire for `readings` at `now`, given what was told.

@@ -27,7 +27,7 @@
 use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
-use envaware::journal::{Event as JournalEvent, ItemError, ItemReader, LogError, Session};
+use envaware::journal::{Event as JournalEvent, ItemError, ItemKind, ItemReader, LogError, Session};
 use envaware::openai::ChatResponse;
 use envaware::{
     Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
@@ -134,7 +134,7 @@ async fn resume<S: MultiwriteNorFlash>(
             let mut replies = 0;
             let counted = log
                 .read_items(items, |item| {
-                    replies += u64::from(heads.read(item).is_ok_and(|h| h.event == "reply"));
+                    replies += u64::from(heads.read(item).is_ok_and(|h| h.kind == ItemKind::Reply));
                     Ok::<(), ()>(())
                 })
                 .await;

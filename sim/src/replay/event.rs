@@ -72,6 +72,14 @@ pub(super) struct StepEvent {
     /// The instant the device's hint was appended at (`at`, with a hint):
     /// its `created_at`.
     pub(super) at: Option<Timestamp>,
+    /// What the device decided at this step (a session log's step, format
+    /// 3, `decided`): the dimensions that fired, as
+    /// [`crate::device_log::decided`] writes them, or `null` for none.
+    /// `None` when the key is absent (a plain trace).
+    pub(super) decided: Option<Value>,
+    /// The live values the device's hint told, in order (`told`, with a
+    /// hint): what its hint is rendered with.
+    pub(super) told: Option<scenario::Readings>,
 }
 
 impl StepEvent {
@@ -111,9 +119,34 @@ impl StepEvent {
                         }
                     });
                 }
+                "decided" => {
+                    let value: Value = serde_json::from_str(value.get())
+                        .map_err(|e| format!("step.decided: {e}"))?;
+                    if !(value.is_null() || value.is_object()) {
+                        let got = scenario::short_json(&value);
+                        return Err(format!("step.decided: expected an object or null, got {got}"));
+                    }
+                    step.decided = Some(value);
+                }
+                "told" => {
+                    let value: Value = serde_json::from_str(value.get())
+                        .map_err(|e| format!("step.told: {e}"))?;
+                    let pair = |v: &Value| match v.as_array().map(Vec::as_slice) {
+                        Some([Value::String(k), Value::String(v)]) => Some((k.clone(), Some(v.clone()))),
+                        _ => None,
+                    };
+                    let pairs = value.as_array().and_then(|a| a.iter().map(pair).collect());
+                    let Some(pairs) = pairs else {
+                        let got = scenario::short_json(&value);
+                        return Err(format!(
+                            "step.told: expected a list of [field, value] texts, got {got}"
+                        ));
+                    };
+                    step.told = Some(scenario::Readings(pairs));
+                }
                 _ => {
                     return Err(format!(
-                        "step.{key}: unknown key (expected cur_iter, tokens, hint or at)"
+                        "step.{key}: unknown key (expected cur_iter, tokens, hint, at, decided or told)"
                     ))
                 }
             }

@@ -97,6 +97,10 @@ pub(super) struct Session {
     recorded: Option<Option<String>>,
     /// The recorded step's `at`: its hint's instant.
     recorded_at: Option<Timestamp>,
+    /// What the device decided at the step being run (its log's `decided`).
+    recorded_decision: Option<Value>,
+    /// The live values the device's hint told at the step being run.
+    recorded_told: Option<Readings>,
     /// The readings that woke the agent for the next step (`woken`).
     woken: Option<Map<String, Value>>,
     /// Whether a device log's header came: from there on its inputs are
@@ -137,6 +141,8 @@ impl Session {
             clock_set: false,
             recorded: None,
             recorded_at: None,
+            recorded_decision: None,
+            recorded_told: None,
             woken: None,
             log_header: false,
             device_log: false,
@@ -270,6 +276,8 @@ impl Session {
                 let cur_iter = step.cur_iter.unwrap_or(self.iter_in_reply);
                 self.recorded = step.hint;
                 self.recorded_at = step.at;
+                self.recorded_decision = step.decided;
+                self.recorded_told = step.told;
                 self.step(cur_iter, decider, output, line)?;
                 self.iter_in_reply = cur_iter.saturating_add(1);
             }
@@ -456,13 +464,44 @@ impl Session {
         self.check = decider.check();
         let decision =
             decided.map_err(|decisions| ReplayError::Disagree { step: number, line, decisions })?;
-        let mut ran = render(
-            decider.engine(),
-            decision,
-            &self.context,
-            &mut self.readings,
-            opts.hint_capacity,
-        );
+        // A device's step: the decision it logged, decided again (a
+        // compacted log's steps before its header may lack an input: let
+        // off). Its hint is the device's: rendered from what it logged,
+        // with the live values it told.
+        let mut decision = decision;
+        if let Some(logged) = self.recorded_decision.take() {
+            let watches = decider.engine().config().config().injection.watch;
+            let names: Vec<&str> = watches.iter().map(|(name, _)| name).collect();
+            let ours = journal::Decided::of(&decision)
+                .map_or(Value::Null, |d| envaware_sim::device_log::decided(&d, &names));
+            let lenient = self.device_log && !self.log_header;
+            if ours != logged && !lenient {
+                let message = format!("the device decided {logged}, but the replay decides {ours}");
+                return Err(ReplayError::Invalid { line, message });
+            }
+            let device = envaware_sim::device_log::parse_decided(&logged, &names)
+                .map_err(|message| ReplayError::Invalid { line, message })?;
+            let input = envaware::StepInput {
+                tasks: self.task_counts,
+                cur_iter,
+                input_tokens: self.input_tokens,
+                context_size: self.context_size,
+            };
+            let own = decision;
+            decision = journal::Decided::decision(device, &input, self.clock);
+            // What the log does not record: the warnings, and why the time
+            // was not told.
+            decision.warnings = own.warnings;
+            if !matches!(decision.time, TimeDecision::Inject(_))
+                && !matches!(own.time, TimeDecision::Inject(_))
+            {
+                decision.time = own.time;
+            }
+        }
+        let mut told = self.recorded_told.take();
+        let readings = told.as_mut().unwrap_or(&mut self.readings);
+        let mut ran =
+            render(decider.engine(), decision, &self.context, readings, opts.hint_capacity);
         // A recorded step: decided again, it must give the hint recorded,
         // none included. Only a device log before its header is let off (a
         // compacted log may lack an input there); the context takes the
