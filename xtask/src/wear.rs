@@ -1,9 +1,11 @@
 //! `cargo xtask wear`: the session log's wear per step, from the power-cut
-//! tests' wear runs (`tests/tests/power_cut.rs`: the demo session and a
-//! long generated one, each in a 64 KiB region of 1 KiB pages over
-//! sequential-storage's mock flash, which counts the bytes written and the
-//! pages erased), with the projected lifetime of 10,000-cycle pages at one
-//! step a minute. The last line is the demo's.
+//! tests' wear runs (`tests/tests/power_cut.rs`: the demo session as the
+//! firmware logs it in `cargo xtask demo`, the same without the model's
+//! replies, and a long generated session, each in a 64 KiB region of 1 KiB
+//! pages over sequential-storage's mock flash, which counts the bytes
+//! written and the pages erased once the region has filled), with the
+//! projected lifetime of 10,000-cycle pages at one step a minute. The last
+//! line is the demo's.
 
 use crate::{cargo, root};
 
@@ -57,8 +59,8 @@ fn figures(line: &str) -> Option<(f64, f64, f64)> {
 mod tests {
     #[test]
     fn a_wear_line_gives_its_figures() {
-        let line = "wear, demo session: 2000 steps, 10400 items, 972000 bytes written, 1024 pages erased: 486 bytes and 0.5120 erases per step; 64 KiB of 10,000-cycle pages at a step a minute: 2.4 years";
-        assert_eq!(super::figures(line), Some((486.0, 0.512, 2.4)));
+        let line = "wear, demo session: 2400 steps, 8001 items; over the last 1800 steps 304976 bytes written, 242 pages erased: 169 bytes and 0.1344 erases per step; 64 KiB of 10,000-cycle pages at a step a minute: 9.1 years";
+        assert_eq!(super::figures(line), Some((169.0, 0.1344, 9.1)));
         assert_eq!(super::figures("wear, demo session: nothing"), None);
     }
 }

@@ -43,9 +43,11 @@ impl ZoneName {
             len -= 1;
         }
         let mut bytes = [0; crate::time::iana::MAX_NAME_LEN];
-        if let (Some(dst), Some(src)) = (bytes.get_mut(..len), name.as_bytes().get(..len)) {
-            dst.copy_from_slice(src);
-        }
+        // As `copy_from_slice`, with no length check left to panic.
+        bytes
+            .iter_mut()
+            .zip(name.as_bytes().get(..len).unwrap_or_default())
+            .for_each(|(d, s)| *d = *s);
         ZoneName { bytes, len: len as u8 }
     }
 

@@ -23,7 +23,8 @@ impl<'b> Out<'b> {
         let end = self.len.saturating_add(bytes.len());
         match self.buf.get_mut(self.len..end) {
             Some(slot) if !self.overflow => {
-                slot.copy_from_slice(bytes);
+                // As `copy_from_slice`, with no length check left to panic.
+                slot.iter_mut().zip(bytes).for_each(|(d, s)| *d = *s);
                 self.len = end;
             }
             _ => self.overflow = true,

@@ -900,12 +900,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         let mut checker = self.checker;
         let head = checker.read(item)?;
         if head.kind == ItemKind::Header {
-            let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
-            let Entry::Header(log) =
-                read_entry(item, &WatchList::EMPTY, &mut blocks).map_err(error)?.1
-            else {
-                return Err(error(ItemError::UnknownEvent));
-            };
+            let log = read_header_item(item).map_err(error)?;
             if log.header.config != self.header.config {
                 return Err(error(ItemError::Config {
                     found: log.header.config,

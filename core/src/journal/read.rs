@@ -184,6 +184,18 @@ pub(crate) fn read_entry<'a: 'b, 'b>(
     Ok((seq, entry))
 }
 
+/// A header item, read alone (the check pass reads every header).
+pub(crate) fn read_header_item(item: &[u8]) -> Result<LogHeader<'_>, ItemError> {
+    let mut input = In::new(item);
+    let (kind, seq, high) = (input.u8("kind")?, input.u16("number")?, input.u16("number")?);
+    if kind != ItemKind::Header.byte() {
+        return Err(ItemError::UnknownEvent);
+    }
+    let header = read_header(&mut input, seq, high)?;
+    input.end()?;
+    Ok(header)
+}
+
 fn read_header<'a>(input: &mut In<'a>, seq: u16, high: u16) -> Result<LogHeader<'a>, ItemError> {
     let version = input.varint("version")?;
     if version != u64::from(VERSION) {
@@ -199,7 +211,15 @@ fn read_header<'a>(input: &mut In<'a>, seq: u16, high: u16) -> Result<LogHeader<
     let agent = input.str("agent")?;
     let settings = match input.u8("settings")? {
         0 => None,
-        1 => Some(input.str("settings")?),
+        1 => {
+            let b = input.bytes(4, "settings")?;
+            let n = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let n = usize::try_from(n).map_err(|_| ItemError::Field("settings"))?;
+            Some(
+                core::str::from_utf8(input.bytes(n, "settings")?)
+                    .map_err(|_| ItemError::NotUtf8)?,
+            )
+        }
         _ => return Err(ItemError::Field("settings")),
     };
     Ok(LogHeader {

@@ -354,18 +354,15 @@ pub(crate) fn write_header(
     o.u8(u8::from(config.is_some()));
     let len = o.finish()?;
     let Some((config, context_size)) = config else { return Ok(len) };
-    // The settings' JSON goes after a length of up to 3 bytes (2 MiB),
-    // then moves back to follow the length's shortest form.
-    let rest = out.get_mut(len + 3..).ok_or(BufferFull { capacity })?;
+    // The settings' JSON after its length, a `u32` (written once the JSON's
+    // size is known: a header is written rarely, 3 bytes are no matter).
+    let full = BufferFull { capacity };
+    let (head, rest) = out.split_at_mut_checked(len + 4).ok_or(full)?;
     let json = serde_json_core::to_slice(&SettingsOut(config, header.agent, context_size), rest)
-        .map_err(|_| BufferFull { capacity })?;
-    let mut length = [0u8; 3];
-    let mut l = Out::new(&mut length);
-    l.varint(json as u64);
-    let width = l.finish().map_err(|_| BufferFull { capacity })?;
-    out.copy_within(len + 3..len + 3 + json, len + width);
-    out[len..len + width].copy_from_slice(&length[..width]);
-    Ok(len + width + json)
+        .map_err(|_| full)?;
+    let length = u32::try_from(json).map_err(|_| full)?.to_le_bytes();
+    head.iter_mut().skip(len).zip(length).for_each(|(d, s)| *d = s);
+    Ok(len + 4 + json)
 }
 
 /// A configuration as the session configuration file writes it

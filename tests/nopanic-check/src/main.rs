@@ -137,20 +137,20 @@ fn journal() -> Option<usize> {
         (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())
     }));
     // The split step, as an async sensor drives it.
-    if let Ok((decision, _)) =
-        journal.decide(&mut context, &input(), Some(Timestamp(number())), &live, &mut out)
-    {
-        let rendered =
-            journal.render_step(&mut context, decision, &input(), &mut live, &mut hint, &mut out);
-        sink(rendered.map(|(o, items)| {
-            (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())
-        }));
-    }
+    let decision = journal.decide(&mut context, &input(), Some(Timestamp(number())), &live);
+    let rendered =
+        journal.render_step(&mut context, decision, &input(), &mut live, &mut hint, &mut out);
+    sink(rendered.map(|(o, items)| {
+        (o.hint.map(str::len), items.iter(&out).map(<[u8]>::len).sum::<usize>())
+    }));
     sink(journal.compaction_header(&context, &mut out));
     journal.popped(journal.dead_items());
     let item: &[u8] = black_box(&[]);
     sink(journal.check(item));
-    sink(ItemReader::new().read(item).map(|head| (head.number, head.event.len())));
+    sink(ItemReader::new().read(item).map(|head| (head.number, head.seq, head.kind)));
+    let watches = engine.config().config().injection.watch;
+    let mut blocks = [Block::Other; envaware::journal::MAX_EVENT_BLOCKS];
+    sink(envaware::journal::decode(item, &watches, &mut blocks).map(|(seq, _)| seq));
     sink(journal.restore(&mut context, item, &mut scratch));
     Some(journal.restored_events() as usize)
 }
