@@ -796,7 +796,11 @@ fn a_foreign_or_truncated_log_starts_the_session_empty() {
         let n = journal.start(&context, &mut buf).unwrap();
         assert!(block_on(log.append(&buf[..n])).is_ok());
         let items = journal
-            .record(&mut context, &envaware::journal::Event::User { name: "operator" }, &mut buf)
+            .record(
+                &mut context,
+                &envaware::journal::Event::User { name: "operator", text: "" },
+                &mut buf,
+            )
             .unwrap();
         assert!(items.iter(&buf).all(|item| block_on(log.append(item)).is_ok()));
     }
@@ -965,4 +969,3 @@ fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires_by_value() {
         "no watch: nothing wakes the agent"
     );
 }
-

@@ -29,7 +29,7 @@
 //! let (mut buf, mut scratch) = ([0u8; MAX_ITEM], [0u8; MAX_ITEM]);
 //! let mut session = Sprout::new(&engine, "Sprout");
 //! session.start(&mut buf, &mut log).await?;
-//! session.record(&Event::User { name: "operator" }, &mut buf, &mut log).await?;
+//! session.record(&Event::User { name: "operator", text: "" }, &mut buf, &mut log).await?;
 //!
 //! // After a reset: the log is read back into an empty context.
 //! let mut restored = Sprout::new(&engine, "Sprout");

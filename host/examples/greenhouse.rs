@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reply = session.reply();
     let mut cur_iter = reply.next_iter.unwrap_or(0);
     if session.context().is_empty() || cur_iter == 0 {
-        block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
+        block_on(session.record(&Event::User { name: "operator", text: "" }, &mut buf, &mut log))?;
         cur_iter = 0;
     }
     for _ in 0..3 {

@@ -33,7 +33,7 @@
 //! assert_eq!((opened.items, opened.torn), (0, None));
 //! let mut session = Rover::new(&engine, "rover");
 //! block_on(session.start(&mut buf, &mut log))?;
-//! block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
+//! block_on(session.record(&Event::User { name: "operator", text: "" }, &mut buf, &mut log))?;
 //! let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
 //! let outcome =
 //!     block_on(session.step(&step, SystemClock.now(), &mut (), &mut hint, &mut buf, &mut log))?;

@@ -148,7 +148,7 @@ fn run(session: &mut Logged<'_>, op: &Op, log: &mut FileLog) -> Option<Stepped> 
         );
     }
     let event = match op {
-        Op::User => Event::User { name: "operator" },
+        Op::User => Event::User { name: "operator", text: "" },
         Op::Call { id, tool, input } => Event::ToolCall { id, name: tool, input },
         Op::Result { id, tool, state } => Event::ToolResult { id, name: tool, state: *state },
         Op::Reply => Event::Reply,

@@ -152,7 +152,7 @@ fn events(entry: &Entry<'_>, watches: &[&str]) -> Vec<(&'static str, Value)> {
 
 fn event_line(event: &Event<'_>) -> (&'static str, Value) {
     match *event {
-        Event::User { name } => ("user", json!({"name": name, "content": ""})),
+        Event::User { name, text } => ("user", json!({"name": name, "content": text})),
         Event::Message { role, name, blocks } => {
             ("message", json!({"name": name, "role": role_name(role), "content": content(blocks)}))
         }

@@ -411,8 +411,8 @@ struct Response {
 enum Body {
     /// Sent with its `Content-Length`.
     Whole(String),
-    /// Server-Sent Events, written one by one; the connection is then
-    /// closed (that marks the end: no chunked encoding).
+    /// Server-Sent Events, one HTTP chunk each (`Transfer-Encoding:
+    /// chunked`), then the last, empty chunk.
     Events(Vec<String>),
 }
 
@@ -444,7 +444,7 @@ impl Connection {
                 break;
             }
             self.shared.answered.fetch_add(1, Ordering::SeqCst);
-            if response.close || matches!(response.body, Body::Events(_)) {
+            if response.close {
                 break;
             }
         }
@@ -612,11 +612,19 @@ impl Connection {
                 self.stream.write_all(head.as_bytes())?;
             }
             Body::Events(events) => {
-                head.push_str("Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+                // One chunk per event: the connection stays open for the
+                // next request, as hosted APIs keep it.
+                head.push_str("Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n");
+                if response.close {
+                    head.push_str("Connection: close\r\n");
+                }
+                head.push_str("\r\n");
                 self.stream.write_all(head.as_bytes())?;
                 for event in events {
-                    self.stream.write_all(event.as_bytes())?;
+                    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                    self.stream.write_all(chunk.as_bytes())?;
                 }
+                self.stream.write_all(b"0\r\n\r\n")?;
             }
         }
         self.stream.flush()?;
@@ -711,26 +719,14 @@ fn respond(
         + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
     let (prompt, completion) = (body_len.div_ceil(4), completion_bytes.div_ceil(4));
     let usage = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
-    let calls = |indexed: bool| -> Vec<Value> {
-        tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut call = Map::new();
-                if indexed {
-                    call.insert("index".into(), i.into());
-                }
-                call.insert("id".into(), c.id.clone().into());
-                call.insert("type".into(), "function".into());
-                call.insert("function".into(), json!({"name": c.name, "arguments": c.arguments}));
-                Value::Object(call)
-            })
-            .collect()
+    let calls = || -> Vec<Value> {
+        let call = |c: &ToolCall| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}});
+        tool_calls.iter().map(call).collect()
     };
     let Streaming::Yes { usage: with_usage } = stream else {
         let mut message = json!({"role": "assistant", "content": content});
         if !tool_calls.is_empty() {
-            message["tool_calls"] = Value::Array(calls(false));
+            message["tool_calls"] = Value::Array(calls());
         }
         let body = json!({
             "id": id,
@@ -761,8 +757,17 @@ fn respond(
     for piece in pieces(content.as_deref().unwrap_or(""), STREAM_PIECE) {
         events.push(chunk(json!({"content": piece}), Value::Null));
     }
-    for call in calls(true) {
-        events.push(chunk(json!({"tool_calls": [call]}), Value::Null));
+    // Each call's id and name first, its arguments in pieces, as hosted
+    // APIs stream them.
+    for (i, call) in tool_calls.iter().enumerate() {
+        let mut args = pieces(&call.arguments, STREAM_PIECE).into_iter();
+        let first = json!({"index": i, "id": call.id, "type": "function",
+            "function": {"name": call.name, "arguments": args.next().unwrap_or("")}});
+        events.push(chunk(json!({"tool_calls": [first]}), Value::Null));
+        for piece in args {
+            let next = json!({"index": i, "function": {"arguments": piece}});
+            events.push(chunk(json!({"tool_calls": [next]}), Value::Null));
+        }
     }
     events.push(chunk(json!({}), finish.into()));
     if with_usage {
@@ -781,7 +786,7 @@ fn respond(
         status: 200,
         content_type: "text/event-stream",
         body: Body::Events(events),
-        close: true,
+        close: false,
     }
 }
 

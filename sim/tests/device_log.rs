@@ -23,7 +23,7 @@ fn device_session(compact_after: Option<usize>) -> (Vec<Vec<u8>>, Vec<Option<Str
     let mut log = vec![buf[..n].to_vec()];
     let mut hints = Vec::new();
     for round in 0..12u32 {
-        record(&mut context, &mut journal, &mut log, Event::User { name: "operator" });
+        record(&mut context, &mut journal, &mut log, Event::User { name: "operator", text: "" });
         for (i, state) in [ToolResultState::Error, ToolResultState::Error, ToolResultState::Error]
             .into_iter()
             .enumerate()

@@ -27,7 +27,7 @@ fn device_region(pages: usize, rounds: u32) -> (Vec<u8>, Vec<Vec<u8>>) {
     block_on(log.append(&buf[..n])).unwrap();
     for round in 0..rounds {
         let events = [
-            Event::User { name: "operator" },
+            Event::User { name: "operator", text: "" },
             Event::ToolCall { id: "c1", name: "OpenVent", input: "{\"vent\": 2}" },
             Event::ToolResult { id: "c1", name: "OpenVent", state: ToolResultState::Error },
         ];

@@ -150,12 +150,26 @@ fn read_response(reader: &mut BufReader<&TcpStream>) -> Response {
         headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
     }
     let length = headers.iter().find(|(n, _)| n == "content-length").map(|(_, v)| v.clone());
+    let chunked = headers.iter().any(|(n, v)| n == "transfer-encoding" && v == "chunked");
     let mut body = Vec::new();
     match length {
         Some(n) => {
             body.resize(n.parse().expect("a length"), 0);
             reader.read_exact(&mut body).expect("the body");
         }
+        // Chunks, each a hex size line, its bytes and CRLF, to the empty one.
+        None if chunked => loop {
+            line.clear();
+            reader.read_line(&mut line).expect("a chunk's size");
+            let size = usize::from_str_radix(line.trim_end(), 16).expect("a hex size");
+            let mut chunk = vec![0u8; size + 2];
+            reader.read_exact(&mut chunk).expect("the chunk");
+            assert_eq!(&chunk[size..], b"\r\n", "a chunk ends with CRLF");
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        },
         None => {
             reader.read_to_end(&mut body).expect("the body, to the end");
         }
@@ -318,10 +332,28 @@ fn a_streamed_reply_adds_up_to_the_whole_one() {
     let server = Server::start(&format!("{long}\n{long}\n"), &[]);
     let whole = post(&server, &chat("m"), &[]).json();
     let body = json!({"model": "m", "stream": true, "messages": []}).to_string();
-    let streamed = post(&server, &body, &[]);
+    // Streamed in HTTP chunks on a connection kept open: another request
+    // follows on it.
+    let stream = server.connect();
+    let mut reader = BufReader::new(&stream);
+    (&stream).write_all(&request("/v1/chat/completions", &body, &[])).unwrap();
+    let streamed = read_response(&mut reader);
     assert_eq!(streamed.status, 200);
     assert_eq!(streamed.header("content-type"), Some("text/event-stream"));
-    assert_eq!(streamed.header("connection"), Some("close"));
+    assert_eq!(streamed.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(streamed.header("connection"), None);
+    (&stream).write_all(&request("/v1/chat/completions", &chat("m"), &[])).unwrap();
+    assert_eq!(read_response(&mut reader).status, 503, "the script's end, on the same connection");
+    // The core's stream reader reads what the whole reply holds.
+    let blocks = |body: &str, streamed: bool| {
+        let mut scratch = [0u8; 1024];
+        let reply = match streamed {
+            true => envaware::openai::ChatResponse::parse_stream(body.as_bytes(), &mut scratch),
+            false => envaware::openai::ChatResponse::parse(body.as_bytes(), &mut scratch),
+        };
+        format!("{:?}", reply.expect("read").blocks())
+    };
+    assert_eq!(blocks(&streamed.body, true), blocks(&whole.to_string(), false));
 
     let events: Vec<&str> = streamed
         .body
@@ -344,11 +376,20 @@ fn a_streamed_reply_adds_up_to_the_whole_one() {
             assert!(piece.len() <= 16, "a piece of {} bytes", piece.len());
             content.push_str(piece);
         }
+        // A call's id and name in its first delta, its arguments in pieces.
         for call in delta["tool_calls"].as_array().into_iter().flatten() {
-            assert_eq!(call["index"], calls.len());
-            let mut call = call.clone();
-            call.as_object_mut().unwrap().remove("index");
-            calls.push(call);
+            let index = call["index"].as_u64().unwrap() as usize;
+            let piece = call["function"]["arguments"].as_str().unwrap();
+            assert!(piece.len() <= 16, "a piece of {} bytes", piece.len());
+            if index == calls.len() {
+                let mut call = call.clone();
+                call.as_object_mut().unwrap().remove("index");
+                calls.push(call);
+            } else {
+                assert_eq!((index + 1, call.get("id")), (calls.len(), None));
+                let args = &mut calls[index]["function"]["arguments"];
+                *args = format!("{}{piece}", args.as_str().unwrap()).into();
+            }
         }
         if !choice["finish_reason"].is_null() {
             assert_eq!(*delta, json!({}));

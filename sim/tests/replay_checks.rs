@@ -29,7 +29,7 @@ fn device_log(config: Config<'_>) -> Vec<String> {
         let items = journal.record(context, &event, &mut buf).unwrap();
         items.iter(&buf).map(<[u8]>::to_vec).collect::<Vec<_>>()
     };
-    log.extend(record(&mut context, &mut journal, Event::User { name: "operator" }));
+    log.extend(record(&mut context, &mut journal, Event::User { name: "operator", text: "" }));
     for i in 0..4u32 {
         let id = format!("c{i}");
         let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };

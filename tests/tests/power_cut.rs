@@ -452,7 +452,7 @@ type Stepped = Result<(Decision, Option<String>), String>;
 /// The journal's event for `op` (not a step).
 fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
     match op {
-        Op::User => f(&Event::User { name: "operator" }),
+        Op::User => f(&Event::User { name: "operator", text: "" }),
         Op::Observe { name, hint } => {
             let blocks = [
                 Block::Hint {

@@ -19,10 +19,15 @@ use crate::rules::{ContextLength, TaskCounts, TimeDecision, ToolError};
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub enum Event<'a> {
-    /// `user`: [`AgentContext::user`].
+    /// `user`: a user's message, which starts a new reply
+    /// ([`AgentContext::user`], or with its text `AgentContext::observe`
+    /// of a user text block).
     User {
         /// The sender.
         name: &'a str,
+        /// What the user said (sent in a model request; the rules never
+        /// read it); `""` keeps none, as [`AgentContext::user`].
+        text: &'a str,
     },
     /// `message`: [`AgentContext::observe`].
     Message {

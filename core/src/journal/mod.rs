@@ -55,7 +55,7 @@
 //!
 //! let n = journal.start(&live, &mut buf)?;
 //! log.push(buf[..n].to_vec());
-//! let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf)?;
+//! let items = journal.record(&mut live, &Event::User { name: "operator", text: "" }, &mut buf)?;
 //! log.extend(items.iter(&buf).map(<[u8]>::to_vec));
 //! let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
 //! let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
@@ -106,7 +106,7 @@ use crate::agent_context::{AgentContext, StepError};
 use crate::clock::Timestamp;
 use crate::config::watch::{Decimal, Watch, WatchList};
 use crate::config::{Config, ContextConfig, InjectionConfig};
-use crate::conversation::Block;
+use crate::conversation::{Block, Role};
 use crate::engine::Outcome;
 use crate::live::LiveFields;
 use crate::rules::{Decision, StepInput, TaskCounts};
@@ -282,6 +282,15 @@ fn settings_round_trip(config: &Config<'_>) -> bool {
         (0..i).all(|j| watch.get(j).map(|(n, _)| n) != name)
     });
     keys_unique && names_unique
+}
+
+/// A user message's block: its text, or none kept (as
+/// [`AgentContext::user`]).
+fn user_block(text: &str) -> Block<'_> {
+    match text {
+        "" => Block::Other,
+        text => Block::Text(text),
+    }
 }
 
 /// The items one call writes back to back into one buffer (a step or
@@ -600,7 +609,9 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
     ) -> Result<usize, StoreError> {
         let newest = context.sequence(0);
         let evicted = match *event {
-            Event::User { name } => context.user(name)?.evicted,
+            Event::User { name, text } => {
+                context.observe(Role::User, name, &[user_block(text)])?.evicted
+            }
             Event::Message { role, name, blocks } => context.observe(role, name, blocks)?.evicted,
             Event::Assistant(blocks) => context.agent(blocks)?.evicted,
             Event::ToolCall { id, name, input } => context.tool_call(id, name, input)?.evicted,
@@ -667,7 +678,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             }
         }
         match *event {
-            Event::User { name } => context.plan(false, name, &[Block::Other]),
+            Event::User { name, text } => context.plan(false, name, &[user_block(text)]),
             Event::Message { name, blocks, .. } => context.plan(false, name, blocks),
             Event::Assistant(blocks) => context.plan(true, "", blocks),
             Event::ToolCall { id, name, input } => {

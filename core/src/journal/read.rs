@@ -154,7 +154,9 @@ pub(crate) fn read_entry<'a: 'b, 'b>(
     input.bytes(if high.is_some() { 5 } else { 3 }, "kind")?;
     let entry = match kind {
         ItemKind::Header => Entry::Header(read_header(&mut input, seq, high.unwrap_or(0))?),
-        ItemKind::User => Entry::Event(Event::User { name: input.str("name")? }),
+        ItemKind::User => {
+            Entry::Event(Event::User { name: input.str("name")?, text: input.str("text")? })
+        }
         ItemKind::Message => {
             let role = match input.u8("role")? {
                 0 => Role::User,

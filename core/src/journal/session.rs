@@ -130,7 +130,7 @@ pub struct Reply {
 /// let mut log = Items(Vec::new());
 /// let mut session: Session<'_, 8, 32, 2048> = Session::new(&engine, "rover");
 /// block_on(session.start(&mut buf, &mut log))?;
-/// block_on(session.record(&Event::User { name: "operator" }, &mut buf, &mut log))?;
+/// block_on(session.record(&Event::User { name: "operator", text: "" }, &mut buf, &mut log))?;
 /// let step = StepInput { tasks: Default::default(), cur_iter: 0, input_tokens: 900, context_size: 8192 };
 /// let now = Some(Timestamp::from_unix_seconds(1_784_687_400));
 /// let outcome = block_on(session.step(&step, now, &mut (), &mut hint, &mut buf, &mut log))?;

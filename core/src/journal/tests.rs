@@ -55,7 +55,7 @@ fn session() -> Vec<Op> {
     let call = |id, input| Op::Ev(Event::ToolCall { id, name: "Drive", input });
     let result = |id, state| Op::Ev(Event::ToolResult { id, name: "Drive", state });
     let mut ops = Vec::from([
-        Op::Ev(Event::User { name: "operator \"ops\"" }),
+        Op::Ev(Event::User { name: "operator \"ops\"", text: "Check the vents, please." }),
         Op::Step { minutes: 0, cur_iter: 0, pending: 2, tokens: 900 },
         call("c1", "{\"metres\": 2,\n \"note\": \"é😀\\\\\"}"),
         result("c1", ToolResultState::Error),
@@ -71,7 +71,7 @@ fn session() -> Vec<Op> {
         Op::Step { minutes: 40, cur_iter: 0, pending: 1, tokens: 7000 },
     ]);
     for i in 0..6 {
-        ops.push(Op::Ev(Event::User { name: "operator" }));
+        ops.push(Op::Ev(Event::User { name: "operator", text: "" }));
         ops.push(Op::Step { minutes: 41 + i, cur_iter: 0, pending: 1, tokens: 100 });
         ops.push(call("c4", "{}"));
     }
@@ -285,6 +285,8 @@ fn items_are_the_documented_bytes() {
     // then the fields; strings are a LEB128 length and UTF-8.
     let mut user = Vec::from([2, 1, 0, 14]);
     user.extend_from_slice(b"operator \"ops\"");
+    user.push(24);
+    user.extend_from_slice(b"Check the vents, please.");
     assert_eq!(log[1], user);
     let input = "{\"metres\": 2,\n \"note\": \"é😀\\\\\"}";
     let mut call = Vec::from([5, 3, 0, 2, b'c', b'1', 5, b'D', b'r', b'i', b'v', b'e']);
@@ -463,7 +465,8 @@ fn watched_values_are_logged_where_they_changed_and_survive_a_restore() {
     let mut live = Context::new(&engine, AGENT);
     let (mut journal, mut log) = started(&live);
     let mut buf = [0u8; 64];
-    let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf).unwrap();
+    let items =
+        journal.record(&mut live, &Event::User { name: "operator", text: "" }, &mut buf).unwrap();
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
     steps_at(&mut live, &mut journal, 0, &["21.5 °C", "21.5 °C", "22 \"C\"", "22 \"C\""], &mut log);
     // The first step fires (time, tasks, the watch): it says its reading.
@@ -507,7 +510,8 @@ fn a_firing_step_tells_every_live_field_and_its_watched_value_once() {
     let mut live = Context::new(&engine, AGENT);
     let (mut journal, mut log) = started(&live);
     let (mut buf, mut hint) = ([0u8; 2048], [0u8; 1024]);
-    let items = journal.record(&mut live, &Event::User { name: "operator" }, &mut buf).unwrap();
+    let items =
+        journal.record(&mut live, &Event::User { name: "operator", text: "" }, &mut buf).unwrap();
     log.extend(items.iter(&buf).map(<[u8]>::to_vec));
     let mut fields = TwoFields("21.5 °C", "7.818 s");
     let (outcome, items) = journal
@@ -544,7 +548,7 @@ fn a_firing_step_tells_every_live_field_and_its_watched_value_once() {
     }
     let mut again = Context::new(&engine, AGENT);
     let (mut journal, _) = started(&again);
-    journal.record(&mut again, &Event::User { name: "operator" }, &mut buf).unwrap();
+    journal.record(&mut again, &Event::User { name: "operator", text: "" }, &mut buf).unwrap();
     let error = journal
         .step(&mut again, &step(0, 1, 100), now(0), &mut Many, &mut [0u8; 1024], &mut buf)
         .unwrap_err();
@@ -743,11 +747,14 @@ fn recording_errors_leave_the_context_and_the_log_unchanged() {
     let mut live = Context::new(&engine, AGENT);
     let (mut journal, _) = started(&live);
     let before = (state(&mut live), journal.items());
-    let e =
-        journal.record(&mut live, &Event::User { name: "operator" }, &mut [0u8; 8]).unwrap_err();
+    let e = journal
+        .record(&mut live, &Event::User { name: "operator", text: "" }, &mut [0u8; 8])
+        .unwrap_err();
     assert_eq!(e, RecordError::BufferFull(BufferFull { capacity: 8 }));
     let long = "x".repeat(2000);
-    let e = journal.record(&mut live, &Event::User { name: &long }, &mut [0u8; 4096]).unwrap_err();
+    let e = journal
+        .record(&mut live, &Event::User { name: &long, text: "" }, &mut [0u8; 4096])
+        .unwrap_err();
     assert_eq!(
         e,
         RecordError::Step(StepError::Store(StoreError::TooMuchText {
@@ -1001,7 +1008,7 @@ fn an_event_the_context_refuses_is_not_logged() {
     let mut store = Items::default();
     let mut session = started_session(&engine, &mut store);
     let long: &'static str = "x".repeat(2000).leak();
-    let event = Event::User { name: long };
+    let event = Event::User { name: long, text: "" };
     let error = run_op(&mut session, &Op::Ev(event), &mut store).unwrap_err();
     assert!(matches!(
         error,
@@ -1019,7 +1026,7 @@ fn an_empty_or_unfinished_restore_is_refused() {
     ));
     let mut store = Items::default();
     let mut session = started_session(&engine, &mut store);
-    run_op(&mut session, &Op::Ev(Event::User { name: "operator" }), &mut store).unwrap();
+    run_op(&mut session, &Op::Ev(Event::User { name: "operator", text: "" }), &mut store).unwrap();
     let mut restored = Logged::new(&engine, AGENT);
     let mut restore = Restore::new(&mut restored);
     store.items.iter().try_for_each(|item| restore.check(item)).unwrap();
@@ -1192,7 +1199,10 @@ fn a_split_step_around_a_refused_note_restores_and_too_many_blocks_are_refused()
                 // The user message's item goes, its `compress` note is refused.
                 store.refuse = Vec::from([store.appends + 1]);
             }
-            session.record(&Event::User { name: "operator" }, &mut buf, store).await.unwrap();
+            session
+                .record(&Event::User { name: "operator", text: "" }, &mut buf, store)
+                .await
+                .unwrap();
             session
                 .render_step(decision, &input, &mut (), &mut hint, &mut buf, store)
                 .await
@@ -1274,7 +1284,8 @@ fn told_instants_survive_a_restore_with_a_heartbeat_and_a_floor() {
                   i: usize,
                   log: &mut Vec<Vec<u8>>| {
         let mut buf = [0u8; 1024];
-        let items = journal.record(context, &Event::User { name: "operator" }, &mut buf).unwrap();
+        let items =
+            journal.record(context, &Event::User { name: "operator", text: "" }, &mut buf).unwrap();
         log.extend(items.iter(&buf).map(<[u8]>::to_vec));
         let reading = Thermometer(temperatures[i].to_string());
         let fired =

@@ -22,7 +22,10 @@ pub(crate) fn write_event(n: u32, event: &Event<'_>, out: &mut [u8]) -> Result<u
     o.u8(event.kind().byte());
     o.u16(seq(n));
     match *event {
-        Event::User { name } => o.str(name),
+        Event::User { name, text } => {
+            o.str(name);
+            o.str(text);
+        }
         Event::Message { role, name, blocks } => {
             o.u8(role_byte(role));
             o.str(name);

@@ -275,6 +275,10 @@ pub struct JsonStr<'a> {
 impl<'a> JsonStr<'a> {
     /// Escaped content taken from validated text (or a tail of it that
     /// starts at a character).
+    /// The empty string.
+    #[cfg(feature = "openai")]
+    pub(crate) const EMPTY: JsonStr<'static> = JsonStr { raw: "" };
+
     pub(crate) fn from_validated(raw: &'a str) -> Self {
         JsonStr { raw }
     }

@@ -73,6 +73,9 @@ pub enum ResponsePath {
     ToolCallField(usize, &'static str),
     /// `usage.<field>`.
     Usage(&'static str),
+    /// In a streamed reply, data event `n` (from 0), at `<field>`
+    /// (`choices[0].delta.content`, `choices[0].delta.tool_calls[].id`, …).
+    Event(usize, &'static str),
 }
 
 impl fmt::Display for ResponsePath {
@@ -88,6 +91,8 @@ impl fmt::Display for ResponsePath {
             Self::ToolCallField(i, name) => write!(f, "choices[0].message.tool_calls[{i}].{name}"),
             Self::Usage("") => f.write_str("usage"),
             Self::Usage(name) => write!(f, "usage.{name}"),
+            Self::Event(n, "") => write!(f, "data event {n}"),
+            Self::Event(n, field) => write!(f, "data event {n}: {field}"),
         }
     }
 }
@@ -232,6 +237,183 @@ impl<'a> ChatResponse<'a> {
         Ok(reply)
     }
 
+    /// Reads a streamed reply: the body of a `stream: true` response, its
+    /// Server-Sent Events (`data: {chunk}` lines, up to `data: [DONE]`),
+    /// accumulated as AgentScope 2.0.11's
+    /// `OpenAIChatModel._parse_stream_response` and its `ChatResponse`
+    /// accumulate them: the deltas' `content` joined into one text, a
+    /// thinking block when a delta has a non-empty `reasoning_content` (or
+    /// `reasoning`), and one tool call per block id (a delta's `id`, else the
+    /// first `id` of its `index`), its name the first one given for the
+    /// index (`unknown` when none), its arguments the deltas' joined; the
+    /// blocks in the order each first appeared. `usage` and
+    /// `finish_reason` are the last ones given. The accumulated strings are
+    /// written into `scratch`; at most [`MAX_TOOL_CALLS`] calls.
+    ///
+    /// ```
+    /// use envaware::openai::ChatResponse;
+    /// use envaware::Block;
+    ///
+    /// let body = concat!(
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Opening \"}}]}\n\n",
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"vent 2.\"}}]}\n\n",
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"OpenVent\",\"arguments\":\"{\\\"vent\"}}]}}]}\n\n",
+    ///     "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\": 2}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    ///     "data: [DONE]\n\n",
+    /// );
+    /// let mut scratch = [0u8; 64];
+    /// let reply = ChatResponse::parse_stream(body.as_bytes(), &mut scratch)?;
+    /// assert!(matches!(reply.blocks(), [Block::Text("Opening vent 2."), Block::ToolCall { id: "c1", name: "OpenVent", input: "{\"vent\": 2}" }]));
+    /// assert_eq!(reply.finish_reason(), Some("tool_calls"));
+    /// # Ok::<(), envaware::openai::ResponseError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A [`ResponseError`] naming the data event and the field; the
+    /// accumulated strings not fitting `scratch`.
+    pub fn parse_stream(body: &'a [u8], scratch: &'a mut [u8]) -> Result<Self, ResponseError> {
+        let capacity = scratch.len();
+        let text = core::str::from_utf8(body).map_err(|_| ResponseError::NotUtf8)?;
+        let mut reply = ChatResponse {
+            blocks: [Block::Other; MAX_TOOL_CALLS + 2],
+            len: 0,
+            finish_reason: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        };
+        // The first pass: what the blocks are, in order, and the calls'
+        // ids and names; the second joins each block's pieces.
+        let mut order = [Piece::Thinking; MAX_TOOL_CALLS + 2];
+        let mut blocks = 0;
+        let mut calls: [Call<'a>; MAX_TOOL_CALLS] = [Call::EMPTY; MAX_TOOL_CALLS];
+        let mut call_count = 0;
+        let mut finish = None;
+        let seen = |piece: Piece, order: &mut [Piece; MAX_TOOL_CALLS + 2], blocks: &mut usize| {
+            if !order.get(..*blocks).unwrap_or_default().contains(&piece) {
+                if let Some(slot) = order.get_mut(*blocks) {
+                    *slot = piece;
+                    *blocks += 1;
+                }
+            }
+        };
+        for event in events(text) {
+            let (n, chunk) = event?;
+            if let Some(usage) = member(chunk, "usage").filter(|u| u.kind() != Kind::Null) {
+                object(usage, ResponsePath::Usage(""))?;
+                reply.prompt_tokens = count(usage, "prompt_tokens")?;
+                reply.completion_tokens = count(usage, "completion_tokens")?;
+            }
+            let Some(delta) = delta(chunk, n)? else { continue };
+            if let Some(f) = member(delta.1, "finish_reason").and_then(|f| f.as_str()) {
+                finish = Some(f);
+            }
+            let delta = delta.0;
+            if thinking(delta) {
+                seen(Piece::Thinking, &mut order, &mut blocks);
+            }
+            if content(delta, n)?.is_some_and(|c| !c.raw().is_empty()) {
+                seen(Piece::Text, &mut order, &mut blocks);
+            }
+            for call in tool_calls(delta, n)? {
+                let (index, id, name, _) = call?;
+                let held = calls.get(..call_count).unwrap_or_default();
+                let known = held.iter().position(|c| c.index == index);
+                let key = match (id, known.and_then(|k| held.get(k))) {
+                    (Some(id), _) if !id.raw().is_empty() => id,
+                    (_, Some(call)) => call.id,
+                    _ => {
+                        let path = ResponsePath::Event(n, "choices[0].delta.tool_calls[].id");
+                        return Err(ResponseError::Expected { path, expected: "a string" });
+                    }
+                };
+                if known.is_none() {
+                    let slot = calls
+                        .get_mut(call_count)
+                        .ok_or(ResponseError::TooManyToolCalls { count: call_count + 1 })?;
+                    *slot = Call { index, id: key, name: name.filter(|n| !n.raw().is_empty()) };
+                    call_count += 1;
+                }
+                // A block per id: a later delta of the index with another
+                // id starts another block (AgentScope keys them by id).
+                let same = |c: &Call<'_>| c.id.code_points().eq(key.code_points());
+                let block = match calls.get(..call_count).unwrap_or_default().iter().position(same)
+                {
+                    Some(k) => k,
+                    None => {
+                        // Its own name, else the one its index was first given.
+                        let stored = known.and_then(|k| calls.get(k)).and_then(|c| c.name);
+                        let name = name.filter(|n| !n.raw().is_empty()).or(stored);
+                        let slot = calls
+                            .get_mut(call_count)
+                            .ok_or(ResponseError::TooManyToolCalls { count: call_count + 1 })?;
+                        *slot = Call { index, id: key, name };
+                        call_count += 1;
+                        call_count - 1
+                    }
+                };
+                seen(Piece::Call(block), &mut order, &mut blocks);
+            }
+        }
+        let mut rest = scratch;
+        let decode = |rest: &mut &'a mut [u8],
+                      path,
+                      parts: &mut dyn Iterator<Item = JsonStr<'a>>| {
+            json::decode_into(rest, parts).map_err(|_| ResponseError::Scratch { path, capacity })
+        };
+        for piece in order.iter().take(blocks) {
+            match *piece {
+                Piece::Thinking => reply.push(Block::Other),
+                Piece::Text => {
+                    let path = ResponsePath::MessageField("content");
+                    let mut parts = events(text).filter_map(|e| {
+                        let (n, chunk) = e.ok()?;
+                        content(delta(chunk, n).ok()??.0, n).ok()?
+                    });
+                    reply.push(Block::Text(decode(&mut rest, path, &mut parts)?));
+                }
+                Piece::Call(k) => {
+                    let Some(&call) = calls.get(k) else { continue };
+                    let path = ResponsePath::ToolCallField(k, "function.arguments");
+                    let mut id_part = core::iter::once(call.id);
+                    let id = decode(&mut rest, ResponsePath::ToolCallField(k, "id"), &mut id_part)?;
+                    let name = match call.name {
+                        Some(name) => {
+                            let path = ResponsePath::ToolCallField(k, "function.name");
+                            decode(&mut rest, path, &mut core::iter::once(name))?
+                        }
+                        None => "unknown",
+                    };
+                    // A delta without an id goes to its index's first block.
+                    let first_of = move |i: u64| {
+                        calls.iter().take(call_count).find(|c| c.index == i).map(|c| c.id)
+                    };
+                    let mut parts = events(text).flat_map(move |e| {
+                        let found = e.ok().and_then(|(n, chunk)| {
+                            let delta = delta(chunk, n).ok()??.0;
+                            Some((n, tool_calls(delta, n).ok()?))
+                        });
+                        found.into_iter().flat_map(move |(_, calls)| {
+                            calls.filter_map(move |c| {
+                                let (i, id, _, args) = c.ok()?;
+                                let key = match id.filter(|id| !id.raw().is_empty()) {
+                                    Some(id) => id,
+                                    None => first_of(i)?,
+                                };
+                                let own = key.code_points().eq(call.id.code_points());
+                                own.then_some(args).flatten()
+                            })
+                        })
+                    });
+                    let input = decode(&mut rest, path, &mut parts)?;
+                    reply.push(Block::ToolCall { id, name, input });
+                }
+            }
+        }
+        reply.finish_reason = finish.map(|f| f.raw());
+        Ok(reply)
+    }
+
     fn push(&mut self, block: Block<'a>) {
         if let Some(slot) = self.blocks.get_mut(self.len) {
             *slot = block;
@@ -267,6 +449,123 @@ impl<'a> ChatResponse<'a> {
     pub fn completion_tokens(&self) -> Option<u64> {
         self.completion_tokens
     }
+}
+
+/// A block of a streamed reply, by the order it first appeared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    Thinking,
+    Text,
+    /// The `k`th tool call block.
+    Call(usize),
+}
+
+/// A streamed tool call block: the index it came at, its id (its key) and
+/// the first name given for the index.
+#[derive(Debug, Clone, Copy)]
+struct Call<'a> {
+    index: u64,
+    id: JsonStr<'a>,
+    name: Option<JsonStr<'a>>,
+}
+
+impl Call<'_> {
+    const EMPTY: Call<'static> = Call { index: 0, id: JsonStr::EMPTY, name: None };
+}
+
+/// The data events of a Server-Sent Events body, up to `data: [DONE]`:
+/// each `data:` line's JSON, numbered from 0.
+fn events(text: &str) -> impl Iterator<Item = Result<(usize, Value<'_>), ResponseError>> + '_ {
+    text.split('\n')
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .take_while(|data| *data != "[DONE]")
+        .enumerate()
+        .map(move |(n, data)| {
+            let offset = (data.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+            let chunk = json::parse(data, MAX_DEPTH)
+                .map_err(|e| ResponseError::Json { kind: e.kind, offset: offset + e.offset })?;
+            object(chunk, ResponsePath::Event(n, ""))?;
+            Ok((n, chunk))
+        })
+}
+
+/// A chunk's `choices[0]`'s `delta`, and the choice: `None` when the
+/// chunk has no choice (a usage chunk).
+fn delta<'a>(chunk: Value<'a>, n: usize) -> Result<Option<(Value<'a>, Value<'a>)>, ResponseError> {
+    let Some(choices) = member(chunk, "choices").filter(|c| c.kind() != Kind::Null) else {
+        return Ok(None);
+    };
+    array(choices, ResponsePath::Event(n, "choices"))?;
+    let Some(choice) = choices.items().next() else { return Ok(None) };
+    object(choice, ResponsePath::Event(n, "choices[0]"))?;
+    let delta = member(choice, "delta").ok_or(ResponseError::Expected {
+        path: ResponsePath::Event(n, "choices[0].delta"),
+        expected: "an object",
+    })?;
+    object(delta, ResponsePath::Event(n, "choices[0].delta"))?;
+    Ok(Some((delta, choice)))
+}
+
+/// Whether a delta has thinking: a non-empty `reasoning_content`, or when
+/// that is not a string, a non-empty `reasoning`.
+fn thinking(delta: Value<'_>) -> bool {
+    let field = |name| member(delta, name).and_then(|v| v.as_str());
+    match member(delta, "reasoning_content").filter(|v| v.kind() == Kind::String) {
+        Some(v) => v.as_str().is_some_and(|s| !s.raw().is_empty()),
+        None => field("reasoning").is_some_and(|s| !s.raw().is_empty()),
+    }
+}
+
+/// A delta's `content`: a string, or absent or `null`.
+fn content<'a>(delta: Value<'a>, n: usize) -> Result<Option<JsonStr<'a>>, ResponseError> {
+    match member(delta, "content") {
+        None => Ok(None),
+        Some(v) if v.kind() == Kind::Null => Ok(None),
+        Some(v) => v.as_str().map(Some).ok_or(ResponseError::Expected {
+            path: ResponsePath::Event(n, "choices[0].delta.content"),
+            expected: "a string",
+        }),
+    }
+}
+
+/// A tool call delta: its index, id, name and arguments (each optional
+/// but the index).
+type CallDelta<'a> = (u64, Option<JsonStr<'a>>, Option<JsonStr<'a>>, Option<JsonStr<'a>>);
+
+/// A delta's tool calls.
+fn tool_calls<'a>(
+    delta: Value<'a>,
+    n: usize,
+) -> Result<impl Iterator<Item = Result<CallDelta<'a>, ResponseError>> + 'a, ResponseError> {
+    let calls = member(delta, "tool_calls").filter(|c| c.kind() != Kind::Null);
+    if let Some(calls) = calls {
+        array(calls, ResponsePath::Event(n, "choices[0].delta.tool_calls"))?;
+    }
+    let expected = move |field, expected| ResponseError::Expected {
+        path: ResponsePath::Event(n, field),
+        expected,
+    };
+    let optional = move |object: Value<'a>, name, field| match member(object, name) {
+        None => Ok(None),
+        Some(v) if v.kind() == Kind::Null => Ok(None),
+        Some(v) => v.as_str().map(Some).ok_or(expected(field, "a string")),
+    };
+    Ok(calls.into_iter().flat_map(|c| c.items()).map(move |call| {
+        object(call, ResponsePath::Event(n, "choices[0].delta.tool_calls[]"))?;
+        let index = member(call, "index")
+            .and_then(|i| i.number_text()?.parse().ok())
+            .ok_or(expected("choices[0].delta.tool_calls[].index", "a whole number"))?;
+        let id = optional(call, "id", "choices[0].delta.tool_calls[].id")?;
+        let (mut name, mut args) = (None, None);
+        if let Some(f) = member(call, "function").filter(|f| f.kind() != Kind::Null) {
+            object(f, ResponsePath::Event(n, "choices[0].delta.tool_calls[].function"))?;
+            name = optional(f, "name", "choices[0].delta.tool_calls[].function.name")?;
+            args = optional(f, "arguments", "choices[0].delta.tool_calls[].function.arguments")?;
+        }
+        Ok((index, id, name, args))
+    }))
 }
 
 /// Reads strings, decoding those with escapes into the scratch buffer.

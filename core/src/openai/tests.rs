@@ -159,6 +159,30 @@ proptest! {
     fn any_body_is_read_or_refused(body in proptest::collection::vec(any::<u8>(), 0..200)) {
         let mut scratch = [0u8; 32];
         let _ = ChatResponse::parse(&body, &mut scratch);
+        let _ = ChatResponse::parse_stream(&body, &mut scratch);
+    }
+
+    /// Streamed chunks of any shape are read or refused, never panic, and
+    /// never give more calls than fit.
+    #[test]
+    fn any_stream_is_read_or_refused(
+        deltas in proptest::collection::vec(
+            ("[a-z\" ]{0,4}", 0u8..12, prop::option::of("[a-c]{0,2}"), prop::option::of("[A-C]{0,2}"), "[{}a:]{0,3}"),
+            0..12,
+        ),
+    ) {
+        let body: String = deltas.iter().map(|(text, index, id, name, args)| {
+            let id = id.as_ref().map_or(String::new(), |id| format!(r#","id":"{id}""#));
+            let name = name.as_ref().map_or(String::new(), |n| format!(r#""name":"{n}","#));
+            format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":{:?},\"tool_calls\":[{{\"index\":{index}{id},\"function\":{{{name}\"arguments\":{:?}}}}}]}}}}]}}\n\n",
+                text, args
+            )
+        }).collect();
+        let mut scratch = [0u8; 256];
+        if let Ok(reply) = ChatResponse::parse_stream(body.as_bytes(), &mut scratch) {
+            prop_assert!(reply.blocks().len() <= MAX_TOOL_CALLS + 2);
+        }
     }
 
     /// A request's own tool calls, sent back as a reply, read back as the
@@ -220,4 +244,145 @@ fn the_request_is_one_json_value_and_its_length_is_body_len() {
         r#"{"model":"m","messages":[{"role":"system","name":"system","content":[{"type":"text","text":""}]},{"role":"assistant","name":"R","content":[{"type":"text","text":"a\u0001\"\\"}]}],"tools":[],"stream":true}"#
     );
     let _ = context[0].block_count();
+}
+
+/// The blocks a streamed reply gives, as text.
+fn stream(events: &[&str]) -> Result<Vec<String>, ResponseError> {
+    let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    let mut scratch = [0u8; 512];
+    let reply = ChatResponse::parse_stream(body.as_bytes(), &mut scratch)?;
+    Ok(reply.blocks().iter().map(|b| format!("{b:?}")).collect())
+}
+
+/// A chunk of `delta`.
+fn chunk(delta: &str) -> String {
+    format!(
+        r#"{{"id":"x","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta},"finish_reason":null}}]}}"#
+    )
+}
+
+#[test]
+fn a_streamed_reply_accumulates_as_agentscope_does() {
+    let events = [
+        chunk(r#"{"role":"assistant","content":""}"#),
+        chunk(r#"{"reasoning_content":"hm"}"#),
+        chunk(r#"{"content":"Opening \"vent\" "}"#),
+        chunk(r#"{"content":"2."}"#),
+        // Two calls by index; the id and name come once, the arguments in
+        // pieces, interleaved.
+        chunk(
+            r#"{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"OpenVent","arguments":"{\"ve"}}]}"#,
+        ),
+        chunk(
+            r#"{"tool_calls":[{"index":1,"id":"c2","function":{"name":"Water","arguments":""}}]}"#,
+        ),
+        chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"nt\": 2}"}}]}"#),
+        chunk(r#"{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}"#),
+        r#"{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#.into(),
+        // A usage chunk has no choice.
+        r#"{"id":"x","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}"#.into(),
+        "[DONE]".into(),
+        // Nothing after [DONE] is read.
+        "not json".into(),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    assert_eq!(
+        stream(&refs).unwrap(),
+        [
+            "Other",
+            r#"Text("Opening \"vent\" 2.")"#,
+            r#"ToolCall { id: "c1", name: "OpenVent", input: "{\"vent\": 2}" }"#,
+            r#"ToolCall { id: "c2", name: "Water", input: "{}" }"#,
+        ]
+    );
+    let body: String = refs.iter().map(|e| format!("data: {e}\r\n\r\n")).collect();
+    let mut scratch = [0u8; 512];
+    let reply = ChatResponse::parse_stream(body.as_bytes(), &mut scratch).unwrap();
+    assert_eq!(reply.finish_reason(), Some("tool_calls"));
+    assert_eq!((reply.prompt_tokens(), reply.completion_tokens()), (Some(12), Some(3)));
+}
+
+#[test]
+fn a_streamed_block_s_place_is_where_it_first_appeared() {
+    // A text after a call comes after it; an empty content is no text; a
+    // call with no name is `unknown`; a delta with another id for the same
+    // index is another block (AgentScope keys its blocks by id), named as
+    // its delta says; a delta with no id goes to its index's first block.
+    let events = [
+        chunk(r#"{"tool_calls":[{"index":0,"id":"a","function":{"arguments":"1"}}]}"#),
+        chunk(r#"{"content":""}"#),
+        chunk(r#"{"content":"done"}"#),
+        chunk(r#"{"tool_calls":[{"index":0,"id":"b","function":{"name":"X","arguments":"2"}}]}"#),
+        chunk(r#"{"tool_calls":[{"index":0,"function":{"arguments":"3"}}]}"#),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    assert_eq!(
+        stream(&refs).unwrap(),
+        [
+            r#"ToolCall { id: "a", name: "unknown", input: "13" }"#,
+            r#"Text("done")"#,
+            r#"ToolCall { id: "b", name: "X", input: "2" }"#,
+        ]
+    );
+    // No event at all: no block.
+    assert_eq!(stream(&[]).unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn a_malformed_stream_names_the_event_and_the_field() {
+    let err = stream(&[&chunk(r#"{"content":"a"}"#), "{nope"]).unwrap_err();
+    assert!(matches!(err, ResponseError::Json { .. }), "{err}");
+    let err = stream(&[&chunk(r#"{"content":5}"#)]).unwrap_err();
+    assert_eq!(err.to_string(), "data event 0: choices[0].delta.content: expected a string");
+    let err = stream(&[&chunk(r#"{"content":"a"}"#), &chunk(r#"{"tool_calls":[{"id":"c"}]}"#)])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "data event 1: choices[0].delta.tool_calls[].index: expected a whole number"
+    );
+    let err = stream(&[&chunk(r#"{"tool_calls":[{"index":0}]}"#)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "data event 0: choices[0].delta.tool_calls[].id: expected a string"
+    );
+    let err = stream(&[r#"{"choices":[{"index":0}]}"#]).unwrap_err();
+    assert_eq!(err.to_string(), "data event 0: choices[0].delta: expected an object");
+    // More calls than fit, and strings that do not fit the scratch buffer.
+    let calls: Vec<String> = (0..=MAX_TOOL_CALLS)
+        .map(|i| chunk(&format!(r#"{{"tool_calls":[{{"index":{i},"id":"c{i}","function":{{"name":"T","arguments":"{{}}"}}}}]}}"#)))
+        .collect();
+    let refs: Vec<&str> = calls.iter().map(String::as_str).collect();
+    assert_eq!(stream(&refs).unwrap_err(), ResponseError::TooManyToolCalls { count: 9 });
+    let body = format!("data: {}\n\n", chunk(r#"{"content":"0123456789"}"#));
+    let err = ChatResponse::parse_stream(body.as_bytes(), &mut [0u8; 4]).unwrap_err();
+    assert_eq!(
+        err,
+        ResponseError::Scratch { path: ResponsePath::MessageField("content"), capacity: 4 }
+    );
+}
+
+#[test]
+fn a_streamed_reply_and_the_same_reply_whole_give_the_same_blocks() {
+    let whole = message(
+        r#"{"role":"assistant","content":"Vent \"2\" is open.","tool_calls":[{"id":"c1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}}]}"#,
+    );
+    let events = [
+        chunk(r#"{"role":"assistant","content":""}"#),
+        chunk(r#"{"content":"Vent \"2\""}"#),
+        chunk(r#"{"content":" is open."}"#),
+        chunk(
+            r#"{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}}]}"#,
+        ),
+    ];
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let blocks = |body: &[u8], streamed: bool| {
+        let mut scratch = [0u8; 128];
+        let reply = match streamed {
+            true => ChatResponse::parse_stream(body, &mut scratch).unwrap(),
+            false => ChatResponse::parse(body, &mut scratch).unwrap(),
+        };
+        format!("{:?}", reply.blocks())
+    };
+    let body: String = refs.iter().map(|e| format!("data: {e}\n\n")).collect();
+    assert_eq!(blocks(body.as_bytes(), true), blocks(whole.as_bytes(), false));
 }

@@ -27,7 +27,9 @@
 use core::fmt::Write as _;
 
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
-use envaware::journal::{Event as JournalEvent, ItemError, ItemKind, ItemReader, LogError, Session};
+use envaware::journal::{
+    Event as JournalEvent, ItemError, ItemKind, ItemReader, LogError, Session,
+};
 use envaware::openai::ChatResponse;
 use envaware::{
     Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
@@ -417,7 +419,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             let before = s.session.context().len();
             s.record(
                 &match *event {
-                    Event::User => JournalEvent::User { name: "operator" },
+                    Event::User => JournalEvent::User { name: "operator", text: "" },
                     Event::Agent(blocks) => JournalEvent::Assistant(blocks),
                     Event::Compress { keep } => JournalEvent::Compress { keep },
                 },
