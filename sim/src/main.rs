@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod otel;
 mod plot;
 mod record;
 mod replay;
@@ -67,6 +68,87 @@ enum Command {
     /// 127.0.0.1:PORT`, then answers each request with the script's next
     /// line; stops by itself after --max-requests or --idle-timeout.
     ModelServer(ModelServerArgs),
+    /// Export a session as OpenTelemetry spans (OTLP over HTTP) to a
+    /// collector or a trace UI (Phoenix, Langfuse, Jaeger): a GenAI `chat`
+    /// span per step, whose input messages are the model's request with
+    /// the hint in it, under an `invoke_agent` span per reply. With
+    /// --follow, each step is sent as it is logged.
+    Export(ExportArgs),
+}
+
+/// `envaware-sim export`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ExportArgs {
+    /// The session, as `replay` reads it: a trace, a device's log (or, with
+    /// --flash, a raw image of its log region) or an AgentScope dump;
+    /// `-` is standard input.
+    source: PathBuf,
+    /// The collector: `http://HOST:PORT`, to which `/v1/traces` is added
+    /// (Phoenix: http://127.0.0.1:6006; an OpenTelemetry Collector:
+    /// http://127.0.0.1:4318).
+    #[arg(long, value_name = "URL")]
+    otlp: String,
+    /// `protobuf` (OTLP's default, the one Phoenix takes) or `json`.
+    #[arg(long, value_name = "ENCODING", default_value = "protobuf", value_parser = encoding)]
+    encoding: otel::otlp::Encoding,
+    /// Follow the source as it grows, sending each step as soon as it is
+    /// logged, until standard input ends or --idle-timeout.
+    #[arg(long, conflicts_with = "flash")]
+    follow: bool,
+    /// With --follow: stop after SECS seconds with nothing new (fractions
+    /// allowed). Without it a file is followed until the process is stopped.
+    #[arg(long, value_name = "SECS", requires = "follow", value_parser = idle_timeout)]
+    idle_timeout: Option<std::time::Duration>,
+    /// The source is a raw image of a device's log region (as `replay --flash`).
+    #[arg(long)]
+    flash: bool,
+    /// The configuration at the start, as for `replay --config`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The clock at the start (RFC 3339), as for `replay --now`.
+    #[arg(long, value_name = "TIME")]
+    now: Option<String>,
+    /// The model's name: `gen_ai.request.model` and the spans' name
+    /// (`chat NAME`); left out when not given.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// `gen_ai.provider.name`: the request is OpenAI Chat Completions'.
+    #[arg(long, value_name = "NAME", default_value = "openai")]
+    provider: String,
+    /// `device.id`, a resource attribute.
+    #[arg(long, value_name = "ID")]
+    device_id: Option<String>,
+    /// The firmware's version: `service.version` and `envaware.firmware.version`.
+    #[arg(long, value_name = "VERSION")]
+    firmware_version: Option<String>,
+    /// `service.name`.
+    #[arg(long, value_name = "NAME", default_value = "envaware")]
+    service_name: String,
+    /// The session's id (`gen_ai.conversation.id`, and the seed of the
+    /// trace and span ids); a random one by default.
+    #[arg(long, value_name = "ID")]
+    session_id: Option<String>,
+    /// Phoenix's project (`openinference.project.name`); Phoenix's
+    /// `default` when not given.
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
+    /// Write one JSON line per step sent: `{"step", "line", "seen_us",
+    /// "acked_us"}` (Unix microseconds when its line was read, and when
+    /// the collector acknowledged its span).
+    #[arg(long, value_name = "FILE")]
+    timings: Option<PathBuf>,
+    /// Each request's bound, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = idle_timeout)]
+    timeout: std::time::Duration,
+}
+
+/// `--encoding`.
+fn encoding(text: &str) -> Result<otel::otlp::Encoding, String> {
+    match text {
+        "protobuf" => Ok(otel::otlp::Encoding::Protobuf),
+        "json" => Ok(otel::otlp::Encoding::Json),
+        other => Err(format!("{other:?}: expected protobuf or json")),
+    }
 }
 
 /// `envaware-sim model-server`'s arguments.
@@ -571,12 +653,76 @@ fn model_server_main(args: ModelServerArgs) -> ExitCode {
     }
 }
 
+/// Runs `envaware-sim export`: exit 0 when every step was sent, 1 when the
+/// session stopped on an invalid line (the steps before it were sent), 2
+/// when the source cannot be read or the collector did not take the spans.
+fn export_main(args: ExportArgs) -> ExitCode {
+    let fail = |what: String, code: u8| {
+        eprintln!("envaware-sim export: {what}");
+        ExitCode::from(code)
+    };
+    let config = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(format!("cannot read {}: {e}", path.display()), 2),
+        },
+        None => None,
+    };
+    let source = match args.source.as_os_str() == "-" {
+        true => otel::Source::Stdin,
+        false => otel::Source::File(args.source.clone()),
+    };
+    let opts = otel::Options {
+        url: args.otlp.clone(),
+        encoding: args.encoding,
+        identity: otel::spans::Identity {
+            session_id: args.session_id.unwrap_or_else(otel::spans::random_session_id),
+            service_name: args.service_name,
+            device_id: args.device_id,
+            firmware_version: args.firmware_version,
+            model: args.model,
+            provider: args.provider,
+            project: args.project,
+        },
+        timeout: args.timeout,
+        flash: args.flash,
+        follow: args.follow,
+        idle: args.idle_timeout,
+        timings: args.timings,
+        replay: replay::Options {
+            json: true,
+            now: args.now,
+            config,
+            request: Some(replay::RequestFormat::Openai),
+            ..replay::Options::default()
+        },
+    };
+    match otel::export(&source, &opts) {
+        Ok(s) => {
+            eprintln!(
+                "exported {} steps ({} with a hint) as {} spans in {} requests to {}",
+                s.steps,
+                s.hinted,
+                s.spans,
+                s.requests,
+                otel::http::endpoint(&args.otlp).unwrap_or(args.otlp)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ (otel::ExportError::Replay(_) | otel::ExportError::NotUtf8 { .. })) => {
+            fail(e.to_string(), 1)
+        }
+        Err(e) => fail(e.to_string(), 2),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Replay(args) => replay_main(args),
         Command::Fuzz(args) => fuzz_main(args),
         Command::ModelServer(args) => model_server_main(args),
+        Command::Export(args) => export_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {
