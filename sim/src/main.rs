@@ -133,8 +133,8 @@ struct ExportArgs {
     #[arg(long, value_name = "NAME")]
     project: Option<String>,
     /// Write one JSON line per step sent: `{"step", "line", "seen_us",
-    /// "acked_us"}` (Unix microseconds when its line was read, and when
-    /// the collector acknowledged its span).
+    /// "sent_us", "acked_us"}` (Unix microseconds: its line read, its span
+    /// sent, the collector's acknowledgement).
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
     /// Each request's bound, in seconds.

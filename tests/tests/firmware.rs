@@ -146,6 +146,7 @@ impl Board {
             reset_after,
             environment_milli: environment.to_vec(),
             model_port: None,
+            live: None,
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
     }

@@ -132,6 +132,10 @@ pub fn follow(
                 match next {
                     Ok(Ok(chunk)) => {
                         bytes.extend_from_slice(&chunk);
+                        // What came meanwhile, at once: one hand-on for a burst.
+                        while let Ok(Ok(more)) = rx.try_recv() {
+                            bytes.extend_from_slice(&more);
+                        }
                         hand_on(&bytes, &mut handed)?;
                     }
                     Ok(Err(e)) => return Err(failed(e)),

@@ -64,8 +64,10 @@ impl Collector {
         if spans.is_empty() {
             return Ok(());
         }
-        let unreachable =
-            |e: ureq::Error| ExportError::Unreachable { url: self.endpoint.clone(), error: e.to_string() };
+        let unreachable = |e: ureq::Error| ExportError::Unreachable {
+            url: self.endpoint.clone(),
+            error: e.to_string(),
+        };
         let body = self.encoding.body(spans);
         let mut answer = self
             .agent
@@ -74,7 +76,8 @@ impl Collector {
             .send(&body[..])
             .map_err(unreachable)?;
         let status = answer.status().as_u16();
-        let reply = answer.body_mut().with_config().limit(1 << 20).read_to_vec().unwrap_or_default();
+        let reply =
+            answer.body_mut().with_config().limit(1 << 20).read_to_vec().unwrap_or_default();
         if !(200..300).contains(&status) {
             let text = String::from_utf8_lossy(&reply);
             let text = text.trim();

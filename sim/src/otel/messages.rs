@@ -34,12 +34,16 @@ fn message(index: usize, msg: &Value) -> Result<Value, String> {
         for content in text_of(msg.get("content"), &at("content"))? {
             parts.push(json!({"type": "text", "content": content}));
         }
-        for (i, call) in msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, call) in
+            msg.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
             let function = call.get("function");
-            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).ok_or_else(
-                || format!("{}: expected a string", at(&format!("tool_calls[{i}].function.name"))),
-            )?;
-            let raw = function.and_then(|f| f.get("arguments")).and_then(Value::as_str).unwrap_or("");
+            let name =
+                function.and_then(|f| f.get("name")).and_then(Value::as_str).ok_or_else(|| {
+                    format!("{}: expected a string", at(&format!("tool_calls[{i}].function.name")))
+                })?;
+            let raw =
+                function.and_then(|f| f.get("arguments")).and_then(Value::as_str).unwrap_or("");
             // The conventions' `arguments` is the JSON the model wrote; a
             // text that is not JSON is kept as it is (a string).
             let arguments = serde_json::from_str(raw).unwrap_or_else(|_| Value::from(raw));
@@ -75,7 +79,9 @@ fn text_of<'v>(content: Option<&'v Value>, at: &str) -> Result<Vec<&'v str>, Str
                     .ok_or_else(|| format!("{at}[{i}].text: expected a string, got {p}"))
             })
             .collect(),
-        Some(other) => Err(format!("{at}: expected a string, a list of parts or null, got {other}")),
+        Some(other) => {
+            Err(format!("{at}: expected a string, a list of parts or null, got {other}"))
+        }
     }
 }
 
@@ -90,7 +96,12 @@ pub fn input_messages(request: &Value) -> Result<Value, String> {
     let Value::Array(messages) = request else {
         return Err(format!("messages: expected a list, got {request}"));
     };
-    messages.iter().enumerate().map(|(i, m)| message(i, m)).collect::<Result<_, _>>().map(Value::Array)
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| message(i, m))
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
 }
 
 #[cfg(test)]
@@ -133,9 +144,18 @@ mod tests {
             (json!({}), "messages: expected a list, got {}"),
             (json!([1]), "messages[0]: expected an object, got 1"),
             (json!([{"content": "x"}]), "messages[0].role: expected a string"),
-            (json!([{"role": "user", "content": 5}]), "messages[0].content: expected a string, a list of parts or null, got 5"),
-            (json!([{"role": "user", "content": [{"type": "text"}]}]), "messages[0].content[0].text: expected a string, got {\"type\":\"text\"}"),
-            (json!([{"role": "assistant", "tool_calls": [{"function": {}}]}]), "messages[0].tool_calls[0].function.name: expected a string"),
+            (
+                json!([{"role": "user", "content": 5}]),
+                "messages[0].content: expected a string, a list of parts or null, got 5",
+            ),
+            (
+                json!([{"role": "user", "content": [{"type": "text"}]}]),
+                "messages[0].content[0].text: expected a string, got {\"type\":\"text\"}",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": [{"function": {}}]}]),
+                "messages[0].tool_calls[0].function.name: expected a string",
+            ),
         ] {
             assert_eq!(input_messages(&request).unwrap_err(), error, "{request}");
         }

@@ -192,7 +192,11 @@ pub fn steps(text: &str, opts: &replay::Options) -> (Vec<StepResult>, Option<Rep
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
             .collect::<Vec<Value>>();
-        Ok(records.into_iter().zip(lines).map(|(record, line)| StepResult { record, line }).collect())
+        Ok(records
+            .into_iter()
+            .zip(lines)
+            .map(|(record, line)| StepResult { record, line })
+            .collect())
     };
     match run(text) {
         Ok(steps) => (steps, None),
@@ -201,8 +205,10 @@ pub fn steps(text: &str, opts: &replay::Options) -> (Vec<StepResult>, Option<Rep
                 ReplayError::Invalid { line, .. } | ReplayError::Disagree { line, .. } => *line,
                 ReplayError::Io(_) => 0,
             };
-            let before: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-            let steps = if line > 1 { run(&text[..before]).unwrap_or_default() } else { Vec::new() };
+            let before: usize =
+                text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+            let steps =
+                if line > 1 { run(&text[..before]).unwrap_or_default() } else { Vec::new() };
             (steps, Some(e))
         }
     }
@@ -230,6 +236,7 @@ impl Exporter {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let sent = unix_micros(SystemTime::now());
         self.collector.send(&self.pending)?;
         let acked = unix_micros(SystemTime::now());
         self.summary.requests += 1;
@@ -237,7 +244,7 @@ impl Exporter {
         self.pending.clear();
         if let Some(file) = self.timings.as_mut() {
             for (step, line, seen) in self.pending_steps.drain(..) {
-                let t = serde_json::json!({"step": step, "line": line, "seen_us": seen, "acked_us": acked});
+                let t = serde_json::json!({"step": step, "line": line, "seen_us": seen, "sent_us": sent, "acked_us": acked});
                 writeln!(file, "{t}").and_then(|()| file.flush()).map_err(ExportError::Timings)?;
             }
         }
@@ -313,7 +320,18 @@ pub fn export(source: &Source, opts: &Options) -> Result<Summary, ExportError> {
         timings,
     };
     let exported = if opts.follow {
-        follow::follow(source, opts.idle, |bytes, _last| export_text(&mut exporter, bytes, opts))
+        // The replay runs again over the whole text only when the new
+        // lines can hold a step (a `step` event names its key); the last
+        // hand-on always runs.
+        let mut replayed = 0;
+        follow::follow(source, opts.idle, |bytes, last| {
+            let new = &bytes[replayed.min(bytes.len())..];
+            if !last && !new.windows(6).any(|w| w == b"\"step\"") {
+                return Ok(());
+            }
+            replayed = bytes.len();
+            export_text(&mut exporter, bytes, opts)
+        })
     } else {
         source.read_all().and_then(|bytes| {
             let bytes = match opts.flash {

@@ -276,7 +276,10 @@ fn proto_attributes(attributes: &Attributes) -> Vec<proto::KeyValue> {
                     V::ArrayValue(proto::ArrayValue { values: list.iter().map(string).collect() })
                 }
             };
-            proto::KeyValue { key: key.clone(), value: Some(proto::AnyValue { value: Some(value) }) }
+            proto::KeyValue {
+                key: key.clone(),
+                value: Some(proto::AnyValue { value: Some(value) }),
+            }
         })
         .collect()
 }
@@ -466,10 +469,7 @@ mod tests {
             ["gen_ai.operation.name", "gen_ai.usage.input_tokens", "x.double", "x.flag", "x.list"],
             "the NaN is left out"
         );
-        assert_eq!(
-            s.attributes[1].value.as_ref().unwrap().value,
-            Some(proto::Value::IntValue(-3))
-        );
+        assert_eq!(s.attributes[1].value.as_ref().unwrap().value, Some(proto::Value::IntValue(-3)));
         assert_eq!(s.events[0].name, "envaware.hint");
         assert_eq!(s.status.as_ref().unwrap().code, 1);
     }

@@ -153,11 +153,7 @@ impl SpanBuilder {
     ///
     /// When the step's request is not Chat Completions messages (never
     /// for what the replay writes).
-    pub fn step(
-        &mut self,
-        step: &StepResult,
-        now_ns: u64,
-    ) -> Result<(Option<Span>, Span), String> {
+    pub fn step(&mut self, step: &StepResult, now_ns: u64) -> Result<(Option<Span>, Span), String> {
         let record = &step.record;
         let at = record.clock.map_or(now_ns, |c| nanos(c.unix_micros()));
         let starts_reply = record.cur_iter == 0 || self.open.is_none();
@@ -189,9 +185,8 @@ impl SpanBuilder {
         reply.end_ns = reply.end_ns.max(at);
         reply.steps += 1;
         reply.hints += i64::from(hint.is_some());
-        let span_id =
-            derive(&[self.id.session_id.as_bytes(), b"step", &record.step.to_le_bytes()])
-                .to_be_bytes();
+        let span_id = derive(&[self.id.session_id.as_bytes(), b"step", &record.step.to_le_bytes()])
+            .to_be_bytes();
         let (trace_id, parent) = (reply.trace_id, reply.span_id);
 
         let request = step.line.get("request").ok_or("the step's line has no request")?;
@@ -339,7 +334,12 @@ fn watch_reason(w: &WatchRecord) -> String {
         };
     };
     if let Some(change) = w.change.filter(|c| (now - told).abs() >= *c) {
-        return format!("moved {} from the {} told (change {})", num((now - told).abs()), num(told), num(change));
+        return format!(
+            "moved {} from the {} told (change {})",
+            num((now - told).abs()),
+            num(told),
+            num(change)
+        );
     }
     if let Some(above) = w.above.filter(|a| now > *a && told <= *a) {
         return format!("crossed above {} (from the {} told)", num(above), num(told));
@@ -347,7 +347,11 @@ fn watch_reason(w: &WatchRecord) -> String {
     if let Some(below) = w.below.filter(|b| now < *b && told >= *b) {
         return format!("crossed below {} (from the {} told)", num(below), num(told));
     }
-    format!("back across a threshold (hysteresis {}) from the {} told", num(w.hysteresis), num(told))
+    format!(
+        "back across a threshold (hysteresis {}) from the {} told",
+        num(w.hysteresis),
+        num(told)
+    )
 }
 
 /// One `envaware.hint` event per dimension the step fired: which field of
@@ -364,18 +368,26 @@ fn hint_events(record: &StepRecord, at: u64) -> Vec<Event> {
     };
     let mut events = Vec::new();
     if record.time {
-        let interval = ("envaware.time.interval_h".to_string(), AttrValue::Double(record.time_interval_hours));
+        let interval =
+            ("envaware.time.interval_h".to_string(), AttrValue::Double(record.time_interval_hours));
         let (reason, mut more) = match (record.told_at, record.clock) {
             (Some(told), Some(now)) => {
                 let age = (now.unix_micros() - told.unix_micros()) as f64 / 1e6;
                 let reason = if age < 0.0 {
                     format!("the time told is {} s in the future (the clock went back)", num(-age))
                 } else {
-                    format!("the time told is {} s old; time_interval is {} h", num(age), num(record.time_interval_hours))
+                    format!(
+                        "the time told is {} s old; time_interval is {} h",
+                        num(age),
+                        num(record.time_interval_hours)
+                    )
                 };
                 (reason, vec![("envaware.time.told_age_s".to_string(), AttrValue::Double(age))])
             }
-            _ => ("no time of ours in the context (the first step, or compressed away)".to_string(), Vec::new()),
+            _ => (
+                "no time of ours in the context (the first step, or compressed away)".to_string(),
+                Vec::new(),
+            ),
         };
         more.push(interval);
         events.push(event("time", "current-time", reason, more));
@@ -402,7 +414,10 @@ fn hint_events(record: &StepRecord, at: u64) -> Vec<Event> {
             ),
             vec![
                 int_attr("envaware.context.input_tokens", record.input_tokens),
-                ("envaware.context.threshold_tokens".into(), AttrValue::Double(record.reminder_tokens)),
+                (
+                    "envaware.context.threshold_tokens".into(),
+                    AttrValue::Double(record.reminder_tokens),
+                ),
                 int_attr("envaware.context.trigger_tokens", record.trigger_tokens),
             ],
         ));
@@ -420,10 +435,7 @@ fn hint_events(record: &StepRecord, at: u64) -> Vec<Event> {
         if let Some(told) = w.told {
             more.push(("envaware.watch.told_before".into(), AttrValue::Double(told)));
         }
-        more.push((
-            "envaware.watch.heartbeat".into(),
-            AttrValue::Bool(w.heartbeat),
-        ));
+        more.push(("envaware.watch.heartbeat".into(), AttrValue::Bool(w.heartbeat)));
         events.push(event("watch", &w.field, watch_reason(w), more));
     }
     events
@@ -448,7 +460,9 @@ mod tests {
     }
 
     fn step(n: usize, cur_iter: u64, hint: Option<&str>) -> StepResult {
-        let mut request = vec![json!({"role": "system", "name": "system", "content": [{"type": "text", "text": ""}]})];
+        let mut request = vec![
+            json!({"role": "system", "name": "system", "content": [{"type": "text", "text": ""}]}),
+        ];
         if let Some(h) = hint {
             request.push(json!({"role": "user", "content": [{"type": "text", "text": h}]}));
         }
@@ -506,11 +520,17 @@ mod tests {
         assert_eq!(span.name, "chat envaware-demo");
         assert_eq!(span.kind, SpanKind::Client);
         assert_eq!(attr(&span, "gen_ai.operation.name"), Some(&AttrValue::Str("chat".into())));
-        assert_eq!(attr(&span, "gen_ai.request.model"), Some(&AttrValue::Str("envaware-demo".into())));
+        assert_eq!(
+            attr(&span, "gen_ai.request.model"),
+            Some(&AttrValue::Str("envaware-demo".into()))
+        );
         assert_eq!(attr(&span, "gen_ai.usage.input_tokens"), Some(&AttrValue::Int(900)));
         let Some(AttrValue::Str(input)) = attr(&span, "gen_ai.input.messages") else { panic!() };
         let input: Value = serde_json::from_str(input).unwrap();
-        assert_eq!(input[1], json!({"role": "user", "parts": [{"type": "text", "content": "<current-time>x"}]}));
+        assert_eq!(
+            input[1],
+            json!({"role": "user", "parts": [{"type": "text", "content": "<current-time>x"}]})
+        );
         assert_eq!(attr(&span, "envaware.fired"), Some(&AttrValue::StrList(vec!["time".into()])));
         assert_eq!(span.events.len(), 1);
         assert_eq!(span.events[0].attributes[0], str_attr("envaware.dimension", "time"));
@@ -544,7 +564,10 @@ mod tests {
         let first = WatchRecord { told: None, ..w.clone() };
         assert_eq!(watch_reason(&first), "nothing was told of it yet");
         let beat = WatchRecord { heartbeat: true, max_interval: Some(10.0), ..w.clone() };
-        assert_eq!(watch_reason(&beat), "heartbeat: steady, but told longer than max_interval 10 s ago");
+        assert_eq!(
+            watch_reason(&beat),
+            "heartbeat: steady, but told longer than max_interval 10 s ago"
+        );
         let mut s = step(1, 0, Some("<temperature>24.5 °C</temperature>"));
         s.record.time = false;
         s.record.watches = vec![w];
@@ -552,8 +575,13 @@ mod tests {
         let e = &span.events[0];
         assert!(e.attributes.contains(&str_attr("envaware.field", "temperature")));
         assert!(e.attributes.contains(&str_attr("envaware.watch.reading", "24.5 °C")));
-        assert!(e.attributes.contains(&("envaware.watch.told_before".into(), AttrValue::Double(22.25))));
-        assert_eq!(attr(&span, "envaware.fired"), Some(&AttrValue::StrList(vec!["watch:temperature".into()])));
+        assert!(e
+            .attributes
+            .contains(&("envaware.watch.told_before".into(), AttrValue::Double(22.25))));
+        assert_eq!(
+            attr(&span, "envaware.fired"),
+            Some(&AttrValue::StrList(vec!["watch:temperature".into()]))
+        );
     }
 
     #[test]
@@ -562,7 +590,10 @@ mod tests {
         s.record.told_at = Some(Timestamp::from_unix_seconds(1_784_685_600 + 120 - 7200));
         let (_, span) = SpanBuilder::new(identity()).step(&s, 0).unwrap();
         let reason = &span.events[0].attributes[2];
-        assert_eq!(reason.1, AttrValue::Str("the time told is 7200 s old; time_interval is 1 h".into()));
+        assert_eq!(
+            reason.1,
+            AttrValue::Str("the time told is 7200 s old; time_interval is 1 h".into())
+        );
         s.record.told_at = Some(Timestamp::from_unix_seconds(1_784_685_600 + 180));
         let (_, span) = SpanBuilder::new(identity()).step(&s, 0).unwrap();
         assert_eq!(
