@@ -639,6 +639,7 @@ fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
         reset_after: None,
         environment_milli: vec![(6, 33_000)],
         model_port: Some(server.port),
+        live: None,
     };
     let run = qemu::run(&opts);
     server.stop();

@@ -235,7 +235,7 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
     // of more than one step, in Phoenix's trace view.
     let shown = chats
         .iter()
-        .filter(|s| attr(s, "envaware.hint") != "")
+        .filter(|s| !attr(s, "envaware.hint").is_empty())
         .filter(|s| {
             chats.iter().filter(|o| o["context"]["trace_id"] == s["context"]["trace_id"]).count()
                 > 1

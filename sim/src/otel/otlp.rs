@@ -240,15 +240,15 @@ mod proto {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Value {
         #[prost(string, tag = "1")]
-        StringValue(String),
+        String(String),
         #[prost(bool, tag = "2")]
-        BoolValue(bool),
+        Bool(bool),
         #[prost(int64, tag = "3")]
-        IntValue(i64),
+        Int(i64),
         #[prost(double, tag = "4")]
-        DoubleValue(f64),
+        Double(f64),
         #[prost(message, tag = "5")]
-        ArrayValue(ArrayValue),
+        Array(ArrayValue),
     }
 
     #[derive(Clone, PartialEq, prost::Message)]
@@ -264,16 +264,16 @@ fn finite(attributes: &Attributes) -> impl Iterator<Item = &(String, AttrValue)>
 
 fn proto_attributes(attributes: &Attributes) -> Vec<proto::KeyValue> {
     use proto::Value as V;
-    let string = |s: &String| proto::AnyValue { value: Some(V::StringValue(s.clone())) };
+    let string = |s: &String| proto::AnyValue { value: Some(V::String(s.clone())) };
     finite(attributes)
         .map(|(key, value)| {
             let value = match value {
-                AttrValue::Str(s) => V::StringValue(s.clone()),
-                AttrValue::Int(i) => V::IntValue(*i),
-                AttrValue::Double(d) => V::DoubleValue(*d),
-                AttrValue::Bool(b) => V::BoolValue(*b),
+                AttrValue::Str(s) => V::String(s.clone()),
+                AttrValue::Int(i) => V::Int(*i),
+                AttrValue::Double(d) => V::Double(*d),
+                AttrValue::Bool(b) => V::Bool(*b),
                 AttrValue::StrList(list) => {
-                    V::ArrayValue(proto::ArrayValue { values: list.iter().map(string).collect() })
+                    V::Array(proto::ArrayValue { values: list.iter().map(string).collect() })
                 }
             };
             proto::KeyValue {
@@ -469,7 +469,7 @@ mod tests {
             ["gen_ai.operation.name", "gen_ai.usage.input_tokens", "x.double", "x.flag", "x.list"],
             "the NaN is left out"
         );
-        assert_eq!(s.attributes[1].value.as_ref().unwrap().value, Some(proto::Value::IntValue(-3)));
+        assert_eq!(s.attributes[1].value.as_ref().unwrap().value, Some(proto::Value::Int(-3)));
         assert_eq!(s.events[0].name, "envaware.hint");
         assert_eq!(s.status.as_ref().unwrap().code, 1);
     }
