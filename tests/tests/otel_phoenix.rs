@@ -201,8 +201,15 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
             "step {}: its parent is a reply's span",
             i + 1
         );
-        // The span's input is what the model received at that step.
+        // The span's input is what the model received at that step, and
+        // Phoenix read all of it (one malformed part would drop it all).
         let messages = input(span);
+        let last_role = format!("llm.input_messages.{}.message.role", messages.len() - 1);
+        assert!(
+            span["attributes"][&last_role].is_string(),
+            "step {}: Phoenix read no {last_role}",
+            i + 1
+        );
         let request = requests[i]["request"]["messages"].as_array().unwrap();
         assert_eq!(
             shape_of_input(&messages, true),
@@ -317,6 +324,24 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
         );
     }
     let side_hinted = side.hints.iter().filter(|h| h.is_some()).count();
+    // The tool-error step in each trace, as Phoenix shows it.
+    let tool_error = side
+        .hints
+        .iter()
+        .position(|h| h.as_deref().is_some_and(|h| h.contains("<tool-error>")))
+        .unwrap();
+    for (who, span) in
+        [("agentscope", theirs[tool_error].clone()), ("envaware", ours[tool_error].clone())]
+    {
+        let url = format!(
+            "{}/redirects/spans/{}",
+            phoenix.url(),
+            span["context"]["span_id"].as_str().unwrap()
+        );
+        let png = dir.join(format!("phoenix-side-by-side-{who}.png"));
+        otel::screenshot(&chromium, &url, &png, (1200, 1250), Duration::from_secs(15)).unwrap();
+        assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    }
     assert_eq!(envaware_with_hint, side_hinted);
     assert_eq!(agentscope_with_hint, 0, "AgentScope 2.0.11's trace drops the hint");
 
@@ -342,6 +367,7 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
         "side_by_side": {
             "model_calls": calls,
             "hinted_calls": side_hinted,
+            "tool_error_call": tool_error + 1,
             "agentscope_spans_holding_the_hint": agentscope_with_hint,
             "envaware_spans_holding_the_hint": envaware_with_hint,
             "agentscope_last_input_message_at_hinted_calls": where_theirs,

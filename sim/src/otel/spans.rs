@@ -313,10 +313,16 @@ fn fired(record: &StepRecord) -> Vec<String> {
     fired
 }
 
-/// A number as the report writes it: no trailing `.0`.
+/// A number for a reason's text: at most three decimals, no trailing
+/// zeros (the exact value is in the event's attributes).
 fn num(x: f64) -> String {
-    let text = format!("{x}");
-    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+    let text = format!("{x:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text.to_string()
+    }
 }
 
 /// Why a watch fired, from what the replay recorded of it: the heartbeat,
@@ -599,6 +605,15 @@ mod tests {
         assert_eq!(
             span.events[0].attributes[2].1,
             AttrValue::Str("the time told is 60 s in the future (the clock went back)".into())
+        );
+    }
+
+    #[test]
+    fn numbers_in_reasons_are_short() {
+        assert_eq!(num(2457.6000000000004), "2457.6");
+        assert_eq!(
+            (num(2.0), num(0.01), num(-0.0001), num(52.7344)),
+            ("2".into(), "0.01".into(), "0".into(), "52.734".into())
         );
     }
 
