@@ -97,6 +97,50 @@ fn shape_of_request(messages: &[Value], drop_empty: bool) -> Vec<(String, String
         .collect()
 }
 
+/// Exports `source` (with `args`: `--flash`, …) to Phoenix under
+/// `session`, and checks what Phoenix holds against `replay --json` of
+/// the same source: a chat span per step, each hinted step's input ending
+/// with its hint. Returns (steps, hinted steps).
+fn export_and_read_back(
+    sim: &std::path::Path,
+    phoenix: &Phoenix,
+    source: &std::path::Path,
+    args: &[&str],
+    session: &str,
+) -> (usize, usize) {
+    let out = std::process::Command::new(sim)
+        .args(["export", "--otlp", &phoenix.url(), "--session-id", session])
+        .args(args)
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}: {}", source.display(), String::from_utf8_lossy(&out.stderr));
+    let replayed = std::process::Command::new(sim)
+        .args(["replay", "--json"])
+        .args(args)
+        .arg(source)
+        .output()
+        .unwrap();
+    assert!(replayed.status.success(), "{}", String::from_utf8_lossy(&replayed.stderr));
+    let hints: Vec<Option<String>> = String::from_utf8_lossy(&replayed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["hint"].as_str().map(str::to_string))
+        .collect();
+    let spans = phoenix
+        .spans_when("default", Duration::from_secs(30), |s| {
+            chat_spans(s, session).len() == hints.len()
+        })
+        .unwrap();
+    let chats = chat_spans(&spans, session);
+    assert_eq!(chats.len(), hints.len(), "{}", source.display());
+    for (span, hint) in chats.iter().zip(&hints) {
+        if let Some(hint) = hint {
+            assert_eq!(texts(input(span).last().unwrap()), *hint, "{}", source.display());
+        }
+    }
+    (hints.len(), hints.iter().filter(|h| h.is_some()).count())
+}
+
 #[test]
 fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
     let Some(python) = needs::or_skip(needs::reference_python()) else { return };
@@ -238,6 +282,27 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
     let (median, worst) = otel::median_and_worst(&delays);
     assert!(delays.iter().all(|d| d.millis >= 0.0 && d.millis < 5_000.0), "{delays:?}");
 
+    // The same run's device log (its decoded output, the stream's lines
+    // among the board's own) and its flash region, through the replay's
+    // readers of them.
+    let device_log = dir.join("device.log");
+    std::fs::write(&device_log, &run.log).unwrap();
+    let flash = dir.join("flash-log.bin");
+    std::fs::write(&flash, run.flash_log.as_ref().expect("the board dumps its log's region"))
+        .unwrap();
+    let pid = std::process::id();
+    let from_log = export_and_read_back(
+        &sim,
+        &phoenix,
+        &device_log,
+        &["--config", dir.join("export-config.json").to_str().unwrap()],
+        &format!("log-{pid}"),
+    );
+    assert_eq!(from_log, (steps.len(), hinted), "the device's log is the stream's session");
+    let from_flash =
+        export_and_read_back(&sim, &phoenix, &flash, &["--flash"], &format!("flash-{pid}"));
+    assert!(from_flash.0 > 0 && from_flash.1 > 0, "{from_flash:?}");
+
     // The picture: the hinted step with the shortest input among replies
     // of more than one step, in Phoenix's trace view.
     let shown = chats
@@ -363,6 +428,8 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
                 "each": delays.iter().map(|d| d.millis).collect::<Vec<_>>(),
             },
             "screenshot_step": shown["attributes"]["envaware.step"],
+            "device_log_steps_and_hinted": from_log,
+            "flash_image_steps_and_hinted": from_flash,
         },
         "side_by_side": {
             "model_calls": calls,
