@@ -45,6 +45,58 @@ impl std::fmt::Display for DeviceLogError {
 
 impl std::error::Error for DeviceLogError {}
 
+/// A device log's bytes as the replay's trace lines: a raw image of its
+/// flash region when `flash`, else a host's log file when the bytes start
+/// with its magic (`envaware_host::MAGIC`); `None` for anything else (a
+/// trace or a dump, read as text). With the lines, the bytes of a log
+/// file's torn tail (what a power cut, or an append under way, leaves),
+/// which are left out.
+///
+/// # Errors
+///
+/// An image or file that cannot be read as a log, an item the journal
+/// refuses, a configuration missing or not the log's: the message.
+pub fn lines_of(
+    bytes: &[u8],
+    flash: bool,
+    config: Option<&str>,
+) -> Result<Option<(String, usize)>, String> {
+    let (items, torn) = if flash {
+        (crate::flash::items(bytes).map_err(|e| e.to_string())?, 0)
+    } else if bytes.starts_with(&envaware_host::MAGIC) {
+        file_items(bytes)?
+    } else {
+        return Ok(None);
+    };
+    let lines = trace_lines(&items, config).map_err(|e| e.to_string())?;
+    Ok(Some((lines, torn)))
+}
+
+/// The items of a host's log file (`envaware_host::FileLog`), as the file
+/// holds them, and the bytes of its torn tail; damage in the middle is
+/// refused.
+fn file_items(bytes: &[u8]) -> Result<(Vec<Vec<u8>>, usize), String> {
+    let records = envaware_host::read_records(bytes).map_err(|e| format!("the log file: {e}"))?;
+    let torn = match records.tail {
+        envaware_host::Tail::Clean => 0,
+        envaware_host::Tail::Torn => bytes.len() - records.end,
+        envaware_host::Tail::Damaged => {
+            return Err(format!(
+                "the log file: a damaged record at byte {}, with a valid record after it",
+                records.end
+            ))
+        }
+    };
+    Ok((records.items.iter().map(|range| bytes[range.clone()].to_vec()).collect(), torn))
+}
+
+/// What a torn tail of `torn` bytes is, said to a reader of the log.
+pub fn torn_note(torn: usize) -> Option<String> {
+    (torn > 0).then(|| {
+        format!("the log file's last {torn} bytes are a torn tail (a power cut's): its whole items are read")
+    })
+}
+
 /// A session configuration file's buffer: as large as the replay's.
 type Buf = ConfigBuf<65536, 64, 64>;
 

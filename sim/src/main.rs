@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod otel;
 mod plot;
 mod record;
 mod replay;
@@ -71,6 +72,12 @@ enum Command {
     /// with --flash) as the replay's trace lines: one JSON line per event,
     /// each with its item's number under "#" (what `replay` replays).
     Log(LogArgs),
+    /// Export a session as OpenTelemetry spans (OTLP over HTTP) to a
+    /// collector or a trace UI (Phoenix, Langfuse, Jaeger): a GenAI `chat`
+    /// span per step, whose input messages are the model's request with
+    /// the hint in it, under an `invoke_agent` span per reply. With
+    /// --follow, each step is sent as it is logged.
+    Export(ExportArgs),
 }
 
 /// `envaware-sim log`'s arguments.
@@ -85,6 +92,81 @@ struct LogArgs {
     /// The device's session configuration (else the log's first header's).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+/// `envaware-sim export`'s arguments.
+#[derive(clap::Args, Debug)]
+struct ExportArgs {
+    /// The session, as `replay` reads it: a trace, a device's log (or, with
+    /// --flash, a raw image of its log region) or an AgentScope dump;
+    /// `-` is standard input.
+    source: PathBuf,
+    /// The collector: `http://HOST:PORT`, to which `/v1/traces` is added
+    /// (Phoenix: http://127.0.0.1:6006; an OpenTelemetry Collector:
+    /// http://127.0.0.1:4318).
+    #[arg(long, value_name = "URL")]
+    otlp: String,
+    /// `protobuf` (OTLP's default, the one Phoenix takes) or `json`.
+    #[arg(long, value_name = "ENCODING", default_value = "protobuf", value_parser = encoding)]
+    encoding: otel::otlp::Encoding,
+    /// Follow the source as it grows, sending each step as soon as it is
+    /// logged, until standard input ends or --idle-timeout.
+    #[arg(long, conflicts_with = "flash")]
+    follow: bool,
+    /// With --follow: stop after SECS seconds with nothing new (fractions
+    /// allowed). Without it a file is followed until the process is stopped.
+    #[arg(long, value_name = "SECS", requires = "follow", value_parser = idle_timeout)]
+    idle_timeout: Option<std::time::Duration>,
+    /// The source is a raw image of a device's log region (as `replay --flash`).
+    #[arg(long)]
+    flash: bool,
+    /// The configuration at the start, as for `replay --config`.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The clock at the start (RFC 3339), as for `replay --now`.
+    #[arg(long, value_name = "TIME")]
+    now: Option<String>,
+    /// The model's name: `gen_ai.request.model` and the spans' name
+    /// (`chat NAME`); left out when not given.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// `gen_ai.provider.name`: the request is OpenAI Chat Completions'.
+    #[arg(long, value_name = "NAME", default_value = "openai")]
+    provider: String,
+    /// `device.id`, a resource attribute.
+    #[arg(long, value_name = "ID")]
+    device_id: Option<String>,
+    /// The firmware's version: `service.version` and `envaware.firmware.version`.
+    #[arg(long, value_name = "VERSION")]
+    firmware_version: Option<String>,
+    /// `service.name`.
+    #[arg(long, value_name = "NAME", default_value = "envaware")]
+    service_name: String,
+    /// The session's id (`gen_ai.conversation.id`, and the seed of the
+    /// trace and span ids); a random one by default.
+    #[arg(long, value_name = "ID")]
+    session_id: Option<String>,
+    /// Phoenix's project (`openinference.project.name`); Phoenix's
+    /// `default` when not given.
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
+    /// Write one JSON line per step sent: `{"step", "line", "seen_us",
+    /// "sent_us", "acked_us"}` (Unix microseconds: its line read, its span
+    /// sent, the collector's acknowledgement).
+    #[arg(long, value_name = "FILE")]
+    timings: Option<PathBuf>,
+    /// Each request's bound, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = idle_timeout)]
+    timeout: std::time::Duration,
+}
+
+/// `--encoding`.
+fn encoding(text: &str) -> Result<otel::otlp::Encoding, String> {
+    match text {
+        "protobuf" => Ok(otel::otlp::Encoding::Protobuf),
+        "json" => Ok(otel::otlp::Encoding::Json),
+        other => Err(format!("{other:?}: expected protobuf or json")),
+    }
 }
 
 /// `envaware-sim model-server`'s arguments.
@@ -439,43 +521,23 @@ fn log_main(args: LogArgs) -> ExitCode {
         Some(Ok(text)) => Some(text),
         None => None,
     };
-    let items = match args.flash {
-        true => envaware_sim::flash::items(&bytes).map_err(|e| e.to_string()),
-        false => log_file_items(&bytes),
-    };
-    let lines = items.and_then(|items| {
-        envaware_sim::device_log::trace_lines(&items, config.as_deref()).map_err(|e| e.to_string())
-    });
-    match lines {
-        Ok(lines) => {
+    match envaware_sim::device_log::lines_of(&bytes, args.flash, config.as_deref()) {
+        Ok(Some((lines, torn))) => {
+            if let Some(note) = envaware_sim::device_log::torn_note(torn) {
+                eprintln!("envaware-sim log: {note}");
+            }
             print!("{lines}");
             ExitCode::SUCCESS
         }
+        Ok(None) => fail(
+            format!(
+                "{}: not a device's log (a host's log file, or a flash image with --flash)",
+                args.file.display()
+            ),
+            1,
+        ),
         Err(e) => fail(e, 1),
     }
-}
-
-/// The items of a host's log file (`envaware_host::FileLog`), as the file
-/// holds them: a torn tail (a power cut's) is left out with a word on
-/// standard error, damage in the middle is refused.
-fn log_file_items(bytes: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    let records = envaware_host::read_records(bytes).map_err(|e| format!("the log file: {e}"))?;
-    match records.tail {
-        envaware_host::Tail::Clean => {}
-        envaware_host::Tail::Torn => eprintln!(
-            "envaware-sim replay: the log file's last {} bytes are a torn tail (a power cut's): \
-             its {} whole items are replayed",
-            bytes.len() - records.end,
-            records.items.len()
-        ),
-        envaware_host::Tail::Damaged => {
-            return Err(format!(
-                "the log file: a damaged record at byte {}, with a valid record after it",
-                records.end
-            ))
-        }
-    }
-    Ok(records.items.iter().map(|range| bytes[range.clone()].to_vec()).collect())
 }
 
 /// Runs `envaware-sim replay`: exit 0 when the whole trace ran, 1 on an
@@ -502,19 +564,15 @@ fn replay_main(args: ReplayArgs) -> ExitCode {
         None => None,
     };
     // A device's log: a flash image, or a host's log file (its magic).
-    if args.flash || bytes.starts_with(&envaware_host::MAGIC) {
-        let items = match args.flash {
-            true => envaware_sim::flash::items(&bytes).map_err(|e| e.to_string()),
-            false => log_file_items(&bytes),
-        };
-        let lines = items.and_then(|items| {
-            envaware_sim::device_log::trace_lines(&items, config.as_deref())
-                .map_err(|e| e.to_string())
-        });
-        match lines {
-            Ok(lines) => bytes = lines.into_bytes(),
-            Err(e) => return fail(e, 1),
+    match envaware_sim::device_log::lines_of(&bytes, args.flash, config.as_deref()) {
+        Ok(Some((lines, torn))) => {
+            if let Some(note) = envaware_sim::device_log::torn_note(torn) {
+                eprintln!("envaware-sim replay: {note}");
+            }
+            bytes = lines.into_bytes();
         }
+        Ok(None) => {}
+        Err(e) => return fail(e, 1),
     }
     // Bytes that are not UTF-8 end the trace at their line, as an invalid
     // event does: the lines before it are replayed.
@@ -653,6 +711,69 @@ fn model_server_main(args: ModelServerArgs) -> ExitCode {
     }
 }
 
+/// Runs `envaware-sim export`: exit 0 when every step was sent, 1 when the
+/// session stopped on an invalid line (the steps before it were sent), 2
+/// when the source cannot be read or the collector did not take the spans.
+fn export_main(args: ExportArgs) -> ExitCode {
+    let fail = |what: String, code: u8| {
+        eprintln!("envaware-sim export: {what}");
+        ExitCode::from(code)
+    };
+    let config = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) => return fail(format!("cannot read {}: {e}", path.display()), 2),
+        },
+        None => None,
+    };
+    let source = match args.source.as_os_str() == "-" {
+        true => otel::Source::Stdin,
+        false => otel::Source::File(args.source.clone()),
+    };
+    let opts = otel::Options {
+        url: args.otlp.clone(),
+        encoding: args.encoding,
+        identity: otel::spans::Identity {
+            session_id: args.session_id.unwrap_or_else(otel::spans::random_session_id),
+            service_name: args.service_name,
+            device_id: args.device_id,
+            firmware_version: args.firmware_version,
+            model: args.model,
+            provider: args.provider,
+            project: args.project,
+        },
+        timeout: args.timeout,
+        flash: args.flash,
+        follow: args.follow,
+        idle: args.idle_timeout,
+        timings: args.timings,
+        replay: replay::Options {
+            json: true,
+            now: args.now,
+            config,
+            request: Some(replay::RequestFormat::Openai),
+            ..replay::Options::default()
+        },
+    };
+    match otel::export(&source, &opts) {
+        Ok(s) => {
+            eprintln!(
+                "exported {} steps ({} with a hint) as {} spans in {} requests to {}",
+                s.steps,
+                s.hinted,
+                s.spans,
+                s.requests,
+                otel::http::endpoint(&args.otlp).unwrap_or(args.otlp)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ (otel::ExportError::Replay(_) | otel::ExportError::NotUtf8 { .. })) => {
+            fail(e.to_string(), 1)
+        }
+        Err(e) => fail(e.to_string(), 2),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -660,6 +781,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz_main(args),
         Command::ModelServer(args) => model_server_main(args),
         Command::Log(args) => log_main(args),
+        Command::Export(args) => export_main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {

@@ -13,6 +13,15 @@ pub struct StepRecord {
     pub step: usize,
     /// The trace line of the step (0 for a dump).
     pub line: usize,
+    /// The step's `cur_iter`: 0 starts a reply (AgentScope's count of the
+    /// reasoning steps of the current reply).
+    pub cur_iter: u64,
+    /// The agent's name at the step.
+    pub agent: String,
+    /// The core's hash of the configuration and the agent's name
+    /// (`journal::Header::for_session` with no capacities): the same
+    /// configuration gives the same hash whatever the input was.
+    pub config_hash: u64,
     /// The clock at the step; `None` when unset.
     pub clock: Option<Timestamp>,
     /// Whether a `set_clock` event came since the previous step.

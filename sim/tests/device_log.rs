@@ -150,7 +150,11 @@ fn a_decision_the_replay_would_not_make_is_an_error_naming_the_line() {
     file.set_len(len - 3).unwrap();
     let out = replay(&path);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bytes are a torn tail"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bytes are a torn tail"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `log` pushed into sequential-storage's queue over a `pages`-KiB region,

@@ -146,6 +146,7 @@ impl Board {
             reset_after,
             environment_milli: environment.to_vec(),
             model_port: None,
+            live: None,
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
     }
@@ -638,6 +639,7 @@ fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
         reset_after: None,
         environment_milli: vec![(6, 33_000)],
         model_port: Some(server.port),
+        live: None,
     };
     let run = qemu::run(&opts);
     server.stop();

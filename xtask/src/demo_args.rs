@@ -23,6 +23,9 @@ pub struct DemoOptions {
     /// `(before step, milli-°C)`: the environment's temperature in the
     /// idle time before that step (`1..STEPS`).
     pub environment_milli: Vec<(usize, i32)>,
+    /// `--otlp URL`: export the session to this OpenTelemetry collector
+    /// while the board runs (`envaware-sim export --follow`).
+    pub otlp: Option<String>,
 }
 
 /// Why the demo's options were refused.
@@ -68,6 +71,8 @@ pub enum DemoArgError {
     /// `--environment` item not `STEP:TEMPERATURE`, or its step is not one
     /// whose idle time the firmware has.
     EnvironmentStep(String),
+    /// `--otlp` not a plain `http://HOST:PORT` URL.
+    Otlp(String),
 }
 
 /// `sixteenths` as exact decimal degrees: `21.5`, `-4.25`, `0.0625`.
@@ -97,7 +102,7 @@ impl fmt::Display for DemoArgError {
             DemoArgError::Unknown(arg) => write!(
                 f,
                 "unknown argument {arg:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] \
-                 [--environment 7:33|none] [--reset-after N] [--host]"
+                 [--environment 7:33|none] [--reset-after N] [--otlp http://HOST:PORT] [--host]"
             ),
             DemoArgError::ResetAfter(n) => write!(
                 f,
@@ -132,6 +137,11 @@ impl fmt::Display for DemoArgError {
                 "--environment {item}: expected STEP:TEMPERATURE with a step in 1..={} (the idle \
                  time before that step; the demo has {STEPS} steps), or none",
                 STEPS - 1
+            ),
+            DemoArgError::Otlp(url) => write!(
+                f,
+                "--otlp {url}: expected http://HOST:PORT, an OpenTelemetry collector or trace UI \
+                 on plain HTTP (Phoenix: http://127.0.0.1:6006)"
             ),
         }
     }
@@ -224,6 +234,7 @@ impl DemoOptions {
         let mut temperatures_text = default_temperatures.to_string();
         let mut environment_text = default_environment.to_string();
         let mut reset = None;
+        let mut otlp = None;
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             let mut value = |option: &'static str, example: &'static str| {
@@ -233,6 +244,14 @@ impl DemoOptions {
                 "--temperatures" => temperatures_text = value("--temperatures", "21.5,30,-4.25")?,
                 "--environment" => environment_text = value("--environment", "7:33")?,
                 "--reset-after" => reset = Some(reset_after(&value("--reset-after", "4")?)?),
+                "--otlp" => {
+                    let url = value("--otlp", "http://127.0.0.1:6006")?;
+                    let host = url.strip_prefix("http://").and_then(|r| r.split('/').next());
+                    if host.is_none_or(str::is_empty) {
+                        return Err(DemoArgError::Otlp(url));
+                    }
+                    otlp = Some(url);
+                }
                 other => match other.strip_prefix("--temperatures=") {
                     Some(list) => temperatures_text = list.to_string(),
                     None => return Err(DemoArgError::Unknown(other.to_string())),
@@ -243,6 +262,7 @@ impl DemoOptions {
             temperatures_milli: temperatures(&temperatures_text)?,
             reset_after: reset,
             environment_milli: environment(&environment_text)?,
+            otlp,
         })
     }
 }
@@ -369,6 +389,23 @@ mod tests {
     #[test]
     fn an_unknown_argument_is_named() {
         assert!(error(&["--reset"]).starts_with("unknown argument \"--reset\"; usage:"));
+    }
+
+    #[test]
+    fn otlp_takes_a_plain_http_url_and_names_any_other() {
+        assert_eq!(
+            parse(&["--otlp", "http://127.0.0.1:6006"]).unwrap().otlp.as_deref(),
+            Some("http://127.0.0.1:6006")
+        );
+        assert_eq!(parse(&[]).unwrap().otlp, None);
+        for url in ["https://h:4318", "127.0.0.1:6006", "http://"] {
+            assert!(
+                error(&["--otlp", url])
+                    .starts_with(&format!("--otlp {url}: expected http://HOST:PORT")),
+                "{url}"
+            );
+        }
+        assert_eq!(error(&["--otlp"]), "--otlp needs a value, e.g. --otlp http://127.0.0.1:6006");
     }
 
     #[test]

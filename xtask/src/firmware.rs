@@ -254,6 +254,7 @@ fn run_options(
         reset_after,
         environment_milli: environment,
         model_port: None,
+        live: None,
     })
 }
 
@@ -291,23 +292,45 @@ pub fn demo(args: &[String]) -> Result<(), String> {
         script.display(),
         server.port
     );
-    let opts = RunOptions { model_port: Some(server.port), ..opts };
+    // The stream goes to its file line by line while the board runs (a
+    // file `envaware-sim export --follow` can tail), and with --otlp to
+    // the exporter too.
+    let trace = crate::root().join("target/firmware-session.trace.jsonl");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let export_args = xtask::otel::demo_export_args(&demo_dir)?;
+    let live = xtask::otel::LiveExport::start(
+        &sim,
+        options.otlp.as_deref().map(|url| (url, &export_args[..])),
+        &trace,
+        rx,
+    )?;
+    if let Some(url) = &options.otlp {
+        eprintln!("==> each step exported to {url} as it is logged (envaware-sim export --follow)");
+    }
+    let opts = RunOptions { model_port: Some(server.port), live: Some(tx), ..opts };
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
     let result = qemu::run(&opts);
+    // The last sender: the stream ends, the exporter sends the last reply.
+    drop(opts);
     server.stop();
+    let delays = live.finish(Duration::from_secs(60));
     let result = result?;
+    let delays = delays?;
     let shown: Vec<String> =
         result.set_per_step.iter().map(|&m| qemu::expected_reading(m)).collect();
     eprintln!("==> {} steps; temperature per step: {}", result.steps, shown.join(", "));
-    let trace = crate::root().join("target/firmware-session.trace.jsonl");
-    std::fs::create_dir_all(crate::root().join("target")).map_err(|e| format!("target/: {e}"))?;
-    std::fs::write(&trace, qemu::session_trace(&result.log))
-        .map_err(|e| format!("{}: {e}", trace.display()))?;
     eprintln!(
         "==> the session as AgentScope JSON: {} (replay it: cargo run -p envaware-sim -- replay {})",
         trace.display(),
         trace.display()
     );
+    if !delays.is_empty() {
+        let (median, worst) = xtask::otel::median_and_worst(&delays);
+        eprintln!(
+            "==> {} steps exported as they were logged: from a step's line written to its span acknowledged, median {median:.1} ms, worst {worst:.1} ms",
+            delays.len()
+        );
+    }
     save_flash_log(&result)?;
     // Each request the device sent, against the replay of its own log.
     let model_trace = demo_dir.join("model-session.trace.jsonl");

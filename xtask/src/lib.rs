@@ -15,4 +15,5 @@
 pub mod boards;
 pub use envaware_test_support::needs;
 pub mod model;
+pub mod otel;
 pub mod qemu;

@@ -22,6 +22,9 @@
 //!   tests, then the mutation score (see `mutants.rs`).
 //! - `cargo xtask layers [--edges] [DIR]`: the core's modules form no cycle and
 //!   import no name from the crate root (see `layers.rs`); part of `test`.
+//! - `cargo xtask phoenix [--minutes N]`: Arize Phoenix from the test venv
+//!   on 127.0.0.1 for N minutes (default 30), to watch `cargo xtask demo
+//!   --otlp URL` or `envaware-sim export` in (docs/otel.md).
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,
@@ -117,7 +120,7 @@ fn ensure_reference_venv() -> Result<PathBuf, String> {
         )?;
     run("create the reference venv", Command::new(system_python).args(["-m", "venv"]).arg(&venv))?;
     run(
-        "install AgentScope 2.0.11 into .venv",
+        "install AgentScope 2.0.11 and Arize Phoenix into .venv",
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(&requirements),
@@ -619,9 +622,10 @@ fn main() -> ExitCode {
         Some("mutants") => mutants::mutants(&args[1..]),
         Some("layers") => layers::layers(&args[1..]),
         Some("wear") => wear::wear(),
+        Some("phoenix") => phoenix(&args[1..]),
         Some("chat") => run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))
             .and_then(|()| chat_example()),
-        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear>".into()),
+        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear|phoenix [--minutes N]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -630,6 +634,41 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask phoenix [--minutes N]`: Phoenix on a free port of
+/// 127.0.0.1 (its data under `target/phoenix`), until N minutes have
+/// passed (default 30) or the task is stopped.
+fn phoenix(args: &[String]) -> Result<(), String> {
+    let minutes = match args {
+        [] => 30,
+        [flag, n] if flag == "--minutes" => n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=24 * 60).contains(n))
+            .ok_or_else(|| format!("--minutes {n}: expected 1 to 1440"))?,
+        _ => return Err("usage: cargo xtask phoenix [--minutes N]".into()),
+    };
+    let python = ensure_reference_venv()?;
+    eprintln!(
+        "==> start Arize Phoenix {} (127.0.0.1 only, no telemetry)",
+        xtask::otel::PHOENIX_VERSION
+    );
+    let phoenix = xtask::otel::Phoenix::start(
+        &python,
+        &root().join("target/phoenix"),
+        std::time::Duration::from_secs(120),
+    )?;
+    let url = phoenix.url();
+    println!("Phoenix: {url} (the UI, and OTLP over HTTP at {url}/v1/traces)");
+    println!("  cargo xtask demo --otlp {url}");
+    println!(
+        "  cargo run -q -p envaware-sim -- export --otlp {url} examples/greenhouse.trace.jsonl"
+    );
+    println!("stops in {minutes} minutes (or stop this task)");
+    std::thread::sleep(std::time::Duration::from_secs(minutes * 60));
+    drop(phoenix);
+    Ok(())
 }
 
 /// The host chat example against the scripted model server: two requests

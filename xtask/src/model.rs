@@ -18,6 +18,10 @@ use serde_json::Value;
 /// (`firmware/src/agent/session.rs`). The device's log does not carry it.
 pub const SYSTEM_PROMPT: &str = "You are Sprout, a greenhouse robot.";
 
+/// The model the demo's firmware names in its requests: the firmware's
+/// `agent::MODEL` (`firmware/src/agent/session.rs`).
+pub const MODEL: &str = "envaware-demo";
+
 /// The model server's script the demo and the test use: one reply per
 /// request.
 pub fn script() -> PathBuf {

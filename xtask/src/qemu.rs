@@ -82,6 +82,10 @@ pub struct RunOptions {
     /// so each model call is a real HTTP exchange. `None`: no model (the
     /// firmware's scripted delay only, nothing sent).
     pub model_port: Option<u16>,
+    /// Each line of the streamed session (without [`STREAM_PREFIX`]) is
+    /// sent here as soon as it is decoded, while the board runs (`cargo
+    /// xtask demo --otlp`: the session exported step by step).
+    pub live: Option<std::sync::mpsc::Sender<String>>,
 }
 
 /// What a run produced.
@@ -363,9 +367,14 @@ pub fn run(opts: &RunOptions) -> Result<RunResult, String> {
         .map_err(|e| format!("cannot start {}: {e}", opts.defmt_print.display()))?;
     let decoded = decoder.stdout.take().ok_or("no defmt-print stdout")?;
     let echo = opts.echo;
+    let live = opts.live.clone();
     let log_thread = std::thread::spawn(move || {
         let mut log = String::new();
         for line in BufReader::new(decoded).lines().map_while(Result::ok) {
+            if let (Some(tx), Some(streamed)) = (&live, line.strip_prefix(STREAM_PREFIX)) {
+                // A receiver that went away stops nothing here.
+                let _ = tx.send(streamed.to_string());
+            }
             // The streamed session goes to its own file, not the screen.
             if echo && !line.starts_with(STREAM_PREFIX) {
                 println!("{line}");

@@ -524,7 +524,7 @@ impl Session {
             }
         }
         self.summary.steps = number;
-        self.record(decider, &ran, line);
+        self.record(decider, &ran, line, cur_iter);
         let woken = self.woken.take();
         if opts.json {
             let watch = scenario::fired_watches(decider.engine(), &ran.decision);
@@ -593,13 +593,18 @@ impl Session {
     }
 
     /// What the step did, for `--plot`.
-    fn record(&mut self, decider: &Decider<'_>, ran: &Ran, line: usize) {
+    fn record(&mut self, decider: &Decider<'_>, ran: &Ran, line: usize, cur_iter: u64) {
         let valid = decider.engine().config();
+        let config_hash =
+            journal::Header::for_session(valid.config(), &self.agent_name, [0; 3]).config;
         let (inj, ctx) = (&valid.config().injection, &valid.config().context);
         let decision = &ran.decision;
         self.records.push(StepRecord {
             step: self.summary.steps,
             line,
+            cur_iter,
+            agent: self.agent_name.clone(),
+            config_hash,
             clock: self.clock,
             clock_set: std::mem::take(&mut self.clock_set),
             zone: inj.timezone.to_string(),
