@@ -874,12 +874,14 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     let env = &steps[6];
     assert_eq!(env.woken.as_deref(), Some("33.0 °C"));
     let f = fields(env.hint.as_deref().expect("the environment step's hint"));
-    // The tool-error is told again: the environment's reply is a new one,
-    // and step 5's three failed calls are still the newest.
+    // Step 5 told the tool-error; the environment step does not: step 5's
+    // reply called `Water`, which worked, so the three failed `OpenVent`
+    // calls are no longer the newest.
+    let step_5 = fields(steps[5].hint.as_deref().expect("step 5's hint"));
+    assert_eq!(step_5[0], ("tool-error".to_string(), TOOL_ERROR.to_string()));
     assert_eq!(
         f,
         [
-            ("tool-error".to_string(), TOOL_ERROR.to_string()),
             ("temperature".to_string(), "33.0 °C".to_string()),
             ("uptime".to_string(), {
                 let ms = ms_at(5) + WAKE_AFTER_MS;
@@ -968,4 +970,55 @@ fn a_reading_wakes_the_agent_when_the_core_says_its_watch_fires_by_value() {
         !agent::wakes(&envaware::WatchList::EMPTY, &told(None, None), "33.0 °C"),
         "no watch: nothing wakes the agent"
     );
+}
+
+/// The model server's script for the demo (`firmware/model-script.jsonl`)
+/// is the board's own replies ([`agent::SCRIPT`]'s, and
+/// [`agent::ENVIRONMENT_REPLY`] for the environment steps the demo's
+/// temperatures make before steps 4 and 6), in the order the board asks:
+/// a run with the model server and a run without one log the same session.
+#[test]
+fn the_model_server_s_script_is_the_board_s_own_replies_in_request_order() {
+    let as_json = |reply: &agent::Reply| {
+        let mut line = json!({"content": reply.text});
+        if !reply.calls.is_empty() {
+            line["tool_calls"] = reply
+                .calls
+                .iter()
+                .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+                .collect();
+        }
+        line
+    };
+    let mut expected = Vec::new();
+    for (i, step) in SCRIPT.iter().enumerate() {
+        if i == 4 || i == 6 {
+            expected.push(as_json(&agent::ENVIRONMENT_REPLY));
+        }
+        expected.push(as_json(&step.reply));
+    }
+    let file = include_str!("../model-script.jsonl");
+    let lines: Vec<Value> =
+        file.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines, expected);
+}
+
+/// Each tool the script's replies call has an outcome the next step
+/// decides on: the vent's motor is jammed (three failed calls make the
+/// tool-error at step 5), `CompressContext` compresses, an unknown tool
+/// fails naming itself.
+#[test]
+fn the_device_s_tools_give_the_outcomes_the_script_decides_on() {
+    use agent::tools;
+    use envaware::ToolResultState::{Error, Success};
+    for step in SCRIPT {
+        for call in step.reply.calls {
+            let outcome = tools::run(call.name);
+            let failing = call.name == "OpenVent";
+            assert_eq!(outcome.state, if failing { Error } else { Success }, "{}", call.name);
+            assert_eq!(outcome.compress.is_some(), call.name == "CompressContext", "{}", call.name);
+        }
+    }
+    assert_eq!(tools::run("Fly").state, Error);
+    assert_eq!(tools::run("Fly").output, "no such tool");
 }

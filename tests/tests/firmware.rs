@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use serde_json::json;
 use xtask::model;
 use xtask::needs;
 use xtask::qemu::{self, RunOptions, RunResult};
@@ -146,6 +147,7 @@ impl Board {
             reset_after,
             environment_milli: environment.to_vec(),
             model_port: None,
+            model_stream: false,
             live: None,
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
@@ -241,7 +243,7 @@ fn seconds(time: &str) -> i64 {
 /// gives the expected reading of step `i`.
 /// (and a hint of the live fields alone at the `watch_only` steps).
 /// `due` gives the built-in fields of each step, `evicted` the messages
-/// step 8's compression evicts.
+/// the compression after step 7's reply evicts.
 fn check_schedule(
     result: &RunResult,
     due: &Due,
@@ -305,10 +307,12 @@ fn check_schedule(
         field(fields(7), "context-length"),
         Some("Your current context contains 2600 tokens. When reaching 3276 tokens, your context will be compressed.")
     );
+    // The reply to step 7 calls `CompressContext`: the device compresses
+    // before step 8.
     assert!(
-        steps[8].text.contains(&format!("context compressed: {evicted} messages evicted, 1 kept")),
+        steps[7].text.contains(&format!("context compressed: {evicted} messages evicted, 1 kept")),
         "{}",
-        steps[8].text
+        steps[7].text
     );
     assert_eq!(
         field(fields(8), "tasks"),
@@ -592,7 +596,7 @@ fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(woken, [4, 7]);
-    assert_eq!(replayed[7]["woken"], serde_json::json!({"temperature": "33.0 °C"}));
+    assert_eq!(replayed[7]["woken"], json!({"temperature": "33.0 °C"}));
     let env_hint = env[1]
         .1
         .text
@@ -611,21 +615,20 @@ fn the_environment_wakes_the_agent_and_the_scripted_hints_stay() {
         .contains("woken by temperature: 33.0 °C (the environment started this step)"));
 }
 
-/// Issue 36: with a model server on UART1, each model call is a real
-/// HTTP/1.1 `POST /v1/chat/completions` (the demo's run: 10 steps and the
-/// environment step before step 6), the server's reply is appended to the
-/// context through the session's log, and each request's `messages` are
-/// what `envaware-sim replay --json --request openai` computes from the
-/// session the device streamed, at that step (with the demo's system
-/// prompt given to the replay as a `config` event: the device streams none).
-#[test]
-fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
-    let Some(board) = board() else { return };
-    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+/// A run of the demo's session with the model server on UART1 (`stream`:
+/// the board asks for streamed replies); the run, the exchange's rows (each
+/// request against the replay of the device's streamed session) and the
+/// server's log.
+fn model_run(
+    board: &Board,
+    sim: &Path,
+    stream: bool,
+) -> (RunResult, Vec<model::ExchangeRow>, Vec<serde_json::Value>) {
     let out = needs::workspace().join("tests/out");
     std::fs::create_dir_all(&out).expect("tests/out");
-    let server_log = out.join("firmware-model-requests.jsonl");
-    let server = model::ModelServer::start(&sim, &model::script(), &server_log, 12, 60)
+    let name = if stream { "firmware-model-streamed" } else { "firmware-model" };
+    let server_log = out.join(format!("{name}-requests.jsonl"));
+    let server = model::ModelServer::start(sim, &model::script(), &server_log, 12, 60)
         .unwrap_or_else(|e| panic!("model server: {e}"));
     let opts = RunOptions {
         qemu: board.qemu.clone(),
@@ -639,6 +642,7 @@ fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
         reset_after: None,
         environment_milli: vec![(6, 33_000)],
         model_port: Some(server.port),
+        model_stream: stream,
         live: None,
     };
     let run = qemu::run(&opts);
@@ -651,8 +655,8 @@ fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
         "{}",
         run.log
     );
-    let trace = out.join("firmware-model.trace.jsonl");
-    let rows = model::check(&sim, &trace, &server_log, &run.log)
+    let trace = out.join(format!("{name}.trace.jsonl"));
+    let rows = model::check(sim, &trace, &server_log, &run.log)
         .unwrap_or_else(|e| panic!("{e}\n{}", run.log));
     eprint!("{}", model::table(&rows));
     // 10 scripted steps and, with these temperatures, two environment
@@ -661,12 +665,80 @@ fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
     assert_eq!(rows.len(), 12, "{}", model::table(&rows));
     assert!(rows.iter().all(|r| r.matches), "{}", model::table(&rows));
     assert!(rows.iter().all(|r| r.request_bytes.is_some()), "{}", model::table(&rows));
-    // The replies are in the device's context: a later request carries an
-    // earlier reply's text (the second, kept until the compression at step 8).
     let logged = model::json_lines(&std::fs::read_to_string(&server_log).expect("log"))
         .expect("the server's log");
+    (run, rows, logged)
+}
+
+/// Issue 36: with a model server on UART1, each model call is a real
+/// HTTP/1.1 `POST /v1/chat/completions` (the demo's run: 10 steps and the
+/// environment steps before steps 4 and 6), the server's reply is appended
+/// to the context through the session's log, the device runs the tools it
+/// calls and logs their results, and each request's `messages` are what
+/// `envaware-sim replay --json --request openai` computes from the session
+/// the device streamed, at that step (with the demo's system prompt given
+/// to the replay as a `config` event: the device streams none).
+#[test]
+fn each_model_call_is_an_http_exchange_whose_messages_the_replay_computes() {
+    let Some(board) = board() else { return };
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+    let (run, _, logged) = model_run(&board, &sim, false);
+    // The replies are in the device's context: a later request carries an
+    // earlier reply's text (the second, kept until the compression after
+    // step 7's reply).
     let second = logged[1]["reply"]["content"].as_str().expect("a text reply").to_string();
     assert!(logged[2]["request"].to_string().contains(&second), "{}", logged[2]);
+    // The tools the replies call ran on the board: `OpenVent` three times
+    // (its motor is jammed), and their results are in the next request.
+    assert_eq!(run.log.matches("tool OpenVent (").count(), 3, "{}", run.log);
+    let results = logged[2]["request"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].clone(), m["content"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        results,
+        [(json!("c1"), json!("3 tasks")), (json!("c2"), json!("updated"))],
+        "{}",
+        logged[2]["request"]
+    );
+    assert!(logged.iter().all(|l| l["request"]["stream"] != json!(true)), "{logged:?}");
+}
+
+/// Issue 36: asked with `"stream": true`, the server answers in
+/// server-sent events over HTTP chunks (tool-call arguments in pieces);
+/// the board reads the chunks, accumulates the events as AgentScope does,
+/// and its session is the same: each request matches the replay, and the
+/// last carries the arguments of the calls streamed before it whole.
+#[test]
+fn a_streamed_reply_is_read_from_http_chunks_into_the_same_session() {
+    let Some(board) = board() else { return };
+    let Some(sim) = needs::or_skip(needs::sim_binary()) else { return };
+    let (run, _, logged) = model_run(&board, &sim, true);
+    assert_eq!(run.log.matches("bytes received (streamed)").count(), 12, "{}", run.log);
+    assert!(logged.iter().all(|l| l["request"]["stream"] == json!(true)), "{logged:?}");
+    // The calls streamed before the last request (since the compression,
+    // which kept the message that asked for it), with their arguments
+    // whole (the server sends them in 16-byte pieces).
+    let calls = logged[11]["request"]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| (c["id"].clone(), c["function"]["arguments"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        calls,
+        [
+            (json!("c8"), json!("{}")),
+            (json!("c9"), json!(r#"{"id": 1, "state": "completed"}"#)),
+            (json!("c10"), json!("{}"))
+        ],
+        "{}",
+        logged[11]["request"]
+    );
 }
 
 #[test]
@@ -934,9 +1006,11 @@ fn a_reset_after_step_4_restores_the_session_and_the_later_hints_are_the_same() 
     std::fs::write(out.join("firmware-reset-after-4.log"), &reset.log).expect("write the log");
     assert!(reset.log.contains("resetting the MCU after step 4"), "{}", reset.log);
     // Steps 0 to 4 and the environment step before step 4 wrote a header
-    // and 13 events: the user's messages, the reply, the agent's blocks and
-    // the 6 steps (each step item holds its inputs, readings and decision).
-    assert!(reset.log.contains("restored 13 events"), "{}", reset.log);
+    // and 20 events: the operator's 2 messages and the agent's thought, the
+    // 6 replies, the results of the 4 replies that called tools (the reply
+    // to step 4 ran `OpenVent` before the reset) and the 6 steps (each step
+    // item holds its inputs, readings and decision).
+    assert!(reset.log.contains("restored 20 events"), "{}", reset.log);
     assert!(!plain.log.contains("INFO  restored"), "{}", plain.log);
     let (before, after) = (device_hints(&plain.log), device_hints(&reset.log));
     // The reset run prints steps 0..=4, then 5..=9 after the reset.

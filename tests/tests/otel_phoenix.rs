@@ -194,6 +194,7 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
         reset_after: None,
         environment_milli: qemu::parse_environment("6:33").unwrap(),
         model_port: Some(server.port),
+        model_stream: false,
         live: Some(tx),
     };
     let run = qemu::run(&opts);

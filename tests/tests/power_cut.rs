@@ -143,13 +143,16 @@ enum Op {
     },
     Reply,
     Compress(usize),
-    /// The agent's own blocks in one event, as the firmware's script
-    /// records them: tool calls, each with its result.
-    Calls(Vec<(String, &'static str, String, ToolResultState)>),
+    /// The operator's message, with its text (empty: none).
+    Operator(String),
     /// A block the store keeps no text of (the firmware's `Block::Other`).
     Other,
-    /// The model's reply: a text.
-    Said(String),
+    /// The model's reply, one event: its text (none when empty) and the
+    /// tool calls it asks for (id, tool, arguments).
+    Replied(String, Vec<(String, String, String)>),
+    /// The results of the tools a reply called, one event, as the firmware
+    /// logs them: id, tool, state, output.
+    Ran(Vec<(String, String, ToolResultState, &'static str)>),
     /// A step `ms` milliseconds into the session, with the live fields
     /// its hint tells (`None`: none).
     Step {
@@ -476,23 +479,28 @@ fn with_event<R>(op: &Op, f: impl FnOnce(&Event<'_>) -> R) -> R {
         Op::Result { id, tool, state } => f(&Event::ToolResult { id, name: tool, state: *state }),
         Op::Reply => f(&Event::Reply),
         Op::Compress(keep) => f(&Event::Compress { keep: *keep }),
-        Op::Calls(calls) => f(&Event::Assistant(&call_blocks(calls))),
+        Op::Operator(text) => f(&Event::User { name: "operator", text }),
         Op::Other => f(&Event::Assistant(&[Block::Other])),
-        Op::Said(text) => f(&Event::Assistant(&[Block::Text(text)])),
+        Op::Replied(text, calls) => f(&Event::Assistant(&reply_blocks(text, calls))),
+        Op::Ran(results) => f(&Event::Assistant(&result_blocks(results))),
         Op::Step { .. } => unreachable!("steps go through Session::step"),
     }
 }
 
-/// Each call and its result, as blocks.
-fn call_blocks<'a>(calls: &'a [(String, &'static str, String, ToolResultState)]) -> Vec<Block<'a>> {
-    calls
+/// A reply's text (none when empty) and tool calls, as blocks.
+fn reply_blocks<'a>(text: &'a str, calls: &'a [(String, String, String)]) -> Vec<Block<'a>> {
+    let text = (!text.is_empty()).then_some(Block::Text(text));
+    let calls = calls.iter().map(|(id, name, input)| Block::ToolCall { id, name, input });
+    text.into_iter().chain(calls).collect()
+}
+
+/// Tool results, as blocks.
+fn result_blocks<'a>(
+    results: &'a [(String, String, ToolResultState, &'static str)],
+) -> Vec<Block<'a>> {
+    results
         .iter()
-        .flat_map(|(id, name, input, state)| {
-            [
-                Block::ToolCall { id, name, input },
-                Block::ToolResult { id, name, state: *state, output: "" },
-            ]
-        })
+        .map(|(id, name, state, output)| Block::ToolResult { id, name, state: *state, output })
         .collect()
 }
 
@@ -531,14 +539,17 @@ fn run_plain(context: &mut Context<'_>, op: &Op) -> Option<Stepped> {
         Op::Compress(keep) => {
             context.compress(*keep);
         }
-        Op::Calls(calls) => {
-            let _ = context.agent(&call_blocks(calls));
+        Op::Operator(text) => {
+            let _ = context.observe(Role::User, "operator", &[Block::Text(text)]);
         }
         Op::Other => {
             let _ = context.agent(&[Block::Other]);
         }
-        Op::Said(text) => {
-            let _ = context.agent(&[Block::Text(text)]);
+        Op::Replied(text, calls) => {
+            let _ = context.agent(&reply_blocks(text, calls));
+        }
+        Op::Ran(results) => {
+            let _ = context.agent(&result_blocks(results));
         }
         Op::Step { ms, cur_iter, tasks, tokens, live } => {
             let mut hint = [0u8; 1024];
@@ -894,17 +905,20 @@ fn demo_engine() -> &'static Engine<'static> {
     Box::leak(Box::new(Engine::new(loaded.config).expect("valid")))
 }
 
-/// The firmware's demo session as the board logs it in `cargo xtask demo`
-/// (`firmware/src/agent/mod.rs`, `run`, with its `SCRIPT` and the default
-/// temperatures): each script step's events, the step with the live
-/// temperature and uptime, and the model's reply (a text,
-/// `firmware/model-script.jsonl`); before steps 4 and 6 the environment
-/// wakes the agent (a reply with no user message, a step, the model's
-/// reply). The instants, temperatures and uptimes are those of a QEMU run;
-/// `with_model: false` leaves the replies out (the session before the
-/// model exchange). One round; `round` moves its clock.
-fn demo_round(round: i64, with_model: bool) -> Vec<Op> {
-    let replies: Vec<String> = std::fs::read_to_string(concat!(
+/// The firmware's demo session, one round of it as `cargo xtask demo` logs
+/// it: before each step the operator's messages (`firmware/src/agent/
+/// session.rs`'s script), then the step, then the model's reply (the
+/// scripted server's, `firmware/model-script.jsonl`, in request order),
+/// the results of the tools it calls (`firmware/src/agent/tools.rs`'s
+/// outcomes) and, after `CompressContext`, the compression; before steps 4
+/// and 6 the environment wakes the agent (a reply with no user message, a
+/// step, the model's reply). The instants, temperatures and uptimes are
+/// those of a QEMU run. `texts: false` leaves every text out (the
+/// operator's and the model's): what the texts cost. One round; `round`
+/// moves its clock.
+fn demo_round(round: i64, texts: bool) -> Vec<Op> {
+    let text = |t: &str| if texts { t.to_string() } else { String::new() };
+    let replies: Vec<Op> = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../firmware/model-script.jsonl"
     ))
@@ -912,14 +926,31 @@ fn demo_round(round: i64, with_model: bool) -> Vec<Op> {
     .lines()
     .map(|line| {
         let v: serde_json::Value = serde_json::from_str(line).expect("a reply line");
-        v["content"].as_str().expect("a text reply").to_string()
+        let calls = v["tool_calls"].as_array().cloned().unwrap_or_default();
+        let field = |c: &serde_json::Value, k: &str| c[k].as_str().expect(k).to_string();
+        Op::Replied(
+            text(v["content"].as_str().unwrap_or_default()),
+            calls
+                .iter()
+                .map(|c| (field(c, "id"), field(c, "name"), field(c, "arguments")))
+                .collect(),
+        )
     })
     .collect();
-    let (ok, failed) = (ToolResultState::Success, ToolResultState::Error);
-    let tasks = |pending, in_progress| TaskCounts { pending, in_progress };
-    let calls = |list: &[(&str, &'static str, &str, ToolResultState)]| {
-        Op::Calls(list.iter().map(|(i, t, a, s)| (i.to_string(), *t, a.to_string(), *s)).collect())
+    // The device's tools (`firmware/src/agent/tools.rs`): vent 2's motor
+    // is jammed; `CompressContext` keeps the newest message.
+    let outcome = |tool: &str| match tool {
+        "TaskList" => (ToolResultState::Success, "3 tasks"),
+        "TaskUpdate" => (ToolResultState::Success, "updated"),
+        "OpenVent" => (ToolResultState::Error, "motor jammed"),
+        "Water" => (ToolResultState::Success, "2 L on bed A"),
+        "ReadLog" => (ToolResultState::Success, "humidity 61-78 %"),
+        "Dock" => (ToolResultState::Success, "docked"),
+        "CompressContext" => (ToolResultState::Success, "compressed"),
+        other => panic!("no tool {other} on the device"),
     };
+    let tasks = |pending, in_progress| TaskCounts { pending, in_progress };
+    let operator = |t: &str| Op::Operator(text(t));
     // ms into the round, temperature, uptime; the script's tasks, cur_iter, tokens.
     let step = |ms: i64, t: &str, up: &str, tasks, cur_iter, tokens| Op::Step {
         ms: round * 120_000 + ms,
@@ -928,83 +959,44 @@ fn demo_round(round: i64, with_model: bool) -> Vec<Op> {
         tokens,
         live: Some(Fields { temperature: format!("{t} °C"), uptime: format!("{up} s") }),
     };
-    let mut replies = replies.into_iter().map(Op::Said);
+    let mut replies = replies.into_iter();
     let mut ops = Vec::new();
     let mut push = |events: Vec<Op>, ops: &mut Vec<Op>| {
         ops.extend(events);
-        if let Some(reply) = replies.next().filter(|_| with_model) {
-            ops.push(reply);
+        let Some(Op::Replied(said, calls)) = replies.next() else { panic!("a reply per request") };
+        let ran = calls
+            .iter()
+            .map(|(id, tool, _)| {
+                let (state, output) = outcome(tool);
+                (id.clone(), tool.clone(), state, output)
+            })
+            .collect::<Vec<_>>();
+        let compress = calls.iter().any(|(_, tool, _)| tool == "CompressContext");
+        ops.push(Op::Replied(said, calls));
+        if !ran.is_empty() {
+            ops.push(Op::Ran(ran));
+        }
+        if compress {
+            ops.push(Op::Compress(1));
         }
     };
-    push(vec![Op::User, step(0, "21.5", "0.075", tasks(0, 0), 0, 900)], &mut ops);
-    push(vec![Op::Other, Op::User, step(1_836, "22.25", "1.929", tasks(3, 0), 0, 1_100)], &mut ops);
-    push(
-        vec![
-            calls(&[
-                ("c1", "TaskList", "{}", ok),
-                ("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#, ok),
-            ]),
-            step(4_689, "23.0", "4.782", tasks(2, 1), 1, 1_300),
-        ],
-        &mut ops,
-    );
-    push(
-        vec![
-            calls(&[("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#, failed)]),
-            step(7_050, "24.5", "7.143", tasks(2, 1), 2, 1_400),
-        ],
-        &mut ops,
-    );
+    let first = operator("Good morning. Please check the greenhouse.");
+    push(vec![first, step(0, "21.5", "0.075", tasks(0, 0), 0, 900)], &mut ops);
+    let schedule = operator("Water bed A, open vent 2, then dock.");
+    push(vec![Op::Other, schedule, step(1_836, "22.25", "1.929", tasks(3, 0), 0, 1_100)], &mut ops);
+    push(vec![step(4_689, "23.0", "4.782", tasks(2, 1), 1, 1_300)], &mut ops);
+    push(vec![step(7_050, "24.5", "7.143", tasks(2, 1), 2, 1_400)], &mut ops);
     push(vec![Op::Reply, step(7_937, "24.5", "8.047", tasks(2, 1), 0, 1_400)], &mut ops);
-    push(
-        vec![
-            calls(&[("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#, failed)]),
-            step(9_416, "26.0", "9.509", tasks(2, 1), 3, 1_500),
-        ],
-        &mut ops,
-    );
-    push(
-        vec![
-            calls(&[("c5", "OpenVent", r#"{"angle":45,"vent":2}"#, failed)]),
-            step(11_788, "27.75", "11.881", tasks(2, 1), 4, 1_600),
-        ],
-        &mut ops,
-    );
+    push(vec![step(9_416, "26.0", "9.509", tasks(2, 1), 3, 1_500)], &mut ops);
+    push(vec![step(11_788, "27.75", "11.881", tasks(2, 1), 4, 1_600)], &mut ops);
     push(vec![Op::Reply, step(14_436, "33.0", "14.558", tasks(2, 1), 0, 1_600)], &mut ops);
-    push(
-        vec![
-            calls(&[("c6", "Water", r#"{"bed": "A", "litres": 2}"#, ok)]),
-            Op::User,
-            step(52_665, "29.5", "52.799", tasks(1, 1), 0, 2_000),
-        ],
-        &mut ops,
-    );
-    push(
-        vec![
-            calls(&[("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#, ok)]),
-            Op::User,
-            step(56_566, "27.0", "56.718", tasks(1, 1), 0, 2_600),
-        ],
-        &mut ops,
-    );
-    push(
-        vec![
-            calls(&[("c8", "CompressContext", "{}", ok)]),
-            Op::Compress(1),
-            step(59_483, "25.25", "59.571", tasks(1, 1), 1, 700),
-        ],
-        &mut ops,
-    );
-    push(
-        vec![
-            calls(&[
-                ("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#, ok),
-                ("c10", "Dock", "{}", ok),
-            ]),
-            step(72_337, "23.5", "72.438", tasks(0, 0), 2, 800),
-        ],
-        &mut ops,
-    );
+    let status = operator("How is bed A?");
+    push(vec![status, step(52_665, "29.5", "52.799", tasks(1, 1), 0, 2_000)], &mut ops);
+    let odd = operator("Anything odd in the humidity?");
+    push(vec![odd, step(56_566, "27.0", "56.718", tasks(1, 1), 0, 2_600)], &mut ops);
+    push(vec![step(59_483, "25.25", "59.571", tasks(1, 1), 1, 700)], &mut ops);
+    push(vec![step(72_337, "23.5", "72.438", tasks(0, 0), 2, 800)], &mut ops);
+    assert!(replies.next().is_none(), "a request per reply");
     ops
 }
 
@@ -1019,10 +1011,8 @@ fn wear_per_step_of_the_demo_session() {
     let (steps, written, erased) = wear::<16, 48, 4096>("demo session", engine, &ops);
     assert_eq!(steps, 1800);
     assert!(erased > 3 * 64 && written > 40 * steps, "{written} {erased}");
-    // Without the model's replies: the session the wear goal was set for
-    // (its script, with the live fields).
+    // Without the texts (the operator's and the model's): what they cost.
     let ops: Vec<Op> = (0..200).flat_map(|round| demo_round(round, false)).collect();
-    let (steps, ..) =
-        wear::<16, 48, 4096>("demo session without the model's replies", engine, &ops);
+    let (steps, ..) = wear::<16, 48, 4096>("demo session without its texts", engine, &ops);
     assert_eq!(steps, 1800);
 }

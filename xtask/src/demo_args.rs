@@ -26,6 +26,9 @@ pub struct DemoOptions {
     /// `--otlp URL`: export the session to this OpenTelemetry collector
     /// while the board runs (`envaware-sim export --follow`).
     pub otlp: Option<String>,
+    /// `--stream`: the board asks its model for streamed replies
+    /// (server-sent events in HTTP chunks).
+    pub stream: bool,
 }
 
 /// Why the demo's options were refused.
@@ -102,7 +105,7 @@ impl fmt::Display for DemoArgError {
             DemoArgError::Unknown(arg) => write!(
                 f,
                 "unknown argument {arg:?}; usage: cargo xtask demo [--temperatures 21.5,30,-4.25] \
-                 [--environment 7:33|none] [--reset-after N] [--otlp http://HOST:PORT] [--host]"
+                 [--environment 7:33|none] [--reset-after N] [--otlp http://HOST:PORT] [--stream] [--host]"
             ),
             DemoArgError::ResetAfter(n) => write!(
                 f,
@@ -235,6 +238,7 @@ impl DemoOptions {
         let mut environment_text = default_environment.to_string();
         let mut reset = None;
         let mut otlp = None;
+        let mut stream = false;
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             let mut value = |option: &'static str, example: &'static str| {
@@ -244,6 +248,7 @@ impl DemoOptions {
                 "--temperatures" => temperatures_text = value("--temperatures", "21.5,30,-4.25")?,
                 "--environment" => environment_text = value("--environment", "7:33")?,
                 "--reset-after" => reset = Some(reset_after(&value("--reset-after", "4")?)?),
+                "--stream" => stream = true,
                 "--otlp" => {
                     let url = value("--otlp", "http://127.0.0.1:6006")?;
                     let host = url.strip_prefix("http://").and_then(|r| r.split('/').next());
@@ -263,6 +268,7 @@ impl DemoOptions {
             reset_after: reset,
             environment_milli: environment(&environment_text)?,
             otlp,
+            stream,
         })
     }
 }
@@ -406,6 +412,12 @@ mod tests {
             );
         }
         assert_eq!(error(&["--otlp"]), "--otlp needs a value, e.g. --otlp http://127.0.0.1:6006");
+    }
+
+    #[test]
+    fn stream_is_a_flag_off_by_default() {
+        assert!(parse(&["--stream"]).unwrap().stream);
+        assert!(!parse(&["--otlp", "http://127.0.0.1:6006"]).unwrap().stream);
     }
 
     #[test]

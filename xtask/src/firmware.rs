@@ -254,6 +254,7 @@ fn run_options(
         reset_after,
         environment_milli: environment,
         model_port: None,
+        model_stream: false,
         live: None,
     })
 }
@@ -307,7 +308,25 @@ pub fn demo(args: &[String]) -> Result<(), String> {
     if let Some(url) = &options.otlp {
         eprintln!("==> each step exported to {url} as it is logged (envaware-sim export --follow)");
     }
-    let opts = RunOptions { model_port: Some(server.port), live: Some(tx), ..opts };
+    if options.stream {
+        eprintln!("==> the board asks for streamed replies (server-sent events in HTTP chunks)");
+    }
+    let defaults = DemoOptions::parse(&[], DEMO_TEMPERATURES, DEMO_ENVIRONMENT)?;
+    if (&opts.temperatures_milli, &opts.environment_milli)
+        != (&defaults.temperatures_milli, &defaults.environment_milli)
+    {
+        eprintln!(
+            "==> note: the model server answers in the order {} was written for the default temperatures \
+             (environment steps before steps 4 and 6); with others its replies may fall on other steps",
+            script.display()
+        );
+    }
+    let opts = RunOptions {
+        model_port: Some(server.port),
+        model_stream: options.stream,
+        live: Some(tx),
+        ..opts
+    };
     eprintln!("==> run the firmware in QEMU ({}), TMP105 attached, temperatures set over QMP before each step", qemu::MACHINE);
     let result = qemu::run(&opts);
     // The last sender: the stream ends, the exporter sends the last reply.

@@ -223,12 +223,11 @@ pub fn compare(requests: &[Value], replayed: &[Value], sent: &[usize]) -> Vec<Ex
 /// `messages` without their empty text parts, and without a message
 /// left with no content and no tool call (one left with tool calls gets
 /// `content: null`, as the formatter writes it). The device's context
-/// holds no text for the operator's messages (the journal's `user` event
-/// carries only a name) nor for a thinking block (envaware's
-/// `Block::Other`): its request leaves them out. The stream writes each
-/// as an empty text part (AgentScope's `Msg` needs content), which the
-/// replay's formatter sends. [`compare`] drops empty text parts on both
-/// sides: that is the one difference it allows.
+/// holds no text for a thinking block (envaware's `Block::Other`, the
+/// script's `Event::Thinking`): its request leaves it out. The stream
+/// writes it as an empty text part (AgentScope's blocks need a type it
+/// formats), which the replay's formatter sends. [`compare`] drops empty
+/// text parts on both sides: that is the one difference it allows.
 fn without_empty_texts(messages: &[Value]) -> Vec<Value> {
     let empty = serde_json::json!({"type": "text", "text": ""});
     messages

@@ -82,6 +82,9 @@ pub struct RunOptions {
     /// so each model call is a real HTTP exchange. `None`: no model (the
     /// firmware's scripted delay only, nothing sent).
     pub model_port: Option<u16>,
+    /// With a model: ask for streamed replies (`"stream": true`, read as
+    /// server-sent events in HTTP chunks); the firmware is told `stream=1`.
+    pub model_stream: bool,
     /// Each line of the streamed session (without [`STREAM_PREFIX`]) is
     /// sent here as soon as it is decoded, while the board runs (`cargo
     /// xtask demo --otlp`: the session exported step by step).
@@ -289,7 +292,11 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
     // path as the semihosting command line; then the optional start time.
     let epoch = epoch.map(|e| format!(",arg=epoch={e}")).unwrap_or_default();
     let reset = opts.reset_after.map(|n| format!(",arg=reset-after={n}")).unwrap_or_default();
-    let model = if opts.model_port.is_some() { ",arg=model=1" } else { "" };
+    let model = match (opts.model_port, opts.model_stream) {
+        (Some(_), true) => ",arg=model=1,arg=stream=1",
+        (Some(_), false) => ",arg=model=1",
+        (None, _) => "",
+    };
     // The board dumps its log's region at the end (read back by `run`).
     args.extend([
         "-semihosting-config".into(),

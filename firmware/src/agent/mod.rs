@@ -30,9 +30,10 @@ use embedded_storage_async::nor_flash::MultiwriteNorFlash;
 use envaware::journal::{
     Event as JournalEvent, ItemError, ItemKind, ItemReader, LogError, Session,
 };
-use envaware::openai::ChatResponse;
+use envaware::openai::{ChatResponse, MAX_TOOL_CALLS};
 use envaware::{
-    Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList, MAX_WATCHES,
+    Block, Clock, CreatedAt, Decimal, Engine, StepInput, Timestamp, WatchFire, WatchList,
+    MAX_WATCHES,
 };
 
 use crate::http::{ExchangeError, Exchanged};
@@ -43,14 +44,16 @@ use crate::tmp105::Temperature;
 pub mod fields;
 pub mod ports;
 pub mod session;
+pub mod tools;
 
 pub use self::fields::{SensorFields, UNAVAILABLE};
 #[cfg(feature = "defmt")]
 pub use self::ports::DefmtOutput;
 pub use self::ports::{watch_fire_name, Output, Pacer, Sensor, TellingAge, Told, Woken};
 pub use self::session::{
-    config, Context, Event, ScriptStep, AGENT, CONTEXT_SIZE, MAX_INTERVAL_SECS, MAX_REPLY,
-    MIN_INTERVAL_SECS, MODEL, REQUEST, SCRIPT, SYSTEM_PROMPT, TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
+    config, Call, Context, Event, Reply, ScriptStep, AGENT, CONTEXT_SIZE, ENVIRONMENT_REPLY,
+    MAX_INTERVAL_SECS, MAX_REPLY, MIN_INTERVAL_SECS, MODEL, REQUEST, SCRIPT, SYSTEM_PROMPT,
+    TIMEZONE, TIME_INTERVAL_HOURS, WATCH,
 };
 
 /// Why a new `temperature` reading would fire the temperature watch, or
@@ -186,37 +189,95 @@ impl<U: Fn() -> u32> Agent<'_, U> {
         }
     }
 
-    /// Appends the model's reply (`body[..received]`, read by the pacer's
-    /// exchange) to the context, through the log: all its blocks or, when
-    /// the exchange failed or the body is refused, nothing (logged).
+    /// Appends the model's reply to the context, through the log, and runs
+    /// the tools it calls ([`tools`]), logging their results (and the
+    /// compression `CompressContext` asks for) before the next step. The
+    /// reply is the model server's (`body[..received]`, read by the
+    /// pacer's exchange: a whole response or a streamed one), or with no
+    /// model attached (`exchanged` is `None`) the script's `scripted`. When
+    /// the exchange failed or the body is refused, nothing is appended and
+    /// no tool runs (logged).
     async fn reply<S: MultiwriteNorFlash>(
         &mut self,
-        exchanged: Result<Exchanged, ExchangeError>,
+        exchanged: Option<Result<Exchanged, ExchangeError>>,
+        scripted: &Reply,
         body: &[u8],
         scratch: &mut [u8],
         log: &mut SessionLog<S>,
     ) {
-        let exchanged = match exchanged {
-            Ok(exchanged) => exchanged,
-            Err(e) => {
+        let mut own = [Block::Other; MAX_TOOL_CALLS + 1];
+        let parsed;
+        let blocks: &[Block<'_>] = match exchanged {
+            None => {
+                let mut n = 0;
+                let text = core::iter::once(Block::Text(scripted.text))
+                    .filter(|_| !scripted.text.is_empty());
+                let calls = scripted.calls.iter().map(|c| Block::ToolCall {
+                    id: c.id,
+                    name: c.name,
+                    input: c.arguments,
+                });
+                for (slot, block) in own.iter_mut().zip(text.chain(calls)) {
+                    *slot = block;
+                    n += 1;
+                }
+                own.get(..n).unwrap_or_default()
+            }
+            Some(Err(e)) => {
                 return error!("model: no reply ({}): the step goes on without one", e);
             }
-        };
-        let body = body.get(..exchanged.received).unwrap_or_default();
-        match ChatResponse::parse(body, scratch) {
-            Ok(reply) => {
+            Some(Ok(exchanged)) => {
+                let body = body.get(..exchanged.received).unwrap_or_default();
+                let read = match exchanged.events {
+                    true => ChatResponse::parse_stream(body, scratch),
+                    false => ChatResponse::parse(body, scratch),
+                };
+                parsed = match read {
+                    Ok(reply) => reply,
+                    Err(e) => {
+                        return error!("model: the reply is refused, nothing appended: {}", e)
+                    }
+                };
                 info!(
-                    "model: {=usize} bytes sent, {=usize} bytes received, {=usize} blocks, finish_reason {=str}",
+                    "model: {=usize} bytes sent, {=usize} bytes received{=str}, {=usize} blocks, finish_reason {=str}",
                     exchanged.sent,
                     exchanged.received,
-                    reply.blocks().len(),
-                    reply.finish_reason().unwrap_or("(none)")
+                    if exchanged.events { " (streamed)" } else { "" },
+                    parsed.blocks().len(),
+                    parsed.finish_reason().unwrap_or("(none)")
                 );
-                if !reply.blocks().is_empty() {
-                    self.record(&JournalEvent::Assistant(reply.blocks()), log).await;
-                }
+                parsed.blocks()
             }
-            Err(e) => error!("model: the reply is refused, nothing appended: {}", e),
+        };
+        if blocks.is_empty() {
+            return;
+        }
+        self.record(&JournalEvent::Assistant(blocks), log).await;
+        // The tools the reply calls, run in order; their results in one event.
+        let mut results = [Block::Other; MAX_TOOL_CALLS];
+        let (mut n, mut compress) = (0, None);
+        for block in blocks {
+            let Block::ToolCall { id, name, .. } = *block else { continue };
+            let outcome = tools::run(name);
+            info!("tool {=str} ({=str}): {=str}", name, id, outcome.output);
+            if let Some(slot) = results.get_mut(n) {
+                *slot =
+                    Block::ToolResult { id, name, state: outcome.state, output: outcome.output };
+                n += 1;
+            }
+            compress = compress.or(outcome.compress);
+        }
+        if n > 0 {
+            self.record(&JournalEvent::Assistant(results.get(..n).unwrap_or_default()), log).await;
+        }
+        if let Some(keep) = compress {
+            let before = self.session.context().len();
+            self.record(&JournalEvent::Compress { keep }, log).await;
+            info!(
+                "context compressed: {=usize} messages evicted, {=usize} kept",
+                before - self.session.context().len(),
+                self.session.context().len()
+            );
         }
     }
 
@@ -409,30 +470,16 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             pacer.told(s.told(clock.now()));
             let exchanged =
                 pacer.model_reply(None, &REQUEST, s.session.context().store(), &mut body).await;
-            if let Some(exchanged) = exchanged {
-                s.reply(exchanged, &body, &mut scratch, log).await;
-            }
+            s.reply(exchanged, &ENVIRONMENT_REPLY, &body, &mut scratch, log).await;
         }
         pacer.before_step(index);
         output.step(index, step.note);
         for event in step.events {
-            let before = s.session.context().len();
-            s.record(
-                &match *event {
-                    Event::User => JournalEvent::User { name: "operator", text: "" },
-                    Event::Agent(blocks) => JournalEvent::Assistant(blocks),
-                    Event::Compress { keep } => JournalEvent::Compress { keep },
-                },
-                log,
-            )
-            .await;
-            if let Event::Compress { .. } = event {
-                info!(
-                    "context compressed: {=usize} messages evicted, {=usize} kept",
-                    before - s.session.context().len(),
-                    s.session.context().len()
-                );
-            }
+            let event = match *event {
+                Event::User(text) => JournalEvent::User { name: "operator", text },
+                Event::Thinking => JournalEvent::Assistant(&[Block::Other]),
+            };
+            s.record(&event, log).await;
         }
         let input = StepInput {
             tasks: step.tasks,
@@ -444,12 +491,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         pacer.told(s.told(clock.now()));
         let exchanged =
             pacer.model_reply(Some(index), &REQUEST, s.session.context().store(), &mut body).await;
-        // Only with a model: without one, the step's end takes the board
-        // exactly the time it took before the exchange came in (under
-        // `-icount`, work is board time; the reset test compares uptimes).
-        if let Some(exchanged) = exchanged {
-            s.reply(exchanged, &body, &mut scratch, log).await;
-        }
+        s.reply(exchanged, &step.reply, &body, &mut scratch, log).await;
         s.summary.steps += 1;
         pacer.after_step(index);
     }

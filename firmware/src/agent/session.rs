@@ -2,27 +2,32 @@
 //! ([`config`]) and its script ([`SCRIPT`]), the same on the board and in
 //! the host tests.
 //!
-//! The script makes each dimension due at a known step:
+//! The tool calls are the model's: each step's [`Reply`] (the scripted
+//! model server's answer, or the board's own copy of it with no model
+//! attached) asks for them, and the device runs them
+//! ([`crate::agent::tools`]) and logs their results before the next step,
+//! which decides on them. The script makes each dimension due at a known
+//! step:
 //!
-//! | step | what happens                                   | hint fields                         |
-//! |------|------------------------------------------------|-------------------------------------|
-//! | 0    | first reply                                    | current-time, timezone              |
-//! | 1    | the operator schedules 3 tasks                 | tasks                               |
-//! | 2    | the agent lists and starts a task              | (none, unless the temperature moved)|
-//! | 3, 4 | `OpenVent` fails, arguments in another order   | (none)                              |
-//! | 5    | `OpenVent` fails a third time                  | tool-error                          |
-//! | 6    | 40 s later (beyond the 36 s interval)          | current-time, timezone              |
-//! | 7    | a long log fills the context                   | context-length                      |
-//! | 8    | the agent compresses: the store keeps 1 message| current-time, timezone, tasks       |
-//! | 9    | 12 s later: tasks done, the robot docks        | (none, unless the watch fires)      |
+//! | step | before it                                       | hint fields                         |
+//! |------|-------------------------------------------------|-------------------------------------|
+//! | 0    | the operator's first message                    | current-time, timezone              |
+//! | 1    | the operator schedules 3 tasks                  | tasks                               |
+//! | 2    | the agent listed its tasks and started one      | (none, unless the temperature moved)|
+//! | 3, 4 | `OpenVent` failed, arguments in another order   | (none)                              |
+//! | 5    | `OpenVent` failed a third time                  | tool-error (unless an environment step started a reply) |
+//! | 6    | 40 s later (beyond the 36 s interval)           | current-time, timezone              |
+//! | 7    | a long log fills the context                    | context-length                      |
+//! | 8    | the agent compressed: the store keeps 1 message | current-time, timezone, tasks       |
+//! | 9    | 12 s later: tasks done, the robot docked        | (none, unless the watch fires)      |
 //!
 //! The configuration matches `firmware/session-config.json`, which the
 //! simulator replays the device's log with.
 
 use envaware::openai::ChatRequest;
 use envaware::{
-    AgentContext, Block, Config, ContextConfig, Decimal, InjectionConfig, Interval, TaskCounts,
-    ToolResultState, Watch, WatchList,
+    AgentContext, Config, ContextConfig, Decimal, InjectionConfig, Interval, TaskCounts, Watch,
+    WatchList,
 };
 
 /// The agent's name.
@@ -31,7 +36,8 @@ pub const AGENT: &str = "Sprout";
 pub const MODEL: &str = "envaware-demo";
 /// The agent's system prompt: the first message of every request.
 pub const SYSTEM_PROMPT: &str = "You are Sprout, a greenhouse robot.";
-/// The request each step sends its model (no tools, no streaming).
+/// The request each step sends its model (no tools; the board's pacer
+/// sets `stream` when told `stream=1`).
 pub const REQUEST: ChatRequest<'static> = ChatRequest {
     model: MODEL,
     system_prompt: SYSTEM_PROMPT,
@@ -93,17 +99,31 @@ pub type Context<'a> = AgentContext<'a, 16, 48, 4096>;
 /// Something that happens in the context before a step.
 #[derive(Debug, Clone, Copy)]
 pub enum Event {
-    /// A user (operator) message.
-    User,
-    /// The agent's own blocks: appended to its message of the current reply
-    /// when that is the newest, else a new message (as AgentScope's
-    /// `append_context`).
-    Agent(&'static [Block<'static>]),
-    /// The agent compresses its context, keeping the newest messages.
-    Compress {
-        /// Messages kept.
-        keep: usize,
-    },
+    /// A message from the operator (a user message, with its text).
+    User(&'static str),
+    /// The agent thinks (a block the context keeps no text of).
+    Thinking,
+}
+
+/// A tool call the model asks for: its id, tool and raw arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The call's id.
+    pub id: &'static str,
+    /// The tool.
+    pub name: &'static str,
+    /// The arguments, as the model wrote them.
+    pub arguments: &'static str,
+}
+
+/// The model's reply: its text, and the tools it calls (run by the device
+/// before the next step: [`crate::agent::tools`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Reply {
+    /// The text.
+    pub text: &'static str,
+    /// The tool calls.
+    pub calls: &'static [Call],
 }
 
 /// One scripted reasoning step.
@@ -121,142 +141,150 @@ pub struct ScriptStep {
     pub cur_iter: u64,
     /// The model's token count for this step's input.
     pub input_tokens: i64,
+    /// The scripted model's reply to this step's request: what the model
+    /// server answers in the demo (`firmware/model-script.jsonl`, in the
+    /// order of the requests), and what the board takes as its reply with
+    /// no model attached.
+    pub reply: Reply,
 }
 
 const fn tasks(pending: u64, in_progress: u64) -> TaskCounts {
     TaskCounts { pending, in_progress }
 }
 
-const fn call(id: &'static str, name: &'static str, input: &'static str) -> Block<'static> {
-    Block::ToolCall { id, name, input }
+const fn call(id: &'static str, name: &'static str, arguments: &'static str) -> Call {
+    Call { id, name, arguments }
 }
 
-const fn result(id: &'static str, name: &'static str, state: ToolResultState) -> Block<'static> {
-    Block::ToolResult { id, name, state, output: "" }
-}
+/// The scripted model's reply to an environment step's request (the agent
+/// woken by a reading): it notes it.
+pub const ENVIRONMENT_REPLY: Reply = Reply { text: "Noted: the temperature moved.", calls: &[] };
 
-use ToolResultState::{Error as Failed, Success as Done};
-
-/// The session.
+/// The session. The tool calls are the model's (each step's `reply`): the
+/// device runs them after the reply and logs their results, so step
+/// `k + 1` decides on them.
 pub const SCRIPT: &[ScriptStep] = &[
     ScriptStep {
         note: "morning round: the operator asks for a greenhouse check",
         wait_ms: 0,
-        events: &[Event::User],
+        events: &[Event::User("Good morning. Please check the greenhouse.")],
         tasks: tasks(0, 0),
         cur_iter: 0,
         input_tokens: 900,
+        reply: Reply { text: "Good morning. Starting the greenhouse check.", calls: &[] },
     },
     ScriptStep {
         note: "the operator schedules 3 tasks",
         wait_ms: 1_000,
-        events: &[Event::Agent(&[Block::Other]), Event::User],
+        events: &[Event::Thinking, Event::User("Water bed A, open vent 2, then dock.")],
         tasks: tasks(3, 0),
         cur_iter: 0,
         input_tokens: 1_100,
+        reply: Reply {
+            text: "Three tasks noted; starting with bed A.",
+            calls: &[
+                call("c1", "TaskList", "{}"),
+                call("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#),
+            ],
+        },
     },
     ScriptStep {
-        note: "the agent lists its tasks and starts watering bed A",
+        note: "the agent has listed its tasks and started watering bed A",
         wait_ms: 2_000,
-        events: &[Event::Agent(&[
-            call("c1", "TaskList", "{}"),
-            result("c1", "TaskList", Done),
-            call("c2", "TaskUpdate", r#"{"id": 1, "state": "in_progress"}"#),
-            result("c2", "TaskUpdate", Done),
-        ])],
+        events: &[],
         tasks: tasks(2, 1),
         cur_iter: 1,
         input_tokens: 1_300,
+        reply: Reply {
+            text: "Watering bed A; opening vent 2.",
+            calls: &[call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#)],
+        },
     },
     ScriptStep {
-        note: "OpenVent fails",
+        note: "OpenVent failed",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[
-            call("c3", "OpenVent", r#"{"vent": 2, "angle": 45}"#),
-            result("c3", "OpenVent", Failed),
-        ])],
+        events: &[],
         tasks: tasks(2, 1),
         cur_iter: 2,
         input_tokens: 1_400,
+        reply: Reply {
+            text: "Vent 2 did not open; trying again.",
+            calls: &[call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#)],
+        },
     },
     ScriptStep {
-        note: "OpenVent fails again, same arguments in another key order",
+        note: "OpenVent failed again, same arguments in another key order",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[
-            call("c4", "OpenVent", r#"{"angle": 45, "vent": 2}"#),
-            result("c4", "OpenVent", Failed),
-        ])],
+        events: &[],
         tasks: tasks(2, 1),
         cur_iter: 3,
         input_tokens: 1_500,
+        reply: Reply {
+            text: "Vent 2 failed again; one more try.",
+            calls: &[call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#)],
+        },
     },
     ScriptStep {
-        note: "OpenVent fails a third time",
+        note: "OpenVent failed a third time",
         wait_ms: 1_500,
-        events: &[Event::Agent(&[
-            call("c5", "OpenVent", r#"{"angle":45,"vent":2}"#),
-            result("c5", "OpenVent", Failed),
-        ])],
+        events: &[],
         tasks: tasks(2, 1),
         cur_iter: 4,
         input_tokens: 1_600,
+        reply: Reply {
+            text: "Leaving vent 2 closed; watering bed A.",
+            calls: &[call("c6", "Water", r#"{"bed": "A", "litres": 2}"#)],
+        },
     },
     ScriptStep {
         note: "40 s later: bed A watered, the operator asks for a status",
         wait_ms: 40_000,
-        events: &[
-            Event::Agent(&[
-                call("c6", "Water", r#"{"bed": "A", "litres": 2}"#),
-                result("c6", "Water", Done),
-            ]),
-            Event::User,
-        ],
+        events: &[Event::User("How is bed A?")],
         tasks: tasks(1, 1),
         cur_iter: 0,
         input_tokens: 2_000,
+        reply: Reply {
+            text: "Bed A is watered. Reading the humidity log.",
+            calls: &[call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#)],
+        },
     },
     ScriptStep {
         note: "a day of humidity logs fills the context",
         wait_ms: 3_000,
-        events: &[
-            Event::Agent(&[
-                call("c7", "ReadLog", r#"{"sensor": "humidity", "hours": 24}"#),
-                result("c7", "ReadLog", Done),
-            ]),
-            Event::User,
-        ],
+        events: &[Event::User("Anything odd in the humidity?")],
         tasks: tasks(1, 1),
         cur_iter: 0,
         input_tokens: 2_600,
+        reply: Reply {
+            text: "The log is long; compressing the context.",
+            calls: &[call("c8", "CompressContext", "{}")],
+        },
     },
     ScriptStep {
-        note: "the agent compresses its context",
+        note: "the agent compressed its context",
         wait_ms: 2_000,
-        events: &[
-            Event::Agent(&[
-                call("c8", "CompressContext", "{}"),
-                result("c8", "CompressContext", Done),
-            ]),
-            Event::Compress { keep: 1 },
-        ],
+        events: &[],
         tasks: tasks(1, 1),
         cur_iter: 1,
         input_tokens: 700,
+        reply: Reply {
+            text: "Context compressed; finishing up and docking.",
+            calls: &[
+                call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
+                call("c10", "Dock", "{}"),
+            ],
+        },
     },
     ScriptStep {
-        note: "all tasks done: the robot docks",
+        note: "all tasks done: the robot docked",
         // Longer than the watch's heartbeat (`max_interval`, 10 s): the
         // steady temperature is told again.
         wait_ms: 12_000,
-        events: &[Event::Agent(&[
-            call("c9", "TaskUpdate", r#"{"id": 1, "state": "completed"}"#),
-            result("c9", "TaskUpdate", Done),
-            call("c10", "Dock", "{}"),
-            result("c10", "Dock", Done),
-        ])],
+        events: &[],
         tasks: tasks(0, 0),
         cur_iter: 2,
         input_tokens: 800,
+        reply: Reply { text: "All tasks done; standing by.", calls: &[] },
     },
 ];
 

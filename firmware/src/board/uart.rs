@@ -57,12 +57,15 @@ pub struct Uart0Pacer {
     /// `model=1` on the semihosting command line: a model server is
     /// connected to UART1, and each model call is a real exchange.
     model: bool,
+    /// `stream=1`: the requests ask for a streamed reply (`"stream": true`).
+    stream: bool,
 }
 
 /// What the semihosting command line tells the pacer.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PacerArguments {
     model: bool,
+    stream: bool,
     reset_after: Option<usize>,
 }
 
@@ -73,7 +76,7 @@ impl core::fmt::Debug for Uart0Pacer {
 }
 
 impl Uart0Pacer {
-    /// The pacer's arguments: `model=1`, `reset-after=N`. Read before the
+    /// The pacer's arguments: `model=1`, `stream=1`, `reset-after=N`. Read before the
     /// millisecond tick starts ([`super::Board::take`]): under `-icount`
     /// reading the command line is board time, and it takes longer for a
     /// longer line, so read later it would move every uptime of a run with
@@ -81,12 +84,13 @@ impl Uart0Pacer {
     pub(super) fn arguments() -> PacerArguments {
         PacerArguments {
             model: argument::<u8>(b"model=") == Some(1),
+            stream: argument::<u8>(b"stream=") == Some(1),
             reset_after: argument(b"reset-after="),
         }
     }
 
     pub(super) fn new(syst: SYST, arguments: PacerArguments) -> Self {
-        let PacerArguments { model, reset_after } = arguments;
+        let PacerArguments { model, stream, reset_after } = arguments;
         // UARTEN | TXE | RXE.
         unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
         if model {
@@ -96,7 +100,7 @@ impl Uart0Pacer {
                 write_volatile((UART1 + UART_CTL) as *mut u32, 0x301);
             }
         }
-        Uart0Pacer { syst, reset_after, idle: None, model }
+        Uart0Pacer { syst, reset_after, idle: None, model, stream }
     }
 
     fn put(&mut self, byte: u8) {
@@ -173,7 +177,8 @@ impl agent::Pacer for Uart0Pacer {
         let exchanged = self.model.then(|| {
             self.syst.disable_interrupt();
             let mut link = Uart1 { syst: &mut self.syst, left_ms: MODEL_TIMEOUT_MS };
-            let exchanged = http::exchange(&mut link, request, context, body);
+            let request = ChatRequest { stream: self.stream, ..*request };
+            let exchanged = http::exchange(&mut link, &request, context, body);
             self.syst.clear_current();
             self.syst.enable_interrupt();
             exchanged
