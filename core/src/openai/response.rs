@@ -388,22 +388,34 @@ impl<'a> ChatResponse<'a> {
                     let first_of = move |i: u64| {
                         calls.iter().take(call_count).find(|c| c.index == i).map(|c| c.id)
                     };
-                    let mut parts = events(text).flat_map(move |e| {
-                        let found = e.ok().and_then(|(n, chunk)| {
-                            let delta = delta(chunk, n).ok()??.0;
-                            Some((n, tool_calls(delta, n).ok()?))
-                        });
-                        found.into_iter().flat_map(move |(_, calls)| {
-                            calls.filter_map(move |c| {
-                                let (i, id, _, args) = c.ok()?;
-                                let key = match id.filter(|id| !id.raw().is_empty()) {
+                    // One event's calls at a time (`from_fn` keeps one
+                    // iterator where nested `flat_map`s kept four: the
+                    // stack a streamed reply costs).
+                    let mut all = events(text);
+                    let mut in_event = None;
+                    let mut parts = core::iter::from_fn(move || loop {
+                        if let Some(c) = in_event.as_mut().and_then(Iterator::next) {
+                            let c: Result<CallDelta<'_>, ResponseError> = c;
+                            let Ok((i, id, _, args)) = c else { continue };
+                            let key = match id.filter(|id: &JsonStr<'_>| !id.raw().is_empty()) {
+                                Some(id) => id,
+                                None => match first_of(i) {
                                     Some(id) => id,
-                                    None => first_of(i)?,
-                                };
-                                let own = key.code_points().eq(call.id.code_points());
-                                own.then_some(args).flatten()
-                            })
-                        })
+                                    None => continue,
+                                },
+                            };
+                            if key.code_points().eq(call.id.code_points()) {
+                                if let Some(args) = args {
+                                    return Some(args);
+                                }
+                            }
+                            continue;
+                        }
+                        let (n, chunk) = all.next()?.ok()?;
+                        in_event = delta(chunk, n)
+                            .ok()
+                            .flatten()
+                            .and_then(|(delta, _)| tool_calls(delta, n).ok());
                     });
                     let input = decode(&mut rest, path, &mut parts)?;
                     reply.push(Block::ToolCall { id, name, input });

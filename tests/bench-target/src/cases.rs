@@ -155,6 +155,29 @@ pub fn run(bench: &impl Meter) {
 /// A model's reply with text and a tool call, as a server sends it.
 const RESPONSE: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Opening vent 2 to 40 %, the greenhouse is at 29.5 \u00b0C.","tool_calls":[{"id":"call_10","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2, \"percent\": 40}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1480,"completion_tokens":31,"total_tokens":1511}}"#;
 
+/// The same reply streamed (`"stream": true`), as `envaware-sim
+/// model-server` sends it: server-sent events, the text and the
+/// arguments in 16-byte pieces.
+const STREAMED: &str = r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"Opening vent 2 t"},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"o 40 %, the gree"},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"nhouse is at 29."},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"5 \u00b0C."},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_10","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2, \"per"}}]},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"cent\": 40}"}}]},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+
+"#;
+
 /// The model request for the 128-message context (written whole into the
 /// core's counting writer, `body_len`) and the reply read back: the labels carry the bytes.
 fn model_request(bench: &impl Meter, conversation: &SliceConversation<'_>) {
@@ -177,6 +200,17 @@ fn model_request(bench: &impl Meter, conversation: &SliceConversation<'_>) {
     bench.report("openai response parse, bytes=", label.number(RESPONSE.len()), || {
         let mut scratch = [0u8; 128];
         let reply = ChatResponse::parse(black_box(RESPONSE.as_bytes()), &mut scratch);
+        black_box(reply.map(|r| r.blocks().len()).ok());
+    });
+    match ChatResponse::parse_stream(STREAMED.as_bytes(), &mut scratch) {
+        Ok(reply) if reply.blocks().len() == 2 => {}
+        Ok(_) => bench.fail("the streamed reply does not read as a text and a call"),
+        Err(_) => bench.fail("the streamed reply is refused"),
+    }
+    let mut label = Label::default();
+    bench.report("openai streamed response parse, bytes=", label.number(STREAMED.len()), || {
+        let mut scratch = [0u8; 128];
+        let reply = ChatResponse::parse_stream(black_box(STREAMED.as_bytes()), &mut scratch);
         black_box(reply.map(|r| r.blocks().len()).ok());
     });
 }

@@ -534,6 +534,24 @@ fn zone_checks() -> bool {
 /// A reply with a text and two tool calls, every string escaped.
 const REPLY: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","reasoning_content":"\u2026","content":"Opening vent 2: 29.5 \u00b0C.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}},{"id":"call_2","type":"function","function":{"name":"ReadTemperature","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1480,"completion_tokens":31}}"#;
 
+/// The same reply streamed: server-sent events, text and arguments in
+/// 16-byte pieces.
+const REPLY_STREAMED: &str = r#"data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"\u2026"},"finish_reason":null}]}
+
+data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"Opening vent 2: "},"finish_reason":null}]}
+
+data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"29.5 \u00b0C."},"finish_reason":null}]}
+
+data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"OpenVent","arguments":"{\"vent\": 2}"}}]},"finish_reason":null}]}
+
+data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_2","type":"function","function":{"name":"ReadTemperature","arguments":"{}"}}]},"finish_reason":null}]}
+
+data: {"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+
+"#;
+
 fn model_request(run: &mut Run<'_>) -> usize {
     let request = envaware::openai::ChatRequest {
         model: "m",
@@ -549,6 +567,13 @@ fn model_request(run: &mut Run<'_>) -> usize {
 fn model_reply(run: &mut Run<'_>) -> usize {
     // The hint buffer is the scratch buffer: an I/O buffer, outside the frame.
     match envaware::openai::ChatResponse::parse(REPLY.as_bytes(), run.hint) {
+        Ok(reply) => reply.blocks().len(),
+        Err(_) => 0,
+    }
+}
+
+fn model_reply_streamed(run: &mut Run<'_>) -> usize {
+    match envaware::openai::ChatResponse::parse_stream(REPLY_STREAMED.as_bytes(), run.hint) {
         Ok(reply) => reply.blocks().len(),
         Err(_) => 0,
     }
@@ -576,10 +601,12 @@ fn request_path(store: &mut Store, hint: &mut [u8]) -> bool {
     };
     let (request, bytes) = measure(model_request, &mut run);
     let (reply, blocks) = measure(model_reply, &mut run);
+    let (streamed, streamed_blocks) = measure(model_reply_streamed, &mut run);
     println!("stack model request, full store: {request} B (body {bytes} B)");
     println!("stack model reply, 2 calls, escapes: {reply} B ({blocks} blocks)");
-    println!("request path stack (worst case): {} B", request.max(reply));
-    filled && bytes > 1 && blocks == 4
+    println!("stack model reply streamed, 2 calls, escapes: {streamed} B ({streamed_blocks} blocks)");
+    println!("request path stack (worst case): {} B", request.max(reply).max(streamed));
+    filled && bytes > 1 && blocks == 4 && streamed_blocks == 4
 }
 
 #[panic_handler]
