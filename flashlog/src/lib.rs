@@ -52,7 +52,7 @@
 mod log;
 mod ram_flash;
 
-pub use self::log::{AppendError, ReadError, RestoreError, SessionLog, StorageError};
+pub use self::log::{AppendError, Numbered, ReadError, RestoreError, SessionLog, StorageError};
 pub use self::ram_flash::{RamFlash, RamFlashError};
 
 #[cfg(doc)]

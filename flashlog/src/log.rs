@@ -2,7 +2,7 @@
 //! that makes room in it.
 
 use embedded_storage_async::nor_flash::{MultiwriteNorFlash, NorFlash};
-use envaware::journal::{ItemStore, Journal, LogError, Restore, Session};
+use envaware::journal::{ItemKind, ItemReader, ItemStore, Journal, LogError, Restore, Session};
 use envaware::{AgentContext, Timestamp};
 use sequential_storage::cache::{Cache, Uncached};
 use sequential_storage::queue::{QueueConfig, QueueStorage};
@@ -93,6 +93,39 @@ pub enum ReadError<F, E> {
 /// new log over the same flash is the same log).
 pub struct SessionLog<S: NorFlash> {
     queue: QueueStorage<S, Cache<Uncached, Uncached, Uncached>>,
+    /// The outbox, when the log publishes its items
+    /// ([`with_outbox`](SessionLog::with_outbox)).
+    outbox: Option<Outbox>,
+}
+
+/// A log that publishes its items: where delivery stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Outbox {
+    /// The first item number not yet delivered.
+    delivered: u32,
+    /// Items dropped before they were delivered (the region was full of
+    /// them), since the log was opened.
+    lost: u32,
+    /// The numbers dropped and not yet reported, `from..to`.
+    unreported: Option<(u32, u32)>,
+}
+
+/// Where item `number` is, for the outbox ([`SessionLog::read_item`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Numbered {
+    /// In the buffer: its length.
+    Found(usize),
+    /// Not written yet (the log's next number is `next`).
+    NotYet {
+        /// The number the next item gets.
+        next: u32,
+    },
+    /// Popped: the oldest item the log holds is `first`.
+    Gone {
+        /// The oldest item's number.
+        first: u32,
+    },
 }
 
 impl<S: NorFlash> core::fmt::Debug for SessionLog<S> {
@@ -107,7 +140,99 @@ impl<S: NorFlash> SessionLog<S> {
         let end = u32::try_from(flash.capacity()).unwrap_or(u32::MAX);
         SessionLog {
             queue: QueueStorage::new(flash, QueueConfig::new(0..end), Cache::new_uncached()),
+            outbox: None,
         }
+    }
+
+    /// The log over all of `flash`, as an outbox: its items are published
+    /// (an MQTT uplink reads them with [`read_item`](Self::read_item) and
+    /// says how far they were delivered with
+    /// [`set_delivered`](Self::set_delivered)). Each step item carries the
+    /// mark when it moved, so that a restored log resumes from it; a
+    /// compaction pops only delivered items, unless the region is full of
+    /// undelivered ones: then the oldest are dropped and counted
+    /// ([`lost`](Self::lost)), as the agent's steps come first.
+    pub fn with_outbox(flash: S) -> Self {
+        SessionLog { outbox: Some(Outbox::default()), ..SessionLog::new(flash) }
+    }
+
+    /// The first item number not yet delivered (`None`: not an outbox).
+    pub fn delivered(&self) -> Option<u32> {
+        self.outbox.map(|o| o.delivered)
+    }
+
+    /// Items up to `next` (not included) were delivered. A mark never
+    /// moves back.
+    pub fn set_delivered(&mut self, next: u32) {
+        if let Some(o) = self.outbox.as_mut() {
+            o.delivered = o.delivered.max(next);
+        }
+    }
+
+    /// Items dropped before they were delivered, since the log was opened.
+    pub fn lost(&self) -> u32 {
+        self.outbox.map_or(0, |o| o.lost)
+    }
+
+    /// The numbers dropped undelivered since the last call (`from..to`), to
+    /// report (an uplink publishes them, so that the fleet counts them lost
+    /// rather than wait for them).
+    pub fn take_lost(&mut self) -> Option<(u32, u32)> {
+        self.outbox.as_mut().and_then(|o| o.unreported.take())
+    }
+
+    /// Copies item `number` into `buf` (at least its length: at most
+    /// [`MAX_ITEM`](crate::MAX_ITEM)). The numbers are counted from the
+    /// log's first header (its whole number), so a log without one finds
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the queue cannot be read, or the item does not fit `buf`.
+    pub async fn read_item(
+        &mut self,
+        number: u32,
+        buf: &mut [u8],
+    ) -> Result<Numbered, StorageError> {
+        // The first pass numbers the items (from the first header), the
+        // second copies the one asked for.
+        let mut reader = ItemReader::new();
+        let mut count = 0u32;
+        let mut first = None;
+        let _ = self
+            .read_items(buf, |item| {
+                count += 1;
+                let head = reader.read(item).map_err(drop)?;
+                if head.kind == ItemKind::Header && first.is_none() {
+                    first = reader.first_number();
+                }
+                Ok::<(), ()>(())
+            })
+            .await
+            .map_err(|e| match e {
+                ReadError::Storage { .. } => StorageError,
+                ReadError::Stopped(()) => StorageError,
+            })?;
+        let Some(first) = first else { return Ok(Numbered::NotYet { next: 0 }) };
+        let next = first.wrapping_add(count);
+        if number < first {
+            return Ok(Numbered::Gone { first });
+        }
+        if number >= next {
+            return Ok(Numbered::NotYet { next });
+        }
+        let at = number - first;
+        let mut index = 0u32;
+        let mut len = None;
+        let mut items = self.queue.iter().await.map_err(|_| StorageError)?;
+        while let Some(item) = items.next(buf).await.map_err(|_| StorageError)? {
+            if index == at {
+                len = Some(item.len());
+                break;
+            }
+            index += 1;
+        }
+        len.map(Numbered::Found).ok_or(StorageError)
     }
 
     /// The flash under the log (the board dumps its bytes for the desktop).
@@ -210,7 +335,15 @@ impl<S: NorFlash> SessionLog<S> {
             true => restore.apply_seeing(item, scratch, &mut before_step).map(drop),
         })
         .await?;
-        restore.finish().map_err(RestoreError::Item)
+        restore.finish().map_err(RestoreError::Item)?;
+        // The outbox resumes from the mark the log said last, or from its
+        // oldest item (anything popped before it was delivered).
+        if let Some(o) = self.outbox.as_mut() {
+            let journal = session.journal();
+            let first = journal.next_number().wrapping_sub(journal.items());
+            o.delivered = o.delivered.max(journal.delivered().unwrap_or(0)).max(first);
+        }
+        Ok(())
     }
 
     /// Reads every item twice, oldest first: `each(false, item)` for all,
@@ -228,11 +361,16 @@ impl<S: NorFlash> SessionLog<S> {
     }
 }
 
-/// A [`Session`] appends its items to the log.
+/// A [`Session`] appends its items to the log (and, for an outbox, logs
+/// its mark with its steps).
 impl<S: NorFlash> ItemStore for SessionLog<S> {
     type Error = AppendError;
     async fn append(&mut self, item: &[u8]) -> Result<(), AppendError> {
         SessionLog::append(self, item).await
+    }
+
+    fn delivered(&self) -> Option<u32> {
+        SessionLog::delivered(self)
     }
 }
 
@@ -263,13 +401,15 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
         if dead == 0 || !self.low_on_room().await? {
             return Ok(0);
         }
+        let first = journal.next_number().wrapping_sub(journal.items());
         let n = journal.compaction_header(context, buf).map_err(|_| RestoreError::Storage)?;
         self.queue.push(&buf[..n], false).await.map_err(|_| RestoreError::Storage)?;
-        for _ in 0..dead {
+        let pop = self.poppable(first, dead);
+        for _ in 0..pop {
             self.queue.pop(buf).await.map_err(|_| RestoreError::Storage)?;
             journal.popped(1);
         }
-        Ok(dead)
+        Ok(pop)
     }
 }
 
@@ -290,12 +430,35 @@ impl<S: MultiwriteNorFlash> SessionLog<S> {
         if session.dead_items() == 0 || !self.low_on_room().await? {
             return Ok(0);
         }
+        let journal = session.journal();
+        let first = journal.next_number().wrapping_sub(journal.items());
         let dead = session.compaction_header(buf, self).await.map_err(|_| RestoreError::Storage)?;
-        for _ in 0..dead {
+        let pop = self.poppable(first, dead);
+        for _ in 0..pop {
             self.queue.pop(buf).await.map_err(|_| RestoreError::Storage)?;
             session.popped(1);
         }
-        Ok(dead)
+        Ok(pop)
+    }
+
+    /// Of the `dead` items from `first` on, those a compaction pops: all
+    /// of them, or for an outbox the delivered ones; when none of them is,
+    /// all of them anyway (the agent's next step needs the room), the
+    /// undelivered counted lost and the mark moved past them.
+    fn poppable(&mut self, first: u32, dead: u32) -> u32 {
+        let Some(o) = self.outbox.as_mut() else { return dead };
+        let delivered = dead.min(o.delivered.saturating_sub(first));
+        if delivered > 0 {
+            return delivered;
+        }
+        let (from, to) = (o.delivered.max(first), first.wrapping_add(dead));
+        if to > from {
+            o.lost += to - from;
+            let start = o.unreported.map_or(from, |(start, _)| start);
+            o.unreported = Some((start, to));
+            o.delivered = to;
+        }
+        dead
     }
 
     /// Whether less than [`RESERVE`] is left.

@@ -379,6 +379,12 @@ pub struct StepRecord<'a> {
     pub decided: Option<Decided>,
     /// The live values the hint told (empty when nothing fired).
     pub told: Told<'a>,
+    /// The outbox's mark, as the items before this one not yet delivered
+    /// (its number minus the mark; [`ItemStore::delivered`]); `None`: as
+    /// the log said last.
+    ///
+    /// [`ItemStore::delivered`]: crate::journal::ItemStore::delivered
+    pub undelivered: Option<u32>,
 }
 
 /// The low 16 bits of an item's number and what the item holds: the

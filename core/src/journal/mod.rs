@@ -349,6 +349,11 @@ pub struct Journal<const MESSAGES: usize> {
     /// (`settings`): a compaction's header carries it again only when
     /// that one is among the items popped.
     settings_at: Option<u32>,
+    /// The outbox's mark to log with the next step
+    /// ([`set_delivered`](Self::set_delivered)).
+    outbox: Option<u32>,
+    /// The outbox's mark the log said last (written or read back).
+    delivered: Option<u32>,
 }
 
 /// What the log last said, as the replay keeps it: `None` where it is
@@ -364,6 +369,8 @@ pub(crate) struct Said {
     /// The replay's default `cur_iter` for the next step: 0 after a user
     /// message or a `reply`, one more than the last step's otherwise.
     iter: Option<u64>,
+    /// The outbox's mark said last.
+    delivered: Option<u32>,
 }
 
 impl Said {
@@ -425,6 +432,7 @@ pub(crate) struct Mark {
     said: Said,
     steps: u64,
     settings_at: Option<u32>,
+    delivered: Option<u32>,
 }
 
 impl<const MESSAGES: usize> Journal<MESSAGES> {
@@ -441,13 +449,15 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             restored: 0,
             steps: 0,
             settings_at: None,
+            outbox: None,
+            delivered: None,
         }
     }
 
     /// Where the log stands, before an item is written.
     pub(crate) fn mark(&self) -> Mark {
-        let Journal { next, items, said, steps, settings_at, .. } = *self;
-        Mark { next, items, said, steps, settings_at }
+        let Journal { next, items, said, steps, settings_at, delivered, .. } = *self;
+        Mark { next, items, said, steps, settings_at, delivered }
     }
 
     /// Back to `mark`: the items written since are not in the log.
@@ -458,6 +468,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             said: self.said,
             steps: self.steps,
             settings_at: self.settings_at,
+            delivered: self.delivered,
         } = mark;
     }
 
@@ -527,14 +538,21 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
         Ok(n)
     }
 
-    /// Writes a step as the next item.
+    /// Writes a step as the next item, with the outbox's mark when it
+    /// changed since the log said it.
     fn write_step<L: LiveFields + ?Sized>(
         &mut self,
         step: &StepOut<'_, L>,
         watches: &WatchList<'_>,
         out: &mut [u8],
     ) -> Result<usize, BufferFull> {
-        let n = write::write_step(self.next, step, &self.said, watches, out)?;
+        let mark = self.outbox.filter(|&m| self.said.delivered != Some(m) && m <= self.next);
+        let step = StepOut { delivered: mark, ..*step };
+        let n = write::write_step(self.next, &step, &self.said, watches, out)?;
+        if mark.is_some() {
+            self.said.delivered = mark;
+            self.delivered = mark;
+        }
         self.wrote();
         let readings = (!watches.is_empty()).then(|| step.readings.hash());
         self.said.note_step(step.input, step.now, readings);
@@ -800,6 +818,7 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 readings: WatchReadings::of(&watches, &*live),
                 decision: &decision,
                 told: &*live,
+                delivered: None,
             };
             journal.push_item(items_out, &mut items, |j, o| j.write_step(&out, &watches, o))?;
             if let Some(hint) = outcome.hint {
@@ -826,6 +845,21 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
             items.count += 1;
         }
         Ok(())
+    }
+
+    /// Sets the outbox's mark (`mark`: the first item number not yet
+    /// delivered; `None`: no outbox): the next step item carries it when
+    /// it changed since the log said it. [`Session`] sets it from its
+    /// store ([`ItemStore::delivered`]) before each step.
+    pub fn set_delivered(&mut self, mark: Option<u32>) {
+        self.outbox = mark;
+    }
+
+    /// The outbox's mark the log said last (written, or read back by
+    /// [`restore`](Self::restore)): the first item number not yet
+    /// delivered then. `None`: no step carried one.
+    pub fn delivered(&self) -> Option<u32> {
+        self.delivered
     }
 
     /// Items at the front of the log that the context no longer needs:
@@ -1006,6 +1040,12 @@ impl<const MESSAGES: usize> Journal<MESSAGES> {
                 };
                 let readings = step.readings.map(|r| r.hash());
                 self.said.note_step(&input, now, readings);
+                if let Some(u) = step.undelivered {
+                    // This item's number, less the items not yet delivered.
+                    let mark = self.next.wrapping_sub(1).wrapping_sub(u);
+                    self.said.delivered = Some(mark);
+                    self.delivered = Some(mark);
+                }
                 self.steps += 1;
                 Ok(applied)
             }

@@ -340,6 +340,10 @@ fn read_step<'a>(input: &mut In<'a>, watches: &WatchList<'a>) -> Result<StepReco
     if has(step_flag::CONTEXT_SIZE) {
         step.context_size = Some(input.signed("context_size")?);
     }
+    if has(step_flag::DELIVERED) {
+        let u = input.varint("delivered")?;
+        step.undelivered = Some(u32::try_from(u).map_err(|_| ItemError::Field("delivered"))?);
+    }
     if has(step_flag::DECIDED) {
         let decided = read_decided(input)?;
         if decided.fires() {

@@ -21,6 +21,15 @@ pub trait ItemStore {
     /// in the log (as durable as the store says); when it returns an
     /// error, the item is not.
     fn append(&mut self, item: &[u8]) -> impl Future<Output = Result<(), Self::Error>>;
+
+    /// The store's outbox mark, when it publishes its items (an MQTT
+    /// outbox): the number of the first item not yet delivered. A
+    /// [`Session`] logs it in its next step item when it changed, so that
+    /// a restored device resumes publishing from it
+    /// ([`Journal::delivered`]). `None` (the default): no outbox.
+    fn delivered(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Why a [`Session`] could not log an event or a step: the context is as
@@ -385,7 +394,10 @@ impl<'e, const M: usize, const B: usize, const T: usize> Session<'e, M, B, T> {
             readings: WatchReadings::of(&watches, &*live),
             decision: &decision,
             told: &*live,
+            delivered: None,
         };
+        // The store's outbox mark goes with the step (when it changed).
+        self.journal.set_delivered(store.delivered());
         self.append(buf, store, |journal, _, buf| journal.write_step(&out, &watches, buf)).await?;
         if let Some(hint) = outcome.hint {
             let index = self.journal.items - 1;

@@ -310,7 +310,7 @@ fn items_are_the_documented_bytes() {
         entry_of(&log[2]),
         "(2, Step(StepRecord { clock: Set(Timestamp(1784687400000000)), cur_iter: None, tokens: Some(900), \
          tasks: Some(TaskCounts { pending: 2, in_progress: 0 }), context_size: Some(8192), readings: None, \
-         decided: Some(Decided { time: true, tasks: true, context: None, tool_error: None, watch: WatchSet { fired: 0, heartbeat: 0, throttled: 0 } }), told: [] }))"
+         decided: Some(Decided { time: true, tasks: true, context: None, tool_error: None, watch: WatchSet { fired: 0, heartbeat: 0, throttled: 0 } }), told: [], undelivered: None }))"
     );
     // A minute later, nothing fires: the clock advances by 60 whole
     // seconds, the tokens changed (zigzag 7000), the iteration is the one
@@ -866,6 +866,8 @@ struct Items {
     items: Vec<Vec<u8>>,
     appends: usize,
     refuse: Vec<usize>,
+    /// The outbox's mark it reports ([`ItemStore::delivered`]).
+    mark: Option<u32>,
 }
 
 impl ItemStore for Items {
@@ -878,6 +880,10 @@ impl ItemStore for Items {
         }
         self.items.push(item.to_vec());
         Ok(())
+    }
+
+    fn delivered(&self) -> Option<u32> {
+        self.mark
     }
 }
 
@@ -1336,4 +1342,42 @@ fn told_instants_survive_a_restore_with_a_heartbeat_and_a_floor() {
             "cut at item {cut}"
         );
     }
+}
+
+/// A step item carries the store's outbox mark when it changed since the
+/// log said it (two bytes: the flag's second byte and the count of items
+/// not yet delivered), and a restore reads the last one back.
+#[test]
+fn a_step_carries_the_outbox_mark_when_it_changed_and_a_restore_reads_it() {
+    let engine = engine();
+    let mut store = Items::default();
+    let mut session = started_session(&engine, &mut store);
+    let at = |minutes| Op::Step { minutes, cur_iter: 1, pending: 0, tokens: 100 };
+    let undelivered = |item: &[u8]| {
+        let mut blocks = [Block::Other; MAX_EVENT_BLOCKS];
+        match decode(item, &WatchList::EMPTY, &mut blocks) {
+            Ok((_, Entry::Step(step))) => step.undelivered,
+            other => panic!("not a step: {other:?}"),
+        }
+    };
+    run_op(&mut session, &at(1), &mut store).unwrap();
+    run_op(&mut session, &at(2), &mut store).unwrap();
+    assert_eq!(undelivered(&store.items[2]), None, "no outbox, no mark");
+    // Items 0 and 1 delivered: step 3 says 2 items (1 and 2) are not.
+    store.mark = Some(1);
+    run_op(&mut session, &at(3), &mut store).unwrap();
+    assert_eq!(undelivered(&store.items[3]), Some(2));
+    assert_eq!(store.items[3].len(), store.items[2].len() + 2);
+    run_op(&mut session, &at(4), &mut store).unwrap();
+    assert_eq!(undelivered(&store.items[4]), None, "the same mark is not said again");
+    assert_eq!(session.journal().delivered(), Some(1));
+    store.mark = Some(4);
+    run_op(&mut session, &at(5), &mut store).unwrap();
+    assert_eq!(undelivered(&store.items[5]), Some(1));
+    assert_eq!(session.journal().delivered(), Some(4));
+    let restored = restore_session(&engine, &store.items).unwrap();
+    assert_eq!(restored.journal().delivered(), Some(4));
+    // A log with no mark restores none.
+    let plain = restore_session(&engine, &store.items[..3]).unwrap();
+    assert_eq!(plain.journal().delivered(), None);
 }

@@ -149,7 +149,9 @@ pub(crate) mod step_flag {
     pub(crate) const DECIDED: u64 = 1 << 6;
     pub(crate) const TASKS: u64 = 1 << 7;
     pub(crate) const CONTEXT_SIZE: u64 = 1 << 8;
-    pub(crate) const ALL: u64 = (1 << 9) - 1;
+    /// The outbox's mark: the items before this one not yet delivered.
+    pub(crate) const DELIVERED: u64 = 1 << 9;
+    pub(crate) const ALL: u64 = (1 << 10) - 1;
 }
 
 /// How a step's clock moved, in its flags' low bits.
@@ -191,6 +193,9 @@ pub(crate) struct StepOut<'s, L: ?Sized> {
     pub(crate) readings: WatchReadings<'s>,
     pub(crate) decision: &'s Decision,
     pub(crate) told: &'s L,
+    /// The outbox's mark (the first item not yet delivered), when it
+    /// changed since the log said it last.
+    pub(crate) delivered: Option<u32>,
 }
 
 /// Writes step item `n`, given what the log said before it.
@@ -201,7 +206,10 @@ pub(crate) fn write_step<L: LiveFields + ?Sized>(
     watches: &WatchList<'_>,
     out: &mut [u8],
 ) -> Result<usize, BufferFull> {
-    let StepOut { input, now, readings, decision, told } = *step;
+    let StepOut { input, now, readings, decision, told, delivered } = *step;
+    // Said as the items before this one not yet delivered (a mark past
+    // this item cannot be: it is not published yet).
+    let undelivered = delivered.and_then(|mark| n.checked_sub(mark));
     let decided = Decided::of(decision);
     let fires = decision.fires();
     // A firing step says what its hint shows in full (its instant, and the
@@ -234,6 +242,7 @@ pub(crate) fn write_step<L: LiveFields + ?Sized>(
         (decided.is_some(), step_flag::DECIDED),
         (said.tasks != Some(input.tasks) || told_tasks, step_flag::TASKS),
         (said.config != Some(input.context_size), step_flag::CONTEXT_SIZE),
+        (undelivered.is_some(), step_flag::DELIVERED),
     ] {
         if on {
             flags |= flag;
@@ -265,6 +274,9 @@ pub(crate) fn write_step<L: LiveFields + ?Sized>(
     }
     if flags & step_flag::CONTEXT_SIZE != 0 {
         o.signed(input.context_size);
+    }
+    if let Some(u) = undelivered {
+        o.varint(u64::from(u));
     }
     if let Some(d) = decided {
         write_decided(&mut o, &d);
