@@ -16,6 +16,8 @@ mod common;
 
 use common::{configure, data, select};
 use embassy_futures::block_on;
+use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+use embassy_sync::mutex::Mutex;
 use embedded_hal::i2c::{ErrorKind, NoAcknowledgeSource};
 use embedded_hal_mock::eh1::i2c::{Mock, Transaction};
 use envaware::Timestamp;
@@ -271,7 +273,7 @@ fn session_with(
     let mut pacer =
         RecordingPacer { ms: &ms, calls: Vec::new(), wake, reset_after, retained, waited: 0 };
     let mut transcript = Transcript::default();
-    let mut log = SessionLog::new(RamFlash(flash));
+    let log = Mutex::<NoopRawMutex, _>::new(SessionLog::new(RamFlash(flash)));
     let mut sensor = Tmp105::new(mock.clone(), tmp105::DEFAULT_ADDRESS);
     let summary = block_on(agent::run(
         &mut sensor,
@@ -279,7 +281,8 @@ fn session_with(
         &mut pacer,
         &mut transcript,
         counter,
-        &mut log,
+        &log,
+        SCRIPT.len(),
     ));
     mock.done();
     Session { summary, transcript, paced: pacer.calls }
@@ -462,7 +465,11 @@ fn the_script_injects_each_field_at_its_step_and_reads_the_sensor_at_every_step(
             failures: 0,
             evicted: 7,
             max_read: 1,
-            compactions: 0
+            compactions: 0,
+            // The header and 34 items: the operator's 4 messages and the
+            // agent's thought, 10 steps, 10 replies, 8 tool results (the
+            // replies that called tools) and the compression.
+            next_item: 35
         }
     );
 
@@ -544,7 +551,11 @@ fn a_sensor_that_never_answers_gives_unavailable_in_every_hint_and_the_run_goes_
             failures: 10,
             evicted: 7,
             max_read: 1,
-            compactions: 0
+            compactions: 0,
+            // The header and 34 items: the operator's 4 messages and the
+            // agent's thought, 10 steps, 10 replies, 8 tool results (the
+            // replies that called tools) and the compression.
+            next_item: 35
         }
     );
 }
@@ -605,7 +616,11 @@ fn a_sensor_that_fails_now_and_then_is_unavailable_for_that_hint_only() {
             failures: 3,
             evicted: 7,
             max_read: 1,
-            compactions: 0
+            compactions: 0,
+            // The header and 34 items: the operator's 4 messages and the
+            // agent's thought, 10 steps, 10 replies, 8 tool results (the
+            // replies that called tools) and the compression.
+            next_item: 35
         }
     );
 }
@@ -928,7 +943,14 @@ fn the_environment_wakes_the_agent_for_a_step_that_tells_the_reading() {
     // more, and the compression at step 8 evicts the environment's message too.
     assert_eq!(
         woke.summary,
-        Summary { hints: plain.summary.hints + 1, reads: 11, evicted: 8, ..plain.summary }
+        Summary {
+            hints: plain.summary.hints + 1,
+            reads: 11,
+            evicted: 8,
+            // The environment's `reply`, its step, the model's reply.
+            next_item: plain.summary.next_item + 3,
+            ..plain.summary
+        }
     );
 }
 

@@ -26,6 +26,8 @@
 
 use core::fmt::Write as _;
 
+use embassy_sync::blocking_mutex::raw::RawMutex;
+use embassy_sync::mutex::Mutex;
 use embedded_storage_async::nor_flash::MultiwriteNorFlash;
 use envaware::journal::{
     Event as JournalEvent, ItemError, ItemKind, ItemReader, LogError, Session,
@@ -111,6 +113,10 @@ pub struct Summary {
     pub max_read: usize,
     /// Times the session log was compacted (its region filled).
     pub compactions: u32,
+    /// The number the log's next item would get: every item before it is
+    /// the session's (an uplink has delivered the session once its mark
+    /// reaches it).
+    pub next_item: u32,
 }
 
 /// The context and its log, owned together: 16 messages, 48 blocks,
@@ -393,15 +399,21 @@ impl<U: Fn() -> u32> Agent<'_, U> {
 /// user message and takes an environment step with that reading. After
 /// each step it awaits its model's reply ([`Pacer::model_reply`]).
 ///
-/// The session is logged in `log` ([`crate::log`]); a session found there
-/// (after a reset) is restored and goes on from the step after its last.
-pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlash>(
+/// The session is logged in `log` ([`crate::log`]), shared with an uplink
+/// that publishes it (`envaware-uplink`: the lock is held while an event
+/// or a step is logged, never across the idle time or the model's reply);
+/// a session found there (after a reset) is restored and goes on from the
+/// step after its last. The script runs for `steps` steps (its
+/// [`SCRIPT`], again and again).
+#[allow(clippy::too_many_arguments)]
+pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, M: RawMutex, S: MultiwriteNorFlash>(
     sensor: &mut Se,
     clock: &mut K,
     pacer: &mut P,
     output: &mut O,
     uptime_ms: impl Fn() -> u32,
-    log: &mut SessionLog<S>,
+    log: &Mutex<M, SessionLog<S>>,
+    steps: usize,
 ) -> Summary {
     let summary = Summary {
         steps: 0,
@@ -411,6 +423,7 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         evicted: 0,
         max_read: 0,
         compactions: 0,
+        next_item: 0,
     };
     let engine = match Engine::new(config()) {
         Ok(e) => e,
@@ -435,11 +448,21 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
     // The model's reply, and the scratch its escaped strings decode into.
     let mut body = [0u8; MAX_REPLY];
     let mut scratch = [0u8; 512];
-    let environment =
-        resume(log, &mut s.session, &mut s.items, &mut s.hint_buf, &mut s.stream).await;
-    // The script's steps already run: the log's steps less its environment steps.
+    let environment = resume(
+        &mut *log.lock().await,
+        &mut s.session,
+        &mut s.items,
+        &mut s.hint_buf,
+        &mut s.stream,
+    )
+    .await;
+    // The script's steps already run: the board's own count, else the
+    // log's steps less its environment steps.
     let logged = s.session.journal().steps().saturating_sub(environment);
-    let first = usize::try_from(logged).unwrap_or(usize::MAX);
+    let first = match s.session.journal().steps() {
+        0 => 0,
+        _ => pacer.resume_at().unwrap_or(usize::try_from(logged).unwrap_or(usize::MAX)),
+    };
     s.stream.start(output);
     let (values, at) = s.tellings();
     // Last before the first idle time, as the uninterrupted session goes
@@ -450,14 +473,17 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
         pacer.resumed();
     }
     pacer.told(Told { values, ages: at.map(|at| age(at, clock.now())) });
-    for (index, step) in SCRIPT.iter().enumerate().skip(first) {
-        while let Some(woken) = pacer.idle(index, step.wait_ms).await {
+    for n in first..steps {
+        // The script's step: the session goes round it.
+        let index = n % SCRIPT.len();
+        let step = &SCRIPT[index];
+        while let Some(woken) = pacer.idle(n, step.wait_ms).await {
             let mut text: heapless::String<24> = heapless::String::new();
             let _ = write!(text, "{}", woken.temperature);
             info!("woken by temperature: {=str}", text);
-            output.woken(index, &text);
+            output.woken(n, &text);
             // A reply the environment started: no user message before it.
-            s.record(&JournalEvent::Reply, log).await;
+            s.record(&JournalEvent::Reply, &mut *log.lock().await).await;
             s.stream.woken(output, &text);
             let last = &SCRIPT[index.saturating_sub(1)];
             let input = StepInput {
@@ -466,20 +492,23 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
                 input_tokens: last.input_tokens,
                 context_size: CONTEXT_SIZE,
             };
-            s.step(&input, clock.now(), sensor, Some(woken.temperature), output, log).await;
+            let now = clock.now();
+            s.step(&input, now, sensor, Some(woken.temperature), output, &mut *log.lock().await)
+                .await;
             pacer.told(s.told(clock.now()));
             let exchanged =
                 pacer.model_reply(None, &REQUEST, s.session.context().store(), &mut body).await;
-            s.reply(exchanged, &ENVIRONMENT_REPLY, &body, &mut scratch, log).await;
+            s.reply(exchanged, &ENVIRONMENT_REPLY, &body, &mut scratch, &mut *log.lock().await)
+                .await;
         }
-        pacer.before_step(index);
-        output.step(index, step.note);
+        pacer.before_step(n);
+        output.step(n, step.note);
         for event in step.events {
             let event = match *event {
                 Event::User(text) => JournalEvent::User { name: "operator", text },
                 Event::Thinking => JournalEvent::Assistant(&[Block::Other]),
             };
-            s.record(&event, log).await;
+            s.record(&event, &mut *log.lock().await).await;
         }
         let input = StepInput {
             tasks: step.tasks,
@@ -487,19 +516,20 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, S: MultiwriteNorFlas
             input_tokens: step.input_tokens,
             context_size: CONTEXT_SIZE,
         };
-        s.step(&input, clock.now(), sensor, None, output, log).await;
+        s.step(&input, clock.now(), sensor, None, output, &mut *log.lock().await).await;
         pacer.told(s.told(clock.now()));
         let exchanged =
-            pacer.model_reply(Some(index), &REQUEST, s.session.context().store(), &mut body).await;
-        s.reply(exchanged, &step.reply, &body, &mut scratch, log).await;
+            pacer.model_reply(Some(n), &REQUEST, s.session.context().store(), &mut body).await;
+        s.reply(exchanged, &step.reply, &body, &mut scratch, &mut *log.lock().await).await;
         s.summary.steps += 1;
-        pacer.after_step(index);
+        pacer.after_step(n);
     }
     pacer.finished();
     let mut summary = s.summary;
     summary.reads = s.live.reads;
     summary.failures = s.live.failures;
     summary.evicted = s.session.context().store().evicted_total();
+    summary.next_item = s.session.journal().next_number();
     summary
 }
 

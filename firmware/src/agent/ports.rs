@@ -54,6 +54,13 @@ pub trait Pacer {
     /// Called when the session was restored from the log, before its next
     /// step (the board puts its clock back here).
     fn resumed(&mut self) {}
+    /// The script's step to go on from after a restore, when the board
+    /// kept it (its own reset). `None`: the log says (its steps less its
+    /// environment steps, which holds while no compaction popped an
+    /// environment step's `reply`).
+    fn resume_at(&mut self) -> Option<usize> {
+        None
+    }
 }
 
 /// What the context tells of each watched field, by watch index, and the

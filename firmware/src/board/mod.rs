@@ -14,6 +14,8 @@
 //!   host over UART0, the idle time between steps and the model's
 //!   (simulated) reply;
 //! - `retained`: the RAM that survives a reset (the session log's "flash");
+//! - `uplink`: [`Uart2Link`], UART2 as the uplink's byte stream to the
+//!   MQTT broker (`mqtt=1`);
 //! - `sensor`: [`sensor_task`] samples the TMP105 on its own period,
 //!   answers the agent's requests ([`SensorLink`]) and wakes the agent when
 //!   a reading would fire its watch;
@@ -36,11 +38,13 @@ mod retained;
 mod sensor;
 mod time;
 mod uart;
+mod uplink;
 
 pub use self::i2c::I2c0;
 pub use self::sensor::{sensor_task, SensorLink};
 pub use self::time::{uptime_ms, wall_clock};
 pub use self::uart::Uart0Pacer;
+pub use self::uplink::{Uart2Link, TIMING};
 
 use self::retained::log_region;
 use self::time::systick_start;
@@ -48,7 +52,7 @@ use self::time::systick_start;
 /// The number after `key` (`epoch=`, `reset-after=`) on the semihosting
 /// command line, if any (arguments are separated by spaces).
 fn argument<T: core::str::FromStr>(key: &[u8]) -> Option<T> {
-    let mut buf = [MaybeUninit::<u8>::uninit(); 128];
+    let mut buf = [MaybeUninit::<u8>::uninit(); 256];
     // Fails when there is no command line or it does not fit: no value then.
     let line = semihosting::sys::arm_compat::sys_get_cmdline_uninit(&mut buf).ok()?;
     line.split(|&b| b == b' ')
@@ -64,6 +68,13 @@ pub struct Board {
     pub pacer: Uart0Pacer,
     /// The session log's "flash" (RAM that survives a reset: `retained`).
     pub log: envaware_firmware::log::RamFlash<&'static mut [u8]>,
+    /// The uplink's link to the broker (`mqtt=1`: UART2), or none.
+    pub uplink: Option<Uart2Link>,
+    /// The device's id (`device=ID`, else `qemu`): its MQTT client id and
+    /// topic level.
+    pub device: heapless::String<{ envaware_uplink::MAX_DEVICE_ID }>,
+    /// The steps to run (`steps=N`, else the script's).
+    pub steps: usize,
 }
 
 impl Board {
@@ -76,11 +87,17 @@ impl Board {
         let core = cortex_m::Peripherals::take().expect("Board::take is called once");
         let mut syst = core.SYST;
         let arguments = Uart0Pacer::arguments();
+        let uplink = Uart2Link::from_arguments();
+        let device = argument(b"device=").unwrap_or_else(|| "qemu".try_into().unwrap_or_default());
+        let steps = argument(b"steps=").unwrap_or(envaware_firmware::limits::STEPS);
         systick_start(&mut syst);
         Board {
             i2c: I2c0::new(),
             pacer: Uart0Pacer::new(syst, arguments),
             log: envaware_firmware::log::RamFlash(log_region()),
+            uplink,
+            device,
+            steps,
         }
     }
 }

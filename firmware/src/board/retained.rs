@@ -25,6 +25,9 @@ pub(super) struct Retained {
     pub(super) reset_done: u32,
     /// The millisecond counter at the reset, put back when the session resumes.
     pub(super) millis: u32,
+    /// The script's next step at the reset (the log cannot say it once a
+    /// compaction popped an environment step's `reply`).
+    pub(super) next_step: u32,
     log: [u8; LOG_BYTES],
 }
 

@@ -224,9 +224,18 @@ impl agent::Pacer for Uart0Pacer {
         defmt::info!("resetting the MCU after step {=usize}", index);
         unsafe {
             write_volatile(core::ptr::addr_of_mut!((*r).millis), millis);
+            write_volatile(core::ptr::addr_of_mut!((*r).next_step), index as u32 + 1);
             write_volatile(core::ptr::addr_of_mut!((*r).reset_done), 1);
         }
         cortex_m::peripheral::SCB::sys_reset()
+    }
+
+    fn resume_at(&mut self) -> Option<usize> {
+        let r = retained();
+        match unsafe { read_volatile(core::ptr::addr_of!((*r).reset_done)) } {
+            0 => None,
+            _ => Some(unsafe { read_volatile(core::ptr::addr_of!((*r).next_step)) } as usize),
+        }
     }
 
     fn resumed(&mut self) {
