@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod fleet;
 mod plot;
 mod record;
 mod replay;
@@ -71,6 +72,12 @@ enum Command {
     /// with --flash) as the replay's trace lines: one JSON line per event,
     /// each with its item's number under "#" (what `replay` replays).
     Log(LogArgs),
+    /// Consume a fleet's session logs from an MQTT broker (topic
+    /// `envaware/<device>/log`, QoS 1): verify each device's log as
+    /// `replay` does, drop duplicates, refuse gaps, and write one row per
+    /// step to a Parquet store partitioned by device and day (docs/fleet.md).
+    /// Stops by itself; prints a summary line.
+    Fleet(fleet::FleetArgs),
 }
 
 /// `envaware-sim log`'s arguments.
@@ -660,6 +667,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz_main(args),
         Command::ModelServer(args) => model_server_main(args),
         Command::Log(args) => log_main(args),
+        Command::Fleet(args) => fleet::main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {
