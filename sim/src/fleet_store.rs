@@ -78,6 +78,9 @@ pub struct StepRow {
     /// When this consumer received the item (µs since the epoch); `None`
     /// for a row written again from items an earlier run received.
     pub received_at: Option<i64>,
+    /// When the row was written (µs since the epoch), as read back from
+    /// the store; writing sets it for the whole file.
+    pub written_at: Option<i64>,
     /// Its readings.
     pub readings: Vec<Reading>,
 }
@@ -370,7 +373,7 @@ pub fn devices(store: &Path) -> Result<Vec<String>, StoreError> {
 }
 
 /// Every step the store holds of `device`, its readings joined, in the
-/// order of their numbers. (`received_at` and `written_at` are not read.)
+/// order of their numbers.
 ///
 /// # Errors
 ///
@@ -441,6 +444,8 @@ fn rows_of(batch: &RecordBatch) -> Result<Vec<StepRow>, String> {
     let count = u64s("tool_error_count")?;
     let watches = column::<ListArray>(batch, "watches")?;
     let hint = column::<StringArray>(batch, "hint")?;
+    let received = column::<TimestampMicrosecondArray>(batch, "received_at")?;
+    let written = column::<TimestampMicrosecondArray>(batch, "written_at")?;
     (0..batch.num_rows())
         .map(|i| {
             let list = watches.value(i);
@@ -465,7 +470,8 @@ fn rows_of(batch: &RecordBatch) -> Result<Vec<StepRow>, String> {
                 watches: (0..names.len()).map(|j| names.value(j).to_string()).collect(),
                 hint: opt(hint, i).then(|| hint.value(i).to_string()),
                 checked: checked.value(i),
-                received_at: None,
+                received_at: opt(received, i).then(|| received.value(i)),
+                written_at: opt(written, i).then(|| written.value(i)),
                 readings: Vec::new(),
             })
         })
@@ -528,6 +534,7 @@ mod tests {
             hint: number.is_multiple_of(2).then(|| format!("hint {number}")),
             checked: true,
             received_at: Some(1),
+            written_at: None,
             readings: vec![Reading {
                 field: "temperature".into(),
                 kind: "read",
@@ -572,11 +579,9 @@ mod tests {
             ]
         );
         let mut back = read_device(&store, "sim-0001").unwrap();
-        let mut expected = rows.clone();
-        for r in back.iter_mut().chain(expected.iter_mut()) {
-            r.received_at = None;
-        }
-        assert_eq!(back, expected);
+        assert!(back.iter().all(|r| r.written_at == Some(42)), "{back:?}");
+        back.iter_mut().for_each(|r| r.written_at = None);
+        assert_eq!(back, rows);
         assert_eq!(devices(&store).unwrap(), ["sim-0001"]);
 
         // A run stopped after a readings file and before its steps file,

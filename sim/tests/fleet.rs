@@ -198,9 +198,20 @@ fn message(device: &str, number: u32, item: &[u8]) -> (String, Vec<u8>) {
     (format!("envaware/{device}/log"), payload)
 }
 
-/// Publishes `messages` in order with QoS 1 and waits (60 s at most) until
-/// the broker acknowledged each.
-fn publish(port: u16, client_id: &str, messages: &[(String, Vec<u8>)]) {
+/// Publishes `messages` in order with QoS 1 and waits (60 s, and a second
+/// per 1,000 messages, at most) until the broker acknowledged each; when
+/// each was handed to the client (µs since the epoch).
+fn publish(port: u16, client_id: &str, messages: &[(String, Vec<u8>)]) -> Vec<i64> {
+    publish_at(port, client_id, messages, None)
+}
+
+/// [`publish`], `per_second` messages a second when given.
+fn publish_at(
+    port: u16,
+    client_id: &str,
+    messages: &[(String, Vec<u8>)],
+    per_second: Option<u32>,
+) -> Vec<i64> {
     let mut options = MqttOptions::new(client_id, "127.0.0.1", port);
     options.set_keep_alive(Duration::from_secs(30)).set_max_packet_size(1 << 20, 1 << 20);
     let (client, mut connection) = Client::new(options, 1024);
@@ -208,7 +219,8 @@ fn publish(port: u16, client_id: &str, messages: &[(String, Vec<u8>)]) {
     let driver = std::thread::spawn(move || {
         let mut acked = 0;
         let started = Instant::now();
-        while acked < expected && started.elapsed() < Duration::from_secs(60) {
+        let limit = Duration::from_secs(60 + expected as u64 / 1000);
+        while acked < expected && started.elapsed() < limit {
             match connection.recv_timeout(Duration::from_millis(200)) {
                 Ok(Ok(MqttEvent::Incoming(Packet::PubAck(_)))) => acked += 1,
                 Ok(Err(e)) => panic!("the publisher's connection: {e}"),
@@ -218,7 +230,14 @@ fn publish(port: u16, client_id: &str, messages: &[(String, Vec<u8>)]) {
         let _ = connection.recv_timeout(Duration::from_millis(10));
         (acked, connection)
     });
-    for (topic, payload) in messages {
+    let mut sent = Vec::with_capacity(messages.len());
+    let start = Instant::now();
+    for (i, (topic, payload)) in messages.iter().enumerate() {
+        if let Some(rate) = per_second {
+            let due = start + Duration::from_secs_f64(i as f64 / f64::from(rate.max(1)));
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
+        sent.push(device_now());
         client.publish(topic.as_str(), QoS::AtLeastOnce, false, payload.clone()).expect("publish");
     }
     let (acked, mut connection) = driver.join().expect("the publisher's thread");
@@ -231,6 +250,7 @@ fn publish(port: u16, client_id: &str, messages: &[(String, Vec<u8>)]) {
             break;
         }
     }
+    sent
 }
 
 /// Makes the consumer's session on the broker before anything is
@@ -261,7 +281,13 @@ impl Consumer {
         let child = Command::new(SIM)
             .args(["fleet", "--broker", &format!("127.0.0.1:{port}"), "--store"])
             .arg(store)
-            .args(["--client-id", client_id, "--flush-secs", "0.2"])
+            .args(["--client-id", client_id])
+            // Rows soon after their items, unless the test says otherwise.
+            .args(if extra.contains(&"--flush-secs") {
+                &[][..]
+            } else {
+                &["--flush-secs", "0.2"][..]
+            })
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -356,9 +382,10 @@ struct Run {
 
 /// `None` when Mosquitto is missing and the checks may skip.
 fn shared_run() -> Option<&'static Run> {
-    static RUN: OnceLock<Option<Run>> = OnceLock::new();
-    RUN.get_or_init(|| {
-        let mosquitto = mosquitto()?;
+    static RUN: OnceLock<Run> = OnceLock::new();
+    // Each test that skips says so.
+    let mosquitto = mosquitto()?;
+    Some(RUN.get_or_init(|| {
         let dir = tmp("shared");
         let broker = xtask::mqtt::Broker::start(
             &mosquitto,
@@ -397,9 +424,8 @@ fn shared_run() -> Option<&'static Run> {
             serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
                 .unwrap();
         broker.stop().expect("mosquitto stops");
-        Some(Run { dir, store, devices, published: messages.len(), summary })
-    })
-    .as_ref()
+        Run { dir, store, devices, published: messages.len(), summary }
+    }))
 }
 
 #[test]
@@ -584,6 +610,56 @@ fn a_killed_consumer_resumes_without_losing_or_repeating_a_row_and_refuses_a_bad
 }
 
 #[test]
+fn the_consumer_rides_out_a_broker_restart_and_gets_what_the_broker_kept() {
+    let Some(mosquitto) = mosquitto() else { return };
+    let dir = tmp("outage");
+    let options = xtask::mqtt::Options { persistence: true, ..xtask::mqtt::Options::default() };
+    let mut broker = xtask::mqtt::Broker::start(&mosquitto, &dir.join("broker"), &options)
+        .expect("mosquitto starts");
+    let port = broker.port();
+    let devices: Vec<Device> = (1..=3).map(|i| device(i, 30)).collect();
+    let all: Vec<&Device> = devices.iter().collect();
+    open_session(port, "fleet-outage");
+    let store = dir.join("store");
+    let consumer = Consumer::start(
+        port,
+        &store,
+        "fleet-outage",
+        &[
+            "--idle-exit",
+            "20",
+            "--until",
+            until(&dir, &all).to_str().unwrap(),
+            "--summary-json",
+            dir.join("summary.json").to_str().unwrap(),
+        ],
+    );
+    let half = |d: &Device| d.items.len() / 2;
+    publish(port, "devices-before", &interleaved(&all, |d| 0..half(d)));
+    // The broker goes down (it saves its sessions and queues) and comes
+    // back on the same port; the devices publish the rest after.
+    broker.restart().expect("mosquitto restarts");
+    publish(port, "devices-after", &interleaved(&all, |d| half(d) - 3..d.items.len()));
+    let (code, out, err) = consumer.finish(Duration::from_secs(120));
+    broker.stop().expect("mosquitto stops");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    // It lost the broker, and found its session again.
+    assert!(err.contains("(session kept: true)"), "{err}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let items: usize = devices.iter().map(|d| d.items.len()).sum();
+    assert_eq!(summary["kept"], items, "{summary}");
+    assert!(summary["duplicates"].as_u64().unwrap() >= 9, "{summary}");
+    for d in &devices {
+        let rows = stored(&store, &d.id);
+        assert_eq!(rows.len(), d.steps.len(), "{}", d.id);
+        for (row, step) in rows.iter().zip(&d.steps) {
+            assert_row_is_the_step(&d.id, row, step);
+        }
+    }
+}
+
+#[test]
 fn duckdb_answers_the_fleet_queries_as_the_sessions_and_the_replay_count() {
     let Some(run) = shared_run() else { return };
     let python = xtask::needs::reference_python().and_then(|p| {
@@ -754,4 +830,119 @@ fn chromium_renders_the_fleet_view_with_a_title_per_hint_and_each_dimension_s_co
         assert_eq!((width, h.to_string()), (1200, height.to_string()));
         assert!(matching >= 20, "only {matching} pixels of #{colour}");
     }
+}
+
+/// A number from the environment, else `default`.
+fn env_number(name: &str, default: u32) -> u32 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// The consumer under load: `ENVAWARE_FLEET_DEVICES` devices (100) of
+/// `ENVAWARE_FLEET_STEPS` steps (1000) each, published by
+/// `ENVAWARE_FLEET_PUBLISHERS` clients (4) at once, every twentieth
+/// message twice, as fast as the broker takes them or at
+/// `ENVAWARE_FLEET_RATE` messages a second in all. Prints the consumer's
+/// summary line, and publish → row (the publisher's clock before
+/// `publish`, the row's `written_at`).
+/// docs/fleet.md has its figures:
+///
+/// ```sh
+/// cargo test --release -p envaware-sim --test fleet load -- --ignored --nocapture
+/// ```
+#[test]
+#[ignore = "a load run of a minute or more: see its docs"]
+fn load() {
+    let mosquitto = xtask::mqtt::find().expect("mosquitto");
+    let (count, steps) =
+        (env_number("ENVAWARE_FLEET_DEVICES", 100), env_number("ENVAWARE_FLEET_STEPS", 1000));
+    let publishers = env_number("ENVAWARE_FLEET_PUBLISHERS", 4).max(1) as usize;
+    let rate = std::env::var("ENVAWARE_FLEET_RATE").ok().and_then(|r| r.parse::<u32>().ok());
+    let each = rate.map(|r| r.div_ceil(publishers as u32));
+    let dir = tmp("load");
+    let started = Instant::now();
+    let devices: Vec<Device> = (1..=count).map(|i| device(i, steps as usize)).collect();
+    let items: usize = devices.iter().map(|d| d.items.len()).sum();
+    eprintln!(
+        "load: {count} devices, {steps} steps, {items} items made in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let broker = xtask::mqtt::Broker::start(
+        &mosquitto,
+        &dir.join("broker"),
+        &xtask::mqtt::Options::default(),
+    )
+    .expect("mosquitto starts");
+    open_session(broker.port(), "fleet-load");
+    let store = dir.join("store");
+    let all: Vec<&Device> = devices.iter().collect();
+    let consumer = Consumer::start(
+        broker.port(),
+        &store,
+        "fleet-load",
+        &[
+            "--idle-exit",
+            "30",
+            "--flush-secs",
+            "1",
+            "--until",
+            until(&dir, &all).to_str().unwrap(),
+            "--summary-json",
+            dir.join("summary.json").to_str().unwrap(),
+        ],
+    );
+    // Each publisher its share of the devices, interleaved, with repeats.
+    let sent = std::sync::Mutex::new(BTreeMap::<(String, u32), i64>::new());
+    let publish_started = Instant::now();
+    std::thread::scope(|scope| {
+        for p in 0..publishers {
+            let mine: Vec<&Device> = all.iter().copied().skip(p).step_by(publishers).collect();
+            let (port, sent) = (broker.port(), &sent);
+            scope.spawn(move || {
+                let mut messages = interleaved(&mine, |d| 0..d.items.len());
+                let again: Vec<(String, Vec<u8>)> = messages.iter().step_by(20).cloned().collect();
+                messages.extend(again);
+                let times = publish_at(port, &format!("devices-load-{p}"), &messages, each);
+                let mut sent = sent.lock().unwrap();
+                for ((topic, payload), at) in messages.iter().zip(times) {
+                    let id =
+                        topic.trim_start_matches("envaware/").trim_end_matches("/log").to_string();
+                    let number = u32::from_le_bytes(payload[..4].try_into().unwrap());
+                    sent.entry((id, number)).or_insert(at);
+                }
+            });
+        }
+    });
+    let published = publish_started.elapsed();
+    let (code, out, err) = consumer.finish(Duration::from_secs(1800));
+    broker.stop().expect("mosquitto stops");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let sent = sent.into_inner().unwrap();
+    let mut latencies = Vec::new();
+    let mut rows = 0;
+    for d in &devices {
+        let stored = stored(&store, &d.id);
+        assert_eq!(stored.len(), d.steps.len(), "{}", d.id);
+        rows += stored.len();
+        for row in stored {
+            let at = sent[&(d.id.clone(), row.number)];
+            latencies.push((row.written_at.unwrap() - at) as f64 / 1e3);
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let q = |q: f64| {
+        latencies[((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len()) - 1]
+    };
+    println!("{}", out.trim());
+    println!(
+        "load: {count} devices x {steps} steps, {items} items, {rows} rows, published in {:.1} s by {publishers} clients{}; publish -> row p50 {:.0} ms, p99 {:.0} ms",
+        published.as_secs_f64(),
+        rate.map_or(String::new(), |r| format!(" at {r} messages/s")),
+        q(0.5),
+        q(0.99)
+    );
+}
+
+/// The wall clock, µs since the epoch.
+fn device_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64
 }

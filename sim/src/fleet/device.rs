@@ -295,15 +295,13 @@ impl Device {
     }
 
     /// Replays the unread items; on the first the replay refuses, the
-    /// device fails there.
+    /// device fails there (and the items after it are not replayed).
     fn verify(&mut self) -> Result<(), String> {
         let (Some(first), unread) = (self.first, std::mem::take(&mut self.unread)) else {
             return Ok(());
         };
+        // Items kept before a refusal are good: a gap refuses what follows.
         for (number, received) in unread {
-            if self.failed.is_some() {
-                return Ok(());
-            }
             let Some(item) = self.log.get(number.wrapping_sub(first) as usize) else {
                 return Ok(());
             };
@@ -442,6 +440,200 @@ fn row(number: u32, r: &StepRecord, received_at: Option<i64>) -> StepRow {
         hint: r.hint.clone(),
         checked: r.checked,
         received_at,
+        written_at: None,
         readings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use envaware::journal::{Event, ItemStore, Session};
+    use envaware::{ConfigBuf, Engine, StepInput, TaskCounts, Timestamp, ToolResultState};
+    use envaware_host::block_on;
+
+    struct Items(Vec<Vec<u8>>);
+    impl ItemStore for Items {
+        type Error = core::convert::Infallible;
+        async fn append(&mut self, item: &[u8]) -> Result<(), Self::Error> {
+            self.0.push(item.to_vec());
+            Ok(())
+        }
+    }
+
+    /// A step's item number and hint.
+    type Steps = (u32, Option<String>);
+
+    /// A device's session: its items (item `i` is number `i`), and each
+    /// step's item number and hint. Runs of three failed calls make the
+    /// tool error fire; a small context makes the log note evictions.
+    fn session(steps: u32) -> (Vec<Vec<u8>>, Vec<Steps>) {
+        let mut config = ConfigBuf::<2048, 8, 8>::with_capacity();
+        let loaded = config
+            .load_session(r#"{"agent_name": "Sprout", "injection_config": {"timezone": "UTC", "time_interval": 0.1}}"#)
+            .unwrap();
+        let engine = Engine::new(loaded.config).unwrap();
+        let mut s: Session<'_, 6, 32, 2048> = Session::new(&engine, loaded.agent_name);
+        let (mut log, mut buf, mut hint) = (Items(Vec::new()), [0u8; 2048], [0u8; 1024]);
+        block_on(s.start(&mut buf, &mut log)).unwrap();
+        let mut out = Vec::new();
+        for n in 0..steps {
+            if n % 4 == 0 {
+                block_on(s.record(&Event::User { name: "op" }, &mut buf, &mut log)).unwrap();
+            }
+            let id = format!("c{n}");
+            let call = Event::ToolCall { id: &id, name: "Drive", input: "{\"m\": 1}" };
+            block_on(s.record(&call, &mut buf, &mut log)).unwrap();
+            let state = if n % 8 < 4 { ToolResultState::Error } else { ToolResultState::Success };
+            let result = Event::ToolResult { id: &id, name: "Drive", state };
+            block_on(s.record(&result, &mut buf, &mut log)).unwrap();
+            let input = StepInput {
+                tasks: TaskCounts { pending: u64::from(n / 8 % 2), in_progress: 0 },
+                cur_iter: u64::from(n % 4),
+                input_tokens: 900,
+                context_size: 8192,
+            };
+            let now = Some(Timestamp::from_unix_seconds(1_796_000_000 + 100 * i64::from(n)));
+            let before = log.0.len();
+            let outcome =
+                block_on(s.step(&input, now, &mut (), &mut hint, &mut buf, &mut log)).unwrap();
+            let number = (before..log.0.len()).find(|&i| log.0[i][0] == 9).unwrap() as u32;
+            out.push((number, outcome.hint.map(str::to_string)));
+        }
+        (log.0, out)
+    }
+
+    fn store(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("envaware-fleet-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn stored(store: &Path, id: &str) -> Vec<Steps> {
+        let rows = store::read_device(store, id).unwrap();
+        rows.into_iter().map(|r| (r.number, r.hint)).collect()
+    }
+
+    #[test]
+    fn items_in_order_with_duplicates_give_one_row_per_step() {
+        let (items, steps) = session(24);
+        assert!(
+            steps
+                .iter()
+                .filter(|(_, h)| h.as_deref().is_some_and(|h| h.contains("<tool-error>")))
+                .count()
+                >= 3
+        );
+        let dir = store("order");
+        let (mut device, _) = Device::open(&dir, "dev-1").unwrap();
+        for (i, item) in items.iter().enumerate() {
+            let n = i as u32;
+            assert_eq!(device.receive(n, item, Arrival::now()).unwrap(), Received::Kept);
+            if i % 3 == 0 {
+                // Again, as a device re-publishing does, and an old one.
+                assert_eq!(device.receive(n, item, Arrival::now()).unwrap(), Received::Duplicate);
+                assert_eq!(
+                    device.receive(n / 2, &items[i / 2], Arrival::now()).unwrap(),
+                    Received::Duplicate
+                );
+            }
+            if i % 10 == 9 {
+                device.commit(true).unwrap();
+            }
+        }
+        device.commit(true).unwrap();
+        assert_eq!(device.failed(), None);
+        assert_eq!(device.pending(), steps.len());
+        assert_eq!(device.flush(&dir).unwrap().len(), steps.len());
+        assert_eq!(stored(&dir, "dev-1"), steps);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_reopened_device_writes_only_the_rows_its_store_lacks() {
+        let (items, steps) = session(24);
+        let dir = store("reopen");
+        let (mut device, _) = Device::open(&dir, "dev-1").unwrap();
+        let third = items.len() / 3;
+        for (i, item) in items[..third].iter().enumerate() {
+            device.receive(i as u32, item, Arrival::now()).unwrap();
+        }
+        device.commit(true).unwrap();
+        let written = device.flush(&dir).unwrap().len();
+        assert!(written > 0);
+        // Kept and replayed, not yet written: a kill loses the rows only.
+        for (i, item) in items.iter().enumerate().take(2 * third).skip(third) {
+            device.receive(i as u32, item, Arrival::now()).unwrap();
+        }
+        device.commit(true).unwrap();
+        assert!(device.pending() > 0);
+        drop(device);
+
+        let (mut device, reopened) = Device::open(&dir, "dev-1").unwrap();
+        assert_eq!(reopened.items, 2 * third);
+        assert_eq!(reopened.committed, Some(steps[written - 1].0));
+        let owed = steps.iter().filter(|(n, _)| (*n as usize) < 2 * third).count() - written;
+        assert_eq!(device.pending(), owed);
+        // What the broker sends again is recognised; the rest goes on.
+        for (i, item) in items.iter().enumerate().skip(third) {
+            let expected = if i < 2 * third { Received::Duplicate } else { Received::Kept };
+            assert_eq!(
+                device.receive(i as u32, item, Arrival::now()).unwrap(),
+                expected,
+                "item {i}"
+            );
+        }
+        device.commit(true).unwrap();
+        device.flush(&dir).unwrap();
+        assert_eq!(stored(&dir, "dev-1"), steps);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_gap_a_changed_item_or_a_misnumbered_one_refuses_the_log_and_a_restart_says_so_again() {
+        let (items, steps) = session(12);
+        let dir = store("refuse");
+        let take = |id: &str, plan: &[(u32, &[u8])]| -> Device {
+            let (mut device, _) = Device::open(&dir, id).unwrap();
+            for (n, item) in plan {
+                device.receive(*n, item, Arrival::now()).unwrap();
+            }
+            device.commit(true).unwrap();
+            device.flush(&dir).unwrap();
+            device
+        };
+        let mut plan: Vec<(u32, &[u8])> =
+            items.iter().enumerate().map(|(i, b)| (i as u32, &b[..])).collect();
+        plan.retain(|(n, _)| !(7..=9).contains(n));
+        let gap = take("gap", &plan);
+        assert_eq!(
+            gap.failed().unwrap().to_string(),
+            "items 7 to 9 are missing (item 10 came after item 6)"
+        );
+        let rows = stored(&dir, "gap");
+        assert_eq!(rows, steps.iter().filter(|(n, _)| *n < 7).cloned().collect::<Vec<_>>());
+
+        let mut changed = items[3].clone();
+        *changed.last_mut().unwrap() ^= 1;
+        let plan: Vec<(u32, &[u8])> =
+            vec![(0, &items[0]), (1, &items[1]), (2, &items[2]), (3, &items[3]), (3, &changed)];
+        let device = take("changed", &plan);
+        assert_eq!(
+            device.failed().unwrap().to_string(),
+            "item 3 came again with other bytes than the item kept"
+        );
+
+        let device = take("misnumbered", &[(0, &items[0]), (1, &items[2])]);
+        assert_eq!(
+            device.failed().unwrap().to_string(),
+            "the message says item 1, but the item says 2 in its low 16 bits"
+        );
+
+        // A restart refuses the gap's log for the same reason, whatever comes.
+        let (mut again, _) = Device::open(&dir, "gap").unwrap();
+        assert_eq!(again.failed().unwrap().to_string(), gap.failed().unwrap().to_string());
+        assert_eq!(again.receive(7, &items[7], Arrival::now()).unwrap(), Received::Refused);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
