@@ -14,6 +14,7 @@
 
 pub mod device_log;
 pub mod flash;
+#[cfg(feature = "fleet")]
 pub mod fleet_store;
 pub mod fuzz;
 pub mod intern;

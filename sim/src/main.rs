@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "fleet")]
 mod fleet;
 mod plot;
 mod record;
@@ -77,6 +78,7 @@ enum Command {
     /// `replay` does, drop duplicates, refuse gaps, and write one row per
     /// step to a Parquet store partitioned by device and day (docs/fleet.md).
     /// Stops by itself; prints a summary line.
+    #[cfg(feature = "fleet")]
     Fleet(fleet::FleetArgs),
 }
 
@@ -667,6 +669,7 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz_main(args),
         Command::ModelServer(args) => model_server_main(args),
         Command::Log(args) => log_main(args),
+        #[cfg(feature = "fleet")]
         Command::Fleet(args) => fleet::main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {

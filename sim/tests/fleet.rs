@@ -21,6 +21,7 @@
 //! /usr/sbin; `cargo xtask test` installs it. Without it (or without
 //! DuckDB in the venv, or Chromium) a test skips, except under `cargo xtask
 //! test` and `CI=true`, where it fails (`xtask::needs`).
+#![cfg(feature = "fleet")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -152,8 +153,9 @@ fn device(index: u32, steps: usize) -> Device {
                 Event::ToolResult { id: &id, name: "OpenVent", state: ToolResultState::Error };
             block_on(session.record(&result, &mut buf, &mut log)).unwrap();
         }
-        let drift = if warming { 0.45 } else { 0.0 };
-        temperature += drift + (rng.below(100) as f64 - 50.0) / 100.0;
+        // Towards 31 °C in a warming greenhouse, 23 °C elsewhere, with noise.
+        let target = if warming { 31.0 } else { 23.0 };
+        temperature += (target - temperature) * 0.08 + (rng.below(100) as f64 - 50.0) / 100.0;
         let mut live = Readings(vec![("temperature".into(), Some(format!("{temperature:.2} °C")))]);
         let input = StepInput {
             tasks: TaskCounts { pending: (n as u64 / 10) % 3, in_progress: u64::from(n % 7 == 3) },

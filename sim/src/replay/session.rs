@@ -195,6 +195,7 @@ impl Session {
 
     /// What [`Session::load`] loads from, as one text: equal keys, equal
     /// configurations.
+    #[cfg(feature = "fleet")]
     pub(super) fn config_key(&self) -> String {
         fn text(c: &Option<Box<RawValue>>) -> &str {
             c.as_deref().map_or("null", RawValue::get)
