@@ -843,7 +843,8 @@ fn env_number(name: &str, default: u32) -> u32 {
 /// `ENVAWARE_FLEET_STEPS` steps (1000) each, published by
 /// `ENVAWARE_FLEET_PUBLISHERS` clients (4) at once, every twentieth
 /// message twice, as fast as the broker takes them or at
-/// `ENVAWARE_FLEET_RATE` messages a second in all. Prints the consumer's
+/// `ENVAWARE_FLEET_RATE` messages a second in all, the consumer writing
+/// rows every `ENVAWARE_FLEET_FLUSH` seconds (1). Prints the consumer's
 /// summary line, and publish → row (the publisher's clock before
 /// `publish`, the row's `written_at`).
 /// docs/fleet.md has its figures:
@@ -860,6 +861,7 @@ fn load() {
     let publishers = env_number("ENVAWARE_FLEET_PUBLISHERS", 4).max(1) as usize;
     let rate = std::env::var("ENVAWARE_FLEET_RATE").ok().and_then(|r| r.parse::<u32>().ok());
     let each = rate.map(|r| r.div_ceil(publishers as u32));
+    let flush = std::env::var("ENVAWARE_FLEET_FLUSH").unwrap_or_else(|_| "1".into());
     let dir = tmp("load");
     let started = Instant::now();
     let devices: Vec<Device> = (1..=count).map(|i| device(i, steps as usize)).collect();
@@ -885,7 +887,7 @@ fn load() {
             "--idle-exit",
             "30",
             "--flush-secs",
-            "1",
+            &flush,
             "--until",
             until(&dir, &all).to_str().unwrap(),
             "--summary-json",
@@ -921,15 +923,30 @@ fn load() {
     let sent = sent.into_inner().unwrap();
     let mut latencies = Vec::new();
     let mut rows = 0;
+    let replayed = Instant::now();
     for d in &devices {
         let stored = stored(&store, &d.id);
         assert_eq!(stored.len(), d.steps.len(), "{}", d.id);
         rows += stored.len();
-        for row in stored {
+        // Each device's counts per dimension: the rows', and the replay's
+        // of the items the consumer kept.
+        let mut counts = [0; 5];
+        for (row, step) in stored.iter().zip(&d.steps) {
+            assert_row_is_the_step(&d.id, row, step);
+            let dims = [row.time, row.tasks, row.context_length, row.tool_error, row.watch];
+            for (k, fired) in dims.into_iter().enumerate() {
+                counts[k] += usize::from(fired && row.hint.is_some());
+            }
             let at = sent[&(d.id.clone(), row.number)];
             latencies.push((row.written_at.unwrap() - at) as f64 / 1e3);
         }
+        let log = store.join("items").join(format!("{}.log", d.id));
+        assert_eq!(counts, replay_counts(&log), "{}", d.id);
     }
+    eprintln!(
+        "load: every row is its step, each device's counts per dimension the replay's ({:.1} s to check)",
+        replayed.elapsed().as_secs_f64()
+    );
     latencies.sort_by(f64::total_cmp);
     let q = |q: f64| {
         latencies[((q * latencies.len() as f64).ceil() as usize).clamp(1, latencies.len()) - 1]
@@ -942,6 +959,7 @@ fn load() {
         q(0.5),
         q(0.99)
     );
+    println!("load: the store is {}", store.display());
 }
 
 /// The wall clock, µs since the epoch.

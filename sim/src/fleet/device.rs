@@ -105,8 +105,9 @@ pub struct Device {
     /// Kept items not yet through the replay: number, and when it came
     /// (`None` for items read back at start).
     unread: Vec<(u32, Option<Arrival>)>,
-    /// Rows waiting to be written, in order, each with when its item came.
-    pending: Vec<(StepRow, Option<Instant>)>,
+    /// Rows waiting to be written, in order, and when each one's item came.
+    pending: Vec<StepRow>,
+    arrivals: Vec<Option<Instant>>,
     /// Whether items were appended since the last sync.
     unsynced: bool,
 }
@@ -167,6 +168,7 @@ impl Device {
             committed: committed.last,
             unread: Vec::new(),
             pending: Vec::new(),
+            arrivals: Vec::new(),
             unsynced: false,
         };
         let numbers = first.map(|f| (0..items).map(move |i| f.wrapping_add(i as u32)));
@@ -326,8 +328,8 @@ impl Device {
                 if self.committed.is_some_and(|c| number.wrapping_sub(c) as i32 <= 0) {
                     continue;
                 }
-                let row = row(number, &record, received.map(|r| r.wall));
-                self.pending.push((row, received.map(|r| r.at)));
+                self.pending.push(row(number, &record, received.map(|r| r.wall)));
+                self.arrivals.push(received.map(|r| r.at));
             }
         }
         Ok(())
@@ -338,20 +340,21 @@ impl Device {
         self.pending.len()
     }
 
-    /// Writes the pending rows to the store; when each one's item came, for
-    /// the latency.
+    /// Writes the pending rows to the store: the files written, and when
+    /// each row's item came (for the latency).
     ///
     /// # Errors
     ///
     /// The store cannot be written (the rows stay pending).
-    pub fn flush(&mut self, store: &Path) -> Result<Vec<Option<Instant>>, String> {
+    pub fn flush(&mut self, store: &Path) -> Result<(usize, Vec<Option<Instant>>), String> {
         if self.pending.is_empty() {
-            return Ok(Vec::new());
+            return Ok((0, Vec::new()));
         }
-        let rows: Vec<StepRow> = self.pending.iter().map(|(r, _)| r.clone()).collect();
-        store::write_rows(store, &self.id, &rows, now_micros()).map_err(|e| e.to_string())?;
-        self.committed = rows.last().map(|r| r.number);
-        Ok(std::mem::take(&mut self.pending).into_iter().map(|(_, at)| at).collect())
+        let files = store::write_rows(store, &self.id, &self.pending, now_micros())
+            .map_err(|e| e.to_string())?;
+        self.committed = self.pending.last().map(|r| r.number);
+        self.pending.clear();
+        Ok((files, std::mem::take(&mut self.arrivals)))
     }
 }
 
@@ -545,7 +548,7 @@ mod tests {
         device.commit(true).unwrap();
         assert_eq!(device.failed(), None);
         assert_eq!(device.pending(), steps.len());
-        assert_eq!(device.flush(&dir).unwrap().len(), steps.len());
+        assert_eq!(device.flush(&dir).unwrap().1.len(), steps.len());
         assert_eq!(stored(&dir, "dev-1"), steps);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -560,7 +563,7 @@ mod tests {
             device.receive(i as u32, item, Arrival::now()).unwrap();
         }
         device.commit(true).unwrap();
-        let written = device.flush(&dir).unwrap().len();
+        let written = device.flush(&dir).unwrap().1.len();
         assert!(written > 0);
         // Kept and replayed, not yet written: a kill loses the rows only.
         for (i, item) in items.iter().enumerate().take(2 * third).skip(third) {
