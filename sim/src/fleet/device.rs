@@ -139,8 +139,10 @@ impl Device {
         let (log, opened) =
             FileLog::open(dir.join(format!("{id}.log")), Sync::Never).map_err(|e| e.to_string())?;
         let first_path = dir.join(format!("{id}.first"));
+        // With no item kept, the number is written again with the first.
         let first =
             match std::fs::read_to_string(&first_path) {
+                _ if log.is_empty() => None,
                 Ok(text) => Some(text.trim().parse::<u32>().map_err(|_| {
                     format!("{}: not an item number: {text:?}", first_path.display())
                 })?),
@@ -257,7 +259,7 @@ impl Device {
             self.fail(Failure::Misnumbered { number, found })?;
             return Ok(Received::Refused);
         }
-        if self.first.is_none() {
+        if self.log.is_empty() {
             // Kept before the first item, so that a restart knows the numbers.
             let text = format!("{number}\n");
             std::fs::write(&self.first_path, text)

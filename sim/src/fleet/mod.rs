@@ -291,12 +291,6 @@ fn read_until(path: &Path) -> Result<Vec<(String, u32)>, String> {
     Ok(until)
 }
 
-/// How the consumer ended.
-enum End {
-    /// Stopped by itself; whether it ever reached the broker.
-    Stopped { connected: bool },
-}
-
 /// Runs `envaware-sim fleet`: exit 0 when every device's log verified, 1
 /// when a device was refused (a gap, a changed item, a step the replay
 /// decides otherwise), 2 on an I/O error, a bad argument, or a broker never
@@ -321,10 +315,9 @@ pub fn main(args: FleetArgs) -> ExitCode {
             Ok(f) => f,
             Err(e) => return fail(e),
         };
-        let end = consume(&mut fleet, broker, &args, until.as_deref());
-        let end = end.and_then(|end| fleet.flush().map(|()| end));
-        let connected = match end {
-            Ok(End::Stopped { connected }) => connected,
+        let ended = consume(&mut fleet, broker, &args, until.as_deref());
+        let connected = match ended.and_then(|connected| fleet.flush().map(|()| connected)) {
+            Ok(connected) => connected,
             Err(e) => return fail(e),
         };
         let summary = summary(&fleet, started.elapsed(), cpu_time() - cpu_start);
@@ -377,13 +370,14 @@ fn host_port(broker: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-/// Consumes until `--idle-exit` or `--until`.
+/// Consumes until `--idle-exit` or `--until`: whether it ever reached the
+/// broker.
 fn consume(
     fleet: &mut Fleet,
     broker: &str,
     args: &FleetArgs,
     until: Option<&[(String, u32)]>,
-) -> Result<End, String> {
+) -> Result<bool, String> {
     // The rows the items read back at start are owed first.
     fleet.report_failures();
     fleet.flush()?;
@@ -496,7 +490,7 @@ fn consume(
     }
     let _ = client.try_disconnect();
     let _ = connection.recv_timeout(Duration::from_millis(200));
-    Ok(End::Stopped { connected })
+    Ok(connected)
 }
 
 /// The summary line and its JSON.
