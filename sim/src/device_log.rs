@@ -140,39 +140,188 @@ pub fn trace_lines(items: &[Vec<u8>], config: Option<&str>) -> Result<String, De
         }
     });
     if let Some((header, agent)) = first_header {
-        let ours = journal::Header::for_session(&loaded.config, &agent, header.capacity);
-        if ours.config != header.config {
-            let source = match config {
-                Some(_) => "the configuration given with --config",
-                None => "the configuration in the log's settings",
-            };
-            let [messages, blocks, text] = header.capacity;
-            return Err(DeviceLogError::Config(format!(
-                "log.config: the log was written under the configuration that hashes to \
-                 {:016x}, but {source} hashes to {:016x} (agent {agent:?}, a context of \
-                 {messages} messages, {blocks} blocks, {text} text bytes)",
-                header.config, ours.config
-            )));
-        }
+        let source = match config {
+            Some(_) => "the configuration given with --config",
+            None => "the configuration in the log's settings",
+        };
+        check_header(&loaded.config, &header, &agent, source)?;
     }
     let watches = loaded.config.injection.watch;
     let names: Vec<&str> = watches.iter().map(|(name, _)| name).collect();
     let mut lines = String::new();
     for (index, item) in items.iter().enumerate() {
         let number = first.wrapping_add(index as u32);
-        let mut blocks = [Block::Other; journal::MAX_EVENT_BLOCKS];
-        let (_, entry) = journal::decode(item, &watches, &mut blocks)
+        item_lines(item, number, &watches, &names, &mut lines)
             .map_err(|kind| DeviceLogError::Item(LogError { index: index as u32, kind }))?;
-        for event in events(&entry, &names) {
-            let mut line = Map::new();
-            line.insert("#".into(), number.into());
-            let (key, value) = event;
-            line.insert(key.into(), value);
-            lines.push_str(&Value::Object(line).to_string());
-            lines.push('\n');
-        }
     }
     Ok(lines)
+}
+
+/// The log's first header must have been written under `config` (the
+/// core's hash of it, the agent and the capacities): a configuration that
+/// is not the device's would read its steps' watch indices wrong. `source`
+/// names where the configuration came from.
+fn check_header(
+    config: &envaware::Config<'_>,
+    header: &journal::Header,
+    agent: &str,
+    source: &str,
+) -> Result<(), DeviceLogError> {
+    let ours = journal::Header::for_session(config, agent, header.capacity);
+    if ours.config == header.config {
+        return Ok(());
+    }
+    let [messages, blocks, text] = header.capacity;
+    Err(DeviceLogError::Config(format!(
+        "log.config: the log was written under the configuration that hashes to \
+         {:016x}, but {source} hashes to {:016x} (agent {agent:?}, a context of \
+         {messages} messages, {blocks} blocks, {text} text bytes)",
+        header.config, ours.config
+    )))
+}
+
+/// Appends item `number`'s trace lines to `lines`.
+fn item_lines(
+    item: &[u8],
+    number: u32,
+    watches: &WatchList<'_>,
+    names: &[&str],
+    lines: &mut String,
+) -> Result<(), journal::ItemError> {
+    let mut blocks = [Block::Other; journal::MAX_EVENT_BLOCKS];
+    let (_, entry) = journal::decode(item, watches, &mut blocks)?;
+    for (key, value) in events(&entry, names) {
+        let mut line = Map::new();
+        line.insert("#".into(), number.into());
+        line.insert(key.into(), value);
+        lines.push_str(&Value::Object(line).to_string());
+        lines.push('\n');
+    }
+    Ok(())
+}
+
+/// Most items [`ItemLines`] holds while it waits for a header that carries
+/// the configuration.
+pub const MAX_HELD: usize = 4096;
+
+/// A device's log read item by item, as its items arrive (the fleet
+/// consumer's): each item's trace lines, the lines [`trace_lines`] writes
+/// for the whole log, configured by the log's first header that carries
+/// its settings. Items before that header (a compacted log's live items,
+/// or a header without settings) are held, at most [`MAX_HELD`], and their
+/// lines come with the header's.
+#[derive(Debug, Default)]
+pub struct ItemLines {
+    reader: ItemReader,
+    /// The first header read: its hash is checked against the settings.
+    first_header: Option<(journal::Header, String)>,
+    /// Items read before the configuration was known, oldest first.
+    held: Vec<Vec<u8>>,
+    /// The log's configuration, once a header carried it.
+    config: Option<&'static Buf>,
+}
+
+impl ItemLines {
+    /// A reader before the log's first item.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Items held, waiting for a header with the configuration.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Reads the log's next item: the trace lines of the items it makes
+    /// readable (none while they are held, this one and every held one
+    /// once the configuration is known).
+    ///
+    /// # Errors
+    ///
+    /// An item the journal's reader or decoder refuses (its `index` counts
+    /// the items this reader read, from 0), settings that do not load or
+    /// are not those the first header was written under, or more than
+    /// [`MAX_HELD`] items with no configuration. The reader is then in no
+    /// state to go on.
+    pub fn push(&mut self, item: &[u8]) -> Result<String, DeviceLogError> {
+        let index = self.reader.items();
+        let item_error = |kind| DeviceLogError::Item(LogError { index, kind });
+        let head = self.reader.read(item).map_err(DeviceLogError::Item)?;
+        let Some(buf) = self.config else {
+            if head.kind == journal::ItemKind::Header {
+                self.configure(item).map_err(|e| match e {
+                    ConfigureError::Item(kind) => item_error(kind),
+                    ConfigureError::Log(e) => e,
+                })?;
+            }
+            if self.config.is_none() && self.held.len() >= MAX_HELD {
+                return Err(DeviceLogError::Config(format!(
+                    "{MAX_HELD} items and no header with the configuration (settings)"
+                )));
+            }
+            self.held.push(item.to_vec());
+            return match self.config {
+                Some(_) => self.release(),
+                None => Ok(String::new()),
+            };
+        };
+        let number = head.number.unwrap_or(index);
+        let (watches, names) = watch_names(buf);
+        let mut lines = String::new();
+        item_lines(item, number, &watches, &names, &mut lines).map_err(item_error)?;
+        Ok(lines)
+    }
+
+    /// Reads a header before the configuration is known: the first one's
+    /// hash is kept, and one with settings configures the reader.
+    fn configure(&mut self, item: &[u8]) -> Result<(), ConfigureError> {
+        let mut blocks = [Block::Other; journal::MAX_EVENT_BLOCKS];
+        let (_, entry) =
+            journal::decode(item, &WatchList::EMPTY, &mut blocks).map_err(ConfigureError::Item)?;
+        let Entry::Header(h) = entry else { return Ok(()) };
+        let (header, agent) =
+            self.first_header.get_or_insert_with(|| (h.header, h.agent.to_string())).clone();
+        let Some(settings) = h.settings else { return Ok(()) };
+        let buf = crate::intern::config(&format!("session {settings}"), |buf| {
+            buf.load_session(settings).map(drop).map_err(|e| e.to_string())
+        })
+        .map_err(|e| {
+            ConfigureError::Log(DeviceLogError::Config(format!("the device's configuration: {e}")))
+        })?;
+        check_header(&buf.config(), &header, &agent, "the configuration in the log's settings")
+            .map_err(ConfigureError::Log)?;
+        self.config = Some(buf);
+        Ok(())
+    }
+
+    /// The lines of the held items, now that the configuration is known.
+    fn release(&mut self) -> Result<String, DeviceLogError> {
+        let Some(buf) = self.config else { return Ok(String::new()) };
+        let (watches, names) = watch_names(buf);
+        let first = self.reader.first_number().unwrap_or(0);
+        let held = std::mem::take(&mut self.held);
+        let before = self.reader.items() - held.len() as u32;
+        let mut lines = String::new();
+        for (i, item) in held.iter().enumerate() {
+            let index = before + i as u32;
+            item_lines(item, first.wrapping_add(index), &watches, &names, &mut lines)
+                .map_err(|kind| DeviceLogError::Item(LogError { index, kind }))?;
+        }
+        Ok(lines)
+    }
+}
+
+/// Why a header could not configure an [`ItemLines`].
+enum ConfigureError {
+    Item(journal::ItemError),
+    Log(DeviceLogError),
+}
+
+/// A configuration's watches, and their names in order.
+fn watch_names(buf: &'static Buf) -> (WatchList<'static>, Vec<&'static str>) {
+    let watches = buf.config().injection.watch;
+    let names = watches.iter().map(|(name, _)| name).collect();
+    (watches, names)
 }
 
 /// The trace events an item stands for.

@@ -15,6 +15,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "fleet")]
+mod fleet;
 mod otel;
 mod plot;
 mod record;
@@ -78,6 +80,13 @@ enum Command {
     /// the hint in it, under an `invoke_agent` span per reply. With
     /// --follow, each step is sent as it is logged.
     Export(ExportArgs),
+    /// Consume a fleet's session logs from an MQTT broker (topic
+    /// `envaware/<device>/log`, QoS 1): verify each device's log as
+    /// `replay` does, drop duplicates, refuse gaps, and write one row per
+    /// step to a Parquet store partitioned by device and day (docs/fleet.md).
+    /// Stops by itself; prints a summary line.
+    #[cfg(feature = "fleet")]
+    Fleet(fleet::FleetArgs),
 }
 
 /// `envaware-sim log`'s arguments.
@@ -782,6 +791,8 @@ fn main() -> ExitCode {
         Command::ModelServer(args) => model_server_main(args),
         Command::Log(args) => log_main(args),
         Command::Export(args) => export_main(args),
+        #[cfg(feature = "fleet")]
+        Command::Fleet(args) => fleet::main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {

@@ -57,6 +57,17 @@ pub struct StepRecord {
     pub compressions: Vec<String>,
     /// Each watched field at this step, in configuration order.
     pub watches: Vec<WatchRecord>,
+    /// The model's context size the step decided with, in tokens.
+    pub context_size: i64,
+    /// The plan's tasks at the step, pending and in progress (told or not).
+    pub task_counts: (u64, u64),
+    /// The live fields the hint told, name and text, in order (none without
+    /// a hint).
+    pub told: Vec<(String, String)>,
+    /// The step was decided again and compared with what its input
+    /// recorded (a device log's decision, a trace step's `hint`); a
+    /// compacted log's steps before its header are not.
+    pub checked: bool,
 }
 
 /// One watched field at one step.

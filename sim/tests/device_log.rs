@@ -212,3 +212,30 @@ fn a_raw_flash_image_of_the_log_replays_to_the_devices_hints() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The fleet consumer reads a device's items as they arrive
+/// (`ItemLines`): item by item, the lines are those of the whole log; a
+/// compacted log's items before its header wait for the header's settings.
+#[test]
+fn items_read_one_by_one_give_the_lines_of_the_whole_log() {
+    use envaware_sim::device_log::{trace_lines, ItemLines};
+    for compact in [None, Some(7)] {
+        let (log, _) = device_session(compact);
+        let whole = trace_lines(&log, None).unwrap();
+        let mut reader = ItemLines::new();
+        let (mut lines, mut most_held) = (String::new(), 0);
+        for item in &log {
+            lines.push_str(&reader.push(item).unwrap());
+            most_held = most_held.max(reader.held());
+        }
+        assert_eq!(lines, whole, "compacted after round {compact:?}");
+        assert_eq!(reader.held(), 0);
+        assert_eq!(most_held > 0, compact.is_some(), "{most_held} items held");
+    }
+    // A lost item is the journal reader's gap, at its position.
+    let (mut log, _) = device_session(None);
+    log.remove(5);
+    let mut reader = ItemLines::new();
+    let err = log.iter().map(|item| reader.push(item)).find_map(Result::err).unwrap();
+    assert_eq!(err.to_string(), "the log's item 5: item number 6, expected 5: an item was lost");
+}

@@ -1,9 +1,11 @@
 //! What `cargo xtask` shares with the workspace's tests: the QEMU runner
 //! that drives the firmware ([`qemu`]) and its model server ([`model`]), used by `cargo xtask demo`/`size`
 //! and by `tests/tests/firmware.rs`; the boards the core's stack and
-//! instruction-count programs run on ([`boards`]); and where the tests find the tools
-//! they need beyond Rust, skipping without them except under `cargo xtask
-//! test` and CI ([`needs`], from `envaware-test-support`).
+//! instruction-count programs run on ([`boards`]); the fleet's MQTT broker,
+//! Mosquitto, installed ([`apt`]), started and stopped ([`mqtt`]); and where
+//! the tests find the tools they need beyond Rust, skipping without them
+//! except under `cargo xtask test` and CI ([`needs`], from
+//! `envaware-test-support`).
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,
@@ -12,8 +14,10 @@
     rustdoc::broken_intra_doc_links
 )]
 
+pub mod apt;
 pub mod boards;
 pub use envaware_test_support::needs;
 pub mod model;
+pub mod mqtt;
 pub mod otel;
 pub mod qemu;

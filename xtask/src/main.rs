@@ -25,6 +25,9 @@
 //! - `cargo xtask phoenix [--minutes N]`: Arize Phoenix from the test venv
 //!   on 127.0.0.1 for N minutes (default 30), to watch `cargo xtask demo
 //!   --otlp URL` or `envaware-sim export` in (docs/otel.md).
+//! - `cargo xtask broker [--seconds N] [--persistence]`: the fleet's MQTT
+//!   broker (Mosquitto, installed when missing) in the foreground on a free
+//!   port of 127.0.0.1, for manual use (see [`xtask::mqtt`]).
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,
@@ -310,6 +313,8 @@ fn test() -> Result<(), String> {
         "chromium",
         &["--no-install-recommends"],
     )?;
+    // The fleet tests run a real broker.
+    let mosquitto = xtask::mqtt::ensure()?;
     firmware::host_tests()?;
     let firmware_env = firmware::prepare_tests()?;
     let rv32_env = bench::target::prepare_rv32_tests()?;
@@ -318,6 +323,7 @@ fn test() -> Result<(), String> {
             .env("ENVAWARE_REF_PYTHON", &python)
             .env("ENVAWARE_SIM", root().join("target/debug/envaware-sim"))
             .env("ENVAWARE_CHROMIUM", chromium)
+            .env(xtask::mqtt::PROGRAM_VAR, mosquitto)
             .envs(firmware_env)
             .envs(rv32_env),
     )
@@ -623,9 +629,10 @@ fn main() -> ExitCode {
         Some("layers") => layers::layers(&args[1..]),
         Some("wear") => wear::wear(),
         Some("phoenix") => phoenix(&args[1..]),
+        Some("broker") => broker(&args[1..]),
         Some("chat") => run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))
             .and_then(|()| chat_example()),
-        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear|phoenix [--minutes N]>".into()),
+        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--otlp URL] [--stream] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear|phoenix [--minutes N]|broker [--seconds N] [--persistence]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -706,4 +713,44 @@ fn chat_example() -> Result<(), String> {
     }
     println!("the chat example's 2 requests: the hint, then the tool call and its result");
     Ok(())
+}
+
+/// `cargo xtask broker`: Mosquitto in the foreground on a free port of
+/// 127.0.0.1 (its configuration, log and persistence in `target/mqtt/broker`),
+/// until Ctrl-C or `--seconds` (600 by default) have passed.
+fn broker(args: &[String]) -> Result<(), String> {
+    const USAGE: &str = "usage: cargo xtask broker [--seconds N (1..=86400)] [--persistence]";
+    let mut seconds = 600u64;
+    let mut options = xtask::mqtt::Options::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                seconds = rest
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|n| (1..=86_400).contains(n))
+                    .ok_or(USAGE)?
+            }
+            "--persistence" => options.persistence = true,
+            _ => return Err(USAGE.into()),
+        }
+    }
+    let program = xtask::mqtt::ensure()?;
+    let dir = root().join("target/mqtt/broker");
+    let broker = xtask::mqtt::Broker::start(&program, &dir, &options)?;
+    println!(
+        "mosquitto {} listening on {} (configuration {}, log {}); stops after {seconds} s or on Ctrl-C",
+        xtask::mqtt::version(&program).unwrap_or_default(),
+        broker.address(),
+        broker.config_file().display(),
+        broker.log_file().display()
+    );
+    println!(
+        "consume: envaware-sim fleet --broker {} --store target/fleet-store --idle-exit 60",
+        broker.address()
+    );
+    // Ctrl-C reaches the broker too (the terminal's process group): it exits.
+    std::thread::sleep(std::time::Duration::from_secs(seconds));
+    broker.stop()
 }

@@ -52,12 +52,16 @@ use serde_json::{Map, Value};
 
 mod context;
 mod decide;
+#[cfg(feature = "fleet")]
+mod device;
 mod event;
 mod lines;
 mod session;
 
 pub use decide::CrossCheck;
 use decide::Decider;
+#[cfg(feature = "fleet")]
+pub use device::DeviceReplay;
 use event::{ConfigEvent, Event};
 pub use lines::Input;
 use session::{Output, Session};
@@ -447,17 +451,30 @@ fn replay_trace<'t>(
         loop {
             let Some((number, text)) = lines.next() else { return Ok(()) };
             line = number;
-            let invalid = |message: String| ReplayError::Invalid { line, message };
-            let Some(event) = read_line(text.trim()).map_err(invalid)? else { continue };
-            // A device log's header names the agent: a new decider for it.
-            let reconfigured = matches!(&event, Event::Config(_))
-                || matches!(&event, Event::Log(header) if header.agent.is_some());
-            session.apply(event, &mut decider, output, line)?;
-            if reconfigured {
+            if apply_line(session, &mut decider, output, line, text)? {
                 break;
             }
         }
     }
+}
+
+/// Applies trace line `line`; whether it changed the configuration or the
+/// agent (a `config` event, a device log's header), so that the caller
+/// builds the decider again.
+fn apply_line(
+    session: &mut Session,
+    decider: &mut Decider<'_>,
+    output: &mut Output<'_, '_>,
+    line: usize,
+    text: &str,
+) -> Result<bool, ReplayError> {
+    let invalid = |message: String| ReplayError::Invalid { line, message };
+    let Some(event) = read_line(text.trim()).map_err(invalid)? else { return Ok(false) };
+    // A device log's header names the agent: a new decider for it.
+    let reconfigured = matches!(&event, Event::Config(_))
+        || matches!(&event, Event::Log(header) if header.agent.is_some());
+    session.apply(event, decider, output, line)?;
+    Ok(reconfigured)
 }
 
 /// One trace line: its event, or `None` for a comment alone (a `"#"` key,

@@ -193,6 +193,16 @@ impl Session {
         Ok(())
     }
 
+    /// What [`Session::load`] loads from, as one text: equal keys, equal
+    /// configurations.
+    #[cfg(feature = "fleet")]
+    pub(super) fn config_key(&self) -> String {
+        fn text(c: &Option<Box<RawValue>>) -> &str {
+            c.as_deref().map_or("null", RawValue::get)
+        }
+        format!("replay {} {}", text(&self.injection_config), text(&self.context_config))
+    }
+
     /// Loads the session's configuration into `buf`.
     pub(super) fn load(&self, buf: &mut SimConfigBuf) -> Result<(), String> {
         scenario::load_config(
@@ -469,6 +479,8 @@ impl Session {
         // off). Its hint is the device's: rendered from what it logged,
         // with the live values it told.
         let mut decision = decision;
+        // Whether the step was decided again against what the input recorded.
+        let mut checked = false;
         if let Some(logged) = self.recorded_decision.take() {
             let watches = decider.engine().config().config().injection.watch;
             let names: Vec<&str> = watches.iter().map(|(name, _)| name).collect();
@@ -479,6 +491,7 @@ impl Session {
                 let message = format!("the device decided {logged}, but the replay decides {ours}");
                 return Err(ReplayError::Invalid { line, message });
             }
+            checked = !lenient;
             let device = envaware_sim::device_log::parse_decided(&logged, &names)
                 .map_err(|message| ReplayError::Invalid { line, message })?;
             let input = envaware::StepInput {
@@ -502,6 +515,11 @@ impl Session {
         let readings = told.as_mut().unwrap_or(&mut self.readings);
         let mut ran =
             render(decider.engine(), decision, &self.context, readings, opts.hint_capacity);
+        if ran.hint.is_some() {
+            use envaware::LiveFields as _;
+            let fields = (0..readings.len()).filter_map(|i| readings.field(i));
+            ran.told = fields.map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        }
         // A recorded step: decided again, it must give the hint recorded,
         // none included. Only a device log before its header is let off (a
         // compacted log may lack an input there); the context takes the
@@ -517,14 +535,16 @@ impl Session {
                 );
                 return Err(ReplayError::Invalid { line, message });
             }
+            checked |= !lenient;
             (ran.hint, ran.too_long) = (recorded, None);
             // The device's instant for its hint, where the log says it.
             if let Some(at) = self.recorded_at.take() {
                 ran.decision.now = Some(at);
             }
         }
+        ran.checked = checked;
         self.summary.steps = number;
-        self.record(decider, &ran, line, cur_iter);
+        self.record(decider, &ran, cur_iter, line);
         let woken = self.woken.take();
         if opts.json {
             let watch = scenario::fired_watches(decider.engine(), &ran.decision);
@@ -593,7 +613,7 @@ impl Session {
     }
 
     /// What the step did, for `--plot`.
-    fn record(&mut self, decider: &Decider<'_>, ran: &Ran, line: usize, cur_iter: u64) {
+    fn record(&mut self, decider: &Decider<'_>, ran: &Ran, cur_iter: u64, line: usize) {
         let valid = decider.engine().config();
         let config_hash =
             journal::Header::for_session(valid.config(), &self.agent_name, [0; 3]).config;
@@ -622,6 +642,10 @@ impl Session {
             told_at: decider.time_hint(&self.context).and_then(|text| self.told.get(text).copied()),
             compressions: std::mem::take(&mut self.compressions),
             watches: self.watch_records(decider.engine(), decision),
+            context_size: self.context_size,
+            task_counts: (self.task_counts.pending, self.task_counts.in_progress),
+            told: ran.told.clone(),
+            checked: ran.checked,
         });
     }
 
@@ -760,6 +784,10 @@ struct Ran {
     watched: Vec<String>,
     /// The watched fields whose change `min_interval` held back, and it.
     throttled: Vec<(String, envaware::Interval)>,
+    /// The live fields the hint told (none without a hint).
+    told: Vec<(String, String)>,
+    /// The step was decided again against what the input recorded.
+    checked: bool,
 }
 
 /// Renders a decided step. With `hint_capacity` the first try is the
@@ -800,6 +828,8 @@ fn render(
                     too_long,
                     watched,
                     throttled,
+                    told: Vec::new(),
+                    checked: false,
                 };
             }
             Err(e) => {
