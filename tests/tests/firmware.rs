@@ -148,6 +148,9 @@ impl Board {
             environment_milli: environment.to_vec(),
             model_port: None,
             model_stream: false,
+            broker_port: None,
+            device: None,
+            steps: None,
             live: None,
         };
         qemu::run(&opts).unwrap_or_else(|e| panic!("QEMU run failed: {e}"))
@@ -643,6 +646,9 @@ fn model_run(
         environment_milli: vec![(6, 33_000)],
         model_port: Some(server.port),
         model_stream: stream,
+        broker_port: None,
+        device: None,
+        steps: None,
         live: None,
     };
     let run = qemu::run(&opts);

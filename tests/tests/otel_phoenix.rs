@@ -195,6 +195,9 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
         environment_milli: qemu::parse_environment("6:33").unwrap(),
         model_port: Some(server.port),
         model_stream: false,
+        broker_port: None,
+        device: None,
+        steps: None,
         live: Some(tx),
     };
     let run = qemu::run(&opts);

@@ -255,6 +255,9 @@ fn run_options(
         environment_milli: environment,
         model_port: None,
         model_stream: false,
+        broker_port: None,
+        device: None,
+        steps: None,
         live: None,
     })
 }
@@ -324,6 +327,9 @@ pub fn demo(args: &[String]) -> Result<(), String> {
     let opts = RunOptions {
         model_port: Some(server.port),
         model_stream: options.stream,
+        broker_port: None,
+        device: None,
+        steps: None,
         live: Some(tx),
         ..opts
     };

@@ -85,6 +85,17 @@ pub struct RunOptions {
     /// With a model: ask for streamed replies (`"stream": true`, read as
     /// server-sent events in HTTP chunks); the firmware is told `stream=1`.
     pub model_stream: bool,
+    /// The MQTT broker's TCP port on 127.0.0.1: QEMU connects UART2 to it
+    /// (the board's third `-serial`, reconnecting every second while the
+    /// broker is away) and the firmware is told `mqtt=1`: its uplink
+    /// publishes the session log (issue 37). `None`: no uplink.
+    pub broker_port: Option<u16>,
+    /// The device's id (`device=ID`: its MQTT client id and topic level;
+    /// the firmware's default is `qemu`).
+    pub device: Option<String>,
+    /// Steps to run (`steps=N`: the script round and round; the
+    /// firmware's default is the script's 10).
+    pub steps: Option<usize>,
     /// Each line of the streamed session (without [`STREAM_PREFIX`]) is
     /// sent here as soon as it is decoded, while the board runs (`cargo
     /// xtask demo --otlp`: the session exported step by step).
@@ -297,11 +308,21 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
         (Some(_), false) => ",arg=model=1",
         (None, _) => "",
     };
+    let mut uplink = String::new();
+    if opts.broker_port.is_some() {
+        uplink.push_str(",arg=mqtt=1");
+    }
+    if let Some(device) = &opts.device {
+        uplink.push_str(&format!(",arg=device={device}"));
+    }
+    if let Some(steps) = opts.steps {
+        uplink.push_str(&format!(",arg=steps={steps}"));
+    }
     // The board dumps its log's region at the end (read back by `run`).
     args.extend([
         "-semihosting-config".into(),
         format!(
-            "enable=on,target=native,arg=envaware-firmware{epoch}{reset}{model},arg=dump-log=1"
+            "enable=on,target=native,arg=envaware-firmware{epoch}{reset}{model}{uplink},arg=dump-log=1"
         ),
     ]);
     args.extend([
@@ -319,6 +340,21 @@ pub fn qemu_args(opts: &RunOptions, qmp: &Path, uart: &Path) -> Vec<String> {
             format!("socket,id=uart1,host=127.0.0.1,port={port},server=off"),
             "-serial".into(),
             "chardev:uart1".into(),
+        ]);
+    }
+    // The third `-serial` is UART2, the uplink's link to the broker (the
+    // second, UART1, goes nowhere without a model). `reconnect=1`: QEMU
+    // starts without the broker and connects again, every second, after
+    // it went away, as a modem would.
+    if let Some(port) = opts.broker_port {
+        if opts.model_port.is_none() {
+            args.extend(["-serial".into(), "null".into()]);
+        }
+        args.extend([
+            "-chardev".into(),
+            format!("socket,id=uart2,host=127.0.0.1,port={port},server=off,reconnect=1"),
+            "-serial".into(),
+            "chardev:uart2".into(),
         ]);
     }
     args.extend(["-qmp".into(), format!("unix:{}", qmp.display())]);
