@@ -492,5 +492,101 @@ pub fn size() -> Result<(), String> {
     if s.flash() > FLASH_BUDGET || s.ram() > RAM_BUDGET {
         return Err("over budget".into());
     }
+    uplink_cost()
+}
+
+/// The agent's steps in one run, and what the uplink reported.
+struct StepWork {
+    /// Each scripted step's own work, in the board's milliseconds.
+    steps: Vec<u64>,
+    /// The uplink's last line (`uplink: N items delivered …`), if any.
+    uplink: Option<String>,
+    /// The run's stack high-water mark.
+    stack: u64,
+    /// Every step the board took: scripted and environment steps.
+    taken: usize,
+}
+
+/// Instructions in a millisecond of the board's time under `-icount
+/// shift=7` (128 ns each).
+const INSTRUCTIONS_PER_MS: f64 = 1_000_000.0 / 128.0;
+
+/// The uplink's cost on the board (issue 37): the agent's step work with
+/// no uplink, with the broker up and with it down (the board's time,
+/// which under `-icount` counts its instructions), the bytes on the wire
+/// per step and the stack with the uplink's task running.
+fn uplink_cost() -> Result<(), String> {
+    let mosquitto = xtask::mqtt::ensure()?;
+    let dir = crate::root().join("target/size-uplink");
+    let broker = xtask::mqtt::Broker::start(&mosquitto, &dir, &xtask::mqtt::Options::default())?;
+    // A port nothing listens on: the broker is down for the whole run.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("a free port: {e}"))?
+        .port();
+    let mut rows = Vec::new();
+    for (label, port) in
+        [("no uplink", None), ("broker up", Some(broker.port())), ("broker down", Some(down))]
+    {
+        let opts = RunOptions {
+            broker_port: port,
+            device: port.map(|_| "size".to_string()),
+            epoch: Some(1_767_225_600),
+            timeout: Duration::from_secs(300),
+            ..run_options(
+                qemu::parse_temperatures(DEMO_TEMPERATURES)?,
+                false,
+                None,
+                qemu::parse_environment(DEMO_ENVIRONMENT)?,
+            )?
+        };
+        let result = qemu::run(&opts)?;
+        if result.status != Some(0) {
+            return Err(format!("the {label} run failed ({:?})\n{}", result.status, result.log));
+        }
+        let steps: Vec<u64> = result
+            .log
+            .lines()
+            .filter_map(|l| {
+                l.split(" took ").nth(1)?.strip_suffix(" ms of the board's time")?.parse().ok()
+            })
+            .collect();
+        let uplink = result
+            .log
+            .lines()
+            .find(|l| l.contains("items delivered"))
+            .map(|l| l.trim_start_matches("INFO  ").to_string());
+        let stack = qemu::stack_high_water(&result.log).unwrap_or(0);
+        let taken = result.log.lines().filter(|l| l.starts_with("=== ")).count();
+        rows.push((label, StepWork { steps, uplink, stack, taken }));
+    }
+    drop(broker);
+    println!("the uplink (issue 37): the agent's scripted steps, their own work in the board's time (-icount shift=7: {INSTRUCTIONS_PER_MS:.0} instructions a millisecond)");
+    for (label, w) in &rows {
+        let total: u64 = w.steps.iter().sum();
+        let max = w.steps.iter().max().copied().unwrap_or(0);
+        println!(
+            "  {label:<12} {} steps: {total} ms in all ({:.2} M instructions), the longest {max} ms; stack {} B",
+            w.steps.len(),
+            total as f64 * INSTRUCTIONS_PER_MS / 1e6,
+            w.stack
+        );
+        if let Some(line) = &w.uplink {
+            println!("               {line}");
+        }
+    }
+    if let Some((_, up)) = rows.iter().find(|(l, _)| *l == "broker up") {
+        let sent = up
+            .uplink
+            .as_deref()
+            .and_then(|l| l.split(" bytes sent").next()?.rsplit(' ').next()?.parse::<u64>().ok());
+        if let (Some(sent), true) = (sent, up.taken > 0) {
+            println!(
+                "  bytes on the wire per step (broker up, {} steps, MQTT framing and the CONNECT included): {:.0} sent",
+                up.taken,
+                sent as f64 / up.taken as f64
+            );
+        }
+    }
     Ok(())
 }

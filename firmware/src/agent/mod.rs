@@ -516,7 +516,13 @@ pub async fn run<Se: Sensor, K: Clock, P: Pacer, O: Output, M: RawMutex, S: Mult
             input_tokens: step.input_tokens,
             context_size: CONTEXT_SIZE,
         };
-        s.step(&input, clock.now(), sensor, None, output, &mut *log.lock().await).await;
+        let started = clock.now();
+        s.step(&input, started, sensor, None, output, &mut *log.lock().await).await;
+        // The step's own work in the board's time (under QEMU's `-icount`,
+        // its instructions): the uplink must not make it longer.
+        if let Some(us) = age(started.map(CreatedAt::Instant), clock.now()) {
+            info!("step {=usize} took {=i64} ms of the board's time", n, us / 1000);
+        }
         pacer.told(s.told(clock.now()));
         let exchanged =
             pacer.model_reply(Some(n), &REQUEST, s.session.context().store(), &mut body).await;
