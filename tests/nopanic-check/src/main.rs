@@ -102,6 +102,29 @@ fn entry_points() {
     sink(load_and_step());
     sink(tracked_and_wire());
     sink(journal());
+    sink(model_exchange());
+}
+
+/// The model's request written from a context, and a reply read back,
+/// whole or streamed, from any bytes (feature `openai`).
+fn model_exchange() -> Option<usize> {
+    use envaware::openai::{ChatRequest, ChatResponse};
+    let engine = Engine::new(Config::default()).ok()?;
+    let context: AgentContext<'_, 8, 32, 1024> = AgentContext::new(&engine, "agent");
+    let request = ChatRequest {
+        model: text(),
+        system_prompt: text(),
+        summary: Some(text()),
+        tools: Some(text()),
+        stream: number() != 0,
+    };
+    sink(request.body_len(context.store()));
+    let mut scratch = [0u8; 256];
+    let body = text().as_bytes();
+    let whole = ChatResponse::parse(body, &mut scratch).map(|r| r.blocks().len()).ok();
+    let mut scratch = [0u8; 256];
+    let streamed = ChatResponse::parse_stream(body, &mut scratch).map(|r| r.blocks().len()).ok();
+    Some(whole.unwrap_or(0) + streamed.unwrap_or(0))
 }
 
 /// The session log: recording, a logged step, compaction, and both
@@ -115,7 +138,7 @@ fn journal() -> Option<usize> {
     sink(journal.start(&context, &mut out));
     let blocks = blocks();
     let events = [
-        Event::User { name: text() },
+        Event::User { name: text(), text: text() },
         Event::Message { role: Role::Assistant, name: text(), blocks: &blocks },
         Event::Assistant(&blocks),
         Event::ToolCall { id: text(), name: text(), input: text() },
