@@ -72,7 +72,7 @@ async fn uplink_task(log: &'static Log, mut link: board::Uart2Link, device: &'st
 /// the uplink's, runs the session, reports and exits.
 #[embassy_executor::main]
 async fn main(spawner: embassy_executor::Spawner) {
-    let board::Board { i2c, mut pacer, log, uplink, device, steps } = board::Board::take();
+    let board::Board { i2c, mut pacer, log, uplink, device, steps, epoch } = board::Board::take();
     spawner.must_spawn(board::sensor_task(i2c));
     let log: &'static Log = LOG.init(Mutex::new(match uplink {
         Some(_) => SessionLog::with_outbox(log),
@@ -84,7 +84,7 @@ async fn main(spawner: embassy_executor::Spawner) {
         defmt::info!("uplink: device {=str}, publishing the log over UART2", device);
         spawner.must_spawn(uplink_task(log, link, device));
     }
-    let mut clock = board::wall_clock();
+    let mut clock = board::wall_clock(epoch);
     defmt::info!("envaware firmware: {=str} in {=str}, on embassy", agent::AGENT, agent::TIMEZONE);
     let summary = agent::run(
         &mut board::SensorLink,

@@ -75,6 +75,8 @@ pub struct Board {
     pub device: heapless::String<{ envaware_uplink::MAX_DEVICE_ID }>,
     /// The steps to run (`steps=N`, else the script's).
     pub steps: usize,
+    /// The wall time at boot (`epoch=SECONDS`), for [`wall_clock`].
+    pub epoch: Option<i64>,
 }
 
 impl Board {
@@ -90,6 +92,7 @@ impl Board {
         let uplink = Uart2Link::from_arguments();
         let device = argument(b"device=").unwrap_or_else(|| "qemu".try_into().unwrap_or_default());
         let steps = argument(b"steps=").unwrap_or(envaware_firmware::limits::STEPS);
+        let epoch = time::epoch_argument();
         systick_start(&mut syst);
         Board {
             i2c: I2c0::new(),
@@ -98,6 +101,7 @@ impl Board {
             uplink,
             device,
             steps,
+            epoch,
         }
     }
 }

@@ -95,7 +95,7 @@ pub type Clock = EpochTickClock<fn() -> u64>;
 /// under `-icount` instructions are the board's time, so a run started at
 /// another second can end a step a few microseconds earlier or later and
 /// move a later uptime by a millisecond.
-pub fn wall_clock() -> Clock {
+pub fn wall_clock(epoch: Option<i64>) -> Clock {
     let mut clock: Clock = clock::wall_clock(ticks as fn() -> u64);
     // The epoch is the time at the counter's 0 (the boot), not at this
     // read: the wall time is then always epoch + counter, also after a
@@ -105,7 +105,7 @@ pub fn wall_clock() -> Clock {
             secs.saturating_mul(1_000_000).saturating_add(i64::from(uptime_ms()) * 1000),
         )
     };
-    if let Some(secs) = epoch_argument() {
+    if let Some(secs) = epoch {
         defmt::info!("wall clock: epoch {=i64} from the command line", secs);
         clock.set(since_boot(secs));
         return clock;
@@ -117,8 +117,11 @@ pub fn wall_clock() -> Clock {
     clock
 }
 
-/// The `epoch=SECONDS` argument of the semihosting command line, if any.
-fn epoch_argument() -> Option<i64> {
+/// The `epoch=SECONDS` argument of the semihosting command line, if any:
+/// read before the tick starts ([`super::Board::take`]), as every
+/// argument is (reading a longer command line takes longer, and under
+/// `-icount` that is board time).
+pub(super) fn epoch_argument() -> Option<i64> {
     argument(b"epoch=")
 }
 
