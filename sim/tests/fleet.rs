@@ -29,28 +29,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use envaware::journal::{Event, ItemStore, Session};
-use envaware::{
-    ConfigBuf, Engine, StepInput, TaskCounts, TimeDecision, Timestamp, ToolResultState,
-};
+use envaware::journal::{ItemStore, Session};
+use envaware::{ConfigBuf, Engine, TimeDecision, Timestamp};
 use envaware_host::block_on;
 use envaware_sim::fleet_store::{self, StepRow};
-use envaware_sim::scenario::Readings;
+use envaware_sim::greenhouse::{Greenhouse, TurnEvent, ABOVE, CONFIG, SEED};
 use rumqttc::{Client, Event as MqttEvent, MqttOptions, Outgoing, Packet, QoS};
 use serde_json::Value;
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
-
-/// The devices' configuration: the time every 15 minutes, a watch on the
-/// temperature (told on a 2-degree change or across 28 °C, not sooner than
-/// two minutes after it was last told), compression near 60% of 4096
-/// tokens.
-const CONFIG: &str = r#"{"agent_name": "Sprout",
- "injection_config": {"timezone": "UTC", "time_interval": 0.25,
-   "watch": {"temperature": {"change": 2.0, "above": 28, "hysteresis": 0.5, "min_interval": 120}}},
- "context_config": {"trigger_ratio": 0.8, "context_buffer_ratio": 0.2},
- "context_size": 4096}"#;
-const ABOVE: f64 = 28.0;
 
 fn tmp(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fleet-{}", std::process::id()));
@@ -96,25 +83,11 @@ impl ItemStore for Items {
     }
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Device `index`'s session of `steps` steps: replies of a few steps,
-/// tool calls (three failures in a row of the same call on every third
-/// device), tasks, tokens that sometimes cross the reminder, and a
-/// temperature that climbs past 28 °C on every other device.
+/// Device `index`'s session of `steps` steps, as the library's
+/// generator makes it ([`Greenhouse`]): replies of a few steps, tool calls
+/// (four failures in a row of the same call on every third device), tasks,
+/// tokens that sometimes cross the reminder, and a temperature that climbs
+/// past 28 °C on every other device.
 fn device(index: u32, steps: usize) -> Device {
     let mut config = ConfigBuf::<4096, 8, 8>::with_capacity();
     let loaded = config.load_session(CONFIG).expect("the configuration");
@@ -123,64 +96,29 @@ fn device(index: u32, steps: usize) -> Device {
     let mut log = Items(Vec::new());
     let (mut buf, mut hint) = ([0u8; 4096], [0u8; 2048]);
     block_on(session.start(&mut buf, &mut log)).expect("the header");
-    let mut rng = Rng(0x5EED ^ u64::from(index) << 8);
-    let mut at = 1_796_000_000_000_000 + i64::from(index) * 7_000_000; // 2026-11-30
-    let warming = index.is_multiple_of(2);
-    let failing = index.is_multiple_of(3);
-    let mut temperature = 22.0 + rng.below(30) as f64 / 10.0;
-    let mut cur_iter = 0;
+    let mut greenhouse = Greenhouse::new(index, SEED);
     let mut out = Vec::new();
-    for n in 0..steps {
-        if n % 5 == 0 {
-            block_on(session.record(
-                &Event::User { name: "operator", text: "" },
-                &mut buf,
-                &mut log,
-            ))
-            .unwrap();
-            cur_iter = 0;
+    for _ in 0..steps {
+        let turn = greenhouse.next_turn();
+        for event in turn.events.iter().flat_map(TurnEvent::events) {
+            block_on(session.record(&event, &mut buf, &mut log)).unwrap();
         }
-        if n % 3 == 1 {
-            let fails = failing && (10..14).contains(&n);
-            let id = format!("c{n}");
-            let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };
-            block_on(session.record(&call, &mut buf, &mut log)).unwrap();
-            let state = if fails { ToolResultState::Error } else { ToolResultState::Success };
-            let result = Event::ToolResult { id: &id, name: "OpenVent", state };
-            block_on(session.record(&result, &mut buf, &mut log)).unwrap();
-        }
-        if failing && (10..14).contains(&n) && n % 3 != 1 {
-            let id = format!("f{n}");
-            let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };
-            block_on(session.record(&call, &mut buf, &mut log)).unwrap();
-            let result =
-                Event::ToolResult { id: &id, name: "OpenVent", state: ToolResultState::Error };
-            block_on(session.record(&result, &mut buf, &mut log)).unwrap();
-        }
-        // Towards 31 °C in a warming greenhouse, 23 °C elsewhere, with noise.
-        let target = if warming { 31.0 } else { 23.0 };
-        temperature += (target - temperature) * 0.08 + (rng.below(100) as f64 - 50.0) / 100.0;
-        let mut live = Readings(vec![("temperature".into(), Some(format!("{temperature:.2} °C")))]);
-        let input = StepInput {
-            tasks: TaskCounts { pending: (n as u64 / 10) % 3, in_progress: u64::from(n % 7 == 3) },
-            cur_iter,
-            // Every fifth reply starts above the reminder (0.6 * 4096).
-            input_tokens: 1000
-                + 450 * (n as i64 / 5 % 5)
-                + 100 * cur_iter as i64
-                + rng.below(300) as i64,
-            context_size: 4096,
-        };
-        let now = Timestamp::from_unix_micros(at);
+        let mut live = turn.readings();
         let before = log.0.len();
-        let outcome =
-            block_on(session.step(&input, Some(now), &mut live, &mut hint, &mut buf, &mut log))
-                .expect("a step");
+        let outcome = block_on(session.step(
+            &turn.input,
+            Some(turn.at),
+            &mut live,
+            &mut hint,
+            &mut buf,
+            &mut log,
+        ))
+        .expect("a step");
         let number = (before..log.0.len()).find(|&i| log.0[i][0] == 9).expect("a step item") as u32;
         let d = &outcome.decision;
         out.push(Step {
             number,
-            at: now,
+            at: turn.at,
             hint: outcome.hint.map(str::to_string),
             dims: [
                 matches!(d.time, TimeDecision::Inject(_)),
@@ -189,10 +127,8 @@ fn device(index: u32, steps: usize) -> Device {
                 d.tool_error.is_some(),
                 d.watch.contains(0),
             ],
-            temperature,
+            temperature: turn.temperature,
         });
-        cur_iter += 1;
-        at += 30_000_000 + rng.below(20_000_000) as i64;
     }
     Device { id: format!("sim-{index:04}"), items: log.0, steps: out }
 }
