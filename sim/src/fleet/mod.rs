@@ -8,7 +8,10 @@
 //!
 //! **Topic and payload.** `envaware/<device-id>/log`, QoS 1; a message is
 //! the item's whole number (`u32`, little-endian) and the item's bytes as
-//! `envaware::journal` wrote them.
+//! `envaware::journal` wrote them. `envaware/<device-id>/lost`: the
+//! numbers `from..to` (two `u32`, little-endian) the device's log dropped
+//! before they were delivered, published before the item after them: the
+//! consumer counts them lost and lets the device's items jump them.
 //!
 //! **Nothing lost, nothing twice.** Messages are taken in batches; a
 //! batch's items are appended to their devices' item logs
@@ -31,7 +34,7 @@ use rumqttc::{Client, Event, MqttOptions, Packet, Publish, QoS, RecvTimeoutError
 mod device;
 pub mod view;
 
-use device::{Arrival, Device, Received};
+use device::{Arrival, Declared, Device, Received};
 
 /// `envaware-sim fleet`'s arguments.
 #[derive(clap::Args, Debug)]
@@ -57,8 +60,9 @@ pub struct FleetArgs {
     /// the messages not yet acknowledged) while the consumer is away.
     #[arg(long, value_name = "ID", default_value = "envaware-fleet")]
     client_id: String,
-    /// The topic filter, QoS 1 (repeat for more).
-    #[arg(long = "topic", value_name = "FILTER", default_value = "envaware/+/log")]
+    /// The topic filters, QoS 1 (repeat for more): the devices' items and
+    /// their declared losses.
+    #[arg(long = "topic", value_name = "FILTER", default_values = ["envaware/+/log", "envaware/+/lost"])]
     topics: Vec<String>,
     /// Write the pending rows at least every SECS seconds (fractions
     /// allowed): a file per device and day each time.
@@ -85,12 +89,35 @@ fn seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// A device id in a topic: `[a-z0-9-]{1,32}`.
+/// A device id in a topic of its items: `[a-z0-9-]{1,32}`.
 pub fn device_of(topic: &str) -> Option<&str> {
-    let id = topic.strip_prefix("envaware/")?.strip_suffix("/log")?;
+    match topic_of(topic)? {
+        (id, Leaf::Log) => Some(id),
+        (_, Leaf::Lost) => None,
+    }
+}
+
+/// What a device publishes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaf {
+    /// `envaware/<id>/log`: its items.
+    Log,
+    /// `envaware/<id>/lost`: the numbers its log dropped undelivered.
+    Lost,
+}
+
+/// The device id (`[a-z0-9-]{1,32}`) and the leaf of a device's topic.
+fn topic_of(topic: &str) -> Option<(&str, Leaf)> {
+    let rest = topic.strip_prefix("envaware/")?;
+    let (id, leaf) = rest.split_once('/')?;
+    let leaf = match leaf {
+        "log" => Leaf::Log,
+        "lost" => Leaf::Lost,
+        _ => return None,
+    };
     let valid = (1..=32).contains(&id.len())
         && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    valid.then_some(id)
+    valid.then_some((id, leaf))
 }
 
 /// What a run did, for the summary.
@@ -102,6 +129,8 @@ struct Stats {
     refused: u64,
     rows: u64,
     files: u64,
+    /// Numbers this run was told were lost, that it had not kept.
+    declared_lost: u64,
     /// Receive → row written, in milliseconds, for the rows of items this
     /// run received.
     latencies: Vec<f64>,
@@ -201,12 +230,40 @@ impl Fleet {
         for (publish, arrival) in batch {
             self.stats.received += 1;
             self.stats.first_message.get_or_insert(arrival.at);
-            let Some(id) = device_of(&publish.topic) else {
-                eprintln!("fleet: a message on {:?}: not envaware/<device-id>/log (ids are [a-z0-9-]{{1,32}}): dropped", publish.topic);
+            let Some((id, leaf)) = topic_of(&publish.topic) else {
+                eprintln!("fleet: a message on {:?}: not envaware/<device-id>/log or /lost (ids are [a-z0-9-]{{1,32}}): dropped", publish.topic);
                 self.stats.refused += 1;
                 continue;
             };
             let payload = &publish.payload;
+            if leaf == Leaf::Lost {
+                let (Some(from), Some(to), 8) =
+                    (payload.first_chunk::<4>(), payload.last_chunk::<4>(), payload.len())
+                else {
+                    eprintln!(
+                        "fleet: device {id}: a loss of {} bytes, not two item numbers: dropped",
+                        payload.len()
+                    );
+                    self.stats.refused += 1;
+                    continue;
+                };
+                let (from, to) = (u32::from_le_bytes(*from), u32::from_le_bytes(*to));
+                match self.device(id)?.declare_lost(from, to)? {
+                    Declared::Lost(n) => {
+                        eprintln!(
+                            "fleet: device {id}: items {} to {} declared lost ({from}..{to} declared): its log resumes after them",
+                            to.wrapping_sub(n),
+                            to.wrapping_sub(1)
+                        );
+                        self.stats.declared_lost += u64::from(n);
+                        // Its items after the gap may be waiting to be replayed.
+                        touched.insert(id.to_string());
+                    }
+                    Declared::Known => self.stats.duplicates += 1,
+                    Declared::Refused => self.stats.refused += 1,
+                }
+                continue;
+            }
             let Some((number, item)) = payload.split_first_chunk::<4>() else {
                 eprintln!("fleet: device {id}: a message of {} bytes, not an item's number and bytes: dropped", payload.len());
                 self.stats.refused += 1;
@@ -422,13 +479,14 @@ fn consume(
                         );
                     }
                     // A new session (the first run, or a broker that lost
-                    // its state) has no subscription yet.
-                    if !ack.session_present {
-                        for topic in &args.topics {
-                            client
-                                .try_subscribe(topic.as_str(), QoS::AtLeastOnce)
-                                .map_err(|e| format!("subscribe {topic}: {e}"))?;
-                        }
+                    // its state) has no subscription yet; a kept one may
+                    // lack a filter (opened by an older consumer): the
+                    // same filter again replaces it, and what the broker
+                    // queued for it stays queued.
+                    for topic in &args.topics {
+                        client
+                            .try_subscribe(topic.as_str(), QoS::AtLeastOnce)
+                            .map_err(|e| format!("subscribe {topic}: {e}"))?;
                     }
                 }
                 Ok(Ok(Event::Incoming(Packet::SubAck(ack)))) => {
@@ -512,14 +570,16 @@ fn summary(fleet: &Fleet, elapsed: Duration, cpu: Duration) -> Summary {
     let cpu_ms = cpu.as_secs_f64() * 1e3;
     let per_1000 = if s.received > 0 { cpu_ms / s.received as f64 * 1000.0 } else { 0.0 };
     let failed = fleet.devices.values().filter(|d| d.failed().is_some()).count();
+    let lost: u64 = fleet.devices.values().map(|d| u64::from(d.lost())).sum();
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     let line = format!(
-        "fleet: devices {}, received {}, kept {}, duplicates {}, refused {}, rows {}, failed {}, items/s {:.0}, receive-to-row p50 {} ms p99 {} ms, cpu per 1000 items {:.1} ms",
+        "fleet: devices {}, received {}, kept {}, duplicates {}, refused {}, lost {}, rows {}, failed {}, items/s {:.0}, receive-to-row p50 {} ms p99 {} ms, cpu per 1000 items {:.1} ms",
         fleet.devices.len(),
         s.received,
         s.kept,
         s.duplicates,
         s.refused,
+        lost,
         s.rows,
         failed,
         rate,
@@ -538,6 +598,12 @@ fn summary(fleet: &Fleet, elapsed: Duration, cpu: Duration) -> Summary {
         "kept": s.kept,
         "duplicates": s.duplicates,
         "refused": s.refused,
+        "lost": lost,
+        "lost_this_run": s.declared_lost,
+        "lost_per_device": fleet.devices.iter().filter(|(_, d)| d.lost() > 0).map(|(id, d)| {
+            let gaps: Vec<(u32, u32)> = d.gaps().iter().map(|g| (g.from, g.to)).collect();
+            (id.clone(), serde_json::json!({"lost": d.lost(), "gaps": gaps, "replays_resumed": d.resumed()}))
+        }).collect::<serde_json::Map<_, _>>(),
         "rows": s.rows,
         "files": s.files,
         "failed": failed,
@@ -573,6 +639,10 @@ mod tests {
             assert_eq!(device_of(bad), None, "{bad}");
         }
         assert_eq!(device_of(&format!("envaware/{}/log", "a".repeat(33))), None);
+        assert_eq!(topic_of("envaware/sim-0001/lost"), Some(("sim-0001", Leaf::Lost)));
+        assert_eq!(topic_of("envaware/sim-0001/log"), Some(("sim-0001", Leaf::Log)));
+        assert_eq!(device_of("envaware/sim-0001/lost"), None);
+        assert_eq!(topic_of("envaware/sim-0001/other"), None);
     }
 
     #[test]
