@@ -202,11 +202,16 @@ fn open_session(port: u16, client_id: &str) {
     let mut options = MqttOptions::new(client_id, "127.0.0.1", port);
     options.set_clean_session(false);
     let (client, mut connection) = Client::new(options, 16);
-    client.subscribe("envaware/+/log", QoS::AtLeastOnce).expect("subscribe");
+    // The items, and the losses devices declare.
+    for filter in ["envaware/+/log", "envaware/+/lost"] {
+        client.subscribe(filter, QoS::AtLeastOnce).expect("subscribe");
+    }
     let started = Instant::now();
+    let mut acks = 0;
     loop {
         match connection.recv_timeout(Duration::from_millis(200)) {
-            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) => break,
+            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) if acks == 1 => break,
+            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) => acks += 1,
             Ok(Err(e)) => panic!("the consumer's session: {e}"),
             _ => assert!(started.elapsed() < Duration::from_secs(10), "no SUBACK"),
         }
@@ -677,6 +682,157 @@ fn duckdb_answers_the_fleet_queries_as_the_sessions_and_the_replay_count() {
         .map(|r| (r["device"].as_str().unwrap().to_string(), r["seconds"].as_f64()))
         .collect();
     assert_eq!(answered, expected);
+}
+
+/// `envaware-sim devices`: its summary JSON, once it ended (exit 0).
+fn run_devices(port: u16, dir: &Path, name: &str, extra: &[&str]) -> Value {
+    let summary = dir.join(format!("{name}.json"));
+    let out = Command::new(SIM)
+        .args(["devices", "--broker", &format!("127.0.0.1:{port}"), "--summary-json"])
+        .arg(&summary)
+        .args(extra)
+        .output()
+        .expect("start envaware-sim devices");
+    let say = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{say}");
+    serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap()
+}
+
+/// The numbers a device's summary says its log dropped undelivered.
+fn lost_numbers(device: &Value) -> BTreeSet<u32> {
+    let ranges = device["lost_ranges"].as_array().unwrap();
+    ranges
+        .iter()
+        .flat_map(|r| r[0].as_u64().unwrap() as u32..r[1].as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn simulated_devices_publish_through_the_outbox_and_a_region_filled_offline_is_declared_lost() {
+    let Some(mosquitto) = mosquitto() else { return };
+    let dir = tmp("devices");
+    let broker = xtask::mqtt::Broker::start(
+        &mosquitto,
+        &dir.join("broker"),
+        &xtask::mqtt::Options::default(),
+    )
+    .expect("mosquitto starts");
+    let port = broker.port();
+    open_session(port, "fleet-devices");
+    let store = dir.join("store");
+    let consumer = Consumer::start(
+        port,
+        &store,
+        "fleet-devices",
+        &["--idle-exit", "3", "--summary-json", dir.join("summary.json").to_str().unwrap()],
+    );
+    let steps = 240;
+    // Two devices whose link is up: every item delivered. Two whose link
+    // is down from step 20 to 200: their 10 KiB regions fill with
+    // undelivered items and drop the oldest, then tell the fleet.
+    let steps_arg = steps.to_string();
+    let whole = run_devices(
+        port,
+        &dir,
+        "whole",
+        &["--count", "2", "--steps", &steps_arg, "--id-prefix", "whole-", "--step-ms", "1"],
+    );
+    let offline = run_devices(
+        port,
+        &dir,
+        "offline",
+        &[
+            "--count",
+            "2",
+            "--steps",
+            &steps_arg,
+            "--id-prefix",
+            "offline-",
+            "--step-ms",
+            "1",
+            "--outage",
+            "20:200",
+        ],
+    );
+    let (code, out, err) = consumer.finish(Duration::from_secs(60));
+    broker.stop().expect("mosquitto stops");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(whole["lost"], 0, "{whole}");
+    assert!(offline["lost"].as_u64().unwrap() > 100, "{offline}");
+    assert_eq!(summary["lost"], offline["lost"], "{summary}");
+
+    let devices = whole["per_device"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(offline["per_device"].as_array().unwrap());
+    for (k, d) in devices.enumerate() {
+        let id = d["id"].as_str().unwrap();
+        // The same session as the tests' generator makes (device 1 or 2).
+        let session = device(1 + k as u32 % 2, steps);
+        let lost = lost_numbers(d);
+        assert_eq!(
+            d["items"].as_u64().unwrap(),
+            d["delivered"].as_u64().unwrap() + lost.len() as u64,
+            "{d}"
+        );
+        let items: Vec<&Value> = d["step_items"].as_array().unwrap().iter().collect();
+        assert_eq!(items.len(), steps);
+        if !lost.is_empty() {
+            // The fleet holds the loss as the device declared it.
+            let gaps = &summary["lost_per_device"][id]["gaps"];
+            let declared: BTreeSet<u32> = gaps
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|g| g[0].as_u64().unwrap() as u32..g[1].as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(declared, lost, "{id}: {summary}");
+            assert_eq!(summary["lost_per_device"][id]["replays_resumed"], 1, "{summary}");
+        }
+        // A row per step the log did not drop: the step the device took.
+        let rows = stored(&store, id);
+        let kept: Vec<(usize, u32)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s[0].as_u64().unwrap() as u32))
+            .filter(|(_, n)| !lost.contains(n))
+            .collect();
+        assert_eq!(rows.len(), kept.len(), "{id}");
+        assert_eq!(kept.len() as u64, steps as u64 - d["steps_lost"].as_u64().unwrap());
+        let gap_end = lost.last().map(|l| l + 1);
+        let mut counts = [0u64; 5];
+        for (row, &(i, number)) in rows.iter().zip(&kept) {
+            let step = &session.steps[i];
+            assert_eq!(row.number, number, "{id}");
+            assert_eq!(row.instant, Some(step.at.unix_micros()), "{id} step {i}");
+            assert_eq!(row.hint, step.hint, "{id} step {i}");
+            let dims = [row.time, row.tasks, row.context_length, row.tool_error, row.watch];
+            assert_eq!(dims, step.dims, "{id} step {i}");
+            let bits = dims.iter().enumerate().map(|(k, &f)| u64::from(f) << k).sum::<u64>();
+            assert_eq!(items[i][3].as_u64(), step.hint.as_ref().map(|_| bits), "{id} step {i}");
+            for (k, fired) in dims.into_iter().enumerate() {
+                counts[k] += u64::from(fired && row.hint.is_some());
+            }
+            // Decided again, but for the steps after the gap that come
+            // before the next header with the settings.
+            if gap_end.is_none_or(|end| number < end) {
+                assert!(row.checked, "{id} item {number}");
+            }
+        }
+        assert!(rows.last().unwrap().checked, "{id}: checked again after the gap");
+        let hints = &d["hints"];
+        let told = ["time", "tasks", "context_length", "tool_error", "watch"]
+            .map(|k| hints[k].as_u64().unwrap());
+        assert_eq!(counts, told, "{id}");
+    }
 }
 
 /// Pixels of `rgb` (exactly) in an RGB or RGBA PNG, and its size.

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use rumqttc::{Client, Event, MqttOptions, Packet, Publish, QoS, RecvTimeoutError};
 
 mod device;
+pub mod devices;
 pub mod view;
 
 use device::{Arrival, Declared, Device, Received};
