@@ -40,8 +40,9 @@ use device::{Arrival, Declared, Device, Received};
 /// `envaware-sim fleet`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct FleetArgs {
-    /// The broker, HOST:PORT. Without it, only --plot (from the store).
-    #[arg(long, value_name = "HOST:PORT", required_unless_present = "plot")]
+    /// The broker, HOST:PORT. Without it, only --plot and --rows-json (from
+    /// the store).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present_any = ["plot", "rows_json"])]
     broker: Option<String>,
     /// The fleet store's directory (created when absent).
     #[arg(long, value_name = "DIR")]
@@ -54,7 +55,9 @@ pub struct FleetArgs {
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
     idle_exit: Duration,
     /// Stop once every device FILE names has its items up to the number
-    /// given (a line `DEVICE NUMBER` each) or is refused.
+    /// given (a line `DEVICE NUMBER` each; lost ones count) or is refused.
+    /// A FILE that does not exist yet is looked for every second: write it
+    /// whole (a rename) once the devices are done.
     #[arg(long, value_name = "FILE")]
     until: Option<PathBuf>,
     /// The MQTT client id: the broker keeps this session (its subscription,
@@ -80,6 +83,12 @@ pub struct FleetArgs {
     /// Also write the summary as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     summary_json: Option<PathBuf>,
+    /// Write what the store holds to FILE as JSON (once the consumer
+    /// stops; without --broker, from the store alone), read with the
+    /// store's own reader: per device its rows, the rows stored twice, its
+    /// hints per dimension, and each row's number and `written_at`.
+    #[arg(long, value_name = "FILE")]
+    rows_json: Option<PathBuf>,
 }
 
 /// Seconds, fractions allowed, from a millisecond to a day.
@@ -360,7 +369,8 @@ pub fn main(args: FleetArgs) -> ExitCode {
     };
     let cpu_start = cpu_time();
     let started = Instant::now();
-    let until = match args.until.as_deref().map(read_until).transpose() {
+    // A file not written yet is read once it is.
+    let until = match args.until.as_deref().filter(|p| p.exists()).map(read_until).transpose() {
         Ok(u) => u,
         Err(e) => return fail(e),
     };
@@ -373,7 +383,7 @@ pub fn main(args: FleetArgs) -> ExitCode {
             Ok(f) => f,
             Err(e) => return fail(e),
         };
-        let ended = consume(&mut fleet, broker, &args, until.as_deref());
+        let ended = consume(&mut fleet, broker, &args, until);
         let connected = match ended.and_then(|connected| fleet.flush().map(|()| connected)) {
             Ok(connected) => connected,
             Err(e) => return fail(e),
@@ -400,6 +410,15 @@ pub fn main(args: FleetArgs) -> ExitCode {
             code = ExitCode::FAILURE;
         }
     }
+    if let Some(path) = &args.rows_json {
+        let written = rows_json(&args.store).and_then(|json| {
+            std::fs::write(path, format!("{json}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        });
+        if let Err(e) = written {
+            return fail(e);
+        }
+    }
     if let Some(path) = &args.plot {
         let title = format!("envaware fleet: {}", args.store.display());
         let drawn = view::render_store(&args.store, &title).and_then(|(svg, drawn)| {
@@ -419,6 +438,46 @@ pub fn main(args: FleetArgs) -> ExitCode {
     code
 }
 
+/// What the store holds, read with its own reader: per device its rows,
+/// the rows stored twice (a number more than once), its hints per
+/// dimension, and each row's number and `written_at` (µs).
+fn rows_json(store: &Path) -> Result<serde_json::Value, String> {
+    use envaware_sim::fleet_store;
+    let (mut rows, mut twice) = (0usize, 0usize);
+    let mut devices = serde_json::Map::new();
+    for id in fleet_store::devices(store).map_err(|e| e.to_string())? {
+        let stored = fleet_store::read_device(store, &id).map_err(|e| e.to_string())?;
+        let distinct: BTreeSet<u32> = stored.iter().map(|r| r.number).collect();
+        let hinted = |f: fn(&fleet_store::StepRow) -> bool| {
+            stored.iter().filter(|r| r.hint.is_some() && f(r)).count()
+        };
+        rows += stored.len();
+        twice += stored.len() - distinct.len();
+        devices.insert(
+            id,
+            serde_json::json!({
+                "rows": stored.len(),
+                "duplicates": stored.len() - distinct.len(),
+                "hints": {
+                    "all": hinted(|_| true),
+                    "time": hinted(|r| r.time),
+                    "tasks": hinted(|r| r.tasks),
+                    "context_length": hinted(|r| r.context_length),
+                    "tool_error": hinted(|r| r.tool_error),
+                    "watch": hinted(|r| r.watch),
+                },
+                "written": stored.iter().map(|r| (r.number, r.written_at)).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Ok(serde_json::json!({
+        "reader": "envaware-sim (the fleet store's own Parquet reader)",
+        "rows": rows,
+        "duplicates": twice,
+        "devices": devices,
+    }))
+}
+
 /// The broker's `HOST:PORT`.
 fn host_port(broker: &str) -> Result<(String, u16), String> {
     let (host, port) = broker
@@ -434,7 +493,7 @@ fn consume(
     fleet: &mut Fleet,
     broker: &str,
     args: &FleetArgs,
-    until: Option<&[(String, u32)]>,
+    mut until: Option<Vec<(String, u32)>>,
 ) -> Result<bool, String> {
     // The rows the items read back at start are owed first.
     fleet.report_failures();
@@ -450,9 +509,11 @@ fn consume(
     let (client, mut connection) = Client::new(options, 1 << 16);
     let mut to_ack: VecDeque<Publish> = VecDeque::new();
     let mut connected = false;
+    let mut subscribed = 0;
     let mut outage: Option<Instant> = None;
     let mut last_message = Instant::now();
     let mut last_flush = Instant::now();
+    let mut last_look = Instant::now();
     let max_batch = args.batch as usize;
     loop {
         let mut batch: Vec<(Publish, Arrival)> = Vec::new();
@@ -472,6 +533,7 @@ fn consume(
                 }
                 Ok(Ok(Event::Incoming(Packet::ConnAck(ack)))) => {
                     connected = true;
+                    subscribed = 0;
                     if let Some(since) = outage.take() {
                         eprintln!(
                             "fleet: the broker is back after {:.1} s (session kept: {})",
@@ -501,6 +563,15 @@ fn consume(
                             args.topics
                         ));
                     }
+                    subscribed += 1;
+                    if subscribed == args.topics.len() {
+                        // What a caller waits for before devices publish.
+                        eprintln!(
+                            "fleet: subscribed to {} on {broker} as {}",
+                            args.topics.join(", "),
+                            args.client_id
+                        );
+                    }
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => {
@@ -528,7 +599,11 @@ fn consume(
             fleet.flush()?;
             last_flush = Instant::now();
         }
-        let done = until.is_some_and(|u| fleet.reached(u));
+        if until.is_none() && last_look.elapsed() >= Duration::from_secs(1) {
+            last_look = Instant::now();
+            until = args.until.as_deref().filter(|p| p.exists()).map(read_until).transpose()?;
+        }
+        let done = until.as_deref().is_some_and(|u| fleet.reached(u));
         if done || last_message.elapsed() >= args.idle_exit {
             break;
         }
