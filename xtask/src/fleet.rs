@@ -81,6 +81,9 @@ pub struct Options {
     pub dir: PathBuf,
     /// Host time between a simulated device's steps (a board's pace).
     pub step_ms: u64,
+    /// The consumer writes rows at least this often (`--flush-secs`): a
+    /// file per device each time, so shorter is sooner and more files.
+    pub flush_secs: f64,
 }
 
 impl Options {
@@ -111,12 +114,18 @@ impl Options {
             workspace,
             dir,
             step_ms: DEFAULT_STEP_MS,
+            flush_secs: DEFAULT_FLUSH_SECS,
         }
     }
 }
 
 /// A simulated device's pace by default: about a QEMU board's step.
 pub const DEFAULT_STEP_MS: u64 = 600;
+
+/// How often the consumer writes rows by default: with a hundred devices
+/// each writing a row or two a second, every second would make two files
+/// per device a second (100,000 steps: some 200,000 files).
+pub const DEFAULT_FLUSH_SECS: f64 = 5.0;
 
 /// What the run measured and found.
 #[derive(Debug, Clone, Default)]
@@ -176,7 +185,8 @@ impl Consumer {
         let mut child = Command::new(&o.sim)
             .args(["fleet", "--broker", broker, "--store"])
             .arg(o.dir.join("store"))
-            .args(["--client-id", CLIENT_ID, "--idle-exit", "300", "--flush-secs", "1"])
+            .args(["--client-id", CLIENT_ID, "--idle-exit", "300", "--flush-secs"])
+            .arg(o.flush_secs.to_string())
             .arg("--until")
             .arg(o.dir.join("until.txt"))
             .arg("--summary-json")
@@ -461,6 +471,50 @@ fn count_store(o: &Options) -> Result<Value, String> {
         return Err(format!("counting the store: {}", String::from_utf8_lossy(&out.stderr).trim()));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| format!("the store's count: {e}"))
+}
+
+/// docs/fleet.sql's queries over the store, by DuckDB (with a Python that
+/// has it): the answers in `answers.json`, and a line that sums them up.
+fn sql_answers(o: &Options) -> Result<Option<String>, String> {
+    let Some(python) = &o.python else { return Ok(None) };
+    let started = Instant::now();
+    let out = Command::new(python)
+        .arg(o.workspace.join("tests/reference/fleet_sql.py"))
+        .arg(o.workspace.join("docs/fleet.sql"))
+        .arg(o.dir.join("store"))
+        .output()
+        .map_err(|e| format!("fleet_sql.py: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("docs/fleet.sql: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let took = started.elapsed().as_secs_f64();
+    let file = o.dir.join("answers.json");
+    std::fs::write(&file, &out.stdout).map_err(|e| format!("{}: {e}", file.display()))?;
+    let answers: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("fleet_sql.py: {e}"))?;
+    let rows = |name: &str| answers[name].as_array().cloned().unwrap_or_default();
+    let per_device = rows("hints_per_device_and_dimension");
+    let total = |k: &str| per_device.iter().filter_map(|r| r[k].as_u64()).sum::<u64>();
+    let crossings = rows("above_to_told");
+    let seconds: Vec<f64> = crossings.iter().filter_map(|r| r["seconds"].as_f64()).collect();
+    let later: Vec<f64> = seconds.iter().copied().filter(|&s| s > 0.0).collect();
+    let (low, high) = later.iter().fold((f64::MAX, 0.0f64), |(l, h), &s| (l.min(s), h.max(s)));
+    Ok(Some(format!(
+        "fleet: docs/fleet.sql by DuckDB in {took:.1} s ({}): {} hints (time {}, tasks {}, context length {}, tool error {}, watch {}); {} devices whose tool-error hint fired; {} devices above a watch's `above`, {} told at that step, {} later ({}), {} not told",
+        file.display(),
+        total("hints"),
+        total("time"),
+        total("tasks"),
+        total("context_length"),
+        total("tool_error"),
+        total("watch"),
+        rows("tool_error_devices").len(),
+        crossings.len(),
+        seconds.len() - later.len(),
+        later.len(),
+        if later.is_empty() { "-".to_string() } else { format!("{low:.0} to {high:.0} s") },
+        crossings.len() - seconds.len()
+    )))
 }
 
 /// Runs the fleet and checks the store; `Err` when something could not
@@ -767,6 +821,9 @@ pub fn run(o: &Options) -> Result<Report, String> {
         uplink.sent as f64 / steps_on_board.max(1) as f64,
         uplink.sent
     ));
+    if let Some(line) = sql_answers(o)? {
+        report.lines.push(line);
+    }
     say(
         started,
         &format!(
