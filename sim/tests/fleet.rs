@@ -16,6 +16,11 @@
 //!   and the replay count.
 //! - The fleet view (`--plot`) opens in headless Chromium: a title per
 //!   hint, a mark per dimension told, each in its colour on the screenshot.
+//! - Simulated devices (`envaware-sim devices`: the same sessions through
+//!   a session log that is their outbox, published by `envaware-uplink`):
+//!   each row the step the session took; devices whose link is down while
+//!   their region fills declare the items they dropped, and the consumer
+//!   counts them lost and resumes after the gap.
 //!
 //! Mosquitto is `ENVAWARE_MOSQUITTO`, else `mosquitto` on the path or in
 //! /usr/sbin; `cargo xtask test` installs it. Without it (or without
