@@ -87,6 +87,12 @@ enum Command {
     /// Stops by itself; prints a summary line.
     #[cfg(feature = "fleet")]
     Fleet(fleet::FleetArgs),
+    /// Simulate a fleet's devices: each runs a generated greenhouse session
+    /// through a session log that is its outbox, published to an MQTT
+    /// broker by the firmware's own uplink (`envaware-uplink`) over TCP,
+    /// until every item is delivered. Prints a summary line.
+    #[cfg(feature = "fleet")]
+    Devices(fleet::devices::DevicesArgs),
 }
 
 /// `envaware-sim log`'s arguments.
@@ -793,6 +799,8 @@ fn main() -> ExitCode {
         Command::Export(args) => export_main(args),
         #[cfg(feature = "fleet")]
         Command::Fleet(args) => fleet::main(args),
+        #[cfg(feature = "fleet")]
+        Command::Devices(args) => fleet::devices::main(args),
         Command::Eval { file } => {
             let input: Box<dyn BufRead> = match file {
                 Some(path) if path.as_os_str() != "-" => match File::open(&path) {

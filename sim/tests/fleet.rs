@@ -16,6 +16,11 @@
 //!   and the replay count.
 //! - The fleet view (`--plot`) opens in headless Chromium: a title per
 //!   hint, a mark per dimension told, each in its colour on the screenshot.
+//! - Simulated devices (`envaware-sim devices`: the same sessions through
+//!   a session log that is their outbox, published by `envaware-uplink`):
+//!   each row the step the session took; devices whose link is down while
+//!   their region fills declare the items they dropped, and the consumer
+//!   counts them lost and resumes after the gap.
 //!
 //! Mosquitto is `ENVAWARE_MOSQUITTO`, else `mosquitto` on the path or in
 //! /usr/sbin; `cargo xtask test` installs it. Without it (or without
@@ -29,28 +34,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use envaware::journal::{Event, ItemStore, Session};
-use envaware::{
-    ConfigBuf, Engine, StepInput, TaskCounts, TimeDecision, Timestamp, ToolResultState,
-};
+use envaware::journal::{ItemStore, Session};
+use envaware::{ConfigBuf, Engine, TimeDecision, Timestamp};
 use envaware_host::block_on;
 use envaware_sim::fleet_store::{self, StepRow};
-use envaware_sim::scenario::Readings;
+use envaware_sim::greenhouse::{Greenhouse, TurnEvent, ABOVE, CONFIG, SEED};
 use rumqttc::{Client, Event as MqttEvent, MqttOptions, Outgoing, Packet, QoS};
 use serde_json::Value;
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
-
-/// The devices' configuration: the time every 15 minutes, a watch on the
-/// temperature (told on a 2-degree change or across 28 °C, not sooner than
-/// two minutes after it was last told), compression near 60% of 4096
-/// tokens.
-const CONFIG: &str = r#"{"agent_name": "Sprout",
- "injection_config": {"timezone": "UTC", "time_interval": 0.25,
-   "watch": {"temperature": {"change": 2.0, "above": 28, "hysteresis": 0.5, "min_interval": 120}}},
- "context_config": {"trigger_ratio": 0.8, "context_buffer_ratio": 0.2},
- "context_size": 4096}"#;
-const ABOVE: f64 = 28.0;
 
 fn tmp(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fleet-{}", std::process::id()));
@@ -96,25 +88,11 @@ impl ItemStore for Items {
     }
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Device `index`'s session of `steps` steps: replies of a few steps,
-/// tool calls (three failures in a row of the same call on every third
-/// device), tasks, tokens that sometimes cross the reminder, and a
-/// temperature that climbs past 28 °C on every other device.
+/// Device `index`'s session of `steps` steps, as the library's
+/// generator makes it ([`Greenhouse`]): replies of a few steps, tool calls
+/// (four failures in a row of the same call on every third device), tasks,
+/// tokens that sometimes cross the reminder, and a temperature that climbs
+/// past 28 °C on every other device.
 fn device(index: u32, steps: usize) -> Device {
     let mut config = ConfigBuf::<4096, 8, 8>::with_capacity();
     let loaded = config.load_session(CONFIG).expect("the configuration");
@@ -123,64 +101,29 @@ fn device(index: u32, steps: usize) -> Device {
     let mut log = Items(Vec::new());
     let (mut buf, mut hint) = ([0u8; 4096], [0u8; 2048]);
     block_on(session.start(&mut buf, &mut log)).expect("the header");
-    let mut rng = Rng(0x5EED ^ u64::from(index) << 8);
-    let mut at = 1_796_000_000_000_000 + i64::from(index) * 7_000_000; // 2026-11-30
-    let warming = index.is_multiple_of(2);
-    let failing = index.is_multiple_of(3);
-    let mut temperature = 22.0 + rng.below(30) as f64 / 10.0;
-    let mut cur_iter = 0;
+    let mut greenhouse = Greenhouse::new(index, SEED);
     let mut out = Vec::new();
-    for n in 0..steps {
-        if n % 5 == 0 {
-            block_on(session.record(
-                &Event::User { name: "operator", text: "" },
-                &mut buf,
-                &mut log,
-            ))
-            .unwrap();
-            cur_iter = 0;
+    for _ in 0..steps {
+        let turn = greenhouse.next_turn();
+        for event in turn.events.iter().flat_map(TurnEvent::events) {
+            block_on(session.record(&event, &mut buf, &mut log)).unwrap();
         }
-        if n % 3 == 1 {
-            let fails = failing && (10..14).contains(&n);
-            let id = format!("c{n}");
-            let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };
-            block_on(session.record(&call, &mut buf, &mut log)).unwrap();
-            let state = if fails { ToolResultState::Error } else { ToolResultState::Success };
-            let result = Event::ToolResult { id: &id, name: "OpenVent", state };
-            block_on(session.record(&result, &mut buf, &mut log)).unwrap();
-        }
-        if failing && (10..14).contains(&n) && n % 3 != 1 {
-            let id = format!("f{n}");
-            let call = Event::ToolCall { id: &id, name: "OpenVent", input: "{\"vent\": 2}" };
-            block_on(session.record(&call, &mut buf, &mut log)).unwrap();
-            let result =
-                Event::ToolResult { id: &id, name: "OpenVent", state: ToolResultState::Error };
-            block_on(session.record(&result, &mut buf, &mut log)).unwrap();
-        }
-        // Towards 31 °C in a warming greenhouse, 23 °C elsewhere, with noise.
-        let target = if warming { 31.0 } else { 23.0 };
-        temperature += (target - temperature) * 0.08 + (rng.below(100) as f64 - 50.0) / 100.0;
-        let mut live = Readings(vec![("temperature".into(), Some(format!("{temperature:.2} °C")))]);
-        let input = StepInput {
-            tasks: TaskCounts { pending: (n as u64 / 10) % 3, in_progress: u64::from(n % 7 == 3) },
-            cur_iter,
-            // Every fifth reply starts above the reminder (0.6 * 4096).
-            input_tokens: 1000
-                + 450 * (n as i64 / 5 % 5)
-                + 100 * cur_iter as i64
-                + rng.below(300) as i64,
-            context_size: 4096,
-        };
-        let now = Timestamp::from_unix_micros(at);
+        let mut live = turn.readings();
         let before = log.0.len();
-        let outcome =
-            block_on(session.step(&input, Some(now), &mut live, &mut hint, &mut buf, &mut log))
-                .expect("a step");
+        let outcome = block_on(session.step(
+            &turn.input,
+            Some(turn.at),
+            &mut live,
+            &mut hint,
+            &mut buf,
+            &mut log,
+        ))
+        .expect("a step");
         let number = (before..log.0.len()).find(|&i| log.0[i][0] == 9).expect("a step item") as u32;
         let d = &outcome.decision;
         out.push(Step {
             number,
-            at: now,
+            at: turn.at,
             hint: outcome.hint.map(str::to_string),
             dims: [
                 matches!(d.time, TimeDecision::Inject(_)),
@@ -189,10 +132,8 @@ fn device(index: u32, steps: usize) -> Device {
                 d.tool_error.is_some(),
                 d.watch.contains(0),
             ],
-            temperature,
+            temperature: turn.temperature,
         });
-        cur_iter += 1;
-        at += 30_000_000 + rng.below(20_000_000) as i64;
     }
     Device { id: format!("sim-{index:04}"), items: log.0, steps: out }
 }
@@ -266,11 +207,16 @@ fn open_session(port: u16, client_id: &str) {
     let mut options = MqttOptions::new(client_id, "127.0.0.1", port);
     options.set_clean_session(false);
     let (client, mut connection) = Client::new(options, 16);
-    client.subscribe("envaware/+/log", QoS::AtLeastOnce).expect("subscribe");
+    // The items, and the losses devices declare.
+    for filter in ["envaware/+/log", "envaware/+/lost"] {
+        client.subscribe(filter, QoS::AtLeastOnce).expect("subscribe");
+    }
     let started = Instant::now();
+    let mut acks = 0;
     loop {
         match connection.recv_timeout(Duration::from_millis(200)) {
-            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) => break,
+            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) if acks == 1 => break,
+            Ok(Ok(MqttEvent::Incoming(Packet::SubAck(_)))) => acks += 1,
             Ok(Err(e)) => panic!("the consumer's session: {e}"),
             _ => assert!(started.elapsed() < Duration::from_secs(10), "no SUBACK"),
         }
@@ -741,6 +687,157 @@ fn duckdb_answers_the_fleet_queries_as_the_sessions_and_the_replay_count() {
         .map(|r| (r["device"].as_str().unwrap().to_string(), r["seconds"].as_f64()))
         .collect();
     assert_eq!(answered, expected);
+}
+
+/// `envaware-sim devices`: its summary JSON, once it ended (exit 0).
+fn run_devices(port: u16, dir: &Path, name: &str, extra: &[&str]) -> Value {
+    let summary = dir.join(format!("{name}.json"));
+    let out = Command::new(SIM)
+        .args(["devices", "--broker", &format!("127.0.0.1:{port}"), "--summary-json"])
+        .arg(&summary)
+        .args(extra)
+        .output()
+        .expect("start envaware-sim devices");
+    let say = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{say}");
+    serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap()
+}
+
+/// The numbers a device's summary says its log dropped undelivered.
+fn lost_numbers(device: &Value) -> BTreeSet<u32> {
+    let ranges = device["lost_ranges"].as_array().unwrap();
+    ranges
+        .iter()
+        .flat_map(|r| r[0].as_u64().unwrap() as u32..r[1].as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn simulated_devices_publish_through_the_outbox_and_a_region_filled_offline_is_declared_lost() {
+    let Some(mosquitto) = mosquitto() else { return };
+    let dir = tmp("devices");
+    let broker = xtask::mqtt::Broker::start(
+        &mosquitto,
+        &dir.join("broker"),
+        &xtask::mqtt::Options::default(),
+    )
+    .expect("mosquitto starts");
+    let port = broker.port();
+    open_session(port, "fleet-devices");
+    let store = dir.join("store");
+    let consumer = Consumer::start(
+        port,
+        &store,
+        "fleet-devices",
+        &["--idle-exit", "3", "--summary-json", dir.join("summary.json").to_str().unwrap()],
+    );
+    let steps = 240;
+    // Two devices whose link is up: every item delivered. Two whose link
+    // is down from step 20 to 200: their 10 KiB regions fill with
+    // undelivered items and drop the oldest, then tell the fleet.
+    let steps_arg = steps.to_string();
+    let whole = run_devices(
+        port,
+        &dir,
+        "whole",
+        &["--count", "2", "--steps", &steps_arg, "--id-prefix", "whole-", "--step-ms", "1"],
+    );
+    let offline = run_devices(
+        port,
+        &dir,
+        "offline",
+        &[
+            "--count",
+            "2",
+            "--steps",
+            &steps_arg,
+            "--id-prefix",
+            "offline-",
+            "--step-ms",
+            "1",
+            "--outage",
+            "20:200",
+        ],
+    );
+    let (code, out, err) = consumer.finish(Duration::from_secs(60));
+    broker.stop().expect("mosquitto stops");
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failed"], 0, "{summary}");
+    assert_eq!(whole["lost"], 0, "{whole}");
+    assert!(offline["lost"].as_u64().unwrap() > 100, "{offline}");
+    assert_eq!(summary["lost"], offline["lost"], "{summary}");
+
+    let devices = whole["per_device"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(offline["per_device"].as_array().unwrap());
+    for (k, d) in devices.enumerate() {
+        let id = d["id"].as_str().unwrap();
+        // The same session as the tests' generator makes (device 1 or 2).
+        let session = device(1 + k as u32 % 2, steps);
+        let lost = lost_numbers(d);
+        assert_eq!(
+            d["items"].as_u64().unwrap(),
+            d["delivered"].as_u64().unwrap() + lost.len() as u64,
+            "{d}"
+        );
+        let items: Vec<&Value> = d["step_items"].as_array().unwrap().iter().collect();
+        assert_eq!(items.len(), steps);
+        if !lost.is_empty() {
+            // The fleet holds the loss as the device declared it.
+            let gaps = &summary["lost_per_device"][id]["gaps"];
+            let declared: BTreeSet<u32> = gaps
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|g| g[0].as_u64().unwrap() as u32..g[1].as_u64().unwrap() as u32)
+                .collect();
+            assert_eq!(declared, lost, "{id}: {summary}");
+            assert_eq!(summary["lost_per_device"][id]["replays_resumed"], 1, "{summary}");
+        }
+        // A row per step the log did not drop: the step the device took.
+        let rows = stored(&store, id);
+        let kept: Vec<(usize, u32)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s[0].as_u64().unwrap() as u32))
+            .filter(|(_, n)| !lost.contains(n))
+            .collect();
+        assert_eq!(rows.len(), kept.len(), "{id}");
+        assert_eq!(kept.len() as u64, steps as u64 - d["steps_lost"].as_u64().unwrap());
+        let gap_end = lost.last().map(|l| l + 1);
+        let mut counts = [0u64; 5];
+        for (row, &(i, number)) in rows.iter().zip(&kept) {
+            let step = &session.steps[i];
+            assert_eq!(row.number, number, "{id}");
+            assert_eq!(row.instant, Some(step.at.unix_micros()), "{id} step {i}");
+            assert_eq!(row.hint, step.hint, "{id} step {i}");
+            let dims = [row.time, row.tasks, row.context_length, row.tool_error, row.watch];
+            assert_eq!(dims, step.dims, "{id} step {i}");
+            let bits = dims.iter().enumerate().map(|(k, &f)| u64::from(f) << k).sum::<u64>();
+            assert_eq!(items[i][3].as_u64(), step.hint.as_ref().map(|_| bits), "{id} step {i}");
+            for (k, fired) in dims.into_iter().enumerate() {
+                counts[k] += u64::from(fired && row.hint.is_some());
+            }
+            // Decided again, but for the steps after the gap that come
+            // before the next header with the settings.
+            if gap_end.is_none_or(|end| number < end) {
+                assert!(row.checked, "{id} item {number}");
+            }
+        }
+        assert!(rows.last().unwrap().checked, "{id}: checked again after the gap");
+        let hints = &d["hints"];
+        let told = ["time", "tasks", "context_length", "tool_error", "watch"]
+            .map(|k| hints[k].as_u64().unwrap());
+        assert_eq!(counts, told, "{id}");
+    }
 }
 
 /// Pixels of `rgb` (exactly) in an RGB or RGBA PNG, and its size.

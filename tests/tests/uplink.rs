@@ -50,36 +50,73 @@ fn needs() -> Option<Needs> {
     })
 }
 
-/// The consumer, a child process killed if still running when dropped.
-struct Consumer(Child);
+/// The consumer, a child process killed if still running when dropped,
+/// and its standard error as it comes.
+struct Consumer(Child, std::sync::Arc<std::sync::Mutex<String>>);
 
 impl Consumer {
-    fn start(sim: &Path, port: u16, store: &Path, summary: &Path) -> Consumer {
-        let child = Command::new(sim)
+    /// Started before the board; it stops once the items `until` names
+    /// (written when the board is done) are in, or after a minute with
+    /// nothing (a board that stalled).
+    fn start(sim: &Path, port: u16, store: &Path, summary: &Path, until: &Path) -> Consumer {
+        let mut child = Command::new(sim)
             .args(["fleet", "--broker", &format!("127.0.0.1:{port}"), "--store"])
             .arg(store)
-            .args(["--idle-exit", "8", "--flush-secs", "0.2", "--summary-json"])
+            .args(["--idle-exit", "60", "--flush-secs", "0.2", "--until"])
+            .arg(until)
+            .arg("--summary-json")
             .arg(summary)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start envaware-sim fleet");
+        let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let into = err.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                into.lock().expect("stderr").push_str(&(line + "\n"));
+            }
+        });
         // Its session (the subscription) exists before the board publishes.
-        std::thread::sleep(Duration::from_secs(1));
-        Consumer(child)
+        let started = Instant::now();
+        while !err.lock().expect("stderr").contains("fleet: subscribed to ") {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "not subscribed: {}",
+                err.lock().expect("stderr")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Consumer(child, err)
     }
 
-    /// Its summary JSON, once it stopped by itself (idle).
-    fn finish(mut self, summary: &Path) -> serde_json::Value {
+    /// Its summary JSON, once it stopped by itself, after `device`'s
+    /// items up to the last the board logged are in (the board's uplink
+    /// line says how many: `items up to X of Y`).
+    fn finish(
+        mut self,
+        summary: &Path,
+        until: &Path,
+        device: &str,
+        run: &RunResult,
+    ) -> serde_json::Value {
+        let of = uplink_line(run)
+            .split(" of ")
+            .nth(1)
+            .and_then(|t| t.split(')').next()?.parse::<u32>().ok())
+            .expect("the board's uplink line");
+        let partial = until.with_extension("part");
+        std::fs::write(&partial, format!("{device} {}\n", of.saturating_sub(1))).expect("until");
+        std::fs::rename(&partial, until).expect("until");
         let started = Instant::now();
         while self.0.try_wait().expect("wait").is_none() {
             assert!(started.elapsed() < Duration::from_secs(120), "the consumer did not stop");
             std::thread::sleep(Duration::from_millis(100));
         }
-        let mut err = String::new();
-        use std::io::Read as _;
-        let _ = self.0.stderr.take().expect("stderr").read_to_string(&mut err);
+        let err = self.1.lock().expect("stderr").clone();
         let text = std::fs::read_to_string(summary)
             .unwrap_or_else(|e| panic!("{}: {e}\n{err}", summary.display()));
         serde_json::from_str(&text).expect("the summary's JSON")
@@ -157,11 +194,11 @@ fn the_board_publishes_its_log_and_the_fleet_stores_a_row_per_step() {
     let _ = std::fs::remove_dir_all(&dir);
     let broker = Broker::start(&n.mosquitto, &dir.join("broker"), &Options::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let (store, summary) = (dir.join("store"), dir.join("summary.json"));
-    let consumer = Consumer::start(&n.sim, broker.port(), &store, &summary);
+    let (store, summary, until) = (dir.join("store"), dir.join("summary.json"), dir.join("until"));
+    let consumer = Consumer::start(&n.sim, broker.port(), &store, &summary, &until);
     let run = qemu::run(&options(&n, broker.port(), "qemu-1", None)).expect("the QEMU run");
     assert_eq!(run.status, Some(0), "{}", run.log);
-    let summary = consumer.finish(&summary);
+    let summary = consumer.finish(&summary, &until, "qemu-1", &run);
     let steps = board_steps(&run);
     let line = uplink_line(&run);
     assert!(line.contains(" 0 lost"), "{line}\n{}", run.log);
@@ -184,8 +221,8 @@ fn a_broker_restart_and_a_board_reset_lose_nothing_and_store_no_row_twice() {
     let persist = Options { persistence: true, autosave_secs: 1, ..Options::default() };
     let mut broker = Broker::start(&n.mosquitto, &dir.join("broker"), &persist)
         .unwrap_or_else(|e| panic!("{e}"));
-    let (store, summary) = (dir.join("store"), dir.join("summary.json"));
-    let consumer = Consumer::start(&n.sim, broker.port(), &store, &summary);
+    let (store, summary, until) = (dir.join("store"), dir.join("summary.json"), dir.join("until"));
+    let consumer = Consumer::start(&n.sim, broker.port(), &store, &summary, &until);
     let opts = options(&n, broker.port(), "qemu-2", Some(4));
     let board = std::thread::spawn(move || qemu::run(&opts));
     // The broker goes away while the board runs, and comes back on its port.
@@ -194,7 +231,7 @@ fn a_broker_restart_and_a_board_reset_lose_nothing_and_store_no_row_twice() {
     let run = board.join().expect("the board's thread").expect("the QEMU run");
     assert_eq!(run.status, Some(0), "{}", run.log);
     assert!(run.log.contains("resetting the MCU after step 4"), "{}", run.log);
-    let summary = consumer.finish(&summary);
+    let summary = consumer.finish(&summary, &until, "qemu-2", &run);
     let line = uplink_line(&run);
     assert!(line.contains(" 0 lost"), "{line}");
     let image = run.flash_log.as_deref().expect("the board's flash image");

@@ -250,7 +250,8 @@ async fn connection<M: RawMutex, S: NorFlash, L: Link>(
     unreported: &mut Option<(u32, u32)>,
     keep_going: &mut impl FnMut(&Stats) -> bool,
 ) -> Option<Gone> {
-    let transport = link.connect().await.ok_or(Gone::Failed).ok()?;
+    // No connection now: given up, and made again after `retry_ms`.
+    let Some(transport) = link.connect().await else { return Some(Gone::Failed) };
     let net = Counted { inner: transport, sent, received };
     let mut conn = match select(session.connect(net), link.sleep_ms(timing.answer_ms)).await {
         Either::First(Ok(conn)) => conn,
@@ -366,5 +367,60 @@ mod tests {
             assert_eq!(topic(bad, "log", &mut out), None, "{bad:?}");
         }
         assert_eq!(topic("abc", "log", &mut [0u8; 10]), None, "too long for the buffer");
+    }
+
+    /// A link that connects nothing, counting its attempts.
+    struct Unreachable<'a>(&'a Cell<u32>);
+
+    /// A transport never made.
+    struct Never;
+    impl ErrorType for Never {
+        type Error = core::convert::Infallible;
+    }
+    impl Read for Never {
+        async fn read(&mut self, _: &mut [u8]) -> Result<usize, Self::Error> {
+            Ok(0)
+        }
+    }
+    impl Write for Never {
+        async fn write(&mut self, buf: &[u8]) -> Result<usize, Self::Error> {
+            Ok(buf.len())
+        }
+        async fn flush(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    impl Link for Unreachable<'_> {
+        type Transport = Never;
+        async fn connect(&mut self) -> Option<Never> {
+            self.0.set(self.0.get() + 1);
+            None
+        }
+        async fn sleep_ms(&mut self, _: u32) {
+            embassy_futures::yield_now().await;
+        }
+    }
+
+    #[test]
+    fn a_broker_out_of_reach_is_tried_again_not_given_up_for_good() {
+        use embassy_sync::blocking_mutex::raw::NoopRawMutex;
+        use envaware_flashlog::RamFlash;
+        let mut region = [0xFFu8; 4 * 1024];
+        let log: Mutex<NoopRawMutex, _> =
+            Mutex::new(SessionLog::with_outbox(RamFlash(&mut region[..])));
+        let attempts = Cell::new(0);
+        let mut link = Unreachable(&attempts);
+        let mut payload = [0u8; 64];
+        let uplink = run(&log, &mut link, "dev-1", Timing::default(), &mut payload, |_| true);
+        let enough = async {
+            while attempts.get() < 5 {
+                embassy_futures::yield_now().await;
+            }
+        };
+        // `run` keeps trying: it is the waiting that ends, not `run`.
+        let ended = embassy_futures::block_on(select(uplink, enough));
+        assert!(matches!(ended, Either::Second(())), "run returned {ended:?}");
+        assert_eq!(attempts.get(), 5);
     }
 }

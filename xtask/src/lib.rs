@@ -2,7 +2,8 @@
 //! that drives the firmware ([`qemu`]) and its model server ([`model`]), used by `cargo xtask demo`/`size`
 //! and by `tests/tests/firmware.rs`; the boards the core's stack and
 //! instruction-count programs run on ([`boards`]); the fleet's MQTT broker,
-//! Mosquitto, installed ([`apt`]), started and stopped ([`mqtt`]); and where
+//! Mosquitto, installed ([`apt`]), started and stopped ([`mqtt`]); the
+//! fleet run of `cargo xtask fleet` and its test ([`fleet`]); and where
 //! the tests find the tools they need beyond Rust, skipping without them
 //! except under `cargo xtask test` and CI ([`needs`], from
 //! `envaware-test-support`).
@@ -16,6 +17,7 @@
 
 pub mod apt;
 pub mod boards;
+pub mod fleet;
 pub use envaware_test_support::needs;
 pub mod model;
 pub mod mqtt;

@@ -28,6 +28,11 @@
 //! - `cargo xtask broker [--seconds N] [--persistence]`: the fleet's MQTT
 //!   broker (Mosquitto, installed when missing) in the foreground on a free
 //!   port of 127.0.0.1, for manual use (see [`xtask::mqtt`]).
+//! - `cargo xtask fleet --devices N --steps S [--faults] [--step-ms MS] [--flush-secs SECS]`:
+//!   the QEMU board and N−1 simulated devices publish to Mosquitto, the
+//!   fleet consumer stores their steps, the store is checked; with
+//!   `--faults` the broker restarts, the board resets and the consumer is
+//!   killed mid-run (see [`xtask::fleet`]).
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,
@@ -616,6 +621,10 @@ fn fuzz(args: &[String]) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    // Its figures' line must be the last it prints: it reports itself.
+    if args.first().map(String::as_str) == Some("fleet") {
+        return fleet(&args[1..]);
+    }
     let result = match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("demo") if args.iter().any(|a| a == "--host") => host_demo(),
@@ -632,7 +641,7 @@ fn main() -> ExitCode {
         Some("broker") => broker(&args[1..]),
         Some("chat") => run("build envaware-sim", cargo().args(["build", "--locked", "-p", "envaware-sim"]))
             .and_then(|()| chat_example()),
-        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--otlp URL] [--stream] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear|phoenix [--minutes N]|broker [--seconds N] [--persistence]>".into()),
+        _ => Err("usage: cargo xtask <test|chat|demo [--temperatures 21.5,30,-4.25] [--environment 7:33|none] [--reset-after N] [--otlp URL] [--stream] [--host]|size|bench [--long|--target]|bench-args|fuzz|nopanic [--link] [--demo-panic]|mutants [CARGO-MUTANTS ARGS]|layers [--edges] [DIR]|wear|phoenix [--minutes N]|broker [--seconds N] [--persistence]|fleet --devices N --steps S [--faults] [--step-ms MS] [--flush-secs SECS]>".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -713,6 +722,94 @@ fn chat_example() -> Result<(), String> {
     }
     println!("the chat example's 2 requests: the hint, then the tool call and its result");
     Ok(())
+}
+
+/// `cargo xtask fleet --devices N --steps S [--faults] [--step-ms MS] [--flush-secs SECS]`:
+/// builds what it runs (the firmware, the sim in release), then
+/// [`xtask::fleet::run`] under `target/fleet-run/`; prints the figures, what
+/// is not as expected, and last the fleet line. Exit 1 when a figure is
+/// off, 2 when the run could not be made.
+fn fleet(args: &[String]) -> ExitCode {
+    const USAGE: &str = "usage: cargo xtask fleet --devices N (1..=1000) --steps S (1..=100000) [--faults] [--step-ms MS] [--flush-secs SECS]";
+    let (mut devices, mut steps, mut faults, mut step_ms) =
+        (None, None, false, xtask::fleet::DEFAULT_STEP_MS);
+    let mut flush_secs = xtask::fleet::DEFAULT_FLUSH_SECS;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let mut number = |range: std::ops::RangeInclusive<u64>| {
+            rest.next().and_then(|n| n.parse::<u64>().ok()).filter(|n| range.contains(n))
+        };
+        let ok = match arg.as_str() {
+            "--devices" => number(1..=1000).map(|n| devices = Some(n as usize)),
+            "--steps" => number(1..=100_000).map(|n| steps = Some(n as usize)),
+            "--step-ms" => number(0..=60_000).map(|n| step_ms = n),
+            "--flush-secs" => rest
+                .next()
+                .and_then(|n| n.parse::<f64>().ok())
+                .filter(|n| (0.01..=600.0).contains(n))
+                .map(|n| flush_secs = n),
+            "--faults" => {
+                faults = true;
+                Some(())
+            }
+            _ => None,
+        };
+        if ok.is_none() {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    let (Some(devices), Some(steps)) = (devices, steps) else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let prepared = (|| -> Result<xtask::fleet::Options, String> {
+        let mosquitto = xtask::mqtt::ensure()?;
+        let qemu = firmware::ensure_qemu()?;
+        let defmt_print = firmware::ensure_defmt_print()?;
+        firmware::build(false)?;
+        run(
+            "build envaware-sim (release)",
+            cargo().args(["build", "--locked", "--release", "-p", "envaware-sim"]),
+        )?;
+        let mut options = xtask::fleet::Options::new(
+            devices,
+            steps,
+            faults,
+            qemu,
+            defmt_print,
+            firmware::elf(),
+            mosquitto,
+            root().join("target/release/envaware-sim"),
+            root(),
+            root().join("target/fleet-run"),
+        );
+        options.step_ms = step_ms;
+        options.flush_secs = flush_secs;
+        // DuckDB counts the store when the test venv has it.
+        let python = root().join(".venv/bin/python");
+        options.python =
+            succeeds(Command::new(&python).args(["-c", "import duckdb"])).then_some(python);
+        Ok(options)
+    })();
+    let report = match prepared.and_then(|o| xtask::fleet::run(&o)) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("xtask fleet: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for line in &report.lines {
+        println!("{line}");
+    }
+    for problem in &report.problems {
+        println!("fleet: NOT AS EXPECTED: {problem}");
+    }
+    println!("{}", report.last_line());
+    match report.problems.is_empty() {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
 }
 
 /// `cargo xtask broker`: Mosquitto in the foreground on a free port of

@@ -8,7 +8,10 @@
 //!
 //! **Topic and payload.** `envaware/<device-id>/log`, QoS 1; a message is
 //! the item's whole number (`u32`, little-endian) and the item's bytes as
-//! `envaware::journal` wrote them.
+//! `envaware::journal` wrote them. `envaware/<device-id>/lost`: the
+//! numbers `from..to` (two `u32`, little-endian) the device's log dropped
+//! before they were delivered, published before the item after them: the
+//! consumer counts them lost and lets the device's items jump them.
 //!
 //! **Nothing lost, nothing twice.** Messages are taken in batches; a
 //! batch's items are appended to their devices' item logs
@@ -29,15 +32,17 @@ use std::time::{Duration, Instant};
 use rumqttc::{Client, Event, MqttOptions, Packet, Publish, QoS, RecvTimeoutError};
 
 mod device;
+pub mod devices;
 pub mod view;
 
-use device::{Arrival, Device, Received};
+use device::{Arrival, Declared, Device, Received};
 
 /// `envaware-sim fleet`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct FleetArgs {
-    /// The broker, HOST:PORT. Without it, only --plot (from the store).
-    #[arg(long, value_name = "HOST:PORT", required_unless_present = "plot")]
+    /// The broker, HOST:PORT. Without it, only --plot and --rows-json (from
+    /// the store).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present_any = ["plot", "rows_json"])]
     broker: Option<String>,
     /// The fleet store's directory (created when absent).
     #[arg(long, value_name = "DIR")]
@@ -50,15 +55,18 @@ pub struct FleetArgs {
     #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
     idle_exit: Duration,
     /// Stop once every device FILE names has its items up to the number
-    /// given (a line `DEVICE NUMBER` each) or is refused.
+    /// given (a line `DEVICE NUMBER` each; lost ones count) or is refused.
+    /// A FILE that does not exist yet is looked for every second: write it
+    /// whole (a rename) once the devices are done.
     #[arg(long, value_name = "FILE")]
     until: Option<PathBuf>,
     /// The MQTT client id: the broker keeps this session (its subscription,
     /// the messages not yet acknowledged) while the consumer is away.
     #[arg(long, value_name = "ID", default_value = "envaware-fleet")]
     client_id: String,
-    /// The topic filter, QoS 1 (repeat for more).
-    #[arg(long = "topic", value_name = "FILTER", default_value = "envaware/+/log")]
+    /// The topic filters, QoS 1 (repeat for more): the devices' items and
+    /// their declared losses.
+    #[arg(long = "topic", value_name = "FILTER", default_values = ["envaware/+/log", "envaware/+/lost"])]
     topics: Vec<String>,
     /// Write the pending rows at least every SECS seconds (fractions
     /// allowed): a file per device and day each time.
@@ -75,6 +83,12 @@ pub struct FleetArgs {
     /// Also write the summary as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     summary_json: Option<PathBuf>,
+    /// Write what the store holds to FILE as JSON (once the consumer
+    /// stops; without --broker, from the store alone), read with the
+    /// store's own reader: per device its rows, the rows stored twice, its
+    /// hints per dimension, and each row's number and `written_at`.
+    #[arg(long, value_name = "FILE")]
+    rows_json: Option<PathBuf>,
 }
 
 /// Seconds, fractions allowed, from a millisecond to a day.
@@ -85,12 +99,35 @@ fn seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// A device id in a topic: `[a-z0-9-]{1,32}`.
+/// A device id in a topic of its items: `[a-z0-9-]{1,32}`.
 pub fn device_of(topic: &str) -> Option<&str> {
-    let id = topic.strip_prefix("envaware/")?.strip_suffix("/log")?;
+    match topic_of(topic)? {
+        (id, Leaf::Log) => Some(id),
+        (_, Leaf::Lost) => None,
+    }
+}
+
+/// What a device publishes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaf {
+    /// `envaware/<id>/log`: its items.
+    Log,
+    /// `envaware/<id>/lost`: the numbers its log dropped undelivered.
+    Lost,
+}
+
+/// The device id (`[a-z0-9-]{1,32}`) and the leaf of a device's topic.
+fn topic_of(topic: &str) -> Option<(&str, Leaf)> {
+    let rest = topic.strip_prefix("envaware/")?;
+    let (id, leaf) = rest.split_once('/')?;
+    let leaf = match leaf {
+        "log" => Leaf::Log,
+        "lost" => Leaf::Lost,
+        _ => return None,
+    };
     let valid = (1..=32).contains(&id.len())
         && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    valid.then_some(id)
+    valid.then_some((id, leaf))
 }
 
 /// What a run did, for the summary.
@@ -102,6 +139,8 @@ struct Stats {
     refused: u64,
     rows: u64,
     files: u64,
+    /// Numbers this run was told were lost, that it had not kept.
+    declared_lost: u64,
     /// Receive → row written, in milliseconds, for the rows of items this
     /// run received.
     latencies: Vec<f64>,
@@ -201,12 +240,40 @@ impl Fleet {
         for (publish, arrival) in batch {
             self.stats.received += 1;
             self.stats.first_message.get_or_insert(arrival.at);
-            let Some(id) = device_of(&publish.topic) else {
-                eprintln!("fleet: a message on {:?}: not envaware/<device-id>/log (ids are [a-z0-9-]{{1,32}}): dropped", publish.topic);
+            let Some((id, leaf)) = topic_of(&publish.topic) else {
+                eprintln!("fleet: a message on {:?}: not envaware/<device-id>/log or /lost (ids are [a-z0-9-]{{1,32}}): dropped", publish.topic);
                 self.stats.refused += 1;
                 continue;
             };
             let payload = &publish.payload;
+            if leaf == Leaf::Lost {
+                let (Some(from), Some(to), 8) =
+                    (payload.first_chunk::<4>(), payload.last_chunk::<4>(), payload.len())
+                else {
+                    eprintln!(
+                        "fleet: device {id}: a loss of {} bytes, not two item numbers: dropped",
+                        payload.len()
+                    );
+                    self.stats.refused += 1;
+                    continue;
+                };
+                let (from, to) = (u32::from_le_bytes(*from), u32::from_le_bytes(*to));
+                match self.device(id)?.declare_lost(from, to)? {
+                    Declared::Lost(n) => {
+                        eprintln!(
+                            "fleet: device {id}: items {} to {} declared lost ({from}..{to} declared): its log resumes after them",
+                            to.wrapping_sub(n),
+                            to.wrapping_sub(1)
+                        );
+                        self.stats.declared_lost += u64::from(n);
+                        // Its items after the gap may be waiting to be replayed.
+                        touched.insert(id.to_string());
+                    }
+                    Declared::Known => self.stats.duplicates += 1,
+                    Declared::Refused => self.stats.refused += 1,
+                }
+                continue;
+            }
             let Some((number, item)) = payload.split_first_chunk::<4>() else {
                 eprintln!("fleet: device {id}: a message of {} bytes, not an item's number and bytes: dropped", payload.len());
                 self.stats.refused += 1;
@@ -302,7 +369,8 @@ pub fn main(args: FleetArgs) -> ExitCode {
     };
     let cpu_start = cpu_time();
     let started = Instant::now();
-    let until = match args.until.as_deref().map(read_until).transpose() {
+    // A file not written yet is read once it is.
+    let until = match args.until.as_deref().filter(|p| p.exists()).map(read_until).transpose() {
         Ok(u) => u,
         Err(e) => return fail(e),
     };
@@ -315,7 +383,7 @@ pub fn main(args: FleetArgs) -> ExitCode {
             Ok(f) => f,
             Err(e) => return fail(e),
         };
-        let ended = consume(&mut fleet, broker, &args, until.as_deref());
+        let ended = consume(&mut fleet, broker, &args, until);
         let connected = match ended.and_then(|connected| fleet.flush().map(|()| connected)) {
             Ok(connected) => connected,
             Err(e) => return fail(e),
@@ -342,6 +410,15 @@ pub fn main(args: FleetArgs) -> ExitCode {
             code = ExitCode::FAILURE;
         }
     }
+    if let Some(path) = &args.rows_json {
+        let written = rows_json(&args.store).and_then(|json| {
+            std::fs::write(path, format!("{json}\n"))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        });
+        if let Err(e) = written {
+            return fail(e);
+        }
+    }
     if let Some(path) = &args.plot {
         let title = format!("envaware fleet: {}", args.store.display());
         let drawn = view::render_store(&args.store, &title).and_then(|(svg, drawn)| {
@@ -361,6 +438,46 @@ pub fn main(args: FleetArgs) -> ExitCode {
     code
 }
 
+/// What the store holds, read with its own reader: per device its rows,
+/// the rows stored twice (a number more than once), its hints per
+/// dimension, and each row's number and `written_at` (µs).
+fn rows_json(store: &Path) -> Result<serde_json::Value, String> {
+    use envaware_sim::fleet_store;
+    let (mut rows, mut twice) = (0usize, 0usize);
+    let mut devices = serde_json::Map::new();
+    for id in fleet_store::devices(store).map_err(|e| e.to_string())? {
+        let stored = fleet_store::read_device(store, &id).map_err(|e| e.to_string())?;
+        let distinct: BTreeSet<u32> = stored.iter().map(|r| r.number).collect();
+        let hinted = |f: fn(&fleet_store::StepRow) -> bool| {
+            stored.iter().filter(|r| r.hint.is_some() && f(r)).count()
+        };
+        rows += stored.len();
+        twice += stored.len() - distinct.len();
+        devices.insert(
+            id,
+            serde_json::json!({
+                "rows": stored.len(),
+                "duplicates": stored.len() - distinct.len(),
+                "hints": {
+                    "all": hinted(|_| true),
+                    "time": hinted(|r| r.time),
+                    "tasks": hinted(|r| r.tasks),
+                    "context_length": hinted(|r| r.context_length),
+                    "tool_error": hinted(|r| r.tool_error),
+                    "watch": hinted(|r| r.watch),
+                },
+                "written": stored.iter().map(|r| (r.number, r.written_at)).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Ok(serde_json::json!({
+        "reader": "envaware-sim (the fleet store's own Parquet reader)",
+        "rows": rows,
+        "duplicates": twice,
+        "devices": devices,
+    }))
+}
+
 /// The broker's `HOST:PORT`.
 fn host_port(broker: &str) -> Result<(String, u16), String> {
     let (host, port) = broker
@@ -376,7 +493,7 @@ fn consume(
     fleet: &mut Fleet,
     broker: &str,
     args: &FleetArgs,
-    until: Option<&[(String, u32)]>,
+    mut until: Option<Vec<(String, u32)>>,
 ) -> Result<bool, String> {
     // The rows the items read back at start are owed first.
     fleet.report_failures();
@@ -392,9 +509,11 @@ fn consume(
     let (client, mut connection) = Client::new(options, 1 << 16);
     let mut to_ack: VecDeque<Publish> = VecDeque::new();
     let mut connected = false;
+    let mut subscribed = 0;
     let mut outage: Option<Instant> = None;
     let mut last_message = Instant::now();
     let mut last_flush = Instant::now();
+    let mut last_look = Instant::now();
     let max_batch = args.batch as usize;
     loop {
         let mut batch: Vec<(Publish, Arrival)> = Vec::new();
@@ -414,6 +533,7 @@ fn consume(
                 }
                 Ok(Ok(Event::Incoming(Packet::ConnAck(ack)))) => {
                     connected = true;
+                    subscribed = 0;
                     if let Some(since) = outage.take() {
                         eprintln!(
                             "fleet: the broker is back after {:.1} s (session kept: {})",
@@ -422,13 +542,14 @@ fn consume(
                         );
                     }
                     // A new session (the first run, or a broker that lost
-                    // its state) has no subscription yet.
-                    if !ack.session_present {
-                        for topic in &args.topics {
-                            client
-                                .try_subscribe(topic.as_str(), QoS::AtLeastOnce)
-                                .map_err(|e| format!("subscribe {topic}: {e}"))?;
-                        }
+                    // its state) has no subscription yet; a kept one may
+                    // lack a filter (opened by an older consumer): the
+                    // same filter again replaces it, and what the broker
+                    // queued for it stays queued.
+                    for topic in &args.topics {
+                        client
+                            .try_subscribe(topic.as_str(), QoS::AtLeastOnce)
+                            .map_err(|e| format!("subscribe {topic}: {e}"))?;
                     }
                 }
                 Ok(Ok(Event::Incoming(Packet::SubAck(ack)))) => {
@@ -441,6 +562,15 @@ fn consume(
                             "the broker refused the subscription to {:?}",
                             args.topics
                         ));
+                    }
+                    subscribed += 1;
+                    if subscribed == args.topics.len() {
+                        // What a caller waits for before devices publish.
+                        eprintln!(
+                            "fleet: subscribed to {} on {broker} as {}",
+                            args.topics.join(", "),
+                            args.client_id
+                        );
                     }
                 }
                 Ok(Ok(_)) => {}
@@ -469,7 +599,11 @@ fn consume(
             fleet.flush()?;
             last_flush = Instant::now();
         }
-        let done = until.is_some_and(|u| fleet.reached(u));
+        if until.is_none() && last_look.elapsed() >= Duration::from_secs(1) {
+            last_look = Instant::now();
+            until = args.until.as_deref().filter(|p| p.exists()).map(read_until).transpose()?;
+        }
+        let done = until.as_deref().is_some_and(|u| fleet.reached(u));
         if done || last_message.elapsed() >= args.idle_exit {
             break;
         }
@@ -512,14 +646,16 @@ fn summary(fleet: &Fleet, elapsed: Duration, cpu: Duration) -> Summary {
     let cpu_ms = cpu.as_secs_f64() * 1e3;
     let per_1000 = if s.received > 0 { cpu_ms / s.received as f64 * 1000.0 } else { 0.0 };
     let failed = fleet.devices.values().filter(|d| d.failed().is_some()).count();
+    let lost: u64 = fleet.devices.values().map(|d| u64::from(d.lost())).sum();
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
     let line = format!(
-        "fleet: devices {}, received {}, kept {}, duplicates {}, refused {}, rows {}, failed {}, items/s {:.0}, receive-to-row p50 {} ms p99 {} ms, cpu per 1000 items {:.1} ms",
+        "fleet: devices {}, received {}, kept {}, duplicates {}, refused {}, lost {}, rows {}, failed {}, items/s {:.0}, receive-to-row p50 {} ms p99 {} ms, cpu per 1000 items {:.1} ms",
         fleet.devices.len(),
         s.received,
         s.kept,
         s.duplicates,
         s.refused,
+        lost,
         s.rows,
         failed,
         rate,
@@ -538,6 +674,12 @@ fn summary(fleet: &Fleet, elapsed: Duration, cpu: Duration) -> Summary {
         "kept": s.kept,
         "duplicates": s.duplicates,
         "refused": s.refused,
+        "lost": lost,
+        "lost_this_run": s.declared_lost,
+        "lost_per_device": fleet.devices.iter().filter(|(_, d)| d.lost() > 0).map(|(id, d)| {
+            let gaps: Vec<(u32, u32)> = d.gaps().iter().map(|g| (g.from, g.to)).collect();
+            (id.clone(), serde_json::json!({"lost": d.lost(), "gaps": gaps, "replays_resumed": d.resumed()}))
+        }).collect::<serde_json::Map<_, _>>(),
         "rows": s.rows,
         "files": s.files,
         "failed": failed,
@@ -573,6 +715,10 @@ mod tests {
             assert_eq!(device_of(bad), None, "{bad}");
         }
         assert_eq!(device_of(&format!("envaware/{}/log", "a".repeat(33))), None);
+        assert_eq!(topic_of("envaware/sim-0001/lost"), Some(("sim-0001", Leaf::Lost)));
+        assert_eq!(topic_of("envaware/sim-0001/log"), Some(("sim-0001", Leaf::Log)));
+        assert_eq!(device_of("envaware/sim-0001/lost"), None);
+        assert_eq!(topic_of("envaware/sim-0001/other"), None);
     }
 
     #[test]
