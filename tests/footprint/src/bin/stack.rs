@@ -6,7 +6,9 @@
 //! one decision itself needs is counted.
 //!
 //! Prints `stack <case>: N B` per case, then `decision stack (worst case):
-//! N B`; also checks, on this filtered build (Europe/Berlin only), that a
+//! N B`, then the model's request and reply (`model path stack, …`: they
+//! run after a step, not inside it, so they are not decision cases); also
+//! checks, on this filtered build (Europe/Berlin only), that a
 //! left-out zone is a typed error. Exits 0, or 1 when a check fails.
 #![no_std]
 #![no_main]
@@ -602,10 +604,13 @@ fn request_path(store: &mut Store, hint: &mut [u8]) -> bool {
     let (request, bytes) = measure(model_request, &mut run);
     let (reply, blocks) = measure(model_reply, &mut run);
     let (streamed, streamed_blocks) = measure(model_reply_streamed, &mut run);
-    println!("stack model request, full store: {request} B (body {bytes} B)");
-    println!("stack model reply, 2 calls, escapes: {reply} B ({blocks} blocks)");
-    println!("stack model reply streamed, 2 calls, escapes: {streamed} B ({streamed_blocks} blocks)");
-    println!("request path stack (worst case): {} B", request.max(reply).max(streamed));
+    println!("model path stack, the request over the full store: {request} B (body {bytes} B)");
+    println!("model path stack, a reply with 2 calls and escapes: {reply} B ({blocks} blocks)");
+    println!("model path stack, the same reply streamed: {streamed} B ({streamed_blocks} blocks)");
+    println!(
+        "model path stack (worst case, after the step, not in it): {} B",
+        request.max(reply).max(streamed)
+    );
     filled && bytes > 1 && blocks == 4 && streamed_blocks == 4
 }
 
