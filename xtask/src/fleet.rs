@@ -396,7 +396,38 @@ pub fn uplink_line(log: &str) -> Option<Uplink> {
 
 /// The steps the board took: scripted and environment steps, from its log.
 pub fn board_steps(log: &str) -> usize {
-    log.lines().filter(|l| l.starts_with("=== step") || l.starts_with("=== environment")).count()
+    log.lines().filter(|l| is_step(l)).count()
+}
+
+fn is_step(line: &str) -> bool {
+    line.starts_with("=== step") || line.starts_with("=== environment")
+}
+
+/// The steps the board took since its last boot: its uplink's counters
+/// (items delivered, bytes sent) start again at each boot.
+pub fn board_steps_since_boot(log: &str) -> usize {
+    let lines: Vec<&str> = log.lines().collect();
+    let boot = lines.iter().rposition(|l| l.contains("uplink: device ")).map_or(0, |i| i + 1);
+    lines[boot..].iter().filter(|l| is_step(l)).count()
+}
+
+/// The board's resets, from its log: after which step, and how many events
+/// its log restored at the next boot.
+pub fn board_resets(log: &str) -> Vec<(u64, u64)> {
+    let number_after = |line: &str, key: &str| -> Option<u64> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    };
+    let mut resets = Vec::new();
+    let mut lines = log.lines();
+    while let Some(line) = lines.next() {
+        if let Some(step) = number_after(line, "resetting the MCU after step ") {
+            let restored =
+                lines.by_ref().find_map(|l| number_after(l, "restored ")).unwrap_or_default();
+            resets.push((step, restored));
+        }
+    }
+    resets
 }
 
 /// The `q` quantile (nearest rank) of sorted values.
@@ -638,11 +669,18 @@ pub fn run(o: &Options) -> Result<Report, String> {
         format!("no uplink line in the board's log ({})", o.dir.join("board.log").display())
     })?;
     let steps_on_board = board_steps(&run.log);
+    let steps_since_boot = board_steps_since_boot(&run.log);
+    for (step, restored) in board_resets(&run.log) {
+        say(
+            started,
+            &format!("fault: the board reset after step {step} (its log restored {restored} events at the next boot)"),
+        );
+    }
     say(
         started,
         &format!(
-            "the board is done: {steps_on_board} steps (environment steps included), {} items of {} delivered, {} lost",
-            uplink.delivered, uplink.of, uplink.lost
+            "the board is done: {steps_on_board} steps (environment steps included); its log's items up to {} of {} delivered, {} since its last boot, {} lost",
+            uplink.up_to, uplink.of, uplink.delivered, uplink.lost
         ),
     );
     let sims = match devices.take() {
@@ -819,8 +857,8 @@ pub fn run(o: &Options) -> Result<Report, String> {
         if consumers == 1 { "" } else { "s" }
     ));
     report.lines.push(format!(
-        "fleet: bytes on the wire per step for the QEMU board {:.0} ({} bytes sent for {steps_on_board} steps)",
-        uplink.sent as f64 / steps_on_board.max(1) as f64,
+        "fleet: bytes on the wire per step for the QEMU board {:.0} ({} bytes sent for the {steps_since_boot} steps since its last boot, MQTT framing included)",
+        uplink.sent as f64 / steps_since_boot.max(1) as f64,
         uplink.sent
     ));
     if let Some(line) = sql_answers(o)? {
@@ -847,7 +885,13 @@ mod tests {
         let u = uplink_line(log).unwrap();
         assert_eq!((u.delivered, u.up_to, u.of, u.sent, u.lost), (41, 41, 41, 5321, 0));
         assert_eq!(board_steps(log), 3);
+        assert_eq!(board_steps_since_boot(log), 3);
+        assert!(board_resets(log).is_empty());
         assert!(uplink_line("nothing").is_none());
+        let reset = "INFO uplink: device qemu-0, publishing the log over UART2\n=== step 0: a\n=== step 1: b\nINFO resetting the MCU after step 1\nINFO uplink: device qemu-0, publishing the log over UART2\nINFO restored 12 events\n=== step 2: c\n";
+        assert_eq!(board_steps(reset), 3);
+        assert_eq!(board_steps_since_boot(reset), 1);
+        assert_eq!(board_resets(reset), vec![(1, 12)]);
         let r = Report {
             devices: 3,
             steps: 20,

@@ -786,10 +786,8 @@ fn fleet(args: &[String]) -> ExitCode {
         );
         options.step_ms = step_ms;
         options.flush_secs = flush_secs;
-        // DuckDB counts the store when the test venv has it.
-        let python = root().join(".venv/bin/python");
-        options.python =
-            succeeds(Command::new(&python).args(["-c", "import duckdb"])).then_some(python);
+        // DuckDB (the test venv's) counts the store and answers docs/fleet.sql.
+        options.python = Some(ensure_reference_venv()?);
         Ok(options)
     })();
     let report = match prepared.and_then(|o| xtask::fleet::run(&o)) {
