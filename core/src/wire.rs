@@ -13,8 +13,8 @@
 //!   `error`), which `Msg.model_validate_json` reads back.
 //!
 //! What the context does not keep is written in the shape AgentScope
-//! accepts: a [`Block::Other`] (the store keeps no text) is a text block
-//! with empty text, and a tool result's output is `""`. A hint given as
+//! accepts: a [`Block::Other`] (thinking, data: the store keeps no text for
+//! it) is a text block with empty text. A hint given as
 //! [`HintText::Parts`] is written as AgentScope's list form, one text block
 //! per part. Blocks without an id of their own (text, hint) are named
 //! `<message id>.<index>`, so a message written twice names its blocks the
