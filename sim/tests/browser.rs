@@ -8,8 +8,11 @@
 //! where it fails (`xtask::needs`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::Command;
+
+#[path = "common/pixels.rs"]
+mod pixels;
+use pixels::count_colour;
 
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 const SIZE: (u32, u32) = (1200, 860);
@@ -29,72 +32,7 @@ fn tmp(name: &str) -> PathBuf {
 
 /// Chromium, or `None` when the check skips without it.
 fn chromium() -> Option<PathBuf> {
-    let found = xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium")
-        .or_else(|e| xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium-browser").map_err(|_| e));
-    xtask::needs::or_skip(found)
-}
-
-/// Runs Chromium headless on `url` with `args`, bounded in time. The flags
-/// keep it off the network (this machine has none) and out of any profile.
-fn run_chromium(chromium: &Path, args: &[String], url: &str, profile: &Path) -> Output {
-    let child = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start chromium");
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(120)) {
-        Ok(out) => out.expect("chromium's output"),
-        Err(_) => {
-            // Only the child this test started.
-            let _ = Command::new("kill").arg(id.to_string()).status();
-            panic!("chromium did not finish within 120 s");
-        }
-    }
-}
-
-/// Pixels of `rgb` (exactly) in an RGB or RGBA PNG.
-fn count_colour(png_path: &Path, rgb: [u8; 3]) -> (u32, u32, usize, usize) {
-    let decoder =
-        png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).expect("the PNG")));
-    let mut reader = decoder.read_info().expect("a valid PNG");
-    let mut buf = vec![0; reader.output_buffer_size().expect("size")];
-    let info = reader.next_frame(&mut buf).expect("a frame");
-    let channels = match info.color_type {
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        other => panic!("unexpected PNG colour type {other:?}"),
-    };
-    let pixels = buf[..info.buffer_size()].chunks(channels);
-    let (mut matching, mut drawn) = (0, 0);
-    for p in pixels {
-        if p[..3] == rgb {
-            matching += 1;
-        }
-        if p[..3] != [255, 255, 255] {
-            drawn += 1;
-        }
-    }
-    (info.width, info.height, matching, drawn)
+    xtask::needs::or_skip(xtask::chromium::find())
 }
 
 #[test]
@@ -127,18 +65,14 @@ fn chromium_renders_the_timeline_with_its_marks_and_titles() {
         let url = format!("file://{}", svg.display());
 
         // The DOM the browser built: the document parsed, every title kept.
-        let dom = run_chromium(
+        let dom = xtask::chromium::run(
             &chromium,
             &["--dump-dom".into()],
             &url,
             &tmp(&format!("profile-dom-{name}")),
-        );
-        assert!(
-            dom.status.success(),
-            "{name}: chromium --dump-dom failed: {}",
-            String::from_utf8_lossy(&dom.stderr)
-        );
-        let dom = String::from_utf8_lossy(&dom.stdout);
+        )
+        .unwrap_or_else(|e| panic!("{name}: chromium --dump-dom: {e}"));
+        let dom = String::from_utf8_lossy(&dom);
         assert!(
             !dom.contains("parsererror"),
             "{name}: the browser could not parse the SVG:\n{dom}"
@@ -153,7 +87,7 @@ fn chromium_renders_the_timeline_with_its_marks_and_titles() {
 
         // The picture: drawn, at its size, with each mark colour.
         let png_path = tmp(&format!("{name}.png"));
-        let shot = run_chromium(
+        xtask::chromium::run(
             &chromium,
             &[
                 format!("--screenshot={}", png_path.display()),
@@ -161,12 +95,8 @@ fn chromium_renders_the_timeline_with_its_marks_and_titles() {
             ],
             &url,
             &tmp(&format!("profile-shot-{name}")),
-        );
-        assert!(
-            shot.status.success(),
-            "{name}: chromium --screenshot failed: {}",
-            String::from_utf8_lossy(&shot.stderr)
-        );
+        )
+        .unwrap_or_else(|e| panic!("{name}: chromium --screenshot: {e}"));
         for rgb in colours {
             let (width, height, matching, drawn) = count_colour(&png_path, rgb);
             assert_eq!((width, height), SIZE, "{name}: PNG size");

@@ -42,6 +42,10 @@ use envaware_sim::greenhouse::{Greenhouse, TurnEvent, ABOVE, CONFIG, SEED};
 use rumqttc::{Client, Event as MqttEvent, MqttOptions, Outgoing, Packet, QoS};
 use serde_json::Value;
 
+#[path = "common/pixels.rs"]
+mod pixels;
+use pixels::count_colour;
+
 const SIM: &str = env!("CARGO_BIN_EXE_envaware-sim");
 
 fn tmp(name: &str) -> PathBuf {
@@ -840,28 +844,10 @@ fn simulated_devices_publish_through_the_outbox_and_a_region_filled_offline_is_d
     }
 }
 
-/// Pixels of `rgb` (exactly) in an RGB or RGBA PNG, and its size.
-fn count_colour(png_path: &Path, rgb: [u8; 3]) -> (u32, u32, usize) {
-    let decoder =
-        png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_path).unwrap()));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = match info.color_type {
-        png::ColorType::Rgb => 3,
-        png::ColorType::Rgba => 4,
-        other => panic!("unexpected PNG colour type {other:?}"),
-    };
-    let matching = buf[..info.buffer_size()].chunks(channels).filter(|p| p[..3] == rgb).count();
-    (info.width, info.height, matching)
-}
-
 #[test]
 fn chromium_renders_the_fleet_view_with_a_title_per_hint_and_each_dimension_s_colour() {
     let Some(run) = shared_run() else { return };
-    let chromium = xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium")
-        .or_else(|e| xtask::needs::tool("ENVAWARE_CHROMIUM", "chromium-browser").map_err(|_| e));
-    let Some(chromium) = xtask::needs::or_skip(chromium) else { return };
+    let Some(chromium) = xtask::needs::or_skip(xtask::chromium::find()) else { return };
     let svg = run.dir.join("fleet.svg");
     let out = Command::new(SIM)
         .args(["fleet", "--store"])
@@ -886,50 +872,24 @@ fn chromium_renders_the_fleet_view_with_a_title_per_hint_and_each_dimension_s_co
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains(&format!("6 devices, {hints} hints, {marks} marks")));
 
+    let url = format!("file://{}", svg.display());
     let run_chromium = |args: &[String], profile: &str| {
-        let mut child = Command::new(&chromium)
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"])
-            .args([
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ])
-            .args(["--no-first-run", "--hide-scrollbars"])
-            .arg(format!("--user-data-dir={}", run.dir.join(profile).display()))
-            .args(args)
-            .arg(format!("file://{}", svg.display()))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > Duration::from_secs(120) {
-                let _ = child.kill();
-                panic!("chromium did not finish within 120 s");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let mut dom = String::new();
-        use std::io::Read as _;
-        child.stdout.take().unwrap().read_to_string(&mut dom).unwrap();
-        (child.wait().unwrap(), dom)
+        xtask::chromium::run(&chromium, args, &url, &run.dir.join(profile))
+            .unwrap_or_else(|e| panic!("{e}"))
     };
-    let (status, dom) = run_chromium(&["--dump-dom".into()], "profile-dom");
-    assert!(status.success());
+    let dom =
+        String::from_utf8_lossy(&run_chromium(&["--dump-dom".into()], "profile-dom")).into_owned();
     assert!(!dom.contains("parsererror"), "the browser could not parse the SVG");
     assert_eq!(dom.matches("<title>").count(), hints, "a title per hint in the browser's DOM");
     let png = run.dir.join("fleet.png");
     let height = text.split("height=\"").nth(1).and_then(|h| h.split('"').next()).unwrap();
-    let (status, _) = run_chromium(
+    run_chromium(
         &[format!("--screenshot={}", png.display()), format!("--window-size=1200,{height}")],
         "profile-shot",
     );
-    assert!(status.success());
     for colour in ["1f77b4", "2ca02c", "ff7f0e", "d62728", "bcbd22"] {
         let rgb = [0, 2, 4].map(|i| u8::from_str_radix(&colour[i..i + 2], 16).unwrap());
-        let (width, h, matching) = count_colour(&png, rgb);
+        let (width, h, matching, _) = count_colour(&png, rgb);
         assert_eq!((width, h.to_string()), (1200, height.to_string()));
         assert!(matching >= 20, "only {matching} pixels of #{colour}");
     }

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use xtask::needs;
 use xtask::otel::{self, attr, chat_spans, Phoenix};
 use xtask::qemu::{self, RunOptions};
+use xtask::{chromium, needs};
 
 fn out_dir() -> PathBuf {
     let dir = needs::workspace().join("target/otel");
@@ -158,9 +158,7 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
     )) else {
         return;
     };
-    let chromium = needs::tool("ENVAWARE_CHROMIUM", "chromium")
-        .or_else(|e| needs::tool("ENVAWARE_CHROMIUM", "chromium-browser").map_err(|_| e));
-    let Some(chromium) = needs::or_skip(chromium) else { return };
+    let Some(chromium) = needs::or_skip(chromium::find()) else { return };
     let dir = out_dir();
     let started = std::time::Instant::now();
     let phoenix = Phoenix::start(&python, &dir.join("phoenix"), Duration::from_secs(120))
@@ -326,11 +324,11 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
     );
     let png = dir.join("phoenix-hint.png");
     let _ = std::fs::remove_file(&png);
-    otel::screenshot(&chromium, &url, &png, (1600, 1000), Duration::from_secs(15)).unwrap();
+    chromium::screenshot(&chromium, &url, &png, (1600, 1000), Duration::from_secs(15)).unwrap();
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000, "{} bytes", bytes.len());
     // The rendered page holds the hint's text (escaped in the DOM).
-    let dom = otel::dump_dom(&chromium, &url, (1600, 1000), Duration::from_secs(15)).unwrap();
+    let dom = chromium::dump_dom(&chromium, &url, (1600, 1000), Duration::from_secs(15)).unwrap();
     let hint = attr(shown, "envaware.hint");
     let line = hint.lines().nth(1).unwrap().replace('<', "&lt;").replace('>', "&gt;");
     assert!(dom.contains(&line), "Phoenix's page does not show {line:?}");
@@ -409,7 +407,7 @@ fn phoenix_shows_each_steps_hint_live_and_agentscopes_own_trace_loses_it() {
             span["context"]["span_id"].as_str().unwrap()
         );
         let png = dir.join(format!("phoenix-side-by-side-{who}.png"));
-        otel::screenshot(&chromium, &url, &png, (1200, 1250), Duration::from_secs(15)).unwrap();
+        chromium::screenshot(&chromium, &url, &png, (1200, 1250), Duration::from_secs(15)).unwrap();
         assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
     }
     assert_eq!(envaware_with_hint, side_hinted);

@@ -3,7 +3,9 @@
 //! and by `tests/tests/firmware.rs`; the boards the core's stack and
 //! instruction-count programs run on ([`boards`]); the fleet's MQTT broker,
 //! Mosquitto, installed ([`apt`]), started and stopped ([`mqtt`]); the
-//! fleet run of `cargo xtask fleet` and its test ([`fleet`]); and where
+//! fleet run of `cargo xtask fleet` and its test ([`fleet`]); the OpenTelemetry
+//! export's Phoenix and live exporter ([`otel`]); headless Chromium for the
+//! pictures' checks ([`chromium`]); and where
 //! the tests find the tools they need beyond Rust, skipping without them
 //! except under `cargo xtask test` and CI ([`needs`], from
 //! `envaware-test-support`).
@@ -17,6 +19,7 @@
 
 pub mod apt;
 pub mod boards;
+pub mod chromium;
 pub mod fleet;
 pub use envaware_test_support::needs;
 pub mod model;
