@@ -8,20 +8,16 @@
 //! plain `cargo test` skips with a message). DuckDB from the test venv
 //! counts the store when it is there, else the consumer's own reader.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use xtask::fleet::{self, Options};
 use xtask::needs;
 
 fn options() -> Option<Options> {
-    let elf = std::env::var_os("ENVAWARE_FIRMWARE_ELF").map(PathBuf::from).unwrap_or_else(|| {
-        needs::workspace().join("firmware/target/thumbv7m-none-eabi/release/envaware-firmware")
-    });
-    let elf = needs::or_skip(match elf.exists() {
-        true => Ok(elf),
-        false => Err(format!("no firmware image at {}", elf.display())),
-    })?;
+    let elf = needs::or_skip(needs::built_file(
+        "ENVAWARE_FIRMWARE_ELF",
+        "firmware/target/thumbv7m-none-eabi/release/envaware-firmware",
+    ))?;
     let mut options = Options::new(
         3,
         20,

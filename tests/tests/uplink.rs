@@ -34,13 +34,10 @@ struct Needs {
 }
 
 fn needs() -> Option<Needs> {
-    let elf = std::env::var_os("ENVAWARE_FIRMWARE_ELF").map(PathBuf::from).unwrap_or_else(|| {
-        needs::workspace().join("firmware/target/thumbv7m-none-eabi/release/envaware-firmware")
-    });
-    let elf = needs::or_skip(match elf.exists() {
-        true => Ok(elf),
-        false => Err(format!("no firmware image at {}", elf.display())),
-    })?;
+    let elf = needs::or_skip(needs::built_file(
+        "ENVAWARE_FIRMWARE_ELF",
+        "firmware/target/thumbv7m-none-eabi/release/envaware-firmware",
+    ))?;
     Some(Needs {
         qemu: needs::or_skip(needs::tool("ENVAWARE_QEMU", "qemu-system-arm"))?,
         defmt_print: needs::or_skip(needs::tool("ENVAWARE_DEFMT_PRINT", "defmt-print"))?,
