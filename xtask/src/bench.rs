@@ -62,19 +62,13 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let files: Vec<_> =
         LENGTHS.iter().map(|len| contexts.join(format!("context-{len}.json"))).collect();
     eprintln!("==> AgentScope 2.0.11 `_inject_runtime_state` on the same contexts");
-    let out = Command::new(&python)
-        .arg(root().join("tests/reference/bench_reference.py"))
-        .args(&files)
-        .current_dir(root())
-        .output()
-        .map_err(|e| format!("bench_reference.py: cannot start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "bench_reference.py failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let out = xtask::checked_output(
+        "bench_reference.py",
+        Command::new(&python)
+            .arg(root().join("tests/reference/bench_reference.py"))
+            .args(&files)
+            .current_dir(root()),
+    )?;
     let reference: Vec<(f64, f64)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| Some((json_number(l, "messages")?, json_number(l, "ns")?)))

@@ -32,14 +32,10 @@ pub fn bench_args(args: &[String]) -> Result<(), String> {
     run("cargo bench --bench args (core, host capacity)", &mut cmd)?;
     let inputs = root().join("target/bench-args");
     eprintln!("==> the reference on the same texts");
-    let out = Command::new(&python)
-        .arg(root().join("tests/reference/bench_args.py"))
-        .arg(&inputs)
-        .output()
-        .map_err(|e| format!("bench_args.py: cannot start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("bench_args.py failed:\n{}", String::from_utf8_lossy(&out.stderr)));
-    }
+    let out = xtask::checked_output(
+        "bench_args.py",
+        Command::new(&python).arg(root().join("tests/reference/bench_args.py")).arg(&inputs),
+    )?;
     println!("\nargument equality (median of this run; Python: json.dumps(json.loads(raw), sort_keys=True)):");
     // Wall-clock medians: on a shared machine, the load says how far off
     // the absolute figures may be (the ratios come from one run).

@@ -394,15 +394,13 @@ fn save_flash_log(result: &qemu::RunResult) -> Result<(), String> {
     // Decided again on the desktop, under the configuration the log's
     // header carries: the replay stops on any step whose hint is not the
     // one the device appended.
-    let out = Command::new(crate::root().join("target/debug/envaware-sim"))
-        .args(["replay", "--flash"])
-        .arg(&path)
-        .output()
-        .map_err(|e| format!("envaware-sim replay --flash: cannot start: {e}"))?;
+    let out = xtask::checked_output(
+        &format!("envaware-sim replay --flash {}", path.display()),
+        Command::new(crate::root().join("target/debug/envaware-sim"))
+            .args(["replay", "--flash"])
+            .arg(&path),
+    )?;
     let said = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(format!("envaware-sim replay --flash {} failed: {said}", path.display()));
-    }
     eprintln!("    replayed on the desktop, each hint the device's: {}", said.trim());
     eprintln!("    replay it: cargo run -p envaware-sim -- replay --flash {}", path.display());
     Ok(())

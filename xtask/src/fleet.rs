@@ -439,18 +439,10 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 /// Per dimension (time, tasks, context length, tool error, watch), the
 /// hints `envaware-sim replay` prints for a device's item log that tell it.
 fn replay_counts(sim: &Path, log: &Path) -> Result<[u64; 5], String> {
-    let out = Command::new(sim)
-        .args(["replay", "--json"])
-        .arg(log)
-        .output()
-        .map_err(|e| format!("envaware-sim replay: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "envaware-sim replay {}: {}",
-            log.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    let out = crate::checked_output(
+        &format!("envaware-sim replay {}", log.display()),
+        Command::new(sim).args(["replay", "--json"]).arg(log),
+    )?;
     let mut counts = [0; 5];
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let v: Value = serde_json::from_str(line).map_err(|e| format!("replay --json: {e}"))?;
@@ -511,15 +503,13 @@ fn count_store(o: &Options) -> Result<Value, String> {
 fn sql_answers(o: &Options) -> Result<Option<String>, String> {
     let Some(python) = &o.python else { return Ok(None) };
     let started = Instant::now();
-    let out = Command::new(python)
-        .arg(o.workspace.join("tests/reference/fleet_sql.py"))
-        .arg(o.workspace.join("docs/fleet.sql"))
-        .arg(o.dir.join("store"))
-        .output()
-        .map_err(|e| format!("fleet_sql.py: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("docs/fleet.sql: {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
+    let out = crate::checked_output(
+        "fleet_sql.py docs/fleet.sql",
+        Command::new(python)
+            .arg(o.workspace.join("tests/reference/fleet_sql.py"))
+            .arg(o.workspace.join("docs/fleet.sql"))
+            .arg(o.dir.join("store")),
+    )?;
     let took = started.elapsed().as_secs_f64();
     let file = o.dir.join("answers.json");
     std::fs::write(&file, &out.stdout).map_err(|e| format!("{}: {e}", file.display()))?;

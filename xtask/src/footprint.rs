@@ -203,19 +203,10 @@ fn nm() -> Option<PathBuf> {
 /// bloat` lists them: `(bytes, name)` with the hash suffix dropped and
 /// same-named copies (monomorphizations, outlined parts) added up.
 pub fn by_function(nm: &std::path::Path, elf: &std::path::Path) -> Result<Functions, String> {
-    let out = Command::new(nm)
-        .args(["--print-size", "--size-sort", "--radix=d", "--demangle"])
-        .arg(elf)
-        .output()
-        .map_err(|e| format!("{}: cannot start: {e}", nm.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} {} failed: {}",
-            nm.display(),
-            elf.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let out = xtask::checked_output(
+        &format!("{} {}", nm.display(), elf.display()),
+        Command::new(nm).args(["--print-size", "--size-sort", "--radix=d", "--demangle"]).arg(elf),
+    )?;
     Ok(sizes_by_name(&String::from_utf8_lossy(&out.stdout)))
 }
 

@@ -26,3 +26,22 @@ pub mod model;
 pub mod mqtt;
 pub mod otel;
 pub mod qemu;
+
+/// Runs `cmd` to its end and gives its output; an error naming `what`
+/// when it cannot start or exits with a failure (its status and standard
+/// error). For the programs whose output the caller reads.
+pub fn checked_output(
+    what: &str,
+    cmd: &mut std::process::Command,
+) -> Result<std::process::Output, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}

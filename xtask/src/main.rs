@@ -453,20 +453,14 @@ pub(crate) fn timeline(trace: &Path, svg: &Path) -> Result<(), String> {
     if let Some(dir) = svg.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let out = Command::new(root().join("target/debug/envaware-sim"))
-        .arg("replay")
-        .arg(trace)
-        .arg("--plot")
-        .arg(svg)
-        .output()
-        .map_err(|e| format!("envaware-sim replay --plot: cannot start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "envaware-sim replay {} --plot failed: {}",
-            trace.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    xtask::checked_output(
+        &format!("envaware-sim replay {} --plot", trace.display()),
+        Command::new(root().join("target/debug/envaware-sim"))
+            .arg("replay")
+            .arg(trace)
+            .arg("--plot")
+            .arg(svg),
+    )?;
     println!(
         "the session's timeline: {} (open it in a browser; hover a mark for its hint)",
         svg.display()

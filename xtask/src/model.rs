@@ -301,18 +301,10 @@ pub fn check(
     let config = serde_json::json!({"config": {"system_prompt": SYSTEM_PROMPT}});
     let text = format!("{config}\n{}", crate::qemu::session_trace(device_log));
     std::fs::write(trace, text).map_err(|e| format!("{}: {e}", trace.display()))?;
-    let out = Command::new(sim)
-        .args(["replay", "--json", "--request", "openai"])
-        .arg(trace)
-        .output()
-        .map_err(|e| format!("envaware-sim replay: cannot start: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "envaware-sim replay --json --request openai {} failed: {}",
-            trace.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let out = crate::checked_output(
+        &format!("envaware-sim replay --json --request openai {}", trace.display()),
+        Command::new(sim).args(["replay", "--json", "--request", "openai"]).arg(trace),
+    )?;
     let replayed = json_lines(&String::from_utf8_lossy(&out.stdout))?;
     let logged = std::fs::read_to_string(server_log)
         .map_err(|e| format!("{}: {e}", server_log.display()))?;

@@ -419,17 +419,16 @@ pub fn side_by_side(
     let server_log = dir.join("agentscope-model-requests.jsonl");
     let server = crate::model::ModelServer::start(sim, &script, &server_log, 5, 60)?;
     let trace = dir.join("agentscope-session.trace.jsonl");
-    let out = Command::new(python)
-        .arg(workspace().join("tests/reference/otel_agentscope.py"))
-        .arg(url)
-        .arg(format!("http://127.0.0.1:{}/v1", server.port))
-        .arg(&trace)
-        .output()
-        .map_err(|e| format!("cannot run otel_agentscope.py: {e}"))?;
+    let out = crate::checked_output(
+        "otel_agentscope.py",
+        Command::new(python)
+            .arg(workspace().join("tests/reference/otel_agentscope.py"))
+            .arg(url)
+            .arg(format!("http://127.0.0.1:{}/v1", server.port))
+            .arg(&trace),
+    );
     server.stop();
-    if !out.status.success() {
-        return Err(format!("otel_agentscope.py failed: {}", String::from_utf8_lossy(&out.stderr)));
-    }
+    let out = out?;
     let result: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| format!("otel_agentscope.py's output: {e}"))?;
     let hints = result["hints"]
@@ -439,18 +438,12 @@ pub fn side_by_side(
         .iter()
         .map(|h| h.as_str().map(str::to_string))
         .collect();
-    let exported = Command::new(sim)
-        .args(["export", "--otlp", url, "--model", "scripted", "--session-id", session])
-        .arg(&trace)
-        .output()
-        .map_err(|e| format!("cannot run envaware-sim export: {e}"))?;
-    if !exported.status.success() {
-        return Err(format!(
-            "envaware-sim export {} failed: {}",
-            trace.display(),
-            String::from_utf8_lossy(&exported.stderr)
-        ));
-    }
+    crate::checked_output(
+        &format!("envaware-sim export {}", trace.display()),
+        Command::new(sim)
+            .args(["export", "--otlp", url, "--model", "scripted", "--session-id", session])
+            .arg(&trace),
+    )?;
     let log = std::fs::read_to_string(&server_log)
         .map_err(|e| format!("{}: {e}", server_log.display()))?;
     let requests = crate::model::json_lines(&log)?;
