@@ -70,7 +70,7 @@ fn xml_text(text: &str) -> String {
 }
 
 /// Escapes text for an SVG attribute or element.
-fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -59,24 +59,6 @@ pub struct Drawn {
     pub no_clock: usize,
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            // What XML 1.0 cannot hold, even escaped.
-            '\0'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => {
-                out.push('\u{fffd}')
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// The fleet view of the store at `store`, titled `title`.
 ///
 /// # Errors
@@ -123,12 +105,12 @@ pub fn render(fleet: &[(String, Vec<StepRow>)], title: &str) -> (String, Drawn) 
     let _ = writeln!(
         svg,
         r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{}</text>"#,
-        escape(title)
+        plot::xml_escape(title)
     );
     let _ = writeln!(
         svg,
         r#"<text x="{LEFT}" y="40" font-size="12" fill="{READING}">{}</text>"#,
-        escape(&span)
+        plot::xml_escape(&span)
     );
     // The legend.
     let mut lx = LEFT;
@@ -173,7 +155,7 @@ pub fn render(fleet: &[(String, Vec<StepRow>)], title: &str) -> (String, Drawn) 
             r#"<text x="{:.1}" y="{:.1}" font-size="{font:.1}" text-anchor="end">{}</text>"#,
             LEFT - 6.0,
             y0 + band / 2.0 + font / 3.0,
-            escape(device)
+            plot::xml_escape(device)
         );
         // Each watched field's line, and its `above`.
         for (field, (lo, hi)) in &ranges {
@@ -219,7 +201,7 @@ pub fn render(fleet: &[(String, Vec<StepRow>)], title: &str) -> (String, Drawn) 
             let _ = write!(
                 svg,
                 "<g><title>{}</title>",
-                escape(&format!("{device} item {} at {when}\n{hint}", row.number))
+                plot::xml_escape(&format!("{device} item {} at {when}\n{hint}", row.number))
             );
             for (k, (_, colour)) in DIMENSIONS.iter().enumerate().filter(|(k, _)| told(row)[*k]) {
                 let cy = y0 + lane * (k as f64 + 0.5);
