@@ -64,13 +64,6 @@ fn works(program: &Path, arg: &str) -> bool {
     Command::new(program).arg(arg).output().is_ok_and(|o| o.status.success())
 }
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// `qemu-system-arm`, installed from the distribution's packages when
 /// missing (as root), else the command to run is printed.
 pub fn ensure_qemu() -> Result<PathBuf, String> {
@@ -89,35 +82,17 @@ pub fn ensure_board_qemu(board: Board) -> Result<PathBuf, String> {
 }
 
 /// `program` when it runs (`--version`), else `package` installed with
-/// `apt-get install -y FLAGS` when run as root; otherwise the error names
-/// the command to run.
+/// [`xtask::apt::install`] (as root; otherwise the error names the command
+/// to run).
 pub fn ensure_apt_tool(program: PathBuf, package: &str, flags: &[&str]) -> Result<PathBuf, String> {
     if works(&program, "--version") {
         return Ok(program);
     }
-    let fix = format!(
-        "apt-get update && apt-get install -y {}{package}",
-        flags.iter().map(|f| format!("{f} ")).collect::<String>()
-    );
-    if !is_root() || !works(Path::new("apt-get"), "--version") {
-        return Err(format!(
-            "{package} is missing: run `sudo {fix}` (or your distribution's equivalent)"
-        ));
-    }
-    crate::run("apt-get update", Command::new("apt-get").arg("update"))?;
-    crate::run(
-        &format!("apt-get install {package}"),
-        // Waits for another apt or dpkg to finish rather than failing at once.
-        Command::new("apt-get")
-            .args(["-o", "DPkg::Lock::Timeout=600", "install", "-y"])
-            .args(flags)
-            .arg(package)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-    )?;
+    xtask::apt::install(package, flags)?;
     if works(&program, "--version") {
         Ok(program)
     } else {
-        Err(format!("{} still does not run after `{fix}`", program.display()))
+        Err(format!("{} still does not run after installing {package}", program.display()))
     }
 }
 
@@ -529,7 +504,7 @@ fn uplink_cost() -> Result<(), String> {
         let opts = RunOptions {
             broker_port: port,
             device: port.map(|_| "size".to_string()),
-            epoch: Some(1_767_225_600),
+            epoch: Some(qemu::EPOCH),
             timeout: Duration::from_secs(300),
             ..run_options(
                 qemu::parse_temperatures(DEMO_TEMPERATURES)?,
