@@ -24,21 +24,11 @@ use std::time::Duration;
 use serde_json::json;
 use xtask::model;
 use xtask::needs;
-use xtask::qemu::{self, RunOptions, RunResult};
+use xtask::qemu::{self, RunOptions, RunResult, EPOCH, TEMPERATURES};
 
 /// As `xtask/src/firmware.rs` says why.
 const FLASH_BUDGET: u64 = 192 * 1024;
-
-/// The board's wall time at boot: 2026-01-01T00:00:00Z, 01:00:00 in Berlin.
-/// Fixed, because the date is input too: formatting and parsing another
-/// date takes another number of instructions, which under `-icount` are the
-/// board's time (it can move an uptime by a millisecond).
-const EPOCH: i64 = 1_767_225_600;
 const RAM_BUDGET: u64 = 48 * 1024;
-
-/// One temperature per step, in milli-°C: all exact in 1/16 °C.
-const TEMPERATURES: [i32; 10] =
-    [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
 
 /// The steps where, with [`TEMPERATURES`], the temperature watch alone
 /// makes a hint: each reading swings more than 2.0 °C from the last one

@@ -16,14 +16,7 @@ use std::time::{Duration, Instant};
 
 use xtask::mqtt::{self, Broker, Options};
 use xtask::needs;
-use xtask::qemu::{self, RunOptions, RunResult};
-
-/// The board's wall clock at boot, as the other QEMU tests.
-const EPOCH: i64 = 1_767_225_600;
-
-/// One temperature per step (the QEMU tests' own).
-const TEMPERATURES: [i32; 10] =
-    [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
+use xtask::qemu::{self, RunOptions, RunResult, EPOCH, TEMPERATURES};
 
 struct Needs {
     qemu: PathBuf,

@@ -33,16 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::mqtt::{Broker, Options as BrokerOptions};
-use crate::qemu::{self, RunOptions, RunResult};
-
-/// The board's wall clock at boot (2026-01-01), as the QEMU tests: runs
-/// repeat.
-pub const EPOCH: i64 = 1_767_225_600;
-
-/// One temperature per step, the QEMU tests' own (milli-°C): 30 °C and
-/// 33.5 °C cross the watch's 28 °C.
-pub const TEMPERATURES: [i32; 10] =
-    [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
+use crate::qemu::{self, RunOptions, RunResult, EPOCH, TEMPERATURES};
 
 /// The board's device id.
 pub const BOARD: &str = "qemu-0";
@@ -468,33 +459,24 @@ fn dims(hints: &Value) -> [u64; 5] {
 /// it, else `envaware-sim fleet --rows-json`.
 fn count_store(o: &Options) -> Result<Value, String> {
     let store = o.dir.join("store");
-    let out = match &o.python {
-        Some(python) => Command::new(python)
-            .arg(o.workspace.join("tests/reference/fleet_rows.py"))
-            .arg(&store)
-            .output(),
-        None => {
-            let file = o.dir.join("rows.json");
-            let out = Command::new(&o.sim)
+    let Some(python) = &o.python else {
+        let file = o.dir.join("rows.json");
+        crate::checked_output(
+            "counting the store (envaware-sim fleet --rows-json)",
+            Command::new(&o.sim)
                 .args(["fleet", "--store"])
                 .arg(&store)
                 .arg("--rows-json")
-                .arg(&file)
-                .output();
-            match out {
-                Ok(out) if out.status.success() => {
-                    let text = std::fs::read_to_string(&file)
-                        .map_err(|e| format!("{}: {e}", file.display()))?;
-                    return serde_json::from_str(&text).map_err(|e| format!("--rows-json: {e}"));
-                }
-                other => other,
-            }
-        }
-    }
-    .map_err(|e| format!("counting the store: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("counting the store: {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
+                .arg(&file),
+        )?;
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        return serde_json::from_str(&text).map_err(|e| format!("--rows-json: {e}"));
+    };
+    let out = crate::checked_output(
+        "counting the store (fleet_rows.py)",
+        Command::new(python).arg(o.workspace.join("tests/reference/fleet_rows.py")).arg(&store),
+    )?;
     serde_json::from_slice(&out.stdout).map_err(|e| format!("the store's count: {e}"))
 }
 

@@ -39,6 +39,18 @@ pub const SENSOR_DEVICE: &str = "tmp105,bus=i2c,address=0x48,id=tmp0";
 /// The largest |temperature| QEMU's TMP105 accepts, exclusive, in milli-°C.
 pub const TEMPERATURE_LIMIT_MILLI: i32 = 128_000;
 
+/// The board's wall time at boot in the tests and the fleet run:
+/// 2026-01-01T00:00:00Z, 01:00:00 in Berlin. Fixed, because the date is
+/// input too: formatting and parsing another date takes another number of
+/// instructions, which under `-icount` are the board's time (it can move
+/// an uptime by a millisecond).
+pub const EPOCH: i64 = 1_767_225_600;
+
+/// The tests' temperatures, one per step, in milli-°C: all exact in
+/// 1/16 °C; 30 °C and 33.5 °C cross the demo watch's 28 °C.
+pub const TEMPERATURES: [i32; 10] =
+    [21_500, 30_000, -4_250, 12_063, 0, 18_750, 33_500, -500, 25_000, 19_250];
+
 /// What starts each line of the session the firmware streams as
 /// AgentScope JSON (`firmware/src/stream.rs`).
 pub const STREAM_PREFIX: &str = "agentscope> ";
