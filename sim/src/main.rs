@@ -130,7 +130,7 @@ struct ExportArgs {
     follow: bool,
     /// With --follow: stop after SECS seconds with nothing new (fractions
     /// allowed). Without it a file is followed until the process is stopped.
-    #[arg(long, value_name = "SECS", requires = "follow", value_parser = idle_timeout)]
+    #[arg(long, value_name = "SECS", requires = "follow", value_parser = seconds)]
     idle_timeout: Option<std::time::Duration>,
     /// The source is a raw image of a device's log region (as `replay --flash`).
     #[arg(long)]
@@ -171,7 +171,7 @@ struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
     /// Each request's bound, in seconds.
-    #[arg(long, value_name = "SECS", default_value = "10", value_parser = idle_timeout)]
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = seconds)]
     timeout: std::time::Duration,
 }
 
@@ -204,12 +204,13 @@ struct ModelServerArgs {
     max_requests: Option<u64>,
     /// Exit 0 when no connection or data has come for SECS seconds
     /// (fractions allowed); also each connection's read timeout.
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = idle_timeout)]
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
     idle_timeout: std::time::Duration,
 }
 
-/// `--idle-timeout`: seconds, fractions allowed, from a millisecond to a day.
-fn idle_timeout(text: &str) -> Result<std::time::Duration, String> {
+/// Seconds, fractions allowed, from a millisecond to a day
+/// (`--idle-timeout`, the fleet's `--idle-exit` and `--flush-secs`).
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
     match text.parse::<f64>() {
         Ok(s) if (0.001..=86_400.0).contains(&s) => Ok(std::time::Duration::from_secs_f64(s)),
         _ => Err("expected seconds in 0.001..=86400".into()),

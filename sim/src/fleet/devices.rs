@@ -29,6 +29,9 @@ use envaware::{ConfigBuf, Engine, TimeDecision};
 use envaware_flashlog::{RamFlash, SessionLog, PAGE};
 use envaware_sim::greenhouse::{self, Greenhouse, TurnEvent};
 use envaware_uplink::{Link, Stats, Timing};
+
+use super::device::now_micros;
+use super::quantile;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -211,13 +214,6 @@ async fn link_down(shared: &Shared) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::NotConnected, "the device's link is down")
 }
 
-/// Now, in microseconds since the Unix epoch.
-fn now_micros() -> i64 {
-    let since =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(since.as_micros()).unwrap_or(i64::MAX)
-}
-
 /// One device's plan.
 #[derive(Debug, Clone)]
 struct Plan {
@@ -294,10 +290,8 @@ async fn device(plan: &Plan, progress: &Progress) -> Result<Report, String> {
             report.uplink = shared.stats.get();
         }
     }
-    let log = log.lock().await;
     report.next = shared.done.get().unwrap_or(0);
     report.steps = shared.steps.borrow().len() as u64;
-    drop(log);
     report.lost = shared.lost.take();
     report.step_items = shared.steps.take();
     Ok(report)
@@ -433,12 +427,6 @@ impl Progress {
     }
 }
 
-/// The quantile `q` (nearest rank) of sorted values.
-fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
-    let last = sorted.len().checked_sub(1)?;
-    sorted.get(((q * sorted.len() as f64).ceil() as usize).saturating_sub(1).min(last)).copied()
-}
-
 /// Runs `envaware-sim devices`: exit 0 when every device logged its steps
 /// and its every item was delivered or reported lost, 1 when one timed out
 /// or could not log, 2 on a bad argument.
@@ -453,11 +441,7 @@ pub fn main(args: DevicesArgs) -> ExitCode {
     };
     let last = args.first_index + args.count - 1;
     let longest = greenhouse::device_id(&args.id_prefix, last as u32);
-    let valid = |id: &str| {
-        (1..=32).contains(&id.len())
-            && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    };
-    if last > u64::from(u32::MAX) || !valid(&longest) {
+    if last > u64::from(u32::MAX) || !super::valid_id(&longest) {
         return fail(format!(
             "--id-prefix {:?}: device ids ({longest}) must be [a-z0-9-]{{1,32}}",
             args.id_prefix

@@ -52,7 +52,7 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
     /// Stop when no message has come for SECS seconds (fractions allowed).
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::seconds)]
     idle_exit: Duration,
     /// Stop once every device FILE names has its items up to the number
     /// given (a line `DEVICE NUMBER` each; lost ones count) or is refused.
@@ -70,7 +70,7 @@ pub struct FleetArgs {
     topics: Vec<String>,
     /// Write the pending rows at least every SECS seconds (fractions
     /// allowed): a file per device and day each time.
-    #[arg(long, value_name = "SECS", default_value = "1", value_parser = seconds)]
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = crate::seconds)]
     flush_secs: Duration,
     /// Most messages taken in one batch (kept, synced, replayed, then
     /// acknowledged together).
@@ -91,22 +91,6 @@ pub struct FleetArgs {
     rows_json: Option<PathBuf>,
 }
 
-/// Seconds, fractions allowed, from a millisecond to a day.
-fn seconds(text: &str) -> Result<Duration, String> {
-    match text.parse::<f64>() {
-        Ok(s) if (0.001..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
-        _ => Err("expected seconds in 0.001..=86400".into()),
-    }
-}
-
-/// A device id in a topic of its items: `[a-z0-9-]{1,32}`.
-pub fn device_of(topic: &str) -> Option<&str> {
-    match topic_of(topic)? {
-        (id, Leaf::Log) => Some(id),
-        (_, Leaf::Lost) => None,
-    }
-}
-
 /// What a device publishes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Leaf {
@@ -125,9 +109,13 @@ fn topic_of(topic: &str) -> Option<(&str, Leaf)> {
         "lost" => Leaf::Lost,
         _ => return None,
     };
-    let valid = (1..=32).contains(&id.len())
-        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    valid.then_some((id, leaf))
+    valid_id(id).then_some((id, leaf))
+}
+
+/// A device id: `[a-z0-9-]{1,32}`.
+fn valid_id(id: &str) -> bool {
+    (1..=32).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// What a run did, for the summary.
@@ -192,10 +180,7 @@ impl Fleet {
         if let Ok(entries) = std::fs::read_dir(&items) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if let Some(id) = name
-                    .strip_suffix(".log")
-                    .filter(|id| device_of(&format!("envaware/{id}/log")).is_some())
-                {
+                if let Some(id) = name.strip_suffix(".log").filter(|id| valid_id(id)) {
                     ids.push(id.to_string());
                 }
             }
@@ -350,7 +335,7 @@ fn read_until(path: &Path) -> Result<Vec<(String, u32)>, String> {
         let bad =
             || format!("{} line {}: expected `DEVICE NUMBER`, got {line:?}", path.display(), i + 1);
         let (id, number) = line.split_once(char::is_whitespace).ok_or_else(bad)?;
-        if device_of(&format!("envaware/{id}/log")).is_none() {
+        if !valid_id(id) {
             return Err(bad());
         }
         until.push((id.to_string(), number.trim().parse().map_err(|_| bad())?));
@@ -703,8 +688,8 @@ mod tests {
 
     #[test]
     fn a_device_id_is_the_topic_s_middle_level_of_the_allowed_characters() {
-        assert_eq!(device_of("envaware/sim-0001/log"), Some("sim-0001"));
-        assert_eq!(device_of("envaware/sprout-qemu/log"), Some("sprout-qemu"));
+        assert_eq!(topic_of("envaware/sim-0001/log"), Some(("sim-0001", Leaf::Log)));
+        assert_eq!(topic_of("envaware/sprout-qemu/log"), Some(("sprout-qemu", Leaf::Log)));
         for bad in [
             "envaware//log",
             "envaware/Sim/log",
@@ -712,12 +697,11 @@ mod tests {
             "other/a/log",
             "envaware/a_b/log",
         ] {
-            assert_eq!(device_of(bad), None, "{bad}");
+            assert_eq!(topic_of(bad), None, "{bad}");
         }
-        assert_eq!(device_of(&format!("envaware/{}/log", "a".repeat(33))), None);
+        assert_eq!(topic_of(&format!("envaware/{}/log", "a".repeat(33))), None);
+        assert!(valid_id(&"a".repeat(32)) && !valid_id(""));
         assert_eq!(topic_of("envaware/sim-0001/lost"), Some(("sim-0001", Leaf::Lost)));
-        assert_eq!(topic_of("envaware/sim-0001/log"), Some(("sim-0001", Leaf::Log)));
-        assert_eq!(device_of("envaware/sim-0001/lost"), None);
         assert_eq!(topic_of("envaware/sim-0001/other"), None);
     }
 
