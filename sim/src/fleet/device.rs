@@ -189,15 +189,16 @@ impl Device {
             FileLog::open(dir.join(format!("{id}.log")), Sync::Never).map_err(|e| e.to_string())?;
         let first_path = dir.join(format!("{id}.first"));
         // With no item kept, the number is written again with the first.
-        let first =
-            match std::fs::read_to_string(&first_path) {
-                _ if log.is_empty() => None,
-                Ok(text) => Some(text.trim().parse::<u32>().map_err(|_| {
-                    format!("{}: not an item number: {text:?}", first_path.display())
-                })?),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(format!("{}: {e}", first_path.display())),
-            };
+        let first = match log.is_empty() {
+            true => None,
+            false => read_optional(&first_path)?
+                .map(|text| {
+                    text.trim().parse::<u32>().map_err(|_| {
+                        format!("{}: not an item number: {text:?}", first_path.display())
+                    })
+                })
+                .transpose()?,
+        };
         if first.is_none() && !log.is_empty() {
             return Err(format!(
                 "{}: {} items and no {} (the first item's number)",
@@ -235,10 +236,8 @@ impl Device {
         device.verify()?;
         let refused = device.first_path.with_extension("refused");
         if device.failed.is_none() {
-            match std::fs::read_to_string(&refused) {
-                Ok(text) => device.failed = Some(Failure::Earlier(text.trim().to_string())),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("{}: {e}", refused.display())),
+            if let Some(text) = read_optional(&refused)? {
+                device.failed = Some(Failure::Earlier(text.trim().to_string()));
             }
         }
         let reopened = Reopened {
@@ -258,8 +257,7 @@ impl Device {
     /// The number after the last item kept or declared lost.
     fn next(&self) -> Option<u32> {
         let len = u32::try_from(self.log.len()).ok()?;
-        let lost: u32 = self.gaps.iter().map(Gap::len).sum();
-        Some(self.first?.wrapping_add(len).wrapping_add(lost))
+        Some(self.first?.wrapping_add(len).wrapping_add(self.lost()))
     }
 
     /// The number of the last item kept or declared lost.
@@ -526,14 +524,19 @@ impl Device {
     }
 }
 
+/// A file's text, `None` when it is absent.
+fn read_optional(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
 /// Reads a device's declared gaps (`from to` a line, in order); none
 /// when the file is absent.
 fn read_gaps(path: &Path) -> Result<Vec<Gap>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
+    let Some(text) = read_optional(path)? else { return Ok(Vec::new()) };
     let mut gaps = Vec::new();
     for line in text.lines() {
         // A line cut by a kill before its sync: the declaration was not
