@@ -7,7 +7,7 @@
 //! order, never a gap.
 //!
 //! - topic `envaware/<device>/log`, payload the item's number (4 bytes,
-//!   little-endian) then the item ([`payload`]);
+//!   little-endian) then the item, read from the log into place behind it;
 //! - items the log dropped before they were delivered (its region was full
 //!   of them: see [`SessionLog::with_outbox`]) are reported on
 //!   `envaware/<device>/lost` as two numbers, `from` and `to` (4 bytes
@@ -103,17 +103,6 @@ pub struct Stats {
     pub received_bytes: u64,
     /// Items reported lost.
     pub lost: u32,
-}
-
-/// The payload of item `number`: its number (little-endian) and the item,
-/// in `out`. `None`: `out` is too short.
-pub fn payload<'o>(number: u32, item: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
-    let len = 4 + item.len();
-    let out = out.get_mut(..len)?;
-    let (head, tail) = out.split_at_mut(4);
-    head.copy_from_slice(&number.to_le_bytes());
-    tail.copy_from_slice(item);
-    Some(out)
 }
 
 /// `envaware/<device>/<leaf>` in `out`. `None`: `out` is too short, or
@@ -351,13 +340,6 @@ async fn publish<T: Read + Write, L: Link>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_payload_is_the_number_little_endian_then_the_item() {
-        let mut out = [0u8; 8];
-        assert_eq!(payload(0x0102_0304, &[9, 8], &mut out), Some(&[4, 3, 2, 1, 9, 8][..]));
-        assert_eq!(payload(1, &[0; 5], &mut out), None, "too long for the buffer");
-    }
 
     #[test]
     fn a_topic_names_the_device_and_refuses_what_a_level_cannot_hold() {
