@@ -27,11 +27,15 @@ const UART_LCRH: usize = 0x2C;
 /// How long, in the board's milliseconds, the model's link may stay
 /// silent (or full) before the exchange gives up (see [`Uart1`]).
 pub(super) const MODEL_TIMEOUT_MS: u32 = 60_000;
-const UART_DR: usize = 0x00;
-const UART_FR: usize = 0x18;
-const UART_CTL: usize = 0x30;
-const FR_RXFE: u32 = 1 << 4;
-const FR_TXFF: u32 = 1 << 5;
+// The Stellaris UART's registers and flags, shared by UART0, UART1 and
+// UART2 (the uplink's).
+pub(super) const UART_DR: usize = 0x00;
+pub(super) const UART_FR: usize = 0x18;
+pub(super) const UART_CTL: usize = 0x30;
+pub(super) const FR_RXFE: u32 = 1 << 4;
+pub(super) const FR_TXFF: u32 = 1 << 5;
+/// `UART_CTL`: UARTEN | TXE | RXE.
+pub(super) const CTL_ENABLE: u32 = 0x301;
 
 /// The step handshake over UART0: before each step the firmware sends `?`
 /// and waits for one byte from the host, which meanwhile sets the sensor's
@@ -91,13 +95,12 @@ impl Uart0Pacer {
 
     pub(super) fn new(syst: SYST, arguments: PacerArguments) -> Self {
         let PacerArguments { model, stream, reset_after } = arguments;
-        // UARTEN | TXE | RXE.
-        unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, 0x301) };
+        unsafe { write_volatile((UART0 + UART_CTL) as *mut u32, CTL_ENABLE) };
         if model {
             // 8 bits, FIFOs on (16 bytes each way); UARTEN | TXE | RXE.
             unsafe {
                 write_volatile((UART1 + UART_LCRH) as *mut u32, 0x70);
-                write_volatile((UART1 + UART_CTL) as *mut u32, 0x301);
+                write_volatile((UART1 + UART_CTL) as *mut u32, CTL_ENABLE);
             }
         }
         Uart0Pacer { syst, reset_after, idle: None, model, stream }

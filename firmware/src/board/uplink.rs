@@ -24,12 +24,9 @@ use envaware_uplink::{Link, Timing};
 
 use super::argument;
 
+use super::uart::{CTL_ENABLE, FR_RXFE, FR_TXFF, UART_CTL, UART_DR, UART_FR};
+
 const UART2: usize = 0x4000_E000;
-const UART_DR: usize = 0x00;
-const UART_FR: usize = 0x18;
-const UART_CTL: usize = 0x30;
-const FR_RXFE: u32 = 1 << 4;
-const FR_TXFF: u32 = 1 << 5;
 
 /// The uplink's waits on the board: 30 s of the board's time for the
 /// broker's answer (its polling runs instructions: about 4 M a second
@@ -51,8 +48,7 @@ impl Uart2Link {
         if argument::<u8>(b"mqtt=") != Some(1) {
             return None;
         }
-        // UARTEN | TXE | RXE.
-        unsafe { write_volatile((UART2 + UART_CTL) as *mut u32, 0x301) };
+        unsafe { write_volatile((UART2 + UART_CTL) as *mut u32, CTL_ENABLE) };
         Some(Uart2Link(()))
     }
 }
