@@ -61,6 +61,15 @@ fn mosquitto() -> Option<PathBuf> {
     xtask::needs::or_skip(xtask::mqtt::find())
 }
 
+/// A broker started in `dir/broker`.
+fn start_broker(
+    mosquitto: &Path,
+    dir: &Path,
+    options: &xtask::mqtt::Options,
+) -> xtask::mqtt::Broker {
+    xtask::mqtt::Broker::start(mosquitto, &dir.join("broker"), options).expect("mosquitto starts")
+}
+
 /// One step as the device took it.
 #[derive(Debug, Clone)]
 struct Step {
@@ -343,12 +352,7 @@ fn shared_run() -> Option<&'static Run> {
     let mosquitto = mosquitto()?;
     Some(RUN.get_or_init(|| {
         let dir = tmp("shared");
-        let broker = xtask::mqtt::Broker::start(
-            &mosquitto,
-            &dir.join("broker"),
-            &xtask::mqtt::Options::default(),
-        )
-        .expect("mosquitto starts");
+        let broker = start_broker(&mosquitto, &dir, &xtask::mqtt::Options::default());
         let devices: Vec<Device> = (1..=6).map(|i| device(i, 40)).collect();
         let all: Vec<&Device> = devices.iter().collect();
         open_session(broker.port(), "fleet-shared");
@@ -464,12 +468,7 @@ fn stored(store: &Path, device: &str) -> Vec<StepRow> {
 fn a_killed_consumer_resumes_without_losing_or_repeating_a_row_and_refuses_a_bad_log() {
     let Some(mosquitto) = mosquitto() else { return };
     let dir = tmp("restart");
-    let broker = xtask::mqtt::Broker::start(
-        &mosquitto,
-        &dir.join("broker"),
-        &xtask::mqtt::Options::default(),
-    )
-    .expect("mosquitto starts");
+    let broker = start_broker(&mosquitto, &dir, &xtask::mqtt::Options::default());
     let port = broker.port();
     let mut devices: Vec<Device> = (1..=4).map(|i| device(i, 60)).collect();
     // sim-0003: a step that told the time alone (it ends with its
@@ -570,8 +569,7 @@ fn the_consumer_rides_out_a_broker_restart_and_gets_what_the_broker_kept() {
     let Some(mosquitto) = mosquitto() else { return };
     let dir = tmp("outage");
     let options = xtask::mqtt::Options { persistence: true, ..xtask::mqtt::Options::default() };
-    let mut broker = xtask::mqtt::Broker::start(&mosquitto, &dir.join("broker"), &options)
-        .expect("mosquitto starts");
+    let mut broker = start_broker(&mosquitto, &dir, &options);
     let port = broker.port();
     let devices: Vec<Device> = (1..=3).map(|i| device(i, 30)).collect();
     let all: Vec<&Device> = devices.iter().collect();
@@ -724,12 +722,7 @@ fn lost_numbers(device: &Value) -> BTreeSet<u32> {
 fn simulated_devices_publish_through_the_outbox_and_a_region_filled_offline_is_declared_lost() {
     let Some(mosquitto) = mosquitto() else { return };
     let dir = tmp("devices");
-    let broker = xtask::mqtt::Broker::start(
-        &mosquitto,
-        &dir.join("broker"),
-        &xtask::mqtt::Options::default(),
-    )
-    .expect("mosquitto starts");
+    let broker = start_broker(&mosquitto, &dir, &xtask::mqtt::Options::default());
     let port = broker.port();
     open_session(port, "fleet-devices");
     let store = dir.join("store");
@@ -931,12 +924,7 @@ fn load() {
         "load: {count} devices, {steps} steps, {items} items made in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let broker = xtask::mqtt::Broker::start(
-        &mosquitto,
-        &dir.join("broker"),
-        &xtask::mqtt::Options::default(),
-    )
-    .expect("mosquitto starts");
+    let broker = start_broker(&mosquitto, &dir, &xtask::mqtt::Options::default());
     open_session(broker.port(), "fleet-load");
     let store = dir.join("store");
     let all: Vec<&Device> = devices.iter().collect();
